@@ -1,0 +1,135 @@
+"""Typed errors raised by the package.
+
+Every error derives from :class:`IcebergError`; where a built-in exception is the natural
+companion (``ValueError`` for bad input, ``LookupError`` for missing things) the error inherits
+it too, so callers can catch either.  Errors carry the table, ids and attempt counts as
+attributes so callers and tests can inspect them without parsing messages.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "IcebergError",
+    "ValidationError",
+    "InvalidMetadataError",
+    "UnsupportedFormatVersionError",
+    "SchemaEvolutionError",
+    "ExpressionError",
+    "NotFoundError",
+    "NoSuchTableError",
+    "NoSuchNamespaceError",
+    "NoSuchSnapshotError",
+    "NoSuchRefError",
+    "NoSuchProcedureError",
+    "AlreadyExistsError",
+    "TableAlreadyExistsError",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotEmptyError",
+    "CommitError",
+    "CommitFailedError",
+    "CommitStateUnknownError",
+    "CatalogConfigError",
+]
+
+
+class IcebergError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class ValidationError(IcebergError, ValueError):
+    """Input, metadata or an operation was refused because it breaks a rule of the spec."""
+
+
+class InvalidMetadataError(ValidationError):
+    """A metadata, manifest or Puffin file is corrupt, truncated or breaks the spec.
+
+    ``location`` names the file when one is known.
+    """
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        self.location = location
+        super().__init__(f"{location}: {message}" if location else message)
+
+
+class UnsupportedFormatVersionError(InvalidMetadataError):
+    """The file uses a table format version this package cannot read or write."""
+
+
+class SchemaEvolutionError(ValidationError):
+    """A schema change that the spec does not allow (for example long -> int)."""
+
+
+class ExpressionError(ValidationError):
+    """A filter expression could not be parsed or bound; the message names the token or column."""
+
+
+class NotFoundError(IcebergError, LookupError):
+    """Something that was named does not exist."""
+
+
+class NoSuchTableError(NotFoundError):
+    """The table does not exist in the catalog."""
+
+
+class NoSuchNamespaceError(NotFoundError):
+    """The namespace does not exist in the catalog."""
+
+
+class NoSuchSnapshotError(NotFoundError):
+    """The snapshot id is not in the table's metadata."""
+
+
+class NoSuchRefError(NotFoundError):
+    """The branch or tag is not in the table's metadata."""
+
+
+class NoSuchProcedureError(NotFoundError):
+    """No procedure is registered under that name."""
+
+
+class AlreadyExistsError(IcebergError):
+    """Something that should be new already exists."""
+
+
+class TableAlreadyExistsError(AlreadyExistsError):
+    """A table with that identifier already exists."""
+
+
+class NamespaceAlreadyExistsError(AlreadyExistsError):
+    """A namespace with that name already exists."""
+
+
+class NamespaceNotEmptyError(IcebergError):
+    """The namespace still holds tables and cannot be dropped."""
+
+
+class CommitError(IcebergError):
+    """Base of the two commit outcomes that are not success."""
+
+
+class CommitFailedError(CommitError):
+    """The commit was rejected and nothing of it is visible; files it wrote were cleaned up.
+
+    Retryable conflicts are retried by the transaction before this is raised.
+    """
+
+    def __init__(self, message: str, *, table: str | None = None, attempts: int | None = None) -> None:
+        self.table = table
+        self.attempts = attempts
+        super().__init__(message)
+
+
+class CommitStateUnknownError(CommitError):
+    """The catalog may or may not have applied the commit; nothing was deleted.
+
+    Check the table's current metadata before retrying: the commit may already be visible.
+    """
+
+    def __init__(self, message: str, *, table: str | None = None, cause: BaseException | None = None) -> None:
+        self.table = table
+        self.cause = cause
+        super().__init__(message)
+
+
+class CatalogConfigError(ValidationError):
+    """A catalog is configured wrongly (unknown type, malformed uri, bad property value)."""
