@@ -331,8 +331,6 @@ def type_from_json(obj: Any) -> IcebergType:
 
 
 def _field_from_json(obj: dict[str, Any]) -> NestedField:
-    from procedures.spec import conversions
-
     try:
         fid, name, required, ftype = int(obj["id"]), obj["name"], obj["required"], obj["type"]
     except KeyError as e:
@@ -342,6 +340,8 @@ def _field_from_json(obj: dict[str, Any]) -> NestedField:
     t = type_from_json(ftype)
     init = obj.get("initial-default")
     write = obj.get("write-default")
+    if init is not None or write is not None:
+        from procedures.spec import conversions  # noqa: PLC0415
     return NestedField(
         fid, name, t, required, obj.get("doc"),
         None if init is None else conversions.from_json(init, t),
