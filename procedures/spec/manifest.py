@@ -1,0 +1,869 @@
+"""Manifests and manifest lists (spec "Manifests", "Manifest Lists", "Sequence Number Inheritance",
+"First Row ID Inheritance"; on-disk notes sections 1-3 and 9).
+
+Writing follows Java 1.10: the Avro schemas of :mod:`procedures.spec.avro_schemas`, Java's header
+key/value metadata, null sequence numbers for entries added by the writing commit, partition field
+summaries with Java's NaN and signed-zero rules, and ``first_row_id`` assignment while a v3 manifest
+list is written.  Reading applies the inheritance rules so every :class:`ManifestEntry` carries its
+snapshot id, data and file sequence numbers and (v3) first row id.
+
+Values are in the package's representation (see :mod:`procedures.spec.types`): partition tuples in
+spec order, dates as int days, timestamps as int micros, decimals as ``Decimal``, uuids as
+``uuid.UUID``.  Columns are matched by field id, so files written with older field names read fine.
+"""
+
+from __future__ import annotations
+
+import io as _io
+import json
+import math
+import operator
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from enum import Enum, IntEnum
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from uuid import UUID
+
+import fastavro
+
+from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.spec.avro_schemas import (
+    _check_version,
+    manifest_entry_avro_schema,
+    manifest_list_avro_schema,
+    sanitize_name,
+    strip_logical_types,
+)
+from procedures.spec.schema import Schema, schema_to_json
+from procedures.spec.types import (
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    StructType,
+    UUIDType,
+    decimal_required_bytes,
+)
+
+__all__ = [
+    "FileContent",
+    "ManifestContent",
+    "ManifestEntryStatus",
+    "FileFormat",
+    "DataFile",
+    "ManifestEntry",
+    "FieldSummary",
+    "ManifestFile",
+    "ManifestWriter",
+    "UNASSIGNED_SEQ",
+    "DEFAULT_BLOCK_SIZE",
+    "write_manifest_list",
+    "read_manifest_list",
+    "read_manifest",
+    "read_manifest_metadata",
+]
+
+#: sequence number of a manifest written but not yet committed; the manifest list writer replaces it
+UNASSIGNED_SEQ = -1
+#: the deprecated v1 ``block_size_in_bytes`` value Java writes
+DEFAULT_BLOCK_SIZE = 64 * 1024 * 1024
+
+
+class FileContent(IntEnum):
+    """``data_file.content``."""
+
+    DATA = 0
+    POSITION_DELETES = 1
+    EQUALITY_DELETES = 2
+
+
+class ManifestContent(IntEnum):
+    """``manifest_file.content``."""
+
+    DATA = 0
+    DELETES = 1
+
+
+class ManifestEntryStatus(IntEnum):
+    """``manifest_entry.status``."""
+
+    EXISTING = 0
+    ADDED = 1
+    DELETED = 2
+
+
+class FileFormat(str, Enum):
+    """``data_file.file_format``; written upper case like Java, parsed case-insensitively."""
+
+    AVRO = "AVRO"
+    ORC = "ORC"
+    PARQUET = "PARQUET"
+    PUFFIN = "PUFFIN"
+
+    @classmethod
+    def _missing_(cls, value: object) -> "FileFormat | None":
+        if isinstance(value, str):
+            return cls.__members__.get(value.upper())
+        return None
+
+
+_CONTENTS = tuple(FileContent)
+_STATUSES = tuple(ManifestEntryStatus)
+_FORMATS = {f.value: f for f in FileFormat}
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """A ``data_file`` struct: a data file, position or equality delete file, or a deletion vector.
+
+    Metrics maps are keyed by field id; ``partition`` is a tuple in spec order; ``spec_id`` is not
+    stored in the manifest but filled from the manifest's ``partition_spec_id`` on read.
+    """
+
+    file_path: str
+    file_format: FileFormat
+    partition: tuple
+    record_count: int
+    file_size_in_bytes: int
+    content: FileContent = FileContent.DATA
+    column_sizes: dict[int, int] | None = None
+    value_counts: dict[int, int] | None = None
+    null_value_counts: dict[int, int] | None = None
+    nan_value_counts: dict[int, int] | None = None
+    lower_bounds: dict[int, bytes] | None = None
+    upper_bounds: dict[int, bytes] | None = None
+    key_metadata: bytes | None = None
+    split_offsets: tuple[int, ...] | list[int] | None = None
+    equality_ids: tuple[int, ...] | list[int] | None = None
+    sort_order_id: int | None = None
+    first_row_id: int | None = None
+    referenced_data_file: str | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
+    spec_id: int = 0
+
+    def __hash__(self) -> int:
+        # metrics maps are dicts; identity of a file is its location (and the DV blob within it)
+        return hash((self.file_path, self.content_offset))
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """A manifest row: status, the snapshot that added or removed the file, its data and file
+    sequence numbers, and the file.  After :func:`read_manifest` inheritance has been applied."""
+
+    status: ManifestEntryStatus
+    snapshot_id: int | None
+    sequence_number: int | None
+    file_sequence_number: int | None
+    data_file: DataFile
+
+    @property
+    def is_live(self) -> bool:
+        """True for ADDED and EXISTING entries."""
+        return self.status != ManifestEntryStatus.DELETED
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSummary:
+    """Summary of one partition field over a manifest's entries (``r508``); bounds are binary
+    single values of the partition field's result type."""
+
+    contains_null: bool
+    contains_nan: bool | None = None
+    lower_bound: bytes | None = None
+    upper_bound: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestFile:
+    """A manifest-list row (``manifest_file``)."""
+
+    manifest_path: str
+    manifest_length: int
+    partition_spec_id: int
+    content: ManifestContent = ManifestContent.DATA
+    sequence_number: int = 0
+    min_sequence_number: int = 0
+    added_snapshot_id: int | None = None
+    added_files_count: int | None = None
+    existing_files_count: int | None = None
+    deleted_files_count: int | None = None
+    added_rows_count: int | None = None
+    existing_rows_count: int | None = None
+    deleted_rows_count: int | None = None
+    partitions: tuple[FieldSummary, ...] | None = None
+    key_metadata: bytes | None = None
+    first_row_id: int | None = None
+
+    def has_added_files(self) -> bool:
+        """True unless the manifest is known to add no file (a null v1 count means unknown)."""
+        return self.added_files_count is None or self.added_files_count > 0
+
+    def has_existing_files(self) -> bool:
+        """True unless the manifest is known to carry no existing file."""
+        return self.existing_files_count is None or self.existing_files_count > 0
+
+    def has_deleted_files(self) -> bool:
+        """True unless the manifest is known to delete no file."""
+        return self.deleted_files_count is None or self.deleted_files_count > 0
+
+
+class _InputFile(Protocol):
+    def read(self) -> bytes: ...
+
+
+class _FileIO(Protocol):
+    def new_input(self, path: str) -> _InputFile: ...
+
+    def write(self, path: str, data: bytes, overwrite: bool = False) -> Any: ...
+
+
+# ----------------------------------------------------------------------------------- codecs
+_CODECS = {
+    "deflate": "deflate", "gzip": "deflate", "null": "null", "none": "null", "uncompressed": "null",
+    "snappy": "snappy", "zstd": "zstandard", "zstandard": "zstandard",
+}
+
+
+def _codec(name: str) -> str:
+    codec = _CODECS.get(name.lower())
+    if codec is None:
+        raise ValidationError(f"unknown Avro codec {name!r}; use one of deflate, null, snappy, zstd")
+    return codec
+
+
+def _write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], metadata: dict[str, str],
+                codec: str, level: int | None) -> bytes:
+    buf = _io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=_codec(codec),
+                    metadata=metadata, codec_compression_level=level)
+    return buf.getvalue()
+
+
+def _read_bytes(io: _FileIO, path: str) -> bytes:
+    try:
+        return io.new_input(path).read()
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise InvalidMetadataError(f"cannot read file: {e}", location=path) from e
+
+
+def _open_avro(data: bytes, path: str, strip: bool) -> tuple[Any, Any]:
+    """A fastavro reader over ``data``; with ``strip`` the header's schema loses its logical types.
+
+    fastavro converts logical types by the *writer* schema (a reader schema does not stop it), so
+    the header is rewritten instead: values then come back as raw ints and bytes, which are our
+    representation already (dates, times, timestamps incl. nanos) or cheap to convert.
+    Returns the reader and the file's original schema.
+    """
+    try:
+        if strip:
+            meta, sync, end = _parse_header(data)
+            schema = json.loads(meta["avro.schema"])
+            meta["avro.schema"] = json.dumps(strip_logical_types(schema)).encode()
+            data = _encode_header(meta, sync) + data[end:]
+            return fastavro.reader(_io.BytesIO(data)), schema
+        reader = fastavro.reader(_io.BytesIO(data))
+        return reader, reader.writer_schema
+    except Exception as e:  # fastavro raises several unrelated types for corrupt files
+        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+
+
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _write_long(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _parse_header(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
+    if data[:4] != b"Obj\x01":
+        raise ValueError("missing Avro magic 'Obj\\x01'")
+    meta: dict[str, bytes] = {}
+    pos = 4
+    while True:
+        count, pos = _read_long(data, pos)
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, pos = _read_long(data, pos)  # block byte size
+        for _ in range(count):
+            n, pos = _read_long(data, pos)
+            key = data[pos:pos + n].decode()
+            pos += n
+            n, pos = _read_long(data, pos)
+            meta[key] = bytes(data[pos:pos + n])
+            pos += n
+    if pos + 16 > len(data):
+        raise EOFError("truncated Avro header")
+    return meta, bytes(data[pos:pos + 16]), pos + 16
+
+
+def _encode_header(meta: dict[str, bytes], sync: bytes) -> bytes:
+    out = [b"Obj\x01", _write_long(len(meta))]
+    for k, v in meta.items():
+        kb = k.encode()
+        out += [_write_long(len(kb)), kb, _write_long(len(v)), v]
+    out += [b"\x00", sync]
+    return b"".join(out)
+
+
+def _names_by_id(record_schema: Mapping[str, Any]) -> dict[int, str]:
+    return {f["field-id"]: f["name"] for f in record_schema.get("fields", ()) if "field-id" in f}
+
+
+def _record_type(field_type: Any) -> Any:
+    if isinstance(field_type, list):
+        return next(t for t in field_type if t != "null")
+    return field_type
+
+
+# ------------------------------------------------------------------- partition value codecs
+def _to_avro_converter(t: IcebergType) -> Callable[[Any], Any] | None:
+    if isinstance(t, DecimalType):
+        size, scale = decimal_required_bytes(t.precision), t.scale
+        return lambda v: None if v is None else int(v.scaleb(scale)).to_bytes(size, "big", signed=True)
+    if isinstance(t, UUIDType):
+        return lambda v: None if v is None else v.bytes
+    return None
+
+
+def _from_avro_converter(avro_type: Any) -> Callable[[Any], Any] | None:
+    t = _record_type(avro_type)
+    if not isinstance(t, dict):
+        return None
+    logical = t.get("logicalType")
+    if logical == "decimal":
+        scale = int(t.get("scale", 0))
+        return lambda b: None if b is None else Decimal(int.from_bytes(b, "big", signed=True)).scaleb(-scale)
+    if logical == "uuid":
+        if t.get("type") == "string":
+            return lambda s: None if s is None else UUID(s)
+        return lambda b: None if b is None else UUID(bytes=bytes(b))
+    return None
+
+
+# ------------------------------------------------------------------------- partition summaries
+class _FieldStats:
+    __slots__ = ("type", "is_float", "contains_null", "contains_nan", "lower", "upper")
+
+    def __init__(self, t: IcebergType) -> None:
+        self.type = t
+        self.is_float = isinstance(t, (FloatType, DoubleType))
+        self.contains_null = False
+        self.contains_nan = False
+        self.lower: Any = None
+        self.upper: Any = None
+
+    def update(self, v: Any) -> None:
+        if v is None:
+            self.contains_null = True
+            return
+        if self.is_float:
+            if v != v:
+                self.contains_nan = True
+                return
+            # Java orders -0.0 before +0.0; the sign in the key keeps Python from treating them equal
+            v = (v, math.copysign(1.0, v))
+        if self.lower is None or v < self.lower:
+            self.lower = v
+        if self.upper is None or v > self.upper:
+            self.upper = v
+
+    def summary(self) -> FieldSummary:
+        from procedures.spec.conversions import to_bytes  # noqa: PLC0415 - sibling module, loaded on first use
+
+        lower, upper = self.lower, self.upper
+        if self.is_float and lower is not None:
+            lower, upper = lower[0], upper[0]
+        return FieldSummary(
+            self.contains_null,
+            self.contains_nan,
+            None if lower is None else to_bytes(lower, self.type),
+            None if upper is None else to_bytes(upper, self.type),
+        )
+
+
+# ----------------------------------------------------------------------------------- writing
+def _metrics_to_avro(m: Mapping[int, Any] | None) -> list[dict[str, Any]] | None:
+    if m is None:
+        return None
+    return [{"key": k, "value": v} for k, v in sorted(m.items())]
+
+
+class ManifestWriter:
+    """Writes one manifest of a single partition spec and content (data or deletes).
+
+    Entries added by the committing snapshot (:meth:`add`) get null sequence numbers so they inherit
+    the commit's; EXISTING and DELETED entries carry explicit numbers.  :meth:`close` writes the
+    file through ``io.write(path, data)`` and returns its :class:`ManifestFile`, whose sequence
+    numbers are :data:`UNASSIGNED_SEQ` until :func:`write_manifest_list` fills them in.
+    """
+
+    def __init__(
+        self,
+        io: _FileIO,
+        path: str,
+        spec: Any,
+        schema: Schema,
+        format_version: int,
+        content: ManifestContent = ManifestContent.DATA,
+        snapshot_id: int | None = None,
+        *,
+        codec: str = "deflate",
+        compression_level: int | None = None,
+        key_metadata: bytes | None = None,
+    ) -> None:
+        _check_version(format_version)
+        if format_version == 1 and content != ManifestContent.DATA:
+            raise ValidationError(f"{path}: format version 1 has no delete manifests")
+        self.io, self.path, self.spec, self.schema = io, path, spec, schema
+        self.format_version = format_version
+        self.content = ManifestContent(content)
+        self.snapshot_id = snapshot_id
+        self.key_metadata = key_metadata
+        self._codec, self._level = codec, compression_level
+        self._partition_type: StructType = spec.partition_type(schema)
+        self._avro_schema = manifest_entry_avro_schema(format_version, self._partition_type)
+        pfields = self._partition_type.fields
+        self._pnames = [sanitize_name(f.name) for f in pfields]
+        self._pconv = [_to_avro_converter(f.field_type) for f in pfields]
+        self._stats = [_FieldStats(f.field_type) for f in pfields]
+        self._records: list[dict[str, Any]] = []
+        self._counts = [0, 0, 0]  # files by status value
+        self._rows = [0, 0, 0]
+        self._min_seq: int | None = None
+        self._result: ManifestFile | None = None
+
+    # -- entry points
+    def add(self, data_file: DataFile, sequence_number: int | None = None) -> None:
+        """Add a file new in this commit; ``sequence_number`` is an explicit *older* data sequence
+        number (compaction), otherwise both numbers are inherited."""
+        self.add_entry(ManifestEntry(ManifestEntryStatus.ADDED, self.snapshot_id, sequence_number, None, data_file))
+
+    def existing(self, data_file: DataFile, snapshot_id: int, sequence_number: int | None,
+                 file_sequence_number: int | None) -> None:
+        """Carry a file over from another manifest, keeping its snapshot and sequence numbers."""
+        self.add_entry(ManifestEntry(ManifestEntryStatus.EXISTING, snapshot_id, sequence_number, file_sequence_number, data_file))
+
+    def delete(self, data_file: DataFile, sequence_number: int | None, file_sequence_number: int | None) -> None:
+        """Record the removal of a file by this commit (status DELETED, this writer's snapshot id)."""
+        self.add_entry(ManifestEntry(ManifestEntryStatus.DELETED, self.snapshot_id, sequence_number, file_sequence_number, data_file))
+
+    def add_entry(self, entry: ManifestEntry) -> None:
+        """Write an entry as given (status, snapshot id and sequence numbers are not changed)."""
+        if self._result is not None:
+            raise ValidationError(f"{self.path}: manifest writer is already closed")
+        df = entry.data_file
+        status = int(entry.status)
+        is_data = df.content == FileContent.DATA
+        if is_data != (self.content == ManifestContent.DATA):
+            raise ValidationError(
+                f"{self.path}: cannot write a {FileContent(df.content).name} file ({df.file_path}) into a "
+                f"{self.content.name} manifest"
+            )
+        v = self.format_version
+        if v > 1 and status != ManifestEntryStatus.ADDED and entry.sequence_number is None:
+            raise ValidationError(
+                f"{self.path}: {ManifestEntryStatus(status).name} entry for {df.file_path} needs an explicit data "
+                "sequence number; only ADDED entries may inherit it"
+            )
+        if len(df.partition) != len(self._stats):
+            raise ValidationError(
+                f"{self.path}: partition {df.partition!r} of {df.file_path} has {len(df.partition)} values, "
+                f"spec {self.spec.spec_id} has {len(self._stats)} fields"
+            )
+        self._counts[status] += 1
+        self._rows[status] += df.record_count
+        for stats, value in zip(self._stats, df.partition):
+            stats.update(value)
+        if status != ManifestEntryStatus.DELETED and entry.sequence_number is not None:
+            if self._min_seq is None or entry.sequence_number < self._min_seq:
+                self._min_seq = entry.sequence_number
+        record: dict[str, Any] = {"status": status, "snapshot_id": entry.snapshot_id, "data_file": self._data_file_record(df)}
+        if v > 1:
+            record["sequence_number"] = entry.sequence_number
+            record["file_sequence_number"] = entry.file_sequence_number
+        self._records.append(record)
+
+    def _data_file_record(self, df: DataFile) -> dict[str, Any]:
+        partition = {
+            name: (value if conv is None else conv(value))
+            for name, conv, value in zip(self._pnames, self._pconv, df.partition)
+        }
+        rec: dict[str, Any] = {
+            "file_path": df.file_path,
+            "file_format": FileFormat(df.file_format).value,
+            "partition": partition,
+            "record_count": df.record_count,
+            "file_size_in_bytes": df.file_size_in_bytes,
+            "column_sizes": _metrics_to_avro(df.column_sizes),
+            "value_counts": _metrics_to_avro(df.value_counts),
+            "null_value_counts": _metrics_to_avro(df.null_value_counts),
+            "nan_value_counts": _metrics_to_avro(df.nan_value_counts),
+            "lower_bounds": _metrics_to_avro(df.lower_bounds),
+            "upper_bounds": _metrics_to_avro(df.upper_bounds),
+            "key_metadata": df.key_metadata,
+            "split_offsets": None if df.split_offsets is None else list(df.split_offsets),
+            "sort_order_id": df.sort_order_id,
+        }
+        v = self.format_version
+        if v == 1:
+            rec["block_size_in_bytes"] = DEFAULT_BLOCK_SIZE
+            return rec
+        rec["content"] = int(df.content)
+        rec["equality_ids"] = None if df.equality_ids is None else list(df.equality_ids)
+        rec["referenced_data_file"] = df.referenced_data_file
+        if v >= 3:
+            # Java keeps first_row_id for data files only
+            rec["first_row_id"] = df.first_row_id if df.content == FileContent.DATA else None
+            rec["content_offset"] = df.content_offset
+            rec["content_size_in_bytes"] = df.content_size_in_bytes
+        return rec
+
+    def _metadata(self) -> dict[str, str]:
+        from procedures.spec.partitioning import fields_to_json  # noqa: PLC0415 - sibling module
+
+        meta = {
+            "schema": json.dumps(schema_to_json(self.schema), separators=(",", ":")),
+            "schema-id": str(self.schema.schema_id),
+            "partition-spec": json.dumps(fields_to_json(self.spec), separators=(",", ":")),
+            "partition-spec-id": str(self.spec.spec_id),
+            "format-version": str(self.format_version),
+        }
+        if self.format_version > 1:
+            meta["content"] = "data" if self.content == ManifestContent.DATA else "deletes"
+        return meta
+
+    def close(self) -> ManifestFile:
+        """Write the manifest and return its manifest-list row (idempotent)."""
+        if self._result is not None:
+            return self._result
+        data = _write_avro(self._avro_schema, self._records, self._metadata(), self._codec, self._level)
+        self.io.write(self.path, data, overwrite=False)
+        self._records = []
+        self._result = ManifestFile(
+            manifest_path=self.path,
+            manifest_length=len(data),
+            partition_spec_id=self.spec.spec_id,
+            content=self.content,
+            sequence_number=UNASSIGNED_SEQ,
+            min_sequence_number=UNASSIGNED_SEQ if self._min_seq is None else self._min_seq,
+            added_snapshot_id=self.snapshot_id,
+            added_files_count=self._counts[1],
+            existing_files_count=self._counts[0],
+            deleted_files_count=self._counts[2],
+            added_rows_count=self._rows[1],
+            existing_rows_count=self._rows[0],
+            deleted_rows_count=self._rows[2],
+            partitions=tuple(s.summary() for s in self._stats),
+            key_metadata=self.key_metadata,
+            first_row_id=None,
+        )
+        return self._result
+
+    def __enter__(self) -> "ManifestWriter":
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if exc_type is None:
+            self.close()
+
+
+def _manifest_file_record(m: ManifestFile, v: int) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "manifest_path": m.manifest_path,
+        "manifest_length": m.manifest_length,
+        "partition_spec_id": m.partition_spec_id,
+        "added_snapshot_id": m.added_snapshot_id,
+        "added_files_count": m.added_files_count,
+        "existing_files_count": m.existing_files_count,
+        "deleted_files_count": m.deleted_files_count,
+        "added_rows_count": m.added_rows_count,
+        "existing_rows_count": m.existing_rows_count,
+        "deleted_rows_count": m.deleted_rows_count,
+        "partitions": None if m.partitions is None else [
+            {"contains_null": s.contains_null, "contains_nan": s.contains_nan,
+             "lower_bound": s.lower_bound, "upper_bound": s.upper_bound}
+            for s in m.partitions
+        ],
+        "key_metadata": m.key_metadata,
+    }
+    if v > 1:
+        rec["content"] = int(m.content)
+        rec["sequence_number"] = m.sequence_number
+        rec["min_sequence_number"] = m.min_sequence_number
+    if v >= 3:
+        rec["first_row_id"] = m.first_row_id
+    return rec
+
+
+def write_manifest_list(
+    io: _FileIO,
+    path: str,
+    format_version: int,
+    snapshot_id: int,
+    parent_snapshot_id: int | None,
+    sequence_number: int,
+    first_row_id: int | None,
+    manifests: Sequence[ManifestFile],
+    *,
+    codec: str = "deflate",
+    compression_level: int | None = None,
+) -> tuple[list[ManifestFile], int | None]:
+    """Write a snapshot's manifest list and return ``(manifests as written, next row id)``.
+
+    Manifests written by this snapshot with :data:`UNASSIGNED_SEQ` get ``sequence_number``; in v3
+    every data manifest without a ``first_row_id`` gets the next row id, starting at
+    ``first_row_id`` and advancing by its existing plus added rows.  The returned next row id is the
+    table's new ``next-row-id`` (``first_row_id`` unchanged for v1/v2).
+    """
+    _check_version(format_version)
+    if format_version >= 3 and first_row_id is None:
+        raise ValidationError(f"{path}: a v3 manifest list needs the snapshot's first-row-id")
+    next_row_id = first_row_id
+    out: list[ManifestFile] = []
+    for m in manifests:
+        if format_version == 1 and m.content != ManifestContent.DATA:
+            raise ValidationError(f"{path}: delete manifest {m.manifest_path} cannot be listed in format version 1")
+        changes: dict[str, Any] = {}
+        for name in ("sequence_number", "min_sequence_number"):
+            if getattr(m, name) == UNASSIGNED_SEQ:
+                if m.added_snapshot_id != snapshot_id:
+                    raise ValidationError(
+                        f"{path}: manifest {m.manifest_path} of snapshot {m.added_snapshot_id} has no "
+                        f"{name}; only manifests added by snapshot {snapshot_id} may inherit one"
+                    )
+                changes[name] = sequence_number
+        if format_version > 1:
+            missing = [n for n in ("added_files_count", "existing_files_count", "deleted_files_count",
+                                   "added_rows_count", "existing_rows_count", "deleted_rows_count")
+                       if getattr(m, n) is None]
+            if missing:
+                raise ValidationError(f"{path}: manifest {m.manifest_path} lacks {', '.join(missing)} required in v{format_version}")
+        if format_version >= 3:
+            if m.content == ManifestContent.DATA:
+                if m.first_row_id is None:
+                    changes["first_row_id"] = next_row_id
+                    next_row_id += m.existing_rows_count + m.added_rows_count
+            elif m.first_row_id is not None:
+                changes["first_row_id"] = None
+        out.append(replace(m, **changes) if changes else m)
+    meta = {
+        "snapshot-id": str(snapshot_id),
+        "parent-snapshot-id": str(parent_snapshot_id) if parent_snapshot_id is not None else "null",
+    }
+    if format_version > 1:
+        meta["sequence-number"] = str(sequence_number)
+    if format_version >= 3:
+        meta["first-row-id"] = str(first_row_id)
+    meta["format-version"] = str(format_version)
+    data = _write_avro(
+        manifest_list_avro_schema(format_version),
+        (_manifest_file_record(m, format_version) for m in out),
+        meta, codec, compression_level,
+    )
+    io.write(path, data, overwrite=False)
+    return out, next_row_id
+
+
+# ----------------------------------------------------------------------------------- reading
+def read_manifest_list(io: _FileIO, path: str) -> list[ManifestFile]:
+    """The rows of a manifest list; v1 rows read as data manifests with sequence numbers 0."""
+    data = _read_bytes(io, path)
+    reader, schema = _open_avro(data, path, strip=False)
+    names = _names_by_id(schema)
+    g = {fid: names.get(fid, "") for fid in range(500, 521)}
+    summaries_name = g[507]
+    out = []
+    try:
+        for r in reader:
+            parts = r.get(summaries_name)
+            content = r.get(g[517])
+            out.append(ManifestFile(
+                r[g[500]], r[g[501]], r[g[502]],
+                ManifestContent.DATA if content is None else ManifestContent(content),
+                r.get(g[515]) or 0,
+                r.get(g[516]) or 0,
+                r.get(g[503]),
+                r.get(g[504]), r.get(g[505]), r.get(g[506]),
+                r.get(g[512]), r.get(g[513]), r.get(g[514]),
+                None if parts is None else tuple(
+                    FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
+                    for p in parts
+                ),
+                r.get(g[519]),
+                r.get(g[520]),
+            ))
+    except (KeyError, ValueError, EOFError) as e:
+        raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
+    return out
+
+
+def read_manifest_metadata(io: _FileIO, path: str) -> dict[str, str]:
+    """The key/value metadata of a manifest or manifest list header (``schema``, ``partition-spec``...)."""
+    reader, _ = _open_avro(_read_bytes(io, path), path, strip=False)
+    return {k: v.decode() if isinstance(v, bytes) else v for k, v in reader.metadata.items() if not k.startswith("avro.")}
+
+
+def _named_types(schema: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every named type defined in an Avro schema, by name (later uses are bare name strings)."""
+    out = {} if out is None else out
+    if isinstance(schema, list):
+        for s in schema:
+            _named_types(s, out)
+    elif isinstance(schema, dict):
+        if "name" in schema and schema.get("type") in ("record", "fixed", "enum"):
+            out[schema["name"]] = schema
+        for key in ("type", "items", "values", "fields"):
+            if key in schema and not isinstance(schema[key], str):
+                _named_types(schema[key], out)
+    return out
+
+
+def _partition_plan(data_file_schema: Mapping[str, Any], spec: Any | None,
+                    named: Mapping[str, Any]) -> Callable[[dict], tuple]:
+    """A function from the Avro ``partition`` record to our partition tuple (spec order)."""
+    pfield = next(f for f in data_file_schema["fields"] if f.get("field-id") == 102 or f["name"] == "partition")
+    fields = _record_type(pfield["type"]).get("fields", [])
+    by_id = {f["field-id"]: f for f in fields if "field-id" in f}
+    if spec is not None and len(by_id) == len(fields):
+        chosen = [by_id.get(pf.field_id) for pf in spec.fields]
+    else:
+        chosen = list(fields)
+    names = [f["name"] if f is not None else "\0missing" for f in chosen]
+    convs = [_from_avro_converter(_resolve(f["type"], named)) if f is not None else None for f in chosen]
+    if any(f is None for f in chosen):
+        get: Callable[[dict], tuple] = lambda p: tuple(p.get(n) for n in names)  # noqa: E731
+    elif not names:
+        get = lambda p: ()  # noqa: E731
+    elif len(names) == 1:
+        n0 = names[0]
+        get = lambda p: (p[n0],)  # noqa: E731
+    else:
+        get = operator.itemgetter(*names)
+    if any(convs):
+        raw = get
+        get = lambda p: tuple(v if c is None else c(v) for c, v in zip(convs, raw(p)))  # noqa: E731
+    return get
+
+
+def _resolve(avro_type: Any, named: Mapping[str, Any]) -> Any:
+    t = _record_type(avro_type)
+    return named.get(t, t) if isinstance(t, str) else t
+
+
+def read_manifest(
+    io: _FileIO,
+    manifest: ManifestFile,
+    *,
+    specs: Mapping[int, Any] | None = None,
+    skip_deleted: bool = False,
+) -> Iterator[ManifestEntry]:
+    """Stream a manifest's entries with inheritance applied.
+
+    * ``snapshot_id`` null -> the manifest's ``added_snapshot_id``;
+    * null data/file sequence numbers of ADDED entries (or of any entry of a v1 manifest, whose
+      sequence number is 0) -> the manifest's ``sequence_number``;
+    * v3: data files without ``first_row_id`` get ids from the manifest's ``first_row_id`` in file
+      order, skipping DELETED entries;
+    * ``spec_id`` of every file -> the manifest's ``partition_spec_id``.
+
+    ``specs`` (spec id -> PartitionSpec) orders partition tuples by the table's spec; without it the
+    file's own partition field order is used.  ``skip_deleted`` drops DELETED entries.
+    """
+    path = manifest.manifest_path
+    data = _read_bytes(io, path)
+    reader, schema = _open_avro(data, path, strip=True)
+    top = _names_by_id(schema)
+    df_field = next((f for f in schema["fields"] if f.get("field-id") == 2), None)
+    if df_field is None:
+        raise InvalidMetadataError("manifest schema has no data_file field (id 2)", location=path)
+    df_schema = _record_type(df_field["type"])
+    dn = _names_by_id(df_schema)
+    spec = specs.get(manifest.partition_spec_id) if specs else None
+    part_get = _partition_plan(df_schema, spec, _named_types(schema))
+
+    n_status, n_snap, n_seq, n_fseq, n_df = (top.get(i, "") for i in (0, 1, 3, 4, 2))
+    (n_content, n_path, n_fmt, n_part, n_rc, n_size, n_cs, n_vc, n_nc, n_nan, n_lb, n_ub, n_km, n_so, n_eq,
+     n_sort, n_frid, n_ref, n_coff, n_csize) = (
+        dn.get(i, "\0") for i in (134, 100, 101, 102, 103, 104, 108, 109, 110, 137, 125, 128, 131, 132, 135, 140,
+                                  142, 143, 144, 145)
+    )
+    m_snap = manifest.added_snapshot_id
+    m_seq = manifest.sequence_number
+    spec_id = manifest.partition_spec_id
+    next_row_id = manifest.first_row_id if manifest.content == ManifestContent.DATA else None
+    ADDED, DELETED = ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
+    statuses, contents, formats = _STATUSES, _CONTENTS, _FORMATS
+
+    def kv(lst: list | None) -> dict | None:
+        return None if lst is None else {d["key"]: d["value"] for d in lst}
+
+    try:
+        for r in reader:
+            status = statuses[r[n_status]]
+            if skip_deleted and status is DELETED:
+                continue
+            d = r[n_df]
+            snap = r.get(n_snap)
+            if snap is None:
+                snap = m_snap
+            seq = r.get(n_seq)
+            fseq = r.get(n_fseq)
+            if status is ADDED or m_seq == 0:
+                if seq is None:
+                    seq = m_seq
+                if fseq is None:
+                    fseq = m_seq
+            content = d.get(n_content)
+            fmt = d[n_fmt]
+            first_row_id = d.get(n_frid)
+            if next_row_id is not None and status is not DELETED and first_row_id is None:
+                first_row_id = next_row_id
+                next_row_id += d[n_rc]
+            so = d.get(n_so)
+            eq = d.get(n_eq)
+            df = DataFile(
+                d[n_path],
+                formats.get(fmt) or FileFormat(fmt),
+                part_get(d[n_part]),
+                d[n_rc],
+                d[n_size],
+                contents[content] if content is not None else FileContent.DATA,
+                kv(d.get(n_cs)),
+                kv(d.get(n_vc)),
+                kv(d.get(n_nc)),
+                kv(d.get(n_nan)),
+                kv(d.get(n_lb)),
+                kv(d.get(n_ub)),
+                d.get(n_km),
+                None if so is None else tuple(so),
+                None if eq is None else tuple(eq),
+                d.get(n_sort),
+                first_row_id,
+                d.get(n_ref),
+                d.get(n_coff),
+                d.get(n_csize),
+                spec_id,
+            )
+            yield ManifestEntry(status, snap, seq, fseq, df)
+    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+        raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
