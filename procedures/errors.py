@@ -113,9 +113,13 @@ class CommitFailedError(CommitError):
     Retryable conflicts are retried by the transaction before this is raised.
     """
 
-    def __init__(self, message: str, *, table: str | None = None, attempts: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, table: str | None = None, attempts: int | None = None, retryable: bool = True
+    ) -> None:
         self.table = table
         self.attempts = attempts
+        #: False when retrying cannot help (a concurrent commit broke what the change relied on)
+        self.retryable = retryable
         super().__init__(message)
 
 

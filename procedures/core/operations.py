@@ -1,0 +1,509 @@
+"""Snapshot operations named after the spec's operations: append, overwrite, delete, replace.
+
+* :class:`FastAppend` adds new manifests and keeps every existing one.
+* :class:`MergeAppend` appends and then merges small manifests (``commit.manifest.*``).
+* :class:`DeleteFiles` removes files by path.
+* :class:`OverwriteFiles` removes and adds data files, with optional conflict checks from a
+  starting snapshot (serializable/snapshot isolation as Java's ``OverwriteFiles``).
+* :class:`ReplacePartitions` replaces every file in the partitions the new files touch.
+* :class:`RewriteFiles` swaps files without changing data (compaction), validating from its
+  starting snapshot that nothing it replaces was deleted or received new deletes meanwhile.
+* :class:`RowDelta` adds data and delete files together (merge-on-read DML).
+
+All are :class:`~procedures.core.snapshot_producer.SnapshotProducer` subclasses: they recompute
+their manifests and validations on every commit attempt and reuse files written before.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator
+
+from procedures.core.snapshot_producer import (
+    ManifestRewriter,
+    SnapshotProducer,
+    live_entries,
+    snapshot_manifests,
+)
+from procedures.core.summary import SummaryBuilder, is_dv
+from procedures.core.transaction import CommitContext
+from procedures.errors import ValidationError
+from procedures.spec.manifest import (
+    DataFile,
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    ManifestWriter,
+    read_manifest,
+)
+from procedures.spec.metadata import TableMetadata
+from procedures.spec.snapshots import Snapshot
+
+__all__ = [
+    "FastAppend", "MergeAppend", "DeleteFiles", "OverwriteFiles", "ReplacePartitions", "RewriteFiles",
+    "RowDelta", "snapshots_since", "added_entries_since",
+]
+
+
+# ------------------------------------------------------------------------------ history helpers
+def snapshots_since(base: TableMetadata, head: Snapshot | None, starting_snapshot_id: int | None) -> list[Snapshot]:
+    """Snapshots committed on the branch after ``starting_snapshot_id`` up to ``head``, newest first.
+
+    Raises ValidationError when the starting snapshot is no longer an ancestor of the head (it
+    was expired or the branch was rolled back past it), because conflicts cannot be checked then.
+    """
+    out: list[Snapshot] = []
+    current = head
+    while current is not None and current.snapshot_id != starting_snapshot_id:
+        out.append(current)
+        current = base.snapshot_by_id(current.parent_snapshot_id) if current.parent_snapshot_id is not None else None
+    if starting_snapshot_id is not None and current is None:
+        raise ValidationError(
+            f"Cannot determine history between starting snapshot {starting_snapshot_id} and the current "
+            f"head: the starting snapshot is not an ancestor (expired or rolled back); rerun the operation"
+        )
+    return out
+
+
+def added_entries_since(
+    io, base: TableMetadata, snapshots: list[Snapshot], content: ManifestContent | None = None
+) -> Iterator[tuple[Snapshot, ManifestEntry]]:
+    """ADDED entries of the given snapshots (each read from the manifests that snapshot added)."""
+    ids = {s.snapshot_id for s in snapshots}
+    by_id = {s.snapshot_id: s for s in snapshots}
+    specs = {s.spec_id: s for s in base.partition_specs}
+    seen: set[str] = set()
+    for snap in snapshots:
+        for m in snapshot_manifests(io, snap):
+            if m.added_snapshot_id not in ids or m.manifest_path in seen:
+                continue
+            if content is not None and m.content != content:
+                continue
+            seen.add(m.manifest_path)
+            for e in read_manifest(io, m, specs=specs):
+                if e.status == ManifestEntryStatus.ADDED and e.snapshot_id in ids:
+                    yield by_id[e.snapshot_id], e
+
+
+def _delete_applies(delete: ManifestEntry, data_path: str, data_entry: ManifestEntry | None, specs_unpartitioned: set[int]) -> bool:
+    """Whether a delete entry may apply to a data file (conservative for validation)."""
+    f = delete.data_file
+    if f.content == FileContent.POSITION_DELETES:
+        if f.referenced_data_file is not None:
+            return f.referenced_data_file == data_path
+        return True  # partition-scoped position deletes may reference any file of the partition
+    if data_entry is None:
+        return True
+    if delete.sequence_number is not None and data_entry.sequence_number is not None and \
+            delete.sequence_number <= data_entry.sequence_number:
+        return False
+    if f.spec_id in specs_unpartitioned:
+        return True
+    return f.spec_id == data_entry.data_file.spec_id and f.partition == data_entry.data_file.partition
+
+
+# ------------------------------------------------------------------------------ appends
+class FastAppend(SnapshotProducer):
+    """Append data files in new manifests; existing manifests are kept as they are."""
+
+    operation = "append"
+
+    def __init__(self, files: Iterable[DataFile], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.files = list(files)
+        for f in self.files:
+            if f.content != FileContent.DATA:
+                raise ValidationError(f"Cannot append {f.file_path}: it is a delete file, use a row delta")
+        self._written: list[ManifestFile] | None = None
+
+    def new_manifests(self, base: TableMetadata, ctx: CommitContext, summary: SummaryBuilder) -> list[ManifestFile]:
+        """The manifests holding the appended files (written once, reused by retries)."""
+        if self._written is not None and all(base.spec_by_id(m.partition_spec_id) is not None for m in self._written):
+            for f in self.files:
+                summary.added_file(f)
+            for m in self._written:
+                ctx.reuse(m.manifest_path)
+            return list(self._written)
+        self._written = self.write_added_files(base, ctx, self.files, summary)
+        return list(self._written)
+
+    def manifests(self, base, parent, ctx, summary):
+        return self.new_manifests(base, ctx, summary) + snapshot_manifests(ctx.io, parent)
+
+
+class MergeAppend(FastAppend):
+    """Append, then merge small data manifests per spec as Java's merge append does.
+
+    Governed by ``commit.manifest-merge.enabled`` (true), ``commit.manifest.min-count-to-merge``
+    (100) and ``commit.manifest.target-size-bytes`` (8 MiB).
+    """
+
+    def __init__(self, files: Iterable[DataFile], **kwargs) -> None:
+        super().__init__(files, **kwargs)
+        self._merged: dict[tuple[str, ...], ManifestFile] = {}
+
+    def manifests(self, base, parent, ctx, summary):
+        new = self.new_manifests(base, ctx, summary)
+        existing = snapshot_manifests(ctx.io, parent)
+        props = base.properties
+        if props.get("commit.manifest-merge.enabled", "true").lower() != "true":
+            return new + existing
+        min_count = _int_prop(props, "commit.manifest.min-count-to-merge", 100)
+        target = _int_prop(props, "commit.manifest.target-size-bytes", 8 * 1024 * 1024)
+        return merge_manifests(self, base, ctx, new + existing, {m.manifest_path for m in new}, min_count, target, self._merged)
+
+
+def merge_manifests(
+    producer: SnapshotProducer,
+    base: TableMetadata,
+    ctx: CommitContext,
+    manifests: list[ManifestFile],
+    new_paths: set[str],
+    min_count: int,
+    target_size: int,
+    cache: dict[tuple[str, ...], ManifestFile],
+) -> list[ManifestFile]:
+    """Bin-pack data manifests of each spec by size and merge bins, newest first.
+
+    A bin holding a manifest new in this commit is merged only once it has ``min_count``
+    manifests, so small appends do not rewrite metadata on every commit.
+    """
+    out: list[ManifestFile] = []
+    groups: dict[int, list[ManifestFile]] = {}
+    for m in manifests:
+        if m.content == ManifestContent.DATA:
+            groups.setdefault(m.partition_spec_id, []).append(m)
+        else:
+            out.append(m)
+    merged_out: list[ManifestFile] = []
+    for spec_id in sorted(groups, reverse=True):
+        bins: list[list[ManifestFile]] = []
+        for m in groups[spec_id]:
+            if bins and sum(x.manifest_length for x in bins[-1]) + m.manifest_length <= target_size:
+                bins[-1].append(m)
+            else:
+                bins.append([m])
+        for b in bins:
+            if len(b) == 1 or (any(m.manifest_path in new_paths for m in b) and len(b) < min_count):
+                merged_out.extend(b)
+                continue
+            key = tuple(m.manifest_path for m in b)
+            if key in cache:
+                ctx.reuse(cache[key].manifest_path)
+                merged_out.append(cache[key])
+                continue
+            merged = _merge_bin(producer, base, ctx, spec_id, b)
+            cache[key] = merged
+            merged_out.append(merged)
+    return merged_out + out
+
+
+def _merge_bin(producer: SnapshotProducer, base: TableMetadata, ctx: CommitContext, spec_id: int, bin_: list[ManifestFile]) -> ManifestFile:
+    specs = {s.spec_id: s for s in base.partition_specs}
+
+    def write(w: ManifestWriter) -> None:
+        for m in bin_:
+            for e in read_manifest(ctx.io, m, specs=specs):
+                if e.status == ManifestEntryStatus.DELETED:
+                    # deletes of older snapshots were already reported; only this commit's stay
+                    if e.snapshot_id == producer.snapshot_id:
+                        w.delete(e.data_file, e.sequence_number, e.file_sequence_number)
+                elif e.status == ManifestEntryStatus.ADDED and e.snapshot_id == producer.snapshot_id:
+                    w.add(e.data_file)
+                else:
+                    w.existing(e.data_file, e.snapshot_id, e.sequence_number, e.file_sequence_number)
+
+    return producer.write_manifest(base, ctx, spec_id, ManifestContent.DATA, write)
+
+
+def _int_prop(props, key: str, default: int) -> int:
+    raw = props.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError(f"Table property {key} must be an integer, got {raw!r}") from None
+
+
+# ------------------------------------------------------------------------------ removing files
+class _RemovingProducer(SnapshotProducer):
+    """A producer that removes files by path and adds new ones."""
+
+    def __init__(
+        self,
+        *,
+        add_files: Iterable[DataFile] = (),
+        remove_paths: Iterable[str] = (),
+        require_removed_exist: bool = True,
+        data_sequence_number: int | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.add_files = list(add_files)
+        self.remove_paths = set(remove_paths)
+        self.require_removed_exist = require_removed_exist
+        self.data_sequence_number = data_sequence_number
+        self._rewriter = ManifestRewriter(self)
+        self._added: list[ManifestFile] | None = None
+        self.removed: list[DataFile] = []
+
+    def extra_remove(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> Callable[[ManifestEntry], bool] | None:
+        """An extra predicate selecting entries to remove (for partition replacement)."""
+        return None
+
+    def manifests(self, base, parent, ctx, summary):
+        if self._added is None:
+            self._added = self.write_added_files(base, ctx, self.add_files, summary, self.data_sequence_number)
+        else:
+            for f in self.add_files:
+                summary.added_file(f)
+            for m in self._added:
+                ctx.reuse(m.manifest_path)
+        extra = self.extra_remove(base, parent, ctx)
+        paths = self.remove_paths
+
+        def should_remove(e: ManifestEntry) -> bool:
+            return e.data_file.file_path in paths or (extra is not None and extra(e))
+
+        kept, removed = self._rewriter.rewrite(
+            base, ctx, snapshot_manifests(ctx.io, parent), should_remove, summary,
+        )
+        if self.require_removed_exist:
+            missing = paths - {f.file_path for f in removed}
+            if missing:
+                raise ValidationError(
+                    f"Cannot commit to {ctx.identifier}: {len(missing)} file(s) to remove are no longer in the "
+                    f"table (deleted by a concurrent commit?): {sorted(missing)[:5]}"
+                )
+        self.removed = removed
+        return list(self._added) + kept
+
+    def operation_for(self, summary: SummaryBuilder) -> str:
+        c = summary.counts
+        adds_data = c.get("added-data-files", 0) > 0
+        removes_data = c.get("deleted-data-files", 0) > 0
+        if removes_data and not adds_data and not c.get("added-delete-files"):
+            return "delete"
+        if adds_data and not removes_data and not c.get("removed-delete-files") and not c.get("added-delete-files"):
+            return "append"
+        return self.operation
+
+
+class DeleteFiles(_RemovingProducer):
+    """Remove data or delete files by path (``operation = delete``)."""
+
+    operation = "delete"
+
+    def __init__(self, paths: Iterable[str], *, require_exist: bool = True, **kwargs) -> None:
+        super().__init__(remove_paths=paths, require_removed_exist=require_exist, **kwargs)
+
+    def operation_for(self, summary):
+        return "delete"
+
+
+class OverwriteFiles(_RemovingProducer):
+    """Remove and add data files; with ``starting_snapshot_id`` it checks concurrent commits.
+
+    ``conflict_filter(data_file) -> bool`` selects new data files that conflict (serializable
+    isolation); ``validate_no_conflicting_deletes`` refuses new delete files against removed files.
+    """
+
+    operation = "overwrite"
+
+    def __init__(
+        self,
+        *,
+        add_files: Iterable[DataFile] = (),
+        remove_paths: Iterable[str] = (),
+        starting_snapshot_id: int | None = None,
+        conflict_filter: Callable[[DataFile], bool] | None = None,
+        validate_no_conflicting_deletes: bool = False,
+        **kwargs,
+    ) -> None:
+        super().__init__(add_files=add_files, remove_paths=remove_paths, **kwargs)
+        self.starting_snapshot_id = starting_snapshot_id
+        self.conflict_filter = conflict_filter
+        self.validate_no_conflicting_deletes = validate_no_conflicting_deletes
+        self._check_from = starting_snapshot_id is not None or conflict_filter is not None
+
+    def validate(self, base, parent, ctx):
+        if not self._check_from:
+            return
+        new = snapshots_since(base, parent, self.starting_snapshot_id)
+        if not new:
+            return
+        for snap, e in added_entries_since(ctx.io, base, new):
+            f = e.data_file
+            if f.content == FileContent.DATA and self.conflict_filter is not None and self.conflict_filter(f):
+                raise ValidationError(
+                    f"Found conflicting files that can contain records matching the overwrite: {f.file_path} "
+                    f"added by snapshot {snap.snapshot_id}"
+                )
+            if f.content != FileContent.DATA and self.validate_no_conflicting_deletes:
+                if any(_delete_applies(e, p, None, set()) for p in self.remove_paths):
+                    raise ValidationError(
+                        f"Found new conflicting delete file {f.file_path} (snapshot {snap.snapshot_id}) "
+                        "for data files being overwritten"
+                    )
+
+
+class ReplacePartitions(OverwriteFiles):
+    """Dynamic partition overwrite: replace all files of the partitions the new files land in."""
+
+    def __init__(self, files: Iterable[DataFile], **kwargs) -> None:
+        super().__init__(add_files=files, **kwargs)
+        self.snapshot_properties.setdefault("replace-partitions", "true")
+        self._targets = {(f.spec_id, f.partition) for f in self.add_files}
+
+    def extra_remove(self, base, parent, ctx):
+        targets = self._targets
+        unpartitioned = {s.spec_id for s in base.partition_specs if s.is_unpartitioned()}
+        if any(spec in unpartitioned for spec, _ in targets):
+            return lambda e: True  # an unpartitioned table: replace everything
+        return lambda e: (e.data_file.spec_id, e.data_file.partition) in targets
+
+    def operation_for(self, summary):
+        return "overwrite"
+
+
+class RewriteFiles(_RemovingProducer):
+    """Replace files without changing the table's rows (``operation = replace``).
+
+    With ``starting_snapshot_id`` it fails cleanly when a file being replaced got new position
+    deletes, deletion vectors or applicable equality deletes after that snapshot: the rewritten
+    file would resurrect those rows.  New data files take ``data_sequence_number`` when given
+    (the starting snapshot's, so concurrent equality deletes still apply to the rewritten rows).
+    """
+
+    operation = "replace"
+
+    def __init__(
+        self,
+        *,
+        remove_files: Iterable[DataFile] = (),
+        add_files: Iterable[DataFile] = (),
+        starting_snapshot_id: int | None = None,
+        data_sequence_number: int | None = None,
+        **kwargs,
+    ) -> None:
+        remove = list(remove_files)
+        super().__init__(
+            add_files=add_files, remove_paths=[f.file_path for f in remove],
+            data_sequence_number=data_sequence_number, **kwargs,
+        )
+        self.remove_files = remove
+        self.starting_snapshot_id = starting_snapshot_id
+
+    def validate(self, base, parent, ctx):
+        if self.starting_snapshot_id is None:
+            return
+        new = snapshots_since(base, parent, self.starting_snapshot_id)
+        if not new:
+            return
+        data_paths = {f.file_path for f in self.remove_files if f.content == FileContent.DATA}
+        if not data_paths:
+            return
+        unpartitioned = {s.spec_id for s in base.partition_specs if s.is_unpartitioned()}
+        removed_data = [f for f in self.remove_files if f.content == FileContent.DATA]
+        for snap, e in added_entries_since(ctx.io, base, new, ManifestContent.DELETES):
+            f = e.data_file
+            for d in removed_data:
+                if f.content == FileContent.POSITION_DELETES:
+                    hit = f.referenced_data_file == d.file_path if f.referenced_data_file else (
+                        f.spec_id == d.spec_id and f.partition == d.partition
+                    )
+                else:
+                    hit = f.spec_id in unpartitioned or (f.spec_id == d.spec_id and f.partition == d.partition)
+                if hit:
+                    raise ValidationError(
+                        f"Cannot commit rewrite of {d.file_path}: found new delete file {f.file_path} added by "
+                        f"snapshot {snap.snapshot_id} after the rewrite started"
+                    )
+
+    def operation_for(self, summary):
+        return "replace"
+
+
+class RowDelta(_RemovingProducer):
+    """Add data and delete files together (merge-on-read), optionally removing replaced deletes.
+
+    Validation always checks that data files referenced by new position deletes or deletion
+    vectors are still live, and that no concurrent commit added a DV for the same data file.
+    """
+
+    operation = "overwrite"
+
+    def __init__(
+        self,
+        *,
+        add_rows: Iterable[DataFile] = (),
+        add_deletes: Iterable[DataFile] = (),
+        remove_deletes: Iterable[DataFile] = (),
+        starting_snapshot_id: int | None = None,
+        conflict_filter: Callable[[DataFile], bool] | None = None,
+        **kwargs,
+    ) -> None:
+        rows, deletes = list(add_rows), list(add_deletes)
+        for f in rows:
+            if f.content != FileContent.DATA:
+                raise ValidationError(f"Cannot add {f.file_path} as rows: it is a delete file")
+        for f in deletes:
+            if f.content == FileContent.DATA:
+                raise ValidationError(f"Cannot add {f.file_path} as deletes: it is a data file")
+        super().__init__(add_files=rows + deletes, remove_paths=[f.file_path for f in remove_deletes], **kwargs)
+        self.add_deletes = deletes
+        self.starting_snapshot_id = starting_snapshot_id
+        self.conflict_filter = conflict_filter
+
+    def validate(self, base, parent, ctx):
+        fv = base.format_version
+        for f in self.add_deletes:
+            if fv < 2:
+                raise ValidationError(f"Cannot add delete file {f.file_path} to a format v1 table; upgrade it to v2")
+            if fv >= 3 and f.content == FileContent.POSITION_DELETES and not is_dv(f):
+                raise ValidationError(
+                    f"Cannot add position delete file {f.file_path} to a v3 table: v3 uses deletion vectors"
+                )
+            if fv < 3 and is_dv(f):
+                raise ValidationError(f"Cannot add deletion vector {f.file_path} to a v{fv} table")
+        referenced = {f.referenced_data_file for f in self.add_deletes if f.referenced_data_file}
+        if referenced and parent is not None:
+            live = {e.data_file.file_path for e in live_entries(ctx.io, base, [
+                m for m in snapshot_manifests(ctx.io, parent) if m.content == ManifestContent.DATA
+            ])}
+            missing = referenced - live
+            if missing:
+                raise ValidationError(
+                    f"Cannot commit deletes to {ctx.identifier}: referenced data file(s) no longer exist "
+                    f"(removed by a concurrent commit?): {sorted(missing)[:5]}"
+                )
+        elif referenced:
+            raise ValidationError(f"Cannot commit deletes to {ctx.identifier}: the table has no data files")
+        if self.starting_snapshot_id is None:
+            return
+        new = snapshots_since(base, parent, self.starting_snapshot_id)
+        dv_targets = {f.referenced_data_file for f in self.add_deletes if is_dv(f)}
+        for snap, e in added_entries_since(ctx.io, base, new):
+            f = e.data_file
+            if is_dv(f) and f.referenced_data_file in dv_targets:
+                raise ValidationError(
+                    f"Found concurrently added DV for {f.referenced_data_file} (snapshot {snap.snapshot_id}); "
+                    "rerun the delete"
+                )
+            if f.content == FileContent.DATA and self.conflict_filter is not None and self.conflict_filter(f):
+                raise ValidationError(
+                    f"Found conflicting files that can contain records matching the change: {f.file_path} "
+                    f"added by snapshot {snap.snapshot_id}"
+                )
+
+    def operation_for(self, summary):
+        c = summary.counts
+        adds_data = c.get("added-data-files", 0) > 0
+        adds_deletes = c.get("added-delete-files", 0) > 0
+        if adds_data and not adds_deletes:
+            return "append"
+        if adds_deletes and not adds_data:
+            return "delete"
+        return "overwrite"

@@ -1,0 +1,222 @@
+"""The one commit path: every change to a table goes through :func:`commit`.
+
+A change is a list of *operations*.  Each attempt loads the table, lets every operation compute its
+metadata updates against that base (operations may write manifests and manifest lists, which they
+register with the :class:`CommitContext`), builds the new metadata with the
+:class:`~procedures.core.builder.MetadataBuilder` and asks the catalog to swap it in atomically.
+
+On a lost race (``CommitFailedError`` from the catalog) the loop waits, reloads and replays,
+honouring ``commit.retry.num-retries`` / ``min-wait-ms`` / ``max-wait-ms`` / ``total-timeout-ms``.
+Operations that are not replayable (schema, spec or sort-order changes prepared against a base)
+keep the requirements derived from their first attempt and fail cleanly if a concurrent commit
+broke them.  Failure semantics:
+
+* clean failure (conflict after retries, validation error): every file any attempt wrote is
+  deleted, and the error says nothing of the change is visible;
+* unknown outcome (``CommitStateUnknownError``): nothing is deleted, the error is re-raised;
+* success: files written by earlier, discarded attempts are deleted; with
+  ``write.metadata.delete-after-commit.enabled`` the metadata files trimmed from the log too.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from procedures.core import updates as U
+from procedures.core.builder import MetadataBuilder
+from procedures.errors import CommitFailedError, CommitStateUnknownError, ValidationError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from procedures.catalog.base import Table
+    from procedures.spec.metadata import TableMetadata
+
+__all__ = ["Operation", "CommitContext", "MetadataChange", "RetryPolicy", "commit"]
+
+log = logging.getLogger(__name__)
+
+
+class Operation(Protocol):
+    """One logical change inside a commit."""
+
+    #: replayable operations recompute their updates from any newer base (snapshot producers);
+    #: the others were prepared against one base and must not silently apply to another
+    replayable: bool
+
+    def apply(self, base: "TableMetadata", ctx: "CommitContext") -> list[U.MetadataUpdate]:
+        """Updates that perform the change on ``base``; may write files through ``ctx``."""
+        ...  # pragma: no cover
+
+
+@dataclass
+class CommitContext:
+    """What an operation sees of the commit in progress: the table, its FileIO, the attempt
+    number, and a register of files it wrote so the loop can clean up safely."""
+
+    table: "Table"
+    attempt: int = 0
+    written: dict[int, list[str]] = field(default_factory=dict)
+    #: files written in an earlier attempt that the current attempt reuses
+    reused: set[str] = field(default_factory=set)
+
+    @property
+    def io(self):
+        """The table's FileIO."""
+        return self.table.io
+
+    @property
+    def identifier(self) -> str:
+        """The table's name, for messages."""
+        return str(self.table.identifier)
+
+    def track(self, path: str) -> str:
+        """Register a file written by the current attempt; returns ``path``."""
+        self.written.setdefault(self.attempt, []).append(path)
+        return path
+
+    def reuse(self, path: str) -> str:
+        """Mark a file of an earlier attempt as part of the current attempt."""
+        self.reused.add(path)
+        return path
+
+    def all_written(self) -> list[str]:
+        """Every file any attempt wrote."""
+        return [p for paths in self.written.values() for p in paths]
+
+    def discarded(self) -> list[str]:
+        """Files written by earlier attempts that the last attempt does not use."""
+        last = self.attempt
+        return [p for a, paths in self.written.items() if a != last for p in paths if p not in self.reused]
+
+
+@dataclass(frozen=True)
+class MetadataChange:
+    """A fixed list of metadata updates (properties, schema, spec, sort order, refs ...)."""
+
+    updates: tuple[U.MetadataUpdate, ...]
+    replayable: bool = False
+
+    def apply(self, base: "TableMetadata", ctx: CommitContext) -> list[U.MetadataUpdate]:
+        """The updates, unchanged."""
+        return list(self.updates)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``commit.retry.*`` table properties, with Java's defaults."""
+
+    num_retries: int = 4
+    min_wait_ms: int = 100
+    max_wait_ms: int = 60_000
+    total_timeout_ms: int = 1_800_000
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "RetryPolicy":
+        """Read the policy from table properties; a non-integer value is a ValidationError."""
+        def num(key: str, default: int) -> int:
+            raw = props.get(key)
+            if raw is None:
+                return default
+            try:
+                value = int(raw)
+            except (TypeError, ValueError):
+                raise ValidationError(f"Table property {key} must be an integer, got {raw!r}") from None
+            if value < 0:
+                raise ValidationError(f"Table property {key} must not be negative, got {value}")
+            return value
+
+        return cls(
+            num("commit.retry.num-retries", cls.num_retries),
+            num("commit.retry.min-wait-ms", cls.min_wait_ms),
+            num("commit.retry.max-wait-ms", cls.max_wait_ms),
+            num("commit.retry.total-timeout-ms", cls.total_timeout_ms),
+        )
+
+    def backoff_ms(self, attempt: int) -> float:
+        """Exponential backoff with jitter for retry ``attempt`` (1-based)."""
+        wait = min(self.min_wait_ms * (2 ** (attempt - 1)), self.max_wait_ms)
+        return wait * (0.5 + random.random() / 2)
+
+
+def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPolicy | None = None) -> "Table":
+    """Commit ``operations`` to ``table`` atomically, retrying lost races; returns the new table.
+
+    Raises :class:`CommitFailedError` when the change could not be committed (nothing of it is
+    visible and its files are deleted), :class:`CommitStateUnknownError` when the catalog cannot
+    tell (nothing is deleted), and any :class:`ValidationError` an operation raises (files deleted).
+    """
+    ctx = CommitContext(table)
+    policy = policy or RetryPolicy.from_properties(dict(table.metadata.properties))
+    started = time.monotonic()
+    fixed_requirements: list[U.Requirement] | None = None
+    while True:
+        base = ctx.table.metadata
+        try:
+            builder = MetadataBuilder(base, ctx.table.metadata_location)
+            fixed_updates: list[U.MetadataUpdate] = []
+            for op in operations:
+                ups = op.apply(builder.current(), ctx)
+                builder.apply_all(ups)
+                if not op.replayable:
+                    fixed_updates.extend(ups)
+            if fixed_requirements is None:
+                fixed_requirements = U.requirements_for(base, fixed_updates)
+            else:
+                U.check_requirements(fixed_requirements, base, table=ctx.identifier)
+            new = builder.build()
+            if new is base:
+                return ctx.table
+            committed = ctx.table.catalog.commit_table(ctx.table, base, new)
+        except CommitStateUnknownError:
+            log.error("commit to %s has an unknown outcome; no files were deleted", ctx.identifier)
+            raise
+        except CommitFailedError as e:
+            elapsed_ms = (time.monotonic() - started) * 1000
+            if not _retryable(e) or ctx.attempt >= policy.num_retries or elapsed_ms >= policy.total_timeout_ms:
+                _delete_quietly(ctx, ctx.all_written())
+                raise CommitFailedError(
+                    f"Cannot commit to {ctx.identifier} after {ctx.attempt + 1} attempt(s): {e}",
+                    table=ctx.identifier, attempts=ctx.attempt + 1,
+                ) from e
+            ctx.attempt += 1
+            ctx.reused.clear()
+            wait = policy.backoff_ms(ctx.attempt)
+            log.info("commit to %s lost a race (%s); retry %d in %.0f ms", ctx.identifier, e, ctx.attempt, wait)
+            time.sleep(wait / 1000)
+            ctx.table = ctx.table.refresh()
+            continue
+        except BaseException:
+            _delete_quietly(ctx, ctx.all_written())
+            raise
+        _delete_quietly(ctx, ctx.discarded())
+        _delete_old_metadata(committed, builder)
+        return committed
+
+
+def _retryable(e: CommitFailedError) -> bool:
+    # a requirement broken by a concurrent commit is final; a lost swap is worth another try
+    return e.retryable
+
+
+def _delete_quietly(ctx: CommitContext, paths: list[str]) -> None:
+    if not paths:
+        return
+    try:
+        ctx.io.delete_many(paths)
+    except Exception as e:  # cleanup must never hide the real outcome
+        log.warning("could not delete %d file(s) written by a failed commit to %s: %s", len(paths), ctx.identifier, e)
+
+
+def _delete_old_metadata(table: "Table", builder: MetadataBuilder) -> None:
+    props = table.metadata.properties
+    if props.get("write.metadata.delete-after-commit.enabled", "false").lower() != "true":
+        return
+    old = [e.metadata_file for e in builder.removed_metadata_log]
+    if old:
+        try:
+            table.io.delete_many(old)
+        except Exception as e:
+            log.warning("could not delete old metadata files of %s: %s", table.identifier, e)
