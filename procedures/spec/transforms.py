@@ -313,7 +313,10 @@ class TruncateTransform(Transform):
             return None
         w = self.width
         if isinstance(source_type, _INTEGRAL):
-            return value - value % w  # Python's % is already the floor remainder
+            # Python's % is already the floor remainder; wrap like Java's int/long arithmetic
+            bits = 32 if isinstance(source_type, IntegerType) else 64
+            half = 1 << (bits - 1)
+            return (value - value % w + half) % (1 << bits) - half
         if isinstance(source_type, DecimalType):
             n = conv.unscaled_value(value, source_type.scale)
             return conv.decimal_from_unscaled(n - n % w, source_type.scale)

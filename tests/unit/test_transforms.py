@@ -1,0 +1,211 @@
+"""Transforms against the spec's hash and transform vectors (spec-onfile §6, §7)."""
+
+import uuid
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from procedures.errors import ValidationError
+from procedures.spec.transforms import (
+    DAY, HOUR, IDENTITY, MONTH, VOID, YEAR, BucketTransform, TruncateTransform, UnknownTransform,
+    murmur3_hash, parse_transform,
+)
+from procedures.spec.types import (
+    BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMP_NS, TIMESTAMPTZ,
+    TIMESTAMPTZ_NS, UUID, DecimalType, FixedType,
+)
+
+TS = 1510871468000000  # 2017-11-16T22:31:08
+
+HASH_VECTORS = [
+    (34, INT, 2017239379),
+    (34, LONG, 2017239379),
+    (Decimal("14.20"), DecimalType(9, 2), -500754589),
+    (17486, DATE, -653330422),
+    (81068000000, TIME, -662762989),
+    (TS, TIMESTAMP, -2047944441),
+    (TS + 1, TIMESTAMP, -1207196810),
+    (TS, TIMESTAMPTZ, -2047944441),  # 2017-11-16T14:31:08-08:00 is this UTC instant
+    (TS * 1000 + 1001, TIMESTAMP_NS, -1207196810),
+    (TS * 1000 + 1001, TIMESTAMPTZ_NS, -1207196810),
+    ("iceberg", STRING, 1210000089),
+    ("34", STRING, -427558391),
+    (uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7"), UUID, 1488055340),
+    (uuid.UUID("f79c3e09-677c-4f6a-8a3c-b0c84e3c8a8f"), UUID, -405710383),
+    (b"\x00\x01\x02\x03", FixedType(4), -188683207),
+    (b"\x00\x01\x02\x03", BINARY, -188683207),
+    (True, BOOLEAN, 1392991556),
+    (1.0, FLOAT, -142385009),
+    (1.0, DOUBLE, -142385009),
+    (0.0, DOUBLE, 1669671676),
+    (-0.0, DOUBLE, 1669671676),
+]
+
+
+@pytest.mark.parametrize("value,type_,expected", HASH_VECTORS)
+def test_murmur3_hash_vectors(value, type_, expected):
+    assert murmur3_hash(value, type_) == expected
+
+
+def test_bucket16_vectors():
+    b = BucketTransform(16)
+    assert b.apply(34, INT) == 3
+    assert b.apply("iceberg", STRING) == 9
+    assert b.apply(-1, TIMESTAMP) == 8
+    assert b.apply(-1, TIMESTAMP_NS) == 8
+    assert b.apply(None, INT) is None
+    assert b.result_type(STRING) == INT
+
+
+TRUNCATE_VECTORS = [
+    (10, 1, INT, 0),
+    (10, -1, INT, -10),
+    (10, -11, LONG, -20),
+    (10, 10, LONG, 10),
+    (10, -(2**31), INT, 2**31 - 2),  # wraps like Java's int arithmetic
+    (50, Decimal("10.65"), DecimalType(9, 2), Decimal("10.50")),
+    (50, Decimal("-0.05"), DecimalType(9, 2), Decimal("-0.50")),
+    (3, "iceberg", STRING, "ice"),
+    (2, "😀ab", STRING, "😀a"),
+    (3, b"\x01\x02\x03\x04\x05", BINARY, b"\x01\x02\x03"),
+]
+
+
+@pytest.mark.parametrize("width,value,type_,expected", TRUNCATE_VECTORS)
+def test_truncate_vectors(width, value, type_, expected):
+    got = TruncateTransform(width).apply(value, type_)
+    assert got == expected
+    if isinstance(expected, Decimal):
+        assert str(got) == str(expected)  # the scale is kept
+
+
+US = 1_000_000
+TIME_TABLE = [
+    # micros, year, month, day, hour
+    (TS, 47, 574, 17486, 419686),
+    (0, 0, 0, 0, 0),
+    (-1, -1, -1, -1, -1),
+    (-86400 * US, -1, -1, -1, -24),
+    (-(366 * 86400 * US) - 1, -2, -13, -367, -8785),  # 1968-12-30T23:59:59.999999
+    (-(365 * 86400 * US) - 1, -2, -13, -366, -8761),  # 1968-12-31T23:59:59.999999
+]
+
+
+@pytest.mark.parametrize("micros,year,month,day,hour", TIME_TABLE)
+def test_time_transforms_floor(micros, year, month, day, hour):
+    for t in (TIMESTAMP, TIMESTAMPTZ):
+        assert (YEAR.apply(micros, t), MONTH.apply(micros, t), DAY.apply(micros, t), HOUR.apply(micros, t)) == (
+            year, month, day, hour,
+        )
+    ns = micros * 1000 + 999  # sub-micro nanos floor into the same micro
+    assert (YEAR.apply(ns, TIMESTAMP_NS), MONTH.apply(ns, TIMESTAMP_NS), DAY.apply(ns, TIMESTAMP_NS),
+            HOUR.apply(ns, TIMESTAMP_NS)) == (year, month, day, hour)
+
+
+def test_time_transforms_on_dates():
+    assert (YEAR.apply(17486, DATE), MONTH.apply(17486, DATE), DAY.apply(17486, DATE)) == (47, 574, 17486)
+    assert (YEAR.apply(-1, DATE), MONTH.apply(-1, DATE), DAY.apply(-1, DATE)) == (-1, -1, -1)
+    assert not HOUR.can_transform(DATE)
+    assert DAY.result_type(TIMESTAMP) == DATE and YEAR.result_type(DATE) == INT
+
+
+def test_human_strings():
+    assert YEAR.to_human_string(47, DATE) == "2017"
+    assert YEAR.to_human_string(-1, DATE) == "1969"
+    assert MONTH.to_human_string(574, TIMESTAMP) == "2017-11"
+    assert MONTH.to_human_string(-13, TIMESTAMP) == "1968-12"
+    assert DAY.to_human_string(17486, TIMESTAMP) == "2017-11-16"
+    assert HOUR.to_human_string(419686, TIMESTAMP) == "2017-11-16-22"
+    assert HOUR.to_human_string(-1, TIMESTAMP) == "1969-12-31-23"
+    assert BucketTransform(16).to_human_string(9, STRING) == "9"
+    assert TruncateTransform(3).to_human_string("a b", STRING) == "a b"
+    assert IDENTITY.to_human_string(b"\xaa\xbb\xcc", BINARY) == "qrvM"
+    assert VOID.to_human_string(None, INT) == "null"
+
+
+def test_parse_transform_round_trips_and_is_case_insensitive():
+    for text in ("identity", "bucket[16]", "truncate[3]", "year", "month", "day", "hour", "void"):
+        assert str(parse_transform(text)) == text
+    assert parse_transform("BUCKET[16]") == BucketTransform(16)
+    assert parse_transform(" Truncate[ 3 ] ") == TruncateTransform(3)
+    assert parse_transform("Day") is DAY
+    unknown = parse_transform("zorder[3]")
+    assert isinstance(unknown, UnknownTransform) and str(unknown) == "zorder[3]"
+    with pytest.raises(ValidationError):
+        unknown.apply(1, INT)
+    with pytest.raises(ValidationError):
+        parse_transform("bucket[0]")
+
+
+def test_can_transform_and_order_rules():
+    assert not BucketTransform(4).can_transform(BOOLEAN)
+    assert not TruncateTransform(4).can_transform(FixedType(4))
+    assert IDENTITY.satisfies_order_of(DAY) and not IDENTITY.satisfies_order_of(BucketTransform(4))
+    assert HOUR.satisfies_order_of(DAY) and DAY.satisfies_order_of(YEAR) and not YEAR.satisfies_order_of(MONTH)
+    assert TruncateTransform(10).satisfies_order_of(TruncateTransform(20), LONG)
+    assert not TruncateTransform(10).satisfies_order_of(TruncateTransform(15), LONG)
+    assert TruncateTransform(10).satisfies_order_of(TruncateTransform(5), STRING)
+    assert not BucketTransform(16).preserves_order and TruncateTransform(2).preserves_order
+    assert DAY.dedup_name == HOUR.dedup_name == "time"
+
+
+# ---------------------------------------------------------------- apply_arrow agrees with apply
+
+INTS = [34, -1, None, 0, -11, 2**31 - 1, -(2**31), 34]
+TS_VALUES = [TS, -1, None, 0, -86400 * US, -(365 * 86400 * US) - 1, TS + 1]
+DECIMALS = [Decimal("14.20"), Decimal("-0.05"), None, Decimal("10.65"), Decimal("-14.20")]
+STRINGS = ["iceberg", "😀ab", None, "", "34", "a b"]
+BINARIES = [b"\x00\x01\x02\x03", None, b"", b"\xff\xfe\xfd\xfc\xfb"]
+UUIDS = [uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7"), None, uuid.UUID(int=0)]
+
+ARROW_CASES = [
+    (INT, pa.array(INTS, pa.int32()), INTS),
+    (LONG, pa.array(INTS, pa.int64()), INTS),
+    (DATE, pa.array([17486, -1, None, 0, -366], pa.int32()).cast(pa.date32()), [17486, -1, None, 0, -366]),
+    (TIME, pa.array([81068000000, None, 0], pa.int64()).cast(pa.time64("us")), [81068000000, None, 0]),
+    (TIMESTAMP, pa.array(TS_VALUES, pa.int64()).cast(pa.timestamp("us")), TS_VALUES),
+    (TIMESTAMPTZ, pa.array(TS_VALUES, pa.int64()).cast(pa.timestamp("us", tz="UTC")), TS_VALUES),
+    (TIMESTAMP_NS, pa.array([v if v is None else v * 1000 - 1 for v in TS_VALUES], pa.int64()).cast(pa.timestamp("ns")),
+     [v if v is None else v * 1000 - 1 for v in TS_VALUES]),
+    (DecimalType(9, 2), pa.array(DECIMALS, pa.decimal128(9, 2)), DECIMALS),
+    (STRING, pa.array(STRINGS, pa.string()), STRINGS),
+    (BINARY, pa.array(BINARIES, pa.binary()), BINARIES),
+    (UUID, pa.array([u if u is None else u.bytes for u in UUIDS], pa.binary(16)), UUIDS),
+    (FixedType(4), pa.array([b"\x00\x01\x02\x03", None], pa.binary(4)), [b"\x00\x01\x02\x03", None]),
+]
+TRANSFORMS = [IDENTITY, BucketTransform(16), BucketTransform(7), TruncateTransform(10), TruncateTransform(2),
+              YEAR, MONTH, DAY, HOUR, VOID]
+
+
+def _py(array, type_):
+    """Arrow results in the package's Python representation."""
+    if pa.types.is_date32(array.type):
+        array = array.cast(pa.int32())
+    elif pa.types.is_timestamp(array.type) or pa.types.is_time(array.type):
+        array = array.cast(pa.int64())
+    values = array.to_pylist()
+    if type_ == UUID and array.type == pa.binary(16):
+        values = [v if v is None else uuid.UUID(bytes=v) for v in values]
+    return values
+
+
+APPLICABLE = [(t, *case) for t in TRANSFORMS for case in ARROW_CASES if t.can_transform(case[0])]
+
+
+@pytest.mark.parametrize("transform,type_,array,values", APPLICABLE, ids=[f"{c[0]}-{c[1]}" for c in APPLICABLE])
+def test_apply_arrow_equals_apply(transform, type_, array, values):
+    got = transform.apply_arrow(array, type_)
+    assert len(got) == len(values)
+    assert _py(got, type_) == [transform.apply(v, type_) for v in values]
+    # chunked input gives the same answer
+    chunked = pa.chunked_array([array.slice(0, 2), array.slice(2)])
+    assert _py(transform.apply_arrow(chunked, type_), type_) == _py(got, type_)
+
+
+def test_apply_arrow_result_types():
+    ts = pa.array([TS, None], pa.int64()).cast(pa.timestamp("us"))
+    assert DAY.apply_arrow(ts, TIMESTAMP).type == pa.date32()
+    assert HOUR.apply_arrow(ts, TIMESTAMP).type == pa.int32()
+    assert BucketTransform(4).apply_arrow(ts, TIMESTAMP).type == pa.int32()
+    assert BucketTransform(16).apply_arrow(pa.array([34, None], pa.int32()), INT).to_pylist() == [3, None]
