@@ -1,0 +1,247 @@
+"""Shared helpers for the benchmark scripts: timing, peak memory, a Spark session with the Iceberg Java
+runtime (the reference), and one uniform "ours vs reference" figures table.
+
+A benchmark script builds its table, times our implementation and Iceberg Java's doing the same work in
+the same Spark session, and prints ``print_figures(...)``.  Benchmarks are never run by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+__all__ = [
+    "Figure",
+    "Timing",
+    "arg_parser",
+    "driver_peak_rss_mb",
+    "iceberg_runtime_jar",
+    "jvm_peak_rss_mb",
+    "print_figures",
+    "reset_peak_rss",
+    "start_spark",
+    "time_call",
+    "timing_figures",
+]
+
+ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+
+
+# --------------------------------------------------------------------------------------------- timing
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Wall-clock seconds of each timed run of one callable, plus the last run's return value."""
+
+    name: str
+    runs: tuple[float, ...]
+    result: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def min(self) -> float:
+        """Fastest run: the least noisy estimate of the cost."""
+        return min(self.runs)
+
+    @property
+    def median(self) -> float:
+        """Median run."""
+        return statistics.median(self.runs)
+
+
+def time_call(
+    fn: Callable[[], Any],
+    *,
+    name: str = "",
+    repeat: int = 3,
+    warmup: int = 0,
+    setup: Callable[[], Any] | None = None,
+) -> Timing:
+    """Time ``fn()`` ``repeat`` times with ``time.perf_counter``.
+
+    ``setup`` runs untimed before every run (warm-up runs included) -- procedures change the table, so a
+    fair repeat rebuilds it.  ``warmup`` runs are discarded, which keeps JIT and class loading of the JVM
+    out of the figures.
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    for _ in range(warmup):
+        if setup is not None:
+            setup()
+        fn()
+    runs: list[float] = []
+    result: Any = None
+    for _ in range(repeat):
+        if setup is not None:
+            setup()
+        start = time.perf_counter()
+        result = fn()
+        runs.append(time.perf_counter() - start)
+    return Timing(name or getattr(fn, "__name__", "call"), tuple(runs), result)
+
+
+# --------------------------------------------------------------------------------------------- memory
+
+
+def driver_peak_rss_mb() -> float:
+    """Peak resident set size of this Python driver process, in MiB (``getrusage``; never decreases)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def _jvm_pid(spark: Any) -> int:
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+
+
+def jvm_peak_rss_mb(spark: Any) -> float | None:
+    """Peak RSS of Spark's driver JVM in MiB, or ``None`` off Linux.
+
+    PySpark's JVM is a separate child process that is still running, so ``getrusage(RUSAGE_CHILDREN)``
+    cannot see it; ``/proc/<pid>/status`` (VmHWM) can.
+    """
+    status = Path(f"/proc/{_jvm_pid(spark)}/status")
+    if not status.exists():
+        return None
+    for line in status.read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def reset_peak_rss(spark: Any | None = None) -> bool:
+    """Reset the kernel's peak-RSS mark (Linux ``clear_refs`` 5) for the JVM, or this process when
+    ``spark`` is None, so the next reading covers only what follows.  Returns False when not possible."""
+    pid = _jvm_pid(spark) if spark is not None else os.getpid()
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------------------------- Spark
+
+
+def iceberg_runtime_jar() -> str:
+    """Path of the Iceberg Java Spark runtime jar from the test extra (package snowpark-connect-deps-iceberg)."""
+    try:
+        import snowpark_connect_deps_iceberg as pkg
+    except ImportError as exc:
+        raise SystemExit("The Iceberg Java runtime is missing: pip install -e '.[test]'") from exc
+    jar = Path(list(pkg.__path__)[0]) / "jars" / ICEBERG_JAR
+    if not jar.is_file():
+        raise SystemExit(f"Iceberg Java runtime jar not found at {jar}")
+    return str(jar)
+
+
+def start_spark(
+    warehouse: str | Path | None = None,
+    *,
+    app_name: str = "iceberg-procedures-bench",
+    master: str = "local[2]",
+    driver_memory: str = "2g",
+    extra_conf: dict[str, str] | None = None,
+) -> Any:
+    """A Spark session configured like the test fixture: Iceberg Java runtime jar, SQL extensions and a
+    Java hadoop catalog ``jcat`` on ``warehouse`` (a new temporary folder when None), UTC, UI off.
+
+    Our own catalog reads the same kind of keys; pass them in ``extra_conf`` (for example
+    ``{"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": str(warehouse)}``).
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    warehouse = Path(warehouse) if warehouse is not None else Path(tempfile.mkdtemp(prefix="bench-warehouse-"))
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.jars", iceberg_runtime_jar())
+        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.sql.catalog.jcat", "org.apache.iceberg.spark.SparkCatalog")
+        .config("spark.sql.catalog.jcat.type", "hadoop")
+        .config("spark.sql.catalog.jcat.warehouse", str(warehouse))
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.pyspark.python", sys.executable)
+    )
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def arg_parser(description: str) -> argparse.ArgumentParser:
+    """The options every benchmark script shares: ``--repeat``, ``--warmup``, ``--scale``, ``--warehouse``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per side (default 3)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs per side first (default 1)")
+    parser.add_argument("--scale", type=int, default=1, help="multiplies the script's table size (default 1)")
+    parser.add_argument("--warehouse", type=Path, default=None, help="warehouse folder (default: a temp dir)")
+    return parser
+
+
+# --------------------------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One measured quantity for ours and for the reference (Iceberg Java), in ``unit``."""
+
+    case: str
+    metric: str
+    ours: float | None
+    reference: float | None
+    unit: str = "s"
+
+
+def timing_figures(case: str, ours: Timing | None, reference: Timing | None) -> list[Figure]:
+    """Min and median wall time of both sides as two figures (either side may be missing)."""
+    return [
+        Figure(case, f"wall {stat}", getattr(ours, stat) if ours else None, getattr(reference, stat) if reference else None)
+        for stat in ("min", "median")
+    ]
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
+
+
+def print_figures(figures: Iterable[Figure], title: str = "", file: Any = None) -> str:
+    """Print the figures as one aligned table ``case | metric | ours | reference | ours/ref`` and return it.
+
+    A ratio above 1 means ours is slower (or bigger); ``-`` marks a side that was not measured.
+    """
+    header = ("case", "metric", "ours", "reference", "ours/ref", "unit")
+    rows = []
+    for f in figures:
+        if not isinstance(f, Figure):
+            raise TypeError(f"print_figures takes Figure objects, got {type(f).__name__}")
+        ratio = f.ours / f.reference if f.ours is not None and f.reference else None
+        rows.append((f.case, f.metric, _fmt(f.ours), _fmt(f.reference), "-" if ratio is None else f"{ratio:.2f}x", f.unit))
+    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
+    lines = []
+    if title:
+        lines.append(title)
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(str(c).rjust(w) if i >= 2 else str(c).ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    text = "\n".join(lines)
+    print(text, file=file or sys.stdout, flush=True)
+    return text
