@@ -1,0 +1,347 @@
+"""The catalog contract: tables by identifier, namespaces, and the atomic metadata swap.
+
+The spec ("Metastore Tables", "File System Tables" and "Commit Conflict Resolution and Retry")
+leaves one job to a catalog: map a table identifier to its current metadata file and swap that
+pointer atomically from a base file to a new one.  Everything else (building the new metadata,
+validating it, retrying) happens above, in ``procedures.core``.  This module holds what all
+catalogs share: identifier parsing and validation, the :class:`Table` handle, the abstract
+:class:`Catalog`, and the metadata-file helpers (names, compression, cleanup after commit).
+"""
+
+from __future__ import annotations
+
+import abc
+import gzip
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Union
+
+from procedures.errors import ValidationError
+from procedures.io.fileio import FileIO, join_path
+
+if TYPE_CHECKING:  # the codec module is imported lazily so the catalog layer loads on its own
+    from procedures.spec.metadata import TableMetadata
+
+__all__ = [
+    "Identifier",
+    "IdentifierLike",
+    "Table",
+    "Catalog",
+    "NamespacePropertiesUpdate",
+    "parse_identifier",
+    "parse_namespace",
+    "identifier_to_string",
+    "metadata_file_bytes",
+    "metadata_extension",
+    "metadata_dir",
+    "next_metadata_location",
+    "parse_metadata_version",
+    "removed_metadata_files",
+    "delete_quietly",
+    "WRITE_METADATA_PATH",
+    "METADATA_COMPRESSION",
+    "DELETE_AFTER_COMMIT",
+]
+
+log = logging.getLogger(__name__)
+
+Identifier = tuple[str, ...]
+IdentifierLike = Union[str, Sequence[str]]
+
+WRITE_METADATA_PATH = "write.metadata.path"
+METADATA_COMPRESSION = "write.metadata.compression-codec"
+DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+
+_FORBIDDEN = re.compile(r"[/\\\x00.]")
+
+
+def _split_dotted(text: str) -> list[str]:
+    """Split on dots outside backticks; a doubled backtick inside quotes is a literal one."""
+    parts: list[str] = []
+    cur: list[str] = []
+    i, quoted = 0, False
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            if c == "`":
+                if text[i + 1 : i + 2] == "`":
+                    cur.append("`")
+                    i += 1
+                else:
+                    quoted = False
+            else:
+                cur.append(c)
+        elif c == "`":
+            quoted = True
+        elif c == ".":
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if quoted:
+        raise ValidationError(f"Invalid identifier {text!r}: unbalanced backtick")
+    parts.append("".join(cur))
+    return parts
+
+
+def _levels(value: IdentifierLike, what: str) -> Identifier:
+    if isinstance(value, str):
+        levels = _split_dotted(value.strip())
+    elif isinstance(value, Sequence) and all(isinstance(p, str) for p in value):
+        levels = list(value)
+    else:
+        raise ValidationError(f"Invalid {what} {value!r}: expected a dotted string or a sequence of strings")
+    for level in levels:
+        if not level or not level.strip():
+            raise ValidationError(f"Invalid {what} {value!r}: empty name part")
+        if _FORBIDDEN.search(level):
+            raise ValidationError(
+                f"Invalid {what} {value!r}: name part {level!r} contains '.', '/', '\\' or NUL, "
+                "which cannot be stored in a warehouse path or a JDBC namespace"
+            )
+    return tuple(levels)
+
+
+def parse_namespace(value: IdentifierLike) -> Identifier:
+    """A namespace as a tuple of levels (``"a.b"`` or ``("a", "b")``); malformed -> ValidationError."""
+    levels = _levels(value, "namespace")
+    if not levels:
+        raise ValidationError(f"Invalid namespace {value!r}: at least one level is required")
+    return levels
+
+
+def parse_identifier(value: IdentifierLike) -> Identifier:
+    """A table identifier as ``(*namespace, name)``; a namespace of at least one level is required."""
+    levels = _levels(value, "table identifier")
+    if len(levels) < 2:
+        raise ValidationError(
+            f"Invalid table identifier {value!r}: expected <namespace>.<table>, e.g. db.events"
+        )
+    return levels
+
+
+def identifier_to_string(identifier: Sequence[str]) -> str:
+    """The dotted form used in messages and in the JDBC ``table_namespace`` column."""
+    return ".".join(identifier)
+
+
+@dataclass(frozen=True, slots=True)
+class NamespacePropertiesUpdate:
+    """What :meth:`Catalog.update_namespace_properties` changed."""
+
+    removed: tuple[str, ...]
+    updated: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+class Table:
+    """A loaded table: identifier, current metadata and its file, the FileIO and the catalog.
+
+    ``refresh()`` reloads the current metadata from the catalog in place.
+    """
+
+    __slots__ = ("identifier", "metadata", "metadata_location", "io", "catalog")
+
+    def __init__(
+        self,
+        identifier: Identifier,
+        metadata: "TableMetadata",
+        metadata_location: str,
+        io: FileIO,
+        catalog: "Catalog",
+    ) -> None:
+        self.identifier = tuple(identifier)
+        self.metadata = metadata
+        self.metadata_location = metadata_location
+        self.io = io
+        self.catalog = catalog
+
+    @property
+    def name(self) -> str:
+        """``<catalog>.<namespace>.<table>``."""
+        return identifier_to_string((self.catalog.name, *self.identifier))
+
+    @property
+    def location(self) -> str:
+        """The table's base location."""
+        return self.metadata.location
+
+    def refresh(self) -> "Table":
+        """Reload the current metadata; returns ``self``."""
+        fresh = self.catalog.load_table(self.identifier)
+        self.metadata = fresh.metadata
+        self.metadata_location = fresh.metadata_location
+        return self
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, metadata_location={self.metadata_location!r})"
+
+
+class Catalog(abc.ABC):
+    """A named catalog: namespaces, tables, and ``commit_table`` -- the atomic swap.
+
+    ``commit_table`` raises :class:`~procedures.errors.CommitFailedError` when another writer
+    committed first (retry on fresh metadata) and
+    :class:`~procedures.errors.CommitStateUnknownError` when the outcome cannot be known.
+    """
+
+    def __init__(self, name: str, properties: Mapping[str, str] | None = None, io: FileIO | None = None) -> None:
+        if not name or not isinstance(name, str) or _FORBIDDEN.search(name):
+            raise ValidationError(f"Invalid catalog name {name!r}")
+        self.name = name
+        self.properties: dict[str, str] = dict(properties or {})
+        self.io = io if io is not None else FileIO(dict(self.properties))
+
+    # -- namespaces ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_namespace(self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None) -> None:
+        """Create a namespace; NamespaceAlreadyExistsError if it exists."""
+
+    @abc.abstractmethod
+    def list_namespaces(self, parent: IdentifierLike = ()) -> list[Identifier]:
+        """Namespaces directly below ``parent`` (top level by default), sorted."""
+
+    @abc.abstractmethod
+    def namespace_exists(self, namespace: IdentifierLike) -> bool:
+        """Whether the namespace exists."""
+
+    @abc.abstractmethod
+    def drop_namespace(self, namespace: IdentifierLike) -> None:
+        """Drop an empty namespace; NoSuchNamespaceError / NamespaceNotEmptyError otherwise."""
+
+    @abc.abstractmethod
+    def load_namespace_properties(self, namespace: IdentifierLike) -> dict[str, str]:
+        """The namespace's properties."""
+
+    @abc.abstractmethod
+    def update_namespace_properties(
+        self,
+        namespace: IdentifierLike,
+        removals: Iterable[str] = (),
+        updates: Mapping[str, str] | None = None,
+    ) -> NamespacePropertiesUpdate:
+        """Remove and set namespace properties in one step."""
+
+    # -- tables -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_table(self, identifier: IdentifierLike, metadata: "TableMetadata") -> Table:
+        """Write ``metadata`` (built by the metadata builder) as the table's first file and register it."""
+
+    @abc.abstractmethod
+    def load_table(self, identifier: IdentifierLike) -> Table:
+        """The table with its current metadata; NoSuchTableError when absent."""
+
+    def table_exists(self, identifier: IdentifierLike) -> bool:
+        """Whether the table exists."""
+        from procedures.errors import NoSuchTableError
+
+        try:
+            self.load_table(identifier)
+            return True
+        except NoSuchTableError:
+            return False
+
+    @abc.abstractmethod
+    def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
+        """Remove the table from the catalog; with ``purge`` also delete its files."""
+
+    @abc.abstractmethod
+    def rename_table(self, source: IdentifierLike, target: IdentifierLike) -> None:
+        """Rename a table (the metadata stays where it is)."""
+
+    @abc.abstractmethod
+    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
+        """Register an existing metadata file under a new identifier."""
+
+    @abc.abstractmethod
+    def list_tables(self, namespace: IdentifierLike) -> list[Identifier]:
+        """Tables of a namespace, sorted."""
+
+    @abc.abstractmethod
+    def commit_table(self, table: Table, base: "TableMetadata", new: "TableMetadata") -> Table:
+        """Atomically replace ``base`` (the metadata ``table`` was loaded with) by ``new``."""
+
+    @abc.abstractmethod
+    def default_table_location(self, identifier: IdentifierLike) -> str:
+        """Where a new table's files go when no location is given."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+# -- metadata file helpers --------------------------------------------------------------------
+
+
+def _codec(md: "TableMetadata") -> str:
+    codec = str(md.properties.get(METADATA_COMPRESSION, "none")).lower()
+    if codec not in ("none", "gzip"):
+        raise ValidationError(f"Unsupported {METADATA_COMPRESSION} {codec!r}: expected none or gzip")
+    return codec
+
+
+def metadata_extension(md: "TableMetadata") -> str:
+    """``.metadata.json`` or, for gzip, ``.gz.metadata.json`` (as Java names them)."""
+    return ".gz.metadata.json" if _codec(md) == "gzip" else ".metadata.json"
+
+
+def metadata_file_bytes(md: "TableMetadata", location: str) -> bytes:
+    """The serialized file for ``location``: JSON, gzip-compressed when the name says so."""
+    from procedures.spec.metadata import metadata_to_json
+
+    data = metadata_to_json(md).encode("utf-8")
+    name = location.rsplit("/", 1)[-1]
+    if name.endswith(".gz.metadata.json") or name.endswith(".metadata.json.gz"):
+        # mtime=0 keeps the bytes reproducible, so a retry can recognise its own file
+        data = gzip.compress(data, mtime=0)
+    return data
+
+
+def metadata_dir(md: "TableMetadata") -> str:
+    """``write.metadata.path`` when set, else ``<location>/metadata``."""
+    custom = md.properties.get(WRITE_METADATA_PATH)
+    return custom.rstrip("/") if custom else join_path(md.location, "metadata")
+
+
+def parse_metadata_version(location: str | None) -> int:
+    """The ``NNNNN`` of ``NNNNN-<uuid>.metadata.json`` (or ``N`` of ``vN.metadata.json``); -1 if none."""
+    if not location:
+        return -1
+    name = location.rsplit("/", 1)[-1]
+    m = re.match(r"^v?(\d+)[-.]", name)
+    return int(m.group(1)) if m else -1
+
+
+def next_metadata_location(md: "TableMetadata", previous_location: str | None) -> str:
+    """A fresh ``<metadata dir>/<NNNNN>-<uuid><ext>`` following ``previous_location``'s version."""
+    version = parse_metadata_version(previous_location) + 1
+    return join_path(metadata_dir(md), f"{version:05d}-{uuid.uuid4()}{metadata_extension(md)}")
+
+
+def removed_metadata_files(base: "TableMetadata | None", new: "TableMetadata") -> list[str]:
+    """Previous metadata files that ``new``'s log dropped, when delete-after-commit is enabled."""
+    if base is None:
+        return []
+    enabled = str(new.properties.get(DELETE_AFTER_COMMIT, "false")).strip().lower() == "true"
+    if not enabled:
+        return []
+    kept = {e.metadata_file for e in new.metadata_log}
+    return [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
+
+
+def delete_quietly(io: FileIO, paths: Iterable[str]) -> None:
+    """Best-effort cleanup after a decided commit: failures are logged, never raised."""
+    paths = list(paths)
+    if not paths:
+        return
+    try:
+        result = io.delete_many(paths)
+    except Exception:  # noqa: BLE001 -- cleanup must not turn a success into a failure
+        log.warning("Failed to delete %d old metadata files", len(paths), exc_info=True)
+        return
+    for path, error in result.failures:
+        log.warning("Failed to delete %s: %s", path, error)

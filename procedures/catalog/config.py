@@ -1,0 +1,190 @@
+"""Catalog configuration from Spark conf keys or a plain dict, and Spark's identifier resolution.
+
+Spark configures Iceberg catalogs as ``spark.sql.catalog.<name> = org.apache.iceberg.spark.SparkCatalog``
+with ``spark.sql.catalog.<name>.type``, ``.warehouse``, ``.uri``, ``.jdbc.user`` and so on; the same
+keys configure our catalogs, so one ``spark-defaults.conf`` serves Java and this package.  A plain
+dict (``{"type": "hadoop", "warehouse": ...}``) works too.  A SparkSession is read duck-typed,
+without importing pyspark.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from procedures.catalog.base import Catalog, Identifier, _split_dotted, parse_identifier
+from procedures.errors import CatalogConfigError, ValidationError
+
+__all__ = [
+    "load_catalog",
+    "catalog_properties",
+    "catalog_names",
+    "default_catalog_name",
+    "resolve_identifier",
+    "conf_from_spark",
+    "DEFAULT_CATALOG",
+    "INT_PROPERTIES",
+]
+
+DEFAULT_CATALOG = "local"
+SPARK_PREFIX = "spark.sql.catalog."
+CATALOG_TYPES = ("hadoop", "jdbc")
+_IMPL_TYPES = {
+    "org.apache.iceberg.hadoop.HadoopCatalog": "hadoop",
+    "org.apache.iceberg.jdbc.JdbcCatalog": "jdbc",
+}
+#: catalog properties whose values must be integers (the transaction reads the commit.retry ones)
+INT_PROPERTIES = (
+    "commit.retry.num-retries",
+    "commit.retry.min-wait-ms",
+    "commit.retry.max-wait-ms",
+    "commit.retry.total-timeout-ms",
+    "jdbc.busy-timeout-ms",
+)
+
+
+def conf_from_spark(spark: Any) -> dict[str, str]:
+    """All conf entries of a SparkSession (static and runtime), read without importing pyspark."""
+    conf: dict[str, str] = {}
+    runtime = getattr(spark, "conf", None)
+    get_all = getattr(runtime, "getAll", None)
+    if get_all is not None:
+        entries = get_all() if callable(get_all) else get_all
+        conf.update({str(k): str(v) for k, v in dict(entries).items()})
+        return conf
+    context = getattr(spark, "sparkContext", None)
+    if context is not None:
+        conf.update({str(k): str(v) for k, v in context.getConf().getAll()})
+    sql = getattr(spark, "sql", None)
+    if sql is not None:
+        # Spark 3.5 has no RuntimeConfig.getAll; SET lists the session's explicitly set keys
+        try:
+            for row in sql("SET").collect():
+                conf[str(row[0])] = str(row[1])
+        except Exception:  # noqa: BLE001 -- static conf alone is still usable
+            pass
+    return conf
+
+
+def _as_conf(conf: Any) -> Mapping[str, Any]:
+    if conf is None:
+        return {}
+    if isinstance(conf, Mapping):
+        return conf
+    if hasattr(conf, "sparkContext") or hasattr(conf, "conf"):
+        return conf_from_spark(conf)
+    raise CatalogConfigError(f"Catalog configuration must be a dict or a SparkSession, got {type(conf).__name__}")
+
+
+def catalog_names(conf: Any) -> list[str]:
+    """Names of the catalogs ``conf`` configures that this package can open (hadoop or jdbc)."""
+    mapping = _as_conf(conf)
+    names = set()
+    for key, value in mapping.items():
+        if not key.startswith(SPARK_PREFIX):
+            continue
+        rest = key[len(SPARK_PREFIX):]
+        name, _, prop = rest.partition(".")
+        if prop == "type" and str(value).strip().lower() in CATALOG_TYPES:
+            names.add(name)
+        elif prop == "catalog-impl" and str(value).strip() in _IMPL_TYPES:
+            names.add(name)
+    return sorted(names)
+
+
+def default_catalog_name(conf: Any) -> str:
+    """``spark.sql.defaultCatalog`` when it names one of our catalogs, else ``local``."""
+    mapping = _as_conf(conf)
+    configured = str(mapping.get("spark.sql.defaultCatalog", "") or "").strip()
+    return configured if configured and configured in catalog_names(mapping) else DEFAULT_CATALOG
+
+
+def catalog_properties(name: str, conf: Any) -> tuple[dict[str, str], str]:
+    """The properties of catalog ``name`` and the key prefix they were found under (for errors).
+
+    Spark keys ``spark.sql.catalog.<name>.<prop>`` win; without any, the plain keys of ``conf`` are used.
+    """
+    mapping = _as_conf(conf)
+    prefix = f"{SPARK_PREFIX}{name}."
+    props = {k[len(prefix):]: v for k, v in mapping.items() if isinstance(k, str) and k.startswith(prefix)}
+    if props:
+        return props, prefix
+    return {k: v for k, v in mapping.items() if isinstance(k, str) and not k.startswith("spark.")}, ""
+
+
+def _check_types(props: Mapping[str, Any], prefix: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in props.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise CatalogConfigError(f"{prefix}{key}: expected a string value, got {type(value).__name__} {value!r}")
+        out[key] = str(value)
+    for key in INT_PROPERTIES:
+        if key in out:
+            try:
+                number = int(out[key].strip())
+            except ValueError:
+                raise CatalogConfigError(f"{prefix}{key}: expected an integer, got {out[key]!r}") from None
+            if number < 0:
+                raise CatalogConfigError(f"{prefix}{key}: must not be negative, got {number}")
+    return out
+
+
+def load_catalog(name: str, conf: Any = None) -> Catalog:
+    """Open catalog ``name`` from Spark conf keys, a plain dict, or a SparkSession.
+
+    ``type`` is ``hadoop`` (needs ``warehouse``) or ``jdbc`` (needs ``uri``; ``warehouse`` for default
+    table locations; ``jdbc.user`` / ``jdbc.password`` for PostgreSQL).  Misconfiguration raises
+    :class:`CatalogConfigError` naming the offending key.
+    """
+    if not isinstance(name, str) or not name or "." in name:
+        raise CatalogConfigError(f"Invalid catalog name {name!r}")
+    raw, prefix = catalog_properties(name, conf)
+    if not raw:
+        raise CatalogConfigError(f"Catalog {name} is not configured: set {SPARK_PREFIX}{name}.type (hadoop or jdbc)")
+    props = _check_types(raw, prefix)
+    kind = props.get("type", "").strip().lower()
+    if not kind and props.get("catalog-impl") in _IMPL_TYPES:
+        kind = _IMPL_TYPES[props["catalog-impl"]]
+    if kind not in CATALOG_TYPES:
+        shown = props.get("type", props.get("catalog-impl", ""))
+        raise CatalogConfigError(f"{prefix}type: unsupported catalog type {shown!r}; expected one of hadoop, jdbc")
+    warehouse = props.get("warehouse", "").strip() or None
+    try:
+        if kind == "hadoop":
+            from procedures.catalog.hadoop import HadoopCatalog
+
+            if not warehouse:
+                raise CatalogConfigError(f"{prefix}warehouse: a hadoop catalog needs a warehouse location")
+            return HadoopCatalog(name, warehouse, props)
+        from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
+
+        uri = props.get("uri", "")
+        parse_jdbc_uri(uri, key=f"{prefix}uri")
+        return JdbcCatalog(name, uri, warehouse, props)
+    except CatalogConfigError:
+        raise
+    except ValidationError as e:
+        raise CatalogConfigError(f"{prefix}warehouse/uri of catalog {name}: {e}") from e
+
+
+def resolve_identifier(
+    text: str,
+    default_catalog: str | None = None,
+    *,
+    conf: Any = None,
+    catalogs: Iterable[str] | None = None,
+) -> tuple[str, Identifier]:
+    """Resolve a Spark multi-part name to ``(catalog, (*namespace, table))``.
+
+    As in Spark: when the first part names one of our configured catalogs it is the catalog,
+    otherwise the whole name lives in the default catalog (``default_catalog``, or
+    ``spark.sql.defaultCatalog`` when it is ours, else ``local``).
+    """
+    known = set(catalogs) if catalogs is not None else set(catalog_names(conf))
+    default = default_catalog or default_catalog_name(conf)
+    known.add(default)
+    if not isinstance(text, str):
+        raise ValidationError(f"Invalid table name {text!r}: expected a string such as db.table")
+    parts = _split_dotted(text.strip())
+    if len(parts) >= 3 and parts[0] in known:
+        return parts[0], parse_identifier(parts[1:])
+    return default, parse_identifier(parts)
