@@ -70,7 +70,8 @@ class CommitContext:
     @property
     def identifier(self) -> str:
         """The table's name, for messages."""
-        return str(self.table.identifier)
+        name = getattr(self.table, "name", None)
+        return name if isinstance(name, str) else ".".join(self.table.identifier)
 
     def track(self, path: str) -> str:
         """Register a file written by the current attempt; returns ``path``."""
@@ -179,7 +180,7 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
                 _delete_quietly(ctx, ctx.all_written())
                 raise CommitFailedError(
                     f"Cannot commit to {ctx.identifier} after {ctx.attempt + 1} attempt(s): {e}",
-                    table=ctx.identifier, attempts=ctx.attempt + 1,
+                    table=ctx.identifier, attempts=ctx.attempt + 1, retryable=_retryable(e),
                 ) from e
             ctx.attempt += 1
             ctx.reused.clear()
