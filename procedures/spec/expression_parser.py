@@ -279,6 +279,10 @@ class _Parser:
             hi_t = _Token("op", "<=", "<=", start.pos)
             expr = and_(self.comparison(lo_t, left, low), self.comparison(hi_t, left, high))
             return not_(expr) if negated else expr
+        nxt = self.peek()
+        ends = nxt.kind == "eof" or nxt.is_kw("AND", "OR") or (nxt.kind == "op" and nxt.value == ")")
+        if not ends:
+            raise self.error("expected a comparison operator")
         if isinstance(left, str):
             # a bare boolean column, as in `where => 'active'`
             return predicate(Operation.EQ, left, True)
@@ -286,7 +290,7 @@ class _Parser:
             return ALWAYS_TRUE if left.value else ALWAYS_FALSE
         if left is None:
             return ALWAYS_FALSE
-        raise self.error("expected a comparison operator")
+        raise self.error("expected a comparison operator", nxt)
 
     def parse_function(self) -> Expression | None:
         t = self.peek()
