@@ -1,0 +1,594 @@
+"""Unit tests for the row, manifest and metrics evaluators and for partition projection."""
+
+from __future__ import annotations
+
+import struct
+from decimal import Decimal
+
+import pytest
+
+from procedures.spec.conversions import to_bytes
+from procedures.spec.evaluators import (
+    Evaluator,
+    InclusiveMetricsEvaluator,
+    ManifestEvaluator,
+    StrictMetricsEvaluator,
+)
+from procedures.spec.expressions import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    Operation,
+    and_,
+    eq,
+    gt,
+    gt_eq,
+    in_,
+    is_nan,
+    is_null,
+    lt,
+    lt_eq,
+    not_,
+    not_eq,
+    not_in,
+    not_nan,
+    not_null,
+    not_starts_with,
+    or_,
+    predicate,
+    starts_with,
+)
+from procedures.spec.manifest import DataFile, FieldSummary, FileFormat
+from procedures.spec.partitioning import PartitionField, PartitionSpec
+from procedures.spec.projection import inclusive_projection, strict_projection
+from procedures.spec.schema import Schema
+from procedures.spec.transforms import (
+    DAY,
+    HOUR,
+    IDENTITY,
+    MONTH,
+    VOID,
+    YEAR,
+    BucketTransform,
+    TruncateTransform,
+    UnknownTransform,
+)
+from procedures.spec.types import (
+    DATE,
+    DOUBLE,
+    FLOAT,
+    INT,
+    LONG,
+    STRING,
+    TIMESTAMP,
+    DecimalType,
+    NestedField,
+    StructType,
+)
+
+# ====================================================================================== metrics
+METRICS_SCHEMA = Schema(
+    [
+        NestedField(1, "id", INT, required=True),
+        NestedField(2, "no_stats", INT),
+        NestedField(3, "required", STRING, required=True),
+        NestedField(4, "all_nulls", STRING),
+        NestedField(5, "some_nulls", STRING),
+        NestedField(6, "no_nulls", STRING),
+        NestedField(7, "all_nans", DOUBLE),
+        NestedField(8, "some_nans", FLOAT),
+        NestedField(9, "no_nans", FLOAT),
+        NestedField(10, "all_nulls_double", DOUBLE),
+        NestedField(11, "nan_and_null_only", DOUBLE),
+        NestedField(12, "no_nan_stats", DOUBLE),
+        NestedField(13, "s", StructType((NestedField(14, "x", LONG),))),
+        NestedField(15, "trunc", STRING),
+    ]
+)
+
+
+def _f32(v: float) -> bytes:
+    return struct.pack("<f", v)
+
+
+def data_file(record_count: int = 50, **overrides) -> DataFile:
+    fields = dict(
+        file_path="s3://b/file.parquet",
+        file_format=FileFormat.PARQUET,
+        partition=(),
+        record_count=record_count,
+        file_size_in_bytes=1024,
+        value_counts={i: 50 for i in (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15)},
+        null_value_counts={1: 0, 3: 0, 4: 50, 5: 10, 6: 0, 7: 0, 8: 0, 9: 0, 10: 50, 11: 10, 12: 0, 14: 0, 15: 0},
+        nan_value_counts={7: 50, 8: 10, 9: 0, 10: 0, 11: 40},
+        lower_bounds={
+            1: to_bytes(30, INT),
+            3: to_bytes("a", STRING),
+            5: to_bytes("bbb", STRING),
+            6: to_bytes("abc", STRING),
+            8: _f32(1.0),
+            9: _f32(0.5),
+            12: to_bytes(1.0, DOUBLE),
+            # written as int before the column was promoted to long
+            14: to_bytes(5, INT),
+            # truncated bounds of values that all start with "abc" ... "abd"
+            15: to_bytes("abc", STRING),
+        },
+        upper_bounds={
+            1: to_bytes(79, INT),
+            3: to_bytes("z", STRING),
+            5: to_bytes("eee", STRING),
+            6: to_bytes("abe", STRING),
+            # a NaN upper bound from an old writer must be ignored
+            8: _f32(float("nan")),
+            9: _f32(9.5),
+            12: to_bytes(10.0, DOUBLE),
+            14: to_bytes(15, INT),
+            15: to_bytes("abd", STRING),
+        },
+    )
+    fields.update(overrides)
+    return DataFile(**fields)
+
+
+FILE = data_file()
+
+
+def inclusive(expr, file=FILE) -> bool:
+    return InclusiveMetricsEvaluator(METRICS_SCHEMA, expr).eval(file)
+
+
+def strict(expr, file=FILE) -> bool:
+    return StrictMetricsEvaluator(METRICS_SCHEMA, expr).eval(file)
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        (eq("id", 5), False),
+        (eq("id", 29), False),
+        (eq("id", 30), True),
+        (eq("id", 79), True),
+        (eq("id", 80), False),
+        (lt("id", 30), False),
+        (lt("id", 31), True),
+        (lt_eq("id", 29), False),
+        (lt_eq("id", 30), True),
+        (gt("id", 79), False),
+        (gt("id", 78), True),
+        (gt_eq("id", 80), False),
+        (gt_eq("id", 79), True),
+        (not_eq("id", 30), True),
+        (in_("id", [5, 6]), False),
+        (in_("id", [29, 80]), False),
+        (in_("id", [5, 40]), True),
+        (in_("id", list(range(100, 400))), True),  # beyond the IN limit: not checked
+        (not_in("id", [30, 40]), True),
+        (not_(lt("id", 5)), True),
+        (not_(gt_eq("id", 5)), False),
+        (and_(gt("id", 50), lt("id", 20)), False),
+        (or_(lt("id", 5), gt("id", 78)), True),
+        (eq("no_stats", 5), True),
+        (is_null("no_stats"), True),
+        (is_null("all_nulls"), True),
+        (is_null("no_nulls"), False),
+        (not_null("all_nulls"), False),
+        (not_null("some_nulls"), True),
+        (eq("all_nulls", "a"), False),
+        (lt("all_nulls", "a"), False),
+        (in_("all_nulls", ["a", "b"]), False),
+        (starts_with("all_nulls", "a"), False),
+        (not_starts_with("all_nulls", "a"), True),
+        (is_nan("all_nans"), True),
+        (is_nan("no_nans"), False),
+        (is_nan("all_nulls_double"), False),
+        (is_nan("no_nan_stats"), True),
+        (not_nan("all_nans"), False),
+        (not_nan("some_nans"), True),
+        (lt("all_nans", 1.0), False),
+        (eq("all_nans", 1.0), False),
+        (gt("nan_and_null_only", 1.0), True),
+        (gt("some_nans", 100.0), True),  # the NaN upper bound is ignored
+        (lt("some_nans", 0.5), False),
+        (gt("no_nans", 9.5), False),
+        (gt("no_nans", 9.0), True),
+        (eq("some_nulls", "aaa"), False),
+        (eq("some_nulls", "ccc"), True),
+        (gt("s.x", 15), False),  # 4-byte bounds of a promoted long column
+        (gt("s.x", 14), True),
+        (eq("s.x", 4), False),
+        (starts_with("trunc", "abc"), True),
+        (starts_with("trunc", "abcz"), True),
+        (starts_with("trunc", "ab"), True),
+        (starts_with("trunc", "abe"), False),
+        (starts_with("trunc", "aa"), False),
+        (starts_with("no_nulls", "abf"), False),
+        (not_starts_with("trunc", "ab"), False),
+        (not_starts_with("trunc", "abc"), True),
+        (not_starts_with("some_nulls", "b"), True),
+        (starts_with("required", "m"), True),
+        (starts_with("required", "zz"), False),
+    ],
+)
+def test_inclusive_metrics(expr, expected):
+    assert inclusive(expr) is expected
+
+
+def test_inclusive_record_counts():
+    assert inclusive(eq("id", 50), data_file(record_count=0)) is False
+    assert inclusive(eq("id", 5), data_file(record_count=-1)) is True  # imported without a row count
+
+
+def test_inclusive_missing_metrics_might_match():
+    bare = data_file(value_counts=None, null_value_counts=None, nan_value_counts=None,
+                     lower_bounds=None, upper_bounds=None)
+    for expr in (eq("id", 5), is_null("all_nulls"), not_null("all_nulls"), is_nan("no_nans"),
+                 not_nan("all_nans"), starts_with("trunc", "zz"), lt("s.x", 0)):
+        assert inclusive(expr, bare) is True
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        (lt("id", 80), True),
+        (lt("id", 79), False),
+        (lt_eq("id", 79), True),
+        (lt_eq("id", 78), False),
+        (gt("id", 29), True),
+        (gt("id", 30), False),
+        (gt_eq("id", 30), True),
+        (gt_eq("id", 31), False),
+        (eq("id", 30), False),
+        (not_eq("id", 5), True),
+        (not_eq("id", 80), True),
+        (not_eq("id", 30), False),
+        (not_in("id", [5, 6]), True),
+        (not_in("id", [5, 80]), True),
+        (not_in("id", [5, 30]), False),
+        (in_("id", [30, 40]), False),
+        (not_(lt("id", 30)), True),
+        (and_(lt("id", 80), gt("id", 29)), True),
+        (or_(lt("id", 5), gt("id", 29)), True),
+        (lt("no_stats", 5), False),
+        (is_null("all_nulls"), True),
+        (is_null("some_nulls"), False),
+        (not_null("no_nulls"), True),
+        (not_null("some_nulls"), False),
+        (not_eq("all_nulls", "a"), True),
+        (not_in("all_nulls", ["a"]), True),
+        (is_nan("all_nans"), True),
+        (is_nan("some_nans"), False),
+        (not_nan("no_nans"), True),
+        (not_nan("all_nulls_double"), True),
+        (not_nan("some_nans"), False),
+        (not_eq("all_nans", 1.0), True),
+        (gt("some_nans", 0.0), False),  # NaN values do not satisfy >
+        (gt("no_nans", 0.0), True),
+        (lt("no_nan_stats", 11.0), True),  # no NaN count: treated as no NaN, as Java
+        (lt("some_nulls", "zzz"), False),  # nulls never satisfy <
+        (gt("s.x", 0), False),  # nested columns are never trusted
+        (starts_with("trunc", "ab"), True),
+        (starts_with("trunc", "abc"), False),
+        (not_starts_with("trunc", "x"), True),
+        (not_starts_with("trunc", "ab"), False),
+    ],
+)
+def test_strict_metrics(expr, expected):
+    assert strict(expr) is expected
+
+
+def test_strict_single_value_file():
+    single = data_file(lower_bounds={1: to_bytes(42, INT)}, upper_bounds={1: to_bytes(42, INT)})
+    assert strict(eq("id", 42), single) is True
+    assert strict(in_("id", [42, 43]), single) is True
+    assert strict(in_("id", [41, 43]), single) is False
+    assert strict(eq("id", 42), data_file(record_count=0)) is True
+
+
+# ====================================================================================== rows
+ROW_SCHEMA = Schema(
+    [
+        NestedField(1, "id", LONG),
+        NestedField(2, "data", STRING),
+        NestedField(3, "d", DOUBLE),
+        NestedField(4, "s", StructType((NestedField(5, "x", INT),))),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "expr, row, expected",
+    [
+        (eq("id", 5), (5, "a", 1.0, (1,)), True),
+        (eq("id", 5), (None, "a", 1.0, (1,)), False),
+        (not_eq("id", 5), (None, "a", 1.0, (1,)), True),
+        (lt("id", 5), (None, "a", 1.0, (1,)), False),
+        (in_("id", [1, 2]), (2, None, None, None), True),
+        (not_in("id", [1, 2]), (None, None, None, None), True),
+        (is_null("data"), (1, None, None, None), True),
+        (not_null("data"), (1, "x", None, None), True),
+        (starts_with("data", "ab"), (1, "abc", None, None), True),
+        (starts_with("data", "ab"), (1, None, None, None), False),
+        (not_starts_with("data", "ab"), (1, None, None, None), True),
+        (is_nan("d"), (1, None, float("nan"), None), True),
+        (not_nan("d"), (1, None, 2.0, None), True),
+        (gt("d", 1e300), (1, None, float("nan"), None), True),  # NaN sorts above all numbers
+        (eq("s.x", 7), (1, None, None, (7,)), True),
+        (eq("s.x", 7), (1, None, None, None), False),
+        (is_null("s.x"), (1, None, None, None), True),
+        (and_(gt("id", 1), lt("id", 3)), (2, None, None, None), True),
+        (or_(gt("id", 1), lt("id", 3)), (None, None, None, None), False),
+        (not_(gt("id", 1)), (0, None, None, None), True),
+    ],
+)
+def test_row_evaluator(expr, row, expected):
+    assert Evaluator(ROW_SCHEMA, expr).eval(row) is expected
+
+
+# ====================================================================================== manifests
+PART_STRUCT = StructType(
+    (NestedField(1000, "id", INT), NestedField(1001, "name", STRING), NestedField(1002, "f", FLOAT))
+)
+
+
+def summaries(id_summary=None, name_summary=None, f_summary=None):
+    return [
+        id_summary or FieldSummary(False, None, to_bytes(1, INT), to_bytes(10, INT)),
+        name_summary or FieldSummary(False, None, to_bytes("abc", STRING), to_bytes("abe", STRING)),
+        f_summary or FieldSummary(False, False, _f32(1.0), _f32(2.0)),
+    ]
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        (eq("id", 0), False),
+        (eq("id", 5), True),
+        (eq("id", 11), False),
+        (lt("id", 1), False),
+        (lt_eq("id", 1), True),
+        (gt("id", 10), False),
+        (gt_eq("id", 10), True),
+        (not_eq("id", 5), True),
+        (in_("id", [11, 12]), False),
+        (in_("id", [-1, 0]), False),
+        (in_("id", [0, 5]), True),
+        (not_in("id", [1, 2]), True),
+        (is_null("id"), False),
+        (not_null("id"), True),
+        (not_(eq("id", 5)), True),
+        (not_(lt("id", 100)), False),
+        (starts_with("name", "abd"), True),
+        (starts_with("name", "ab"), True),
+        (starts_with("name", "abf"), False),
+        (starts_with("name", "aa"), False),
+        (not_starts_with("name", "ab"), False),
+        (not_starts_with("name", "abd"), True),
+        (is_nan("f"), False),
+        (not_nan("f"), True),
+        (gt("f", 2.0), False),
+    ],
+)
+def test_manifest_evaluator(expr, expected):
+    assert ManifestEvaluator(PART_STRUCT, expr).eval(summaries()) is expected
+
+
+def test_manifest_evaluator_null_and_nan_summaries():
+    all_null = summaries(id_summary=FieldSummary(True, None, None, None))
+    ev = lambda e, s: ManifestEvaluator(PART_STRUCT, e).eval(s)  # noqa: E731
+    assert ev(not_null("id"), all_null) is False
+    assert ev(is_null("id"), all_null) is True
+    assert ev(eq("id", 1), all_null) is False
+    assert ev(in_("id", [1, 2]), all_null) is False
+    only_nan = summaries(f_summary=FieldSummary(False, True, None, None))
+    assert ev(not_nan("f"), only_nan) is False
+    assert ev(is_nan("f"), only_nan) is True
+    assert ev(lt("f", 1.0), only_nan) is False
+    nulls_and_nan = summaries(f_summary=FieldSummary(True, True, None, None))
+    assert ev(not_null("f"), nulls_and_nan) is True  # NaN values are non-null
+    nulls_no_nan = summaries(f_summary=FieldSummary(True, False, None, None))
+    assert ev(not_null("f"), nulls_no_nan) is False
+    with_null_name = summaries(name_summary=FieldSummary(True, None, to_bytes("abc", STRING), to_bytes("abe", STRING)))
+    assert ev(not_starts_with("name", "ab"), with_null_name) is True
+
+
+def test_manifest_without_partition_summaries_might_match():
+    class Manifest:
+        partitions = None
+
+    assert ManifestEvaluator(PART_STRUCT, eq("id", 99)).eval(Manifest()) is True
+
+
+def test_manifest_evaluator_for_row_filter_prunes_by_day():
+    schema = Schema([NestedField(1, "id", LONG), NestedField(2, "ts", TIMESTAMP)])
+    spec = PartitionSpec(0, (PartitionField(2, 1000, DAY, "ts_day"),))
+    # manifest covering 2017-11-16 .. 2017-11-18 (days 17486 .. 17488)
+    stats = [FieldSummary(False, None, to_bytes(17486, DATE), to_bytes(17488, DATE))]
+    nov_19 = 17489 * 86_400_000_000
+    nov_16_noon = 17486 * 86_400_000_000 + 12 * 3_600_000_000
+    assert ManifestEvaluator.for_row_filter(gt_eq("ts", nov_19), spec, schema).eval(stats) is False
+    assert ManifestEvaluator.for_row_filter(lt("ts", nov_16_noon), spec, schema).eval(stats) is True
+    assert ManifestEvaluator.for_row_filter(lt("ts", 17486 * 86_400_000_000), spec, schema).eval(stats) is False
+    assert ManifestEvaluator.for_row_filter(eq("id", 5), spec, schema).eval(stats) is True
+
+
+# ====================================================================================== projection
+PROJ_SCHEMA = Schema(
+    [
+        NestedField(1, "id", LONG),
+        NestedField(2, "data", STRING),
+        NestedField(3, "ts", TIMESTAMP),
+        NestedField(4, "amount", DecimalType(9, 2)),
+        NestedField(5, "dt", DATE),
+    ]
+)
+DAY_MICROS = 86_400_000_000
+# 2017-11-16T22:31:08 (spec-onfile §7.2: day 17486, hour 419686, month 574, year 47)
+TS = 1510871468000000
+
+
+def spec_of(*fields) -> PartitionSpec:
+    return PartitionSpec(0, tuple(PartitionField(src, 1000 + i, t, name) for i, (src, t, name) in enumerate(fields)))
+
+
+def project(expr, *fields, strict_: bool = False):
+    spec = spec_of(*fields)
+    return (strict_projection if strict_ else inclusive_projection)(spec, PROJ_SCHEMA, expr)
+
+
+def test_day_projection_of_timestamps():
+    f = (3, DAY, "ts_day")
+    projected = project(lt("ts", TS), f)
+    assert projected.op is Operation.LT_EQ and projected.term.name == "ts_day"
+    assert projected.literal.value == DAY.apply(TS, TIMESTAMP) == 17486 and projected.literal.type == DATE
+    assert str(project(lt("ts", TS), f)) == "ts_day <= 17486"
+    assert str(project(lt("ts", 17486 * DAY_MICROS), f)) == "ts_day <= 17485"  # midnight: previous day
+    assert str(project(lt_eq("ts", TS), f)) == "ts_day <= 17486"
+    assert str(project(gt("ts", TS), f)) == "ts_day >= 17486"
+    assert str(project(gt("ts", 17487 * DAY_MICROS - 1), f)) == "ts_day >= 17487"
+    assert str(project(eq("ts", TS), f)) == "ts_day = 17486"
+    assert project(not_eq("ts", TS), f) is ALWAYS_TRUE
+    assert str(project(lt("ts", TS), f, strict_=True)) == "ts_day < 17486"
+    assert str(project(lt_eq("ts", 17487 * DAY_MICROS - 1), f, strict_=True)) == "ts_day < 17487"
+    assert str(project(gt("ts", TS), f, strict_=True)) == "ts_day > 17486"
+    assert str(project(not_eq("ts", TS), f, strict_=True)) == "ts_day != 17486"
+    assert project(eq("ts", TS), f, strict_=True) is ALWAYS_FALSE
+    assert str(project(is_null("ts"), f)) == "is_null(ts_day)"
+
+
+def test_other_time_projections():
+    assert str(project(gt_eq("ts", TS), (3, YEAR, "y"))) == "y >= 47"
+    assert str(project(gt_eq("ts", TS), (3, MONTH, "m"))) == "m >= 574"
+    assert str(project(gt_eq("ts", TS), (3, HOUR, "h"))) == "h >= 419686"
+    assert str(project(in_("dt", [17486, 17487]), (5, MONTH, "m"))) == "m = 574"
+    assert str(project(lt("dt", 17486), (5, DAY, "d"))) == "d <= 17485"
+
+
+def test_pre_epoch_time_fixups():
+    f = (3, DAY, "ts_day")
+    # -1 micros is day -1; old writers produced 0, so both partitions may hold it
+    assert str(project(eq("ts", -1), f)) == "ts_day IN (-1, 0)"
+    assert str(project(lt("ts", -1), f)) == "ts_day <= 0"
+    assert str(project(lt_eq("ts", -DAY_MICROS - 1), f)) == "ts_day <= -1"
+    assert str(project(in_("ts", [-1, TS]), f)) == "ts_day IN (-1, 0, 17486)"
+    assert str(project(gt("ts", -2), f, strict_=True)) == "ts_day > 0"
+    assert str(project(gt_eq("ts", 0), f, strict_=True)) == "ts_day > 0"
+    assert str(project(not_eq("ts", -1), f, strict_=True)) == "ts_day NOT IN (-1, 0)"
+    assert str(project(not_in("ts", [-1, TS]), f, strict_=True)) == "ts_day NOT IN (-1, 0, 17486)"
+
+
+def test_bucket_projection():
+    b = BucketTransform(16)
+    f = (1, b, "id_bucket")
+    assert b.apply(34, LONG) == 3  # spec test vector: hash(34L) = 2017239379
+    assert str(project(eq("id", 34), f)) == "id_bucket = 3"
+    assert project(eq("id", 34), f).literal.value == b.apply(34, LONG)
+    expected = sorted({b.apply(v, LONG) for v in (1, 2, 34)})
+    assert [lit.value for lit in project(in_("id", [1, 2, 34]), f).literals] == expected
+    assert project(lt("id", 34), f) is ALWAYS_TRUE
+    assert project(not_eq("id", 34), f) is ALWAYS_TRUE
+    assert str(project(not_eq("id", 34), f, strict_=True)) == "id_bucket != 3"
+    assert project(eq("id", 34), f, strict_=True) is ALWAYS_FALSE
+    assert str(project(not_null("id"), f)) == "not_null(id_bucket)"
+
+
+def test_truncate_integer_projection():
+    f = (1, TruncateTransform(10), "id_trunc")
+    assert str(project(lt("id", 25), f)) == "id_trunc <= 20"
+    assert str(project(lt("id", 20), f)) == "id_trunc <= 10"
+    assert str(project(lt_eq("id", 25), f)) == "id_trunc <= 20"
+    assert str(project(gt("id", 25), f)) == "id_trunc >= 20"
+    assert str(project(gt("id", 29), f)) == "id_trunc >= 30"
+    assert str(project(eq("id", -1), f)) == "id_trunc = -10"
+    assert str(project(in_("id", [1, 5, 11]), f)) == "id_trunc IN (0, 10)"
+    assert str(project(lt("id", 25), f, strict_=True)) == "id_trunc < 20"
+    assert str(project(lt_eq("id", 29), f, strict_=True)) == "id_trunc < 30"
+    assert str(project(gt_eq("id", 20), f, strict_=True)) == "id_trunc > 10"
+    assert str(project(not_in("id", [25, 37]), f, strict_=True)) == "id_trunc NOT IN (20, 30)"
+    assert project(eq("id", 25), f, strict_=True) is ALWAYS_FALSE
+
+
+def test_truncate_decimal_projection():
+    f = (4, TruncateTransform(50), "amount_trunc")
+    p = project(lt("amount", Decimal("10.65")), f)
+    assert p.op is Operation.LT_EQ and p.literal.value == Decimal("10.50")
+    p = project(gt("amount", Decimal("10.99")), f)
+    assert p.op is Operation.GT_EQ and p.literal.value == Decimal("11.00")
+    p = project(gt_eq("amount", Decimal("11.00")), f, strict_=True)
+    assert p.op is Operation.GT and p.literal.value == Decimal("10.50")
+
+
+def test_truncate_string_projection():
+    f = (2, TruncateTransform(3), "data_trunc")
+    assert str(project(starts_with("data", "ab"), f)) == "starts_with(data_trunc, 'ab')"
+    assert str(project(starts_with("data", "abc"), f)) == "data_trunc = 'abc'"
+    assert str(project(starts_with("data", "abcdef"), f)) == "starts_with(data_trunc, 'abc')"
+    assert str(project(not_starts_with("data", "ab"), f)) == "not_starts_with(data_trunc, 'ab')"
+    assert str(project(not_starts_with("data", "abc"), f)) == "data_trunc != 'abc'"
+    assert project(not_starts_with("data", "abcdef"), f) is ALWAYS_TRUE
+    assert str(project(lt("data", "abcdef"), f)) == "data_trunc <= 'abc'"
+    assert str(project(gt("data", "abcdef"), f)) == "data_trunc >= 'abc'"
+    assert str(project(eq("data", "abcdef"), f)) == "data_trunc = 'abc'"
+    assert str(project(starts_with("data", "ab"), f, strict_=True)) == "starts_with(data_trunc, 'ab')"
+    assert str(project(starts_with("data", "abc"), f, strict_=True)) == "data_trunc = 'abc'"
+    assert project(starts_with("data", "abcd"), f, strict_=True) is ALWAYS_FALSE
+    assert str(project(not_starts_with("data", "abcdef"), f, strict_=True)) == "not_starts_with(data_trunc, 'abc')"
+    assert str(project(lt_eq("data", "abcdef"), f, strict_=True)) == "data_trunc < 'abc'"
+    assert str(project(not_eq("data", "abcdef"), f, strict_=True)) == "data_trunc != 'abc'"
+
+
+def test_identity_void_unknown_and_combinations():
+    ident = (1, IDENTITY, "id")
+    assert str(project(in_("id", [3, 1]), ident)) == "id IN (1, 3)"
+    assert str(project(lt("id", 5), ident, strict_=True)) == "id < 5"
+    assert str(project(starts_with("data", "x"), (2, IDENTITY, "data"))) == "starts_with(data, 'x')"
+    assert project(eq("id", 5), (1, VOID, "v")) is ALWAYS_TRUE
+    assert project(eq("id", 5), (1, VOID, "v"), strict_=True) is ALWAYS_FALSE
+    assert project(eq("id", 5), (1, UnknownTransform("zorder"), "z")) is ALWAYS_TRUE
+    assert project(eq("id", 5), (1, UnknownTransform("zorder"), "z"), strict_=True) is ALWAYS_FALSE
+    # several fields on one source: AND (inclusive) / OR (strict)
+    two = [(1, BucketTransform(16), "b"), (1, TruncateTransform(10), "t")]
+    assert str(project(eq("id", 34), *two)) == "(b = 3 AND t = 30)"
+    assert str(project(not_eq("id", 34), *two, strict_=True)) == "(b != 3 OR t != 30)"
+    # NOT is pushed down before projecting
+    assert str(project(not_(gt_eq("id", 25)), two[1])) == "t <= 20"
+    # unpartitioned columns project to true / false
+    assert project(and_(eq("data", "x"), lt("id", 25)), two[1]) == project(lt("id", 25), two[1])
+    assert project(or_(eq("data", "x"), lt("id", 25)), two[1]) is ALWAYS_TRUE
+
+
+_FILTERS = [Operation.LT, Operation.LT_EQ, Operation.GT, Operation.GT_EQ, Operation.EQ, Operation.NOT_EQ]
+
+
+@pytest.mark.parametrize(
+    "source_id, transform, values, literal",
+    [
+        (3, DAY, range(-3 * DAY_MICROS, 3 * DAY_MICROS, DAY_MICROS // 4 - 7), -DAY_MICROS - 1),
+        (3, DAY, range(-3 * DAY_MICROS, 3 * DAY_MICROS, DAY_MICROS // 4 - 7), 0),
+        (3, HOUR, range(-5 * 3_600_000_000, 5 * 3_600_000_000, 900_000_001), -3_600_000_000),
+        (3, MONTH, range(-70 * DAY_MICROS, 70 * DAY_MICROS, 5 * DAY_MICROS + 3), 31 * DAY_MICROS),
+        (3, YEAR, range(-800 * DAY_MICROS, 800 * DAY_MICROS, 29 * DAY_MICROS), -365 * DAY_MICROS),
+        (5, DAY, range(-10, 10), -1),
+        (1, TruncateTransform(10), range(-40, 40, 3), -11),
+        (1, BucketTransform(4), range(-20, 20), 7),
+    ],
+)
+def test_projections_are_sound_on_rows(source_id, transform, values, literal):
+    """For every row: filter true => inclusive projection true on its partition, and strict
+    projection true on its partition => filter true."""
+    name = PROJ_SCHEMA.find_column_name(source_id)
+    source_type = PROJ_SCHEMA.find_type(source_id)
+    spec = spec_of((source_id, transform, "p"))
+    part_struct = spec.partition_type(PROJ_SCHEMA)
+    row_eval_schema = Schema([NestedField(source_id, name, source_type)])
+    for op in _FILTERS:
+        expr = predicate(op, name, literal)
+        row_eval = Evaluator(row_eval_schema, expr)
+        incl = Evaluator(part_struct, inclusive_projection(spec, PROJ_SCHEMA, expr))
+        strc = Evaluator(part_struct, strict_projection(spec, PROJ_SCHEMA, expr))
+        for v in values:
+            partition = (transform.apply(v, source_type),)
+            matches = row_eval.eval((v,))
+            if matches:
+                assert incl.eval(partition), (op, v)
+            if strc.eval(partition):
+                assert matches, (op, v)
