@@ -1,0 +1,457 @@
+"""Manifests and manifest lists: Avro schemas (Appendix A), round trips for v1-v3, inheritance,
+partition summaries, first_row_id assignment, and cross-reading with PyIceberg."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import struct
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import fastavro
+import pytest
+
+from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.spec.avro_schemas import (
+    manifest_entry_avro_schema,
+    manifest_list_avro_schema,
+    sanitize_name,
+)
+from procedures.spec.manifest import (
+    UNASSIGNED_SEQ,
+    DataFile,
+    FieldSummary,
+    FileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    ManifestWriter,
+    read_manifest,
+    read_manifest_list,
+    read_manifest_metadata,
+    write_manifest_list,
+)
+from procedures.spec.partitioning import PartitionField, PartitionSpec, UNPARTITIONED_SPEC
+from procedures.spec.schema import Schema
+from procedures.spec.transforms import parse_transform
+from procedures.spec.types import (
+    BINARY,
+    DATE,
+    DOUBLE,
+    LONG,
+    STRING,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ_NS,
+    UUID,
+    DecimalType,
+    FixedType,
+    NestedField,
+    StructType,
+)
+
+SPEC_NOTES = Path("/work/shared/reference/spec-onfile.md")
+
+
+class MemIO:
+    """The FileIO subset manifests use, in memory."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+
+    def new_input(self, path: str):
+        files = self.files
+
+        class _In:
+            def read(self) -> bytes:
+                if path not in files:
+                    raise FileNotFoundError(path)
+                return files[path]
+
+        return _In()
+
+    def write(self, path: str, data: bytes, overwrite: bool = False) -> None:
+        if not overwrite and path in self.files:
+            raise FileExistsError(path)
+        self.files[path] = bytes(data)
+
+
+SCHEMA = Schema((
+    NestedField(1, "id", LONG, True),
+    NestedField(2, "price", DecimalType(9, 2)),
+    NestedField(3, "u", UUID),
+    NestedField(4, "ts", TIMESTAMP),
+    NestedField(5, "f", DOUBLE),
+    NestedField(6, "my-col", STRING),
+    NestedField(7, "cost", DecimalType(9, 2)),
+    NestedField(8, "t", TIME),
+    NestedField(9, "b", BINARY),
+    NestedField(10, "fx", FixedType(3)),
+    NestedField(11, "tns", TIMESTAMPTZ_NS),
+), schema_id=3)
+
+
+def _pf(source_id: int, field_id: int, transform: str, name: str) -> PartitionField:
+    return PartitionField(source_id, field_id, parse_transform(transform), name)
+
+
+SPEC = PartitionSpec(2, (
+    _pf(2, 1000, "identity", "price"),
+    _pf(3, 1001, "identity", "u"),
+    _pf(4, 1002, "day", "ts_day"),
+    _pf(5, 1003, "identity", "f"),
+    _pf(6, 1004, "identity", "my-col"),
+    _pf(7, 1005, "identity", "cost"),
+    _pf(8, 1006, "identity", "t"),
+    _pf(9, 1007, "identity", "b"),
+    _pf(10, 1008, "identity", "fx"),
+    _pf(11, 1009, "identity", "tns"),
+    _pf(4, 1010, "identity", "ts"),
+))
+U1 = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
+
+
+def _appendix_schemas() -> dict[tuple[str, int], dict]:
+    if not SPEC_NOTES.exists():
+        pytest.skip(f"{SPEC_NOTES} not present")
+    text = SPEC_NOTES.read_text()
+    app = text[text.index("## Appendix A"):]
+    blocks = re.findall(r"#### manifest (list|file), v(\d)[^\n]*\n\n```json\n(.*?)```", app, re.S)
+    assert len(blocks) == 6
+    return {(kind, int(v)): json.loads(body) for kind, v, body in blocks}
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_schemas_equal_appendix_a(version: int) -> None:
+    schemas = _appendix_schemas()
+    assert manifest_list_avro_schema(version) == schemas[("list", version)]
+    assert manifest_entry_avro_schema(version, StructType(())) == schemas[("file", version)]
+
+
+def test_partition_struct_avro_types() -> None:
+    schema = manifest_entry_avro_schema(2, SPEC.partition_type(SCHEMA))
+    fastavro.parse_schema(schema)  # named types defined once or the parser rejects the schema
+    data_file = schema["fields"][-1]["type"]
+    partition = next(f for f in data_file["fields"] if f["name"] == "partition")["type"]
+    assert partition["name"] == "r102"
+    fields = {f["field-id"]: f for f in partition["fields"]}
+    assert fields[1000]["type"] == ["null", {
+        "type": "fixed", "name": "decimal_9_2", "size": 4, "logicalType": "decimal", "precision": 9, "scale": 2,
+    }]
+    assert fields[1005]["type"] == ["null", "decimal_9_2"]  # second use is a name reference
+    assert fields[1001]["type"] == ["null", {"type": "fixed", "name": "uuid_fixed", "size": 16, "logicalType": "uuid"}]
+    assert fields[1002] == {"name": "ts_day", "type": ["null", {"type": "int", "logicalType": "date"}],
+                            "default": None, "field-id": 1002}
+    assert fields[1004]["name"] == "my_x2Dcol" and fields[1004]["iceberg-field-name"] == "my-col"
+    assert fields[1006]["type"] == ["null", {"type": "long", "logicalType": "time-micros"}]
+    assert fields[1008]["type"] == ["null", {"type": "fixed", "name": "fixed_3", "size": 3}]
+    assert fields[1009]["type"] == ["null", {"type": "long", "logicalType": "timestamp-nanos", "adjust-to-utc": True}]
+    assert fields[1010]["type"] == ["null", {"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": False}]
+
+
+def test_sanitize_name() -> None:
+    assert sanitize_name("my-col") == "my_x2Dcol"
+    assert sanitize_name("1a") == "_1a"
+    assert sanitize_name("a b") == "a_x20b"
+    assert sanitize_name("ok_name9") == "ok_name9"
+    assert sanitize_name("é") == "_xE9"
+
+
+def _full_file(content: FileContent, version: int, partition: tuple, **kw) -> DataFile:
+    args = dict(
+        file_path="s3://bucket/t/data/a.parquet",
+        file_format=FileFormat.PARQUET,
+        partition=partition,
+        record_count=10,
+        file_size_in_bytes=1234,
+        content=content,
+        column_sizes={1: 50, 2: 60},
+        value_counts={1: 10, 2: 10},
+        null_value_counts={1: 0, 2: 1},
+        nan_value_counts={5: 2},
+        lower_bounds={1: struct.pack("<q", -5), 2: b"\x05\x8c"},
+        upper_bounds={1: struct.pack("<q", 99), 2: b"\x7f"},
+        key_metadata=b"\x01\x02",
+        split_offsets=(4, 1000),
+        sort_order_id=0,
+        spec_id=SPEC.spec_id,
+    )
+    if version >= 2 and content == FileContent.EQUALITY_DELETES:
+        args["equality_ids"] = (1, 2)
+    if version >= 2 and content == FileContent.POSITION_DELETES:
+        args["referenced_data_file"] = "s3://bucket/t/data/x.parquet"
+        args["sort_order_id"] = None
+    if version >= 3 and content == FileContent.POSITION_DELETES:
+        args.update(file_format=FileFormat.PUFFIN, content_offset=4, content_size_in_bytes=44)
+    args.update(kw)
+    return DataFile(**args)
+
+
+PARTITION = (Decimal("14.20"), U1, 17486, -0.0, "x", Decimal("-1.28"), 81068000000, b"\x00\xff", b"abc",
+             1510871468000000123, 1510871468000000)
+NULL_PARTITION = (None,) * len(SPEC.fields)
+
+
+def _write(mio: MemIO, version: int, content: ManifestContent, files: list[tuple[str, DataFile, int | None, int | None]],
+           path: str = "s3://bucket/t/metadata/m.avro", snapshot_id: int = 55) -> ManifestFile:
+    with ManifestWriter(mio, path, SPEC, SCHEMA, version, content, snapshot_id) as w:
+        for status, f, seq, fseq in files:
+            if status == "add":
+                w.add(f, seq)
+            elif status == "existing":
+                w.existing(f, 44, seq, fseq)
+            else:
+                w.delete(f, seq, fseq)
+    return w.close()
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_round_trip_every_field(version: int) -> None:
+    mio = MemIO()
+    contents = [FileContent.DATA] if version == 1 else [FileContent.DATA, FileContent.POSITION_DELETES, FileContent.EQUALITY_DELETES]
+    for content in contents:
+        mcontent = ManifestContent.DATA if content == FileContent.DATA else ManifestContent.DELETES
+        f1 = _full_file(content, version, PARTITION)
+        f2 = _full_file(content, version, NULL_PARTITION, file_path="s3://bucket/t/data/b.parquet",
+                        first_row_id=700 if version >= 3 and content == FileContent.DATA else None)
+        path = f"s3://bucket/t/metadata/m-{int(content)}.avro"
+        m = _write(mio, version, mcontent, [("add", f1, None, None), ("existing", f2, 3, 4)], path)
+        assert m.manifest_length == len(mio.files[path])
+        assert (m.sequence_number, m.min_sequence_number) == (UNASSIGNED_SEQ, 3)
+        listed, _ = write_manifest_list(mio, f"s3://bucket/t/metadata/snap-{int(content)}.avro", version, 55, 44, 7,
+                                        1000 if version >= 3 else None, [m])
+        back = read_manifest_list(mio, f"s3://bucket/t/metadata/snap-{int(content)}.avro")
+        if version == 1:
+            assert back == [ManifestFile(**{**_fields(listed[0]), "sequence_number": 0, "min_sequence_number": 0})]
+        else:
+            assert back == listed
+            assert back[0].sequence_number == 7 and back[0].min_sequence_number == 3
+        entries = list(read_manifest(mio, back[0], specs={SPEC.spec_id: SPEC}))
+        seq = 0 if version == 1 else 7
+        expected_first = (1000 if version >= 3 and content == FileContent.DATA else None)
+        assert entries[0] == ManifestEntry(ManifestEntryStatus.ADDED, 55, seq, seq, _with(f1, first_row_id=expected_first))
+        exp_seq, exp_fseq = (0, 0) if version == 1 else (3, 4)
+        assert entries[1] == ManifestEntry(ManifestEntryStatus.EXISTING, 44, exp_seq, exp_fseq, f2)
+
+
+def _fields(obj) -> dict:
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+def _with(f: DataFile, **kw) -> DataFile:
+    return DataFile(**{**_fields(f), **kw})
+
+
+def test_v1_writes_no_v2_fields() -> None:
+    mio = MemIO()
+    m = _write(mio, 1, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, 1, PARTITION), None, None)])
+    records = list(fastavro.reader(io.BytesIO(mio.files[m.manifest_path])))
+    assert set(records[0]) == {"status", "snapshot_id", "data_file"}
+    assert records[0]["data_file"]["block_size_in_bytes"] == 64 * 1024 * 1024
+    assert records[0]["data_file"]["file_format"] == "PARQUET"
+
+
+def test_added_entries_have_null_sequence_numbers_and_inherit() -> None:
+    mio = MemIO()
+    f = _full_file(FileContent.DATA, 2, PARTITION)
+    m = _write(mio, 2, ManifestContent.DATA, [("add", f, None, None), ("add", _with(f, file_path="s3://b/2"), 5, None),
+                                              ("delete", _with(f, file_path="s3://b/3"), 2, 2)])
+    raw = list(fastavro.reader(io.BytesIO(mio.files[m.manifest_path])))
+    assert [(r["sequence_number"], r["file_sequence_number"]) for r in raw] == [(None, None), (5, None), (2, 2)]
+    assert m.min_sequence_number == 5  # DELETED entries are not live
+    [listed], _ = write_manifest_list(mio, "s3://b/l.avro", 2, 55, None, 9, None, [m])
+    entries = list(read_manifest(mio, listed))
+    assert [(e.sequence_number, e.file_sequence_number) for e in entries] == [(9, 9), (5, 9), (2, 2)]
+    assert [e.status for e in read_manifest(mio, listed, skip_deleted=True)] == [ManifestEntryStatus.ADDED] * 2
+
+
+def test_null_snapshot_id_inherits_added_snapshot_id() -> None:
+    mio = MemIO()
+    f = _full_file(FileContent.DATA, 2, NULL_PARTITION)
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 77)
+    w.add_entry(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f))
+    m = replace_seq(w.close(), 4)
+    [e] = read_manifest(mio, m)
+    assert (e.snapshot_id, e.sequence_number, e.file_sequence_number) == (77, 4, 4)
+
+
+def replace_seq(m: ManifestFile, seq: int) -> ManifestFile:
+    return ManifestFile(**{**_fields(m), "sequence_number": seq, "min_sequence_number": seq})
+
+
+def test_existing_entry_needs_sequence_number() -> None:
+    w = ManifestWriter(MemIO(), "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1)
+    with pytest.raises(ValidationError, match="explicit data sequence number"):
+        w.existing(_full_file(FileContent.DATA, 2, NULL_PARTITION), 1, None, None)
+    with pytest.raises(ValidationError, match="DATA manifest"):
+        w.add(_full_file(FileContent.POSITION_DELETES, 2, NULL_PARTITION))
+
+
+def test_partition_summaries() -> None:
+    mio = MemIO()
+    base = _full_file(FileContent.DATA, 2, NULL_PARTITION)
+    parts = [
+        (Decimal("14.20"), U1, 17486, -0.0, "b", None, 5, b"\x01", b"abc", 1, 10),
+        (Decimal("-1.28"), None, 17000, float("nan"), "a", None, 7, b"\xff", b"abd", 2, 20),
+        (None, None, None, 0.0, None, None, None, None, None, None, None),
+    ]
+    files = [("add", _with(base, file_path=f"s3://b/{i}", partition=p), None, None) for i, p in enumerate(parts)]
+    m = _write(mio, 2, ManifestContent.DATA, files)
+    s = m.partitions
+    assert s[0] == FieldSummary(True, False, b"\xff\xff\xff\x80"[-1:], b"\x05\x8c")
+    assert s[1] == FieldSummary(True, False, U1.bytes, U1.bytes)
+    assert s[2] == FieldSummary(True, False, struct.pack("<i", 17000), struct.pack("<i", 17486))
+    # -0.0 is the lower bound, +0.0 the upper, NaN is only flagged
+    assert s[3] == FieldSummary(False, True, struct.pack("<d", -0.0), struct.pack("<d", 0.0))
+    assert s[4] == FieldSummary(True, False, b"a", b"b")
+    assert s[5] == FieldSummary(True, False, None, None)
+    assert s[7] == FieldSummary(True, False, b"\x01", b"\xff")
+    assert (m.added_files_count, m.added_rows_count, m.existing_files_count, m.deleted_files_count) == (3, 30, 0, 0)
+
+
+def test_signed_zero_only_positive() -> None:
+    mio = MemIO()
+    spec = PartitionSpec(0, (_pf(5, 1000, "identity", "f"),))
+    w = ManifestWriter(mio, "s3://b/m.avro", spec, SCHEMA, 2, ManifestContent.DATA, 1)
+    for i, v in enumerate((0.0, 1.5, -0.0)):
+        w.add(DataFile(f"s3://b/{i}", FileFormat.PARQUET, (v,), 1, 1))
+    [s] = w.close().partitions
+    assert s == FieldSummary(False, False, struct.pack("<d", -0.0), struct.pack("<d", 1.5))
+
+
+def test_unpartitioned_summary_is_empty_list() -> None:
+    mio = MemIO()
+    w = ManifestWriter(mio, "s3://b/m.avro", UNPARTITIONED_SPEC, SCHEMA, 2, ManifestContent.DATA, 1)
+    w.add(DataFile("s3://b/x", FileFormat.PARQUET, (), 1, 1))
+    m = w.close()
+    assert m.partitions == ()
+    [listed], _ = write_manifest_list(mio, "s3://b/l.avro", 2, 1, None, 1, None, [m])
+    raw = next(iter(fastavro.reader(io.BytesIO(mio.files["s3://b/l.avro"]))))
+    assert raw["partitions"] == []
+
+
+def test_first_row_id_assignment_example() -> None:
+    """The example of section 2.3: next-row-id 1000, one reused manifest keeps 925."""
+
+    def mf(name: str, added: int, existing: int, first: int | None, content=ManifestContent.DATA) -> ManifestFile:
+        return ManifestFile(f"s3://b/{name}", 100, 0, content, 3, 3, 55, 1, 1, 0, added, existing, 0, (), None, first)
+
+    manifests = [mf("reused", 75, 0, 925), mf("new1", 100, 25, None), mf("del", 50, 0, None, ManifestContent.DELETES),
+                 mf("new2", 0, 100, None), mf("new3", 125, 25, None)]
+    mio = MemIO()
+    out, next_row_id = write_manifest_list(mio, "s3://b/l.avro", 3, 55, 54, 3, 1000, manifests)
+    assert [m.first_row_id for m in out] == [925, 1000, None, 1125, 1225]
+    assert next_row_id == 1375
+    assert read_manifest_list(mio, "s3://b/l.avro") == out
+    meta = read_manifest_metadata(mio, "s3://b/l.avro")
+    assert meta == {"snapshot-id": "55", "parent-snapshot-id": "54", "sequence-number": "3",
+                    "first-row-id": "1000", "format-version": "3"}
+
+
+def test_manifest_list_metadata_without_parent() -> None:
+    mio = MemIO()
+    write_manifest_list(mio, "s3://b/l1.avro", 1, 5, None, 0, None, [])
+    assert read_manifest_metadata(mio, "s3://b/l1.avro") == {
+        "snapshot-id": "5", "parent-snapshot-id": "null", "format-version": "1"}
+
+
+def test_unassigned_sequence_number_from_other_snapshot_is_refused() -> None:
+    m = ManifestFile("s3://b/m", 1, 0, ManifestContent.DATA, UNASSIGNED_SEQ, UNASSIGNED_SEQ, 12, 0, 0, 0, 0, 0, 0)
+    with pytest.raises(ValidationError, match="only manifests added by snapshot 13"):
+        write_manifest_list(MemIO(), "s3://b/l.avro", 2, 13, None, 5, None, [m])
+
+
+def test_first_row_id_read_walk_skips_deleted_and_keeps_values() -> None:
+    mio = MemIO()
+    base = _full_file(FileContent.DATA, 3, NULL_PARTITION, record_count=10)
+    files = [
+        ("add", _with(base, file_path="s3://b/1", record_count=10), None, None),
+        ("delete", _with(base, file_path="s3://b/2", record_count=100), 1, 1),
+        ("existing", _with(base, file_path="s3://b/3", record_count=5, first_row_id=3), 1, 1),
+        ("add", _with(base, file_path="s3://b/4", record_count=7), None, None),
+    ]
+    m = _write(mio, 3, ManifestContent.DATA, files)
+    [listed], nxt = write_manifest_list(mio, "s3://b/l.avro", 3, 55, None, 2, 500, [m])
+    assert listed.first_row_id == 500 and nxt == 500 + 10 + 5 + 7 + 0  # added + existing rows
+    got = [(e.data_file.file_path, e.data_file.first_row_id) for e in read_manifest(mio, listed)]
+    assert got == [("s3://b/1", 500), ("s3://b/2", None), ("s3://b/3", 3), ("s3://b/4", 510)]
+
+
+def test_v1_manifest_list_reads_as_sequence_zero() -> None:
+    mio = MemIO()
+    m = _write(mio, 1, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, 1, PARTITION), None, None),
+                                              ("existing", _full_file(FileContent.DATA, 1, PARTITION), 9, 9)])
+    write_manifest_list(mio, "s3://b/l.avro", 1, 55, None, 0, None, [m])
+    [listed] = read_manifest_list(mio, "s3://b/l.avro")
+    assert (listed.content, listed.sequence_number, listed.min_sequence_number) == (ManifestContent.DATA, 0, 0)
+    assert [(e.sequence_number, e.file_sequence_number) for e in read_manifest(mio, listed)] == [(0, 0), (0, 0)]
+
+
+def test_manifest_header_metadata() -> None:
+    mio = MemIO()
+    m = _write(mio, 2, ManifestContent.DELETES, [("add", _full_file(FileContent.POSITION_DELETES, 2, NULL_PARTITION), None, None)])
+    meta = read_manifest_metadata(mio, m.manifest_path)
+    assert set(meta) == {"schema", "schema-id", "partition-spec", "partition-spec-id", "format-version", "content"}
+    assert (meta["schema-id"], meta["partition-spec-id"], meta["format-version"], meta["content"]) == ("3", "2", "2", "deletes")
+    assert json.loads(meta["partition-spec"])[2] == {"name": "ts_day", "transform": "day", "source-id": 4, "field-id": 1002}
+    assert json.loads(meta["schema"])["schema-id"] == 3
+    raw = fastavro.reader(io.BytesIO(mio.files[m.manifest_path]))
+    assert raw.metadata["avro.codec"] == "deflate"
+
+
+@pytest.mark.parametrize("codec,avro_name", [("null", "null"), ("zstd", "zstandard"), ("gzip", "deflate")])
+def test_codecs(codec: str, avro_name: str) -> None:
+    if avro_name == "zstandard":
+        try:
+            fastavro.writer(io.BytesIO(), {"type": "record", "name": "r", "fields": []}, [{}], codec="zstandard")
+        except ValueError:
+            pytest.skip("fastavro has no zstd library (backports.zstd) installed")
+    mio = MemIO()
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1, codec=codec)
+    f = _full_file(FileContent.DATA, 2, PARTITION)
+    w.add(f)
+    m = replace_seq(w.close(), 1)
+    assert fastavro.reader(io.BytesIO(mio.files[m.manifest_path])).metadata["avro.codec"] == avro_name
+    [e] = read_manifest(mio, m)
+    assert e.data_file == f
+
+
+def test_corrupt_manifest_names_file() -> None:
+    mio = MemIO()
+    mio.files["s3://b/bad.avro"] = b"Obj\x01garbage"
+    with pytest.raises(InvalidMetadataError) as err:
+        list(read_manifest(mio, ManifestFile("s3://b/bad.avro", 10, 0)))
+    assert err.value.location == "s3://b/bad.avro"
+
+
+def test_pyiceberg_reads_our_files() -> None:
+    pyi_manifest = pytest.importorskip("pyiceberg.manifest")
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    import tempfile
+
+    from procedures.io.fileio import FileIO
+
+    d = tempfile.mkdtemp()
+    fio = FileIO()
+    spec = PartitionSpec(0, (_pf(4, 1000, "day", "ts_day"), _pf(6, 1001, "identity", "my-col")))
+    f1 = DataFile(f"file://{d}/a.parquet", FileFormat.PARQUET, (17486, "x"), 10, 100,
+                  value_counts={1: 10}, lower_bounds={1: struct.pack("<q", 1)}, sort_order_id=0)
+    f2 = DataFile(f"file://{d}/b.parquet", FileFormat.PARQUET, (None, "y"), 20, 200)
+    w = ManifestWriter(fio, f"{d}/m.avro", spec, SCHEMA, 3, ManifestContent.DATA, 9)
+    w.add(f1)
+    w.existing(f2, 8, 1, 1)
+    out, _ = write_manifest_list(fio, f"{d}/l.avro", 3, 9, 8, 2, 40, [w.close()])
+    pio = PyArrowFileIO()
+    [pm] = pyi_manifest.read_manifest_list(pio.new_input(f"{d}/l.avro"))
+    assert (pm.manifest_length, pm.sequence_number, pm.min_sequence_number, pm.added_rows_count,
+            pm.existing_rows_count) == (out[0].manifest_length, 2, 1, 10, 20)
+    entries = pm.fetch_manifest_entry(pio, discard_deleted=False)
+    assert [(e.status.value, e.snapshot_id, e.sequence_number, e.file_sequence_number) for e in entries] == [(1, 9, 2, 2), (0, 8, 1, 1)]
+    assert [tuple(e.data_file.partition) for e in entries] == [(17486, "x"), (None, "y")]
+    assert entries[0].data_file.lower_bounds == {1: struct.pack("<q", 1)}
