@@ -58,17 +58,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _runner() -> tuple[list[str], int | None, int | None]:
-    """Command prefix and uid/gid to run server binaries as a non-root user."""
+def _server_user() -> tuple[int | None, int | None]:
+    """uid/gid to run the server binaries as: PostgreSQL refuses to run as root."""
     if os.geteuid() != 0:
-        return [], None, None
+        return None, None
     import pwd
 
     try:
         pw = pwd.getpwnam("postgres")
     except KeyError:
         raise RuntimeError("running as root and there is no 'postgres' user to run the server as") from None
-    return [], pw.pw_uid, pw.pw_gid
+    return pw.pw_uid, pw.pw_gid
+
+
+#: datadir -> (bindir, runner) of the clusters this process started
+_STARTED: dict = {}
 
 
 def start(tmpdir: str | None = None) -> PostgresServer:
@@ -76,7 +80,7 @@ def start(tmpdir: str | None = None) -> PostgresServer:
     bindir = find_bindir()
     if bindir is None:
         raise FileNotFoundError("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    _, uid, gid = _runner()
+    uid, gid = _server_user()
     base = tempfile.mkdtemp(prefix="pgtest-", dir=tmpdir)
     datadir = os.path.join(base, "data")
     sockdir = os.path.join(base, "sock")
@@ -115,11 +119,8 @@ def start(tmpdir: str | None = None) -> PostgresServer:
                 break
         except OSError:
             time.sleep(0.2)
-    server_bindir[datadir] = (bindir, run)
+    _STARTED[datadir] = (bindir, run)
     return server
-
-
-server_bindir: dict = {}
 
 
 def create_database(server: PostgresServer, name: str) -> str:
@@ -135,7 +136,7 @@ def create_database(server: PostgresServer, name: str) -> str:
 
 def stop(server: PostgresServer) -> None:
     """Stop the cluster and delete its directory."""
-    bindir, run = server_bindir.pop(server.datadir, (None, None))
+    bindir, run = _STARTED.pop(server.datadir, (None, None))
     if bindir is not None:
         run(os.path.join(bindir, "pg_ctl"), "-D", server.datadir, "-m", "immediate", "-w", "stop")
     shutil.rmtree(os.path.dirname(server.datadir), ignore_errors=True)
