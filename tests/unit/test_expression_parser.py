@@ -12,7 +12,6 @@ from procedures.spec.expressions import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
     Literal,
-    Not,
     and_,
     bind,
     eq,
@@ -29,8 +28,6 @@ from procedures.spec.expressions import (
     not_null,
     not_starts_with,
     or_,
-    predicate,
-    Operation,
     starts_with,
 )
 from procedures.spec.schema import Schema
