@@ -1,0 +1,488 @@
+"""Scan planning (spec "Scan Planning"; on-disk notes section 10): which data files a read must open
+and which delete files apply to each.
+
+:func:`plan_files` selects a snapshot (id, branch or tag, or "as of" a time through the snapshot log as
+Java's ``SnapshotUtil.snapshotIdAsOfTime`` does), prunes manifests with their partition summaries --
+the filter projected inclusively through *each manifest's own* spec, so partition evolution prunes
+correctly -- prunes files with partition values and column metrics, and attaches deletes:
+
+* a deletion vector applies to the data file it references when ``ds(D) <= ds(DV)``;
+* a position delete file applies when ``ds(D) <= ds(P)`` and it references the file (file-scoped,
+  indexed by path like Java's ``DeleteFileIndex``) or shares the file's spec and partition; position
+  delete files are ignored for a data file that has a DV;
+* an equality delete file applies when ``ds(D) < ds(E)`` (strictly) and it shares the data file's
+  spec and partition, or was written with an unpartitioned spec (global).
+
+Delete manifests are read first into a small index; data manifests are then streamed, so memory
+holds the deletes plus one manifest's entries, never the whole table's file list.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping
+
+from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
+from procedures.spec.evaluators import Evaluator, InclusiveMetricsEvaluator, ManifestEvaluator
+from procedures.spec.expression_parser import parse_filter
+from procedures.spec.expressions import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    And,
+    Expression,
+    Not,
+    Or,
+    and_,
+    bind,
+    or_,
+    rewrite_not,
+)
+from procedures.spec.manifest import (
+    DataFile,
+    FileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestFile,
+    read_manifest,
+    read_manifest_list,
+)
+from procedures.spec.metadata import TableMetadata
+from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
+from procedures.spec.partitioning import PartitionSpec
+from procedures.spec.projection import inclusive_projection, strict_projection
+from procedures.spec.schema import Schema
+from procedures.spec.snapshots import MAIN_BRANCH, Snapshot
+
+__all__ = [
+    "DeleteFileEntry",
+    "FileScanTask",
+    "ScanSelection",
+    "DeleteFileIndex",
+    "select_snapshot",
+    "snapshot_id_as_of_time",
+    "plan_files",
+    "iter_file_scan_tasks",
+    "partition_key",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteFileEntry:
+    """A delete file (position deletes, DV or equality deletes) with its data sequence number."""
+
+    data_file: DataFile
+    data_sequence_number: int
+
+    @property
+    def is_dv(self) -> bool:
+        """True for a deletion vector (a Puffin blob)."""
+        return self.data_file.file_format == FileFormat.PUFFIN
+
+
+@dataclass(frozen=True, slots=True)
+class FileScanTask:
+    """One data file to read, the deletes that apply to it and what is left of the filter.
+
+    ``residual`` is the row filter simplified with the file's partition values (``ALWAYS_TRUE`` when
+    the partition alone proves every row matches); readers may apply it, engines re-filter anyway.
+    ``schema`` is the schema the scan projects from (the snapshot's for time travel).
+    """
+
+    data_file: DataFile
+    data_sequence_number: int
+    deletes: tuple[DeleteFileEntry, ...]
+    residual: Expression
+    spec_id: int
+    partition: tuple
+    schema: Schema
+    file_sequence_number: int | None = None
+
+    @property
+    def file_path(self) -> str:
+        """The data file's location."""
+        return self.data_file.file_path
+
+    @property
+    def record_count(self) -> int:
+        """Rows in the data file before deletes."""
+        return self.data_file.record_count
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSelection:
+    """The snapshot a scan reads (None for a table without snapshots) and the schema it projects from."""
+
+    snapshot: Snapshot | None
+    schema: Schema
+
+
+# ------------------------------------------------------------------------------ snapshot choice
+def snapshot_id_as_of_time(md: TableMetadata, timestamp_ms: int) -> int:
+    """The snapshot that was current on main at ``timestamp_ms``: the last snapshot-log entry at or
+    before it (Java ``SnapshotUtil.snapshotIdAsOfTime``).  Raises NoSuchSnapshotError when the log
+    starts later."""
+    found = None
+    for entry in md.snapshot_log:
+        if entry.timestamp_ms <= timestamp_ms:
+            found = entry.snapshot_id
+    if found is None:
+        raise NoSuchSnapshotError(
+            f"Cannot find a snapshot older than {timestamp_ms} ms in the history of table {md.location}"
+        )
+    return found
+
+
+def select_snapshot(
+    md: TableMetadata,
+    *,
+    snapshot_id: int | None = None,
+    as_of_timestamp_ms: int | None = None,
+    ref: str | None = None,
+) -> ScanSelection:
+    """Resolve the scan's snapshot and schema the way Iceberg Java's Spark source does.
+
+    At most one of ``snapshot_id``, ``as_of_timestamp_ms`` and ``ref`` may be given.  Time travel to a
+    snapshot id, a time or a tag reads with the snapshot's own schema; a branch (and the current
+    state) reads with the table's current schema.
+    """
+    given = [n for n, v in (("snapshot_id", snapshot_id), ("as_of_timestamp", as_of_timestamp_ms), ("ref", ref))
+             if v is not None]
+    if len(given) > 1:
+        raise ValidationError(f"Cannot scan {md.location} with both {given[0]} and {given[1]}: choose one")
+    if as_of_timestamp_ms is not None:
+        snapshot_id = snapshot_id_as_of_time(md, int(as_of_timestamp_ms))
+    if snapshot_id is not None:
+        snap = md.snapshot_by_id(int(snapshot_id))
+        if snap is None:
+            raise NoSuchSnapshotError(f"Cannot find snapshot {snapshot_id} in table {md.location}")
+        return ScanSelection(snap, _snapshot_schema(md, snap))
+    if ref is not None and ref != MAIN_BRANCH:
+        r = md.refs.get(ref)
+        if r is None:
+            raise NoSuchRefError(f"Cannot find ref {ref!r} in table {md.location}; known refs: {sorted(md.refs)}")
+        snap = md.snapshot_by_id(r.snapshot_id)
+        if snap is None:
+            raise NoSuchSnapshotError(f"Ref {ref!r} of {md.location} points at missing snapshot {r.snapshot_id}")
+        return ScanSelection(snap, md.schema() if r.is_branch else _snapshot_schema(md, snap))
+    return ScanSelection(md.current_snapshot(), md.schema())
+
+
+def _snapshot_schema(md: TableMetadata, snap: Snapshot) -> Schema:
+    if snap.schema_id is not None:
+        s = md.schema_by_id(snap.schema_id)
+        if s is not None:
+            return s
+    return md.schema()
+
+
+# ------------------------------------------------------------------------------ partition keys
+def _canonical(value: Any) -> Any:
+    # Partition equality compares floats by IEEE bits (NaN canonicalized), so 0.0 and -0.0 differ.
+    if isinstance(value, float):
+        return ("f", b"nan" if math.isnan(value) else struct.pack(">d", value))
+    return value
+
+
+def partition_key(spec_id: int, partition: tuple) -> tuple:
+    """A hashable key equal for two files exactly when their spec ids and partition values are equal."""
+    return (spec_id, tuple(_canonical(v) for v in partition))
+
+
+# ------------------------------------------------------------------------------ delete index
+class DeleteFileIndex:
+    """Delete files of a snapshot, indexed for :meth:`for_data_file` (section 10 of the notes)."""
+
+    def __init__(self, unpartitioned_spec_ids: Iterable[int]) -> None:
+        self._unpartitioned = set(unpartitioned_spec_ids)
+        self._dvs: dict[str, DeleteFileEntry] = {}
+        self._pos_by_path: dict[str, list[DeleteFileEntry]] = {}
+        self._pos_by_partition: dict[tuple, list[DeleteFileEntry]] = {}
+        self._eq_by_partition: dict[tuple, list[DeleteFileEntry]] = {}
+        self._eq_global: list[DeleteFileEntry] = []
+        self._sorted = True
+
+    def __len__(self) -> int:
+        return (len(self._dvs) + sum(map(len, self._pos_by_path.values()))
+                + sum(map(len, self._pos_by_partition.values())) + sum(map(len, self._eq_by_partition.values()))
+                + len(self._eq_global))
+
+    def add(self, delete: DataFile, data_sequence_number: int) -> None:
+        """Index one live delete file."""
+        entry = DeleteFileEntry(delete, data_sequence_number)
+        self._sorted = False
+        if delete.content == FileContent.POSITION_DELETES:
+            if entry.is_dv:
+                target = delete.referenced_data_file
+                if target is None:
+                    raise ValidationError(f"Deletion vector in {delete.file_path} has no referenced_data_file")
+                if target in self._dvs:
+                    raise ValidationError(
+                        f"Can't index multiple DVs for {target}: {self._dvs[target].data_file.file_path} and "
+                        f"{delete.file_path}; the table breaks the one-DV-per-data-file rule"
+                    )
+                self._dvs[target] = entry
+                return
+            target = _file_scoped_target(delete)
+            if target is not None:
+                self._pos_by_path.setdefault(target, []).append(entry)
+            else:
+                self._pos_by_partition.setdefault(partition_key(delete.spec_id, delete.partition), []).append(entry)
+        elif delete.content == FileContent.EQUALITY_DELETES:
+            if delete.spec_id in self._unpartitioned:
+                self._eq_global.append(entry)
+            else:
+                self._eq_by_partition.setdefault(partition_key(delete.spec_id, delete.partition), []).append(entry)
+        else:
+            raise ValidationError(f"{delete.file_path} is a data file, not a delete file")
+
+    def _sort(self) -> None:
+        for group in (self._pos_by_path, self._pos_by_partition, self._eq_by_partition):
+            for lst in group.values():
+                lst.sort(key=_seq)
+        self._eq_global.sort(key=_seq)
+        self._sorted = True
+
+    def for_data_file(self, data_file: DataFile, data_sequence_number: int) -> tuple[DeleteFileEntry, ...]:
+        """The delete files that apply to a data file with this data sequence number."""
+        if not self._sorted:
+            self._sort()
+        seq = data_sequence_number
+        out: list[DeleteFileEntry] = []
+        dv = self._dvs.get(data_file.file_path)
+        # Java raises when a DV is older than its data file; the spec simply says it does not apply.
+        if dv is not None and seq <= dv.data_sequence_number:
+            out.append(dv)
+        else:
+            out.extend(_at_or_after(self._pos_by_path.get(data_file.file_path), seq))
+            if self._pos_by_partition:
+                key = partition_key(data_file.spec_id, data_file.partition)
+                out.extend(d for d in _at_or_after(self._pos_by_partition.get(key), seq)
+                           if _path_in_bounds(d.data_file, data_file.file_path))
+        if self._eq_by_partition:
+            out.extend(_after(self._eq_by_partition.get(partition_key(data_file.spec_id, data_file.partition)), seq))
+        out.extend(_after(self._eq_global, seq))
+        return tuple(out)
+
+
+def _seq(e: DeleteFileEntry) -> int:
+    return e.data_sequence_number
+
+
+def _at_or_after(entries: list[DeleteFileEntry] | None, seq: int) -> list[DeleteFileEntry]:
+    if not entries:
+        return []
+    return entries[bisect.bisect_left(entries, seq, key=_seq):]
+
+
+def _after(entries: list[DeleteFileEntry] | None, seq: int) -> list[DeleteFileEntry]:
+    if not entries:
+        return []
+    return entries[bisect.bisect_right(entries, seq, key=_seq):]
+
+
+def _file_scoped_target(delete: DataFile) -> str | None:
+    if delete.referenced_data_file is not None:
+        return delete.referenced_data_file
+    lo = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+    hi = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+    if lo is not None and lo == hi:
+        return lo.decode("utf-8")
+    return None
+
+
+def _path_in_bounds(delete: DataFile, path: str) -> bool:
+    # A partition-scoped position delete file whose file_path bounds exclude the data file cannot
+    # hold a row for it (the bounds are full, untruncated paths).
+    lo = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+    hi = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+    raw = path.encode("utf-8")
+    return (lo is None or lo <= raw) and (hi is None or raw <= hi)
+
+
+# ------------------------------------------------------------------------------ residuals
+class _ResidualEvaluator:
+    """Simplifies a row filter with one partition's values, predicate by predicate, as Java's
+    ``ResidualEvaluator``: a predicate the partition proves true (strict projection) becomes
+    ``true``, one it proves false (inclusive projection) becomes ``false``."""
+
+    def __init__(self, spec: PartitionSpec, schema: Schema, expr: Expression, case_sensitive: bool) -> None:
+        self.spec, self.schema, self.case_sensitive = spec, schema, case_sensitive
+        self.expr = rewrite_not(expr)
+        self.ptype = spec.partition_type(schema)
+        self._cache: dict[tuple, Expression] = {}
+        self._leaves: dict[int, tuple[Evaluator | None, Evaluator | None]] = {}
+
+    def residual_for(self, partition: tuple) -> Expression:
+        if self.spec.is_unpartitioned() or self.expr is ALWAYS_TRUE:
+            return self.expr
+        key = partition_key(self.spec.spec_id, partition)
+        res = self._cache.get(key)
+        if res is None:
+            res = self._visit(self.expr, partition)
+            if len(self._cache) < 10_000:
+                self._cache[key] = res
+        return res
+
+    def _visit(self, e: Expression, partition: tuple) -> Expression:
+        if e is ALWAYS_TRUE or e is ALWAYS_FALSE:
+            return e
+        if isinstance(e, And):
+            return and_(self._visit(e.left, partition), self._visit(e.right, partition))
+        if isinstance(e, Or):
+            return or_(self._visit(e.left, partition), self._visit(e.right, partition))
+        if isinstance(e, Not):  # rewrite_not leaves none; kept for safety
+            return e
+        strict_ev, incl_ev = self._leaf(e)
+        if strict_ev is not None and strict_ev.eval(partition):
+            return ALWAYS_TRUE
+        if incl_ev is not None and not incl_ev.eval(partition):
+            return ALWAYS_FALSE
+        return e
+
+    def _leaf(self, e: Expression) -> tuple[Evaluator | None, Evaluator | None]:
+        cached = self._leaves.get(id(e))
+        if cached is None:
+            strict = strict_projection(self.spec, self.schema, e, self.case_sensitive)
+            incl = inclusive_projection(self.spec, self.schema, e, self.case_sensitive)
+            cached = (
+                None if strict is ALWAYS_FALSE else Evaluator(self.ptype, strict),
+                None if incl is ALWAYS_TRUE else Evaluator(self.ptype, incl),
+            )
+            self._leaves[id(e)] = cached
+        return cached
+
+
+# ------------------------------------------------------------------------------ planning
+def _as_expression(filter: Expression | str | None) -> Expression:
+    if filter is None:
+        return ALWAYS_TRUE
+    if isinstance(filter, str):
+        return parse_filter(filter) if filter.strip() else ALWAYS_TRUE
+    return filter
+
+
+def _pruners(specs: Mapping[int, PartitionSpec], schema: Schema, expr: Expression, case_sensitive: bool):
+    """Per-spec (manifest evaluator, partition evaluator) pair, built lazily."""
+    cache: dict[int, tuple[ManifestEvaluator | None, Evaluator | None]] = {}
+
+    def get(spec_id: int) -> tuple[ManifestEvaluator | None, Evaluator | None]:
+        if spec_id not in cache:
+            spec = specs.get(spec_id)
+            if spec is None or expr is ALWAYS_TRUE or spec.is_unpartitioned():
+                cache[spec_id] = (None, None)
+            else:
+                projected = inclusive_projection(spec, schema, expr, case_sensitive)
+                if projected is ALWAYS_TRUE:
+                    cache[spec_id] = (None, None)
+                else:
+                    ptype = spec.partition_type(schema)
+                    cache[spec_id] = (ManifestEvaluator(ptype, projected), Evaluator(ptype, projected))
+        return cache[spec_id]
+
+    return get
+
+
+def _manifest_may_have_live_files(m: ManifestFile) -> bool:
+    return m.has_added_files() or m.has_existing_files()
+
+
+def iter_file_scan_tasks(
+    table_metadata: TableMetadata,
+    io: Any,
+    *,
+    snapshot_id: int | None = None,
+    as_of_timestamp_ms: int | None = None,
+    ref: str | None = None,
+    filter: Expression | str | None = None,
+    case_sensitive: bool = True,
+    manifests: Iterable[ManifestFile] | None = None,
+) -> Iterator[FileScanTask]:
+    """Stream the :class:`FileScanTask` of a scan; see :func:`plan_files`.
+
+    ``manifests`` replaces the snapshot's manifest list (tests, and callers that already read it).
+    """
+    md = table_metadata
+    sel = select_snapshot(md, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_timestamp_ms, ref=ref)
+    if sel.snapshot is None and manifests is None:
+        return
+    schema = sel.schema
+    expr = _as_expression(filter)
+    if expr is not ALWAYS_TRUE:
+        # Bind once up front so an unknown column fails before any manifest is read.
+        bind(expr, schema, case_sensitive)
+    specs = md.specs_by_id
+    if manifests is None:
+        assert sel.snapshot is not None
+        manifests = read_manifest_list(io, sel.snapshot.manifest_list) if sel.snapshot.manifest_list else []
+    manifests = [m for m in manifests if _manifest_may_have_live_files(m)]
+    pruner = _pruners(specs, schema, expr, case_sensitive)
+
+    def keep_manifest(m: ManifestFile) -> bool:
+        mev, _ = pruner(m.partition_spec_id)
+        return mev is None or mev.eval(m)
+
+    index = DeleteFileIndex(sid for sid, s in specs.items() if s.is_unpartitioned())
+    for m in manifests:
+        if m.content != ManifestContent.DELETES or not keep_manifest(m):
+            continue
+        _, pev = pruner(m.partition_spec_id)
+        for e in read_manifest(io, m, specs=specs, skip_deleted=True):
+            if pev is not None and not pev.eval(e.data_file.partition):
+                continue
+            index.add(e.data_file, e.sequence_number or 0)
+
+    metrics = None if expr is ALWAYS_TRUE else InclusiveMetricsEvaluator(schema, expr, case_sensitive)
+    residuals: dict[int, _ResidualEvaluator] = {}
+    for m in manifests:
+        if m.content != ManifestContent.DATA or not keep_manifest(m):
+            continue
+        _, pev = pruner(m.partition_spec_id)
+        spec = specs.get(m.partition_spec_id)
+        res_ev = None
+        if expr is not ALWAYS_TRUE and spec is not None:
+            res_ev = residuals.get(spec.spec_id)
+            if res_ev is None:
+                res_ev = residuals[spec.spec_id] = _ResidualEvaluator(spec, schema, expr, case_sensitive)
+        for e in read_manifest(io, m, specs=specs, skip_deleted=True):
+            df = e.data_file
+            if pev is not None and not pev.eval(df.partition):
+                continue
+            if metrics is not None and not metrics.eval(df):
+                continue
+            seq = e.sequence_number or 0
+            yield FileScanTask(
+                data_file=df,
+                data_sequence_number=seq,
+                deletes=index.for_data_file(df, seq),
+                residual=ALWAYS_TRUE if res_ev is None else res_ev.residual_for(df.partition),
+                spec_id=df.spec_id,
+                partition=df.partition,
+                schema=schema,
+                file_sequence_number=e.file_sequence_number,
+            )
+
+
+def plan_files(
+    table_metadata: TableMetadata,
+    io: Any,
+    *,
+    snapshot_id: int | None = None,
+    as_of_timestamp_ms: int | None = None,
+    ref: str | None = None,
+    filter: Expression | str | None = None,
+    case_sensitive: bool = True,
+) -> list[FileScanTask]:
+    """Plan a scan: one :class:`FileScanTask` per live data file that may hold matching rows.
+
+    ``filter`` is an expression or a Spark-SQL-style string (parsed with ``parse_filter``); it prunes
+    manifests (partition summaries), files (partition values and column metrics) and is kept as each
+    task's residual.  Snapshot choice follows :func:`select_snapshot`.  A table without snapshots
+    plans no tasks.
+    """
+    return list(iter_file_scan_tasks(
+        table_metadata, io, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_timestamp_ms, ref=ref,
+        filter=filter, case_sensitive=case_sensitive,
+    ))
