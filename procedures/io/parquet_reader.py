@@ -1,0 +1,539 @@
+"""Reading one planned data file into Arrow (spec "Column Projection", "Row-level Deletes", "Row
+Lineage"; on-disk notes sections 8-10 and 12).
+
+:func:`read_task` turns a :class:`~procedures.core.scan.FileScanTask` into record batches of a
+requested Iceberg schema, matching columns **by field id**:
+
+* renamed, reordered and dropped columns follow the ids; nested structs, lists and maps too;
+* a field missing from the file takes, in order, the identity-partition value of the file's
+  partition, the field's ``initial-default``, or null;
+* promoted types are cast (int -> long, float -> double, decimal widening, date -> timestamp);
+* files without Parquet field ids are resolved through the table's name mapping
+  (``schema.name-mapping.default``), or, like Java, by top-level position when there is none;
+* deletes: position delete files (rows for this data file only), deletion vectors (the Puffin blob
+  at ``content_offset``/``content_size_in_bytes``) and equality deletes (null-safe equality on the
+  delete columns);
+* metadata columns ``_file``, ``_pos``, ``_spec_id``, ``_partition``, ``_deleted`` and the v3 row
+  lineage columns ``_row_id`` / ``_last_updated_sequence_number`` with their inheritance.
+
+The output uses the Iceberg Arrow types of :mod:`procedures.io.arrow_schema` (uuid as 16-byte
+uuid, timestamps in micros).  Engines convert to their own types afterwards.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.io.arrow_schema import (
+    UUID_ARROW_TYPE,
+    field_id,
+    has_field_ids,
+    schema_to_arrow,
+    type_to_arrow,
+)
+from procedures.spec.deletion_vector import deserialize_dv
+from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.metadata_columns import (
+    DELETE_FILE_PATH_ID,
+    DELETE_FILE_POS_ID,
+    FILE_PATH,
+    IS_DELETED,
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    LAST_UPDATED_SEQUENCE_NUMBER_ID,
+    PARTITION_ID,
+    ROW_ID,
+    ROW_ID_ID,
+    ROW_POSITION,
+    SPEC_ID,
+    partition_column,
+)
+from procedures.spec.name_mapping import NameMapping, arrow_field_ids
+from procedures.spec.partitioning import PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.transforms import IdentityTransform
+from procedures.spec.types import (
+    DateType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+__all__ = [
+    "METADATA_COLUMN_NAMES",
+    "read_task",
+    "read_task_table",
+    "output_schema",
+    "deleted_positions",
+    "read_position_deletes",
+    "read_dv_positions",
+    "constant_array",
+]
+
+DEFAULT_BATCH_SIZE = 131_072
+
+#: metadata columns :func:`read_task` can add, by name
+METADATA_COLUMN_NAMES = ("_file", "_pos", "_spec_id", "_partition", "_deleted", "_row_id",
+                         "_last_updated_sequence_number")
+_STATIC_META = {f.name: f for f in (FILE_PATH, ROW_POSITION, SPEC_ID, IS_DELETED, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)}
+
+
+def output_schema(
+    projected: Schema, metadata_columns: Sequence[str] = (), partition_type: StructType | None = None
+) -> pa.Schema:
+    """The Arrow schema :func:`read_task` yields: the projected columns (ids in field metadata)
+    followed by the requested metadata columns in the order given."""
+    fields = list(schema_to_arrow(projected))
+    meta = [_meta_field(n, partition_type) for n in metadata_columns]
+    return pa.schema(fields + list(schema_to_arrow(Schema(tuple(meta)))))
+
+
+def _meta_field(name: str, partition_type: StructType | None) -> NestedField:
+    if name == "_partition":
+        return partition_column(partition_type or StructType())
+    f = _STATIC_META.get(name)
+    if f is None:
+        raise ValidationError(f"Cannot read metadata column {name!r}; supported: {', '.join(METADATA_COLUMN_NAMES)}")
+    # nullable in Arrow so a row-lineage null or an absent partition field can be represented
+    return NestedField(f.field_id, f.name, f.field_type, False, f.doc)
+
+
+# ------------------------------------------------------------------------------ constants
+def _python_to_arrow_value(value: Any, t: IcebergType) -> Any:
+    if isinstance(t, UUIDType):
+        return value.bytes if hasattr(value, "bytes") else value
+    return value
+
+
+def constant_array(value: Any, t: IcebergType, n: int) -> pa.Array:
+    """An Arrow array of ``n`` copies of a value in the package's Python representation."""
+    target = type_to_arrow(t)
+    if value is None:
+        return pa.nulls(n, target)
+    if isinstance(t, StructType):
+        children = [constant_array(_struct_child(value, i, f), f.field_type, n) for i, f in enumerate(t.fields)]
+        return pa.StructArray.from_arrays(children, fields=list(target))
+    if isinstance(t, (ListType, MapType)):
+        one = pa.array([value], type=target)
+    elif isinstance(t, DateType):
+        one = pa.array([value], pa.int32()).cast(target)
+    elif isinstance(t, (TimeType, TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)):
+        one = pa.array([value], pa.int64()).cast(target)
+    elif isinstance(t, UUIDType):
+        storage = pa.array([_python_to_arrow_value(value, t)], pa.binary(16))
+        one = pa.ExtensionArray.from_storage(UUID_ARROW_TYPE, storage) if isinstance(
+            UUID_ARROW_TYPE, pa.BaseExtensionType) else storage
+    else:
+        one = pa.array([value], type=target)
+    return one.take(pa.array(np.zeros(n, dtype=np.int32)))
+
+
+def _struct_child(value: Any, i: int, f: NestedField) -> Any:
+    if isinstance(value, dict):
+        return value.get(f.field_id, value.get(f.name))
+    return value[i]
+
+
+# ------------------------------------------------------------------------------ file field ids
+class _FileIds:
+    """Field ids of a file's Arrow schema: from ``PARQUET:field_id``, a name mapping, or (as Java
+    does when neither exists) top-level positions."""
+
+    def __init__(self, arrow_schema: pa.Schema, name_mapping: NameMapping | None) -> None:
+        self.mapped: dict[tuple[str, ...], int] | None = None
+        self.positional = False
+        if not has_field_ids(arrow_schema):
+            if name_mapping is not None:
+                self.mapped = arrow_field_ids(name_mapping, arrow_schema)
+            else:
+                self.positional = True
+
+    def of(self, f: pa.Field, path: tuple[str, ...], position: int | None) -> int | None:
+        if self.mapped is not None:
+            return self.mapped.get(path)
+        if self.positional:
+            return position + 1 if (position is not None and len(path) == 1) else None
+        return field_id(f)
+
+
+# ------------------------------------------------------------------------------ projection
+class _Projector:
+    """Builds arrays of an Iceberg type from a file's arrays, matching children by id."""
+
+    def __init__(self, ids: _FileIds, constants: Mapping[int, Any]) -> None:
+        self.ids = ids
+        self.constants = constants
+
+    def struct_children(
+        self, arrays: Sequence[pa.Array], fields: Sequence[pa.Field], path: tuple[str, ...],
+        target: Sequence[NestedField], n: int,
+    ) -> list[pa.Array]:
+        by_id: dict[int, int] = {}
+        for i, f in enumerate(fields):
+            fid = self.ids.of(f, path + (f.name,), i if not path else None)
+            if fid is not None:
+                by_id.setdefault(fid, i)
+        out = []
+        for tf in target:
+            i = by_id.get(tf.field_id)
+            if i is None:
+                out.append(self.missing(tf, n))
+            else:
+                out.append(self.value(arrays[i], fields[i], path + (fields[i].name,), tf.field_type))
+        return out
+
+    def missing(self, tf: NestedField, n: int) -> pa.Array:
+        if tf.field_id in self.constants:
+            return constant_array(self.constants[tf.field_id], tf.field_type, n)
+        return constant_array(tf.initial_default, tf.field_type, n)
+
+    def value(self, arr: pa.Array, f: pa.Field, path: tuple[str, ...], t: IcebergType) -> pa.Array:
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        at = arr.type
+        if isinstance(t, StructType):
+            if not pa.types.is_struct(at):
+                raise InvalidMetadataError(f"column {'.'.join(path)} is {at} in the file, expected a struct")
+            kids = [at.field(i) for i in range(at.num_fields)]
+            children = self.struct_children([arr.field(i) for i in range(at.num_fields)], kids, path, t.fields, len(arr))
+            mask = arr.is_null() if arr.null_count else None
+            return pa.StructArray.from_arrays(children, fields=list(type_to_arrow(t)), mask=mask)
+        if isinstance(t, ListType):
+            vf = at.value_field
+            el = self._child(vf, path, t.element_id, arr.values, t.element_type, t.element_field)
+            mask = arr.is_null() if arr.null_count else None
+            return pa.ListArray.from_arrays(arr.offsets, el, type=type_to_arrow(t), mask=mask)
+        if isinstance(t, MapType):
+            keys = self._child(at.key_field, path, t.key_id, arr.keys, t.key_type, t.key_field)
+            items = self._child(at.item_field, path, t.value_id, arr.items, t.value_type, t.value_field)
+            offsets = pc.subtract(arr.offsets, arr.offsets[0])
+            mask = arr.is_null() if arr.null_count else None
+            return pa.MapArray.from_arrays(offsets, keys, items, type=type_to_arrow(t), mask=mask)
+        return _cast_primitive(arr, t, path)
+
+    def _child(self, f: pa.Field, path: tuple[str, ...], expected_id: int, arr: pa.Array, t: IcebergType,
+               tf: NestedField) -> pa.Array:
+        # list elements and map keys/values are matched by position; their ids only confirm it
+        fid = self.ids.of(f, path + (f.name,), None)
+        if fid is not None and fid != expected_id and not self.ids.positional:
+            return self.missing(tf, len(arr))
+        return self.value(arr, f, path + (f.name,), t)
+
+
+def _cast_primitive(arr: pa.Array, t: IcebergType, path: tuple[str, ...]) -> pa.Array:
+    target = type_to_arrow(t)
+    at = arr.type
+    if at == target:
+        return arr
+    if isinstance(t, UUIDType):
+        storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
+        if isinstance(UUID_ARROW_TYPE, pa.BaseExtensionType):
+            return pa.ExtensionArray.from_storage(UUID_ARROW_TYPE, storage.cast(pa.binary(16)))
+        return storage.cast(pa.binary(16))
+    if pa.types.is_dictionary(at):
+        arr = arr.dictionary_decode()
+    if pa.types.is_timestamp(target) and pa.types.is_timestamp(arr.type) and bool(target.tz) != bool(arr.type.tz):
+        # a file written with the other timestamp flavour: same stored micros, relabel only
+        arr = arr.cast(pa.int64()).cast(pa.timestamp(arr.type.unit, tz=target.tz))
+    try:
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise InvalidMetadataError(f"column {'.'.join(path)}: cannot read Arrow {at} as {t}: {e}") from None
+
+
+# ------------------------------------------------------------------------------ deletes
+_cache_lock = threading.Lock()
+_pos_cache: "OrderedDict[str, dict[str, np.ndarray]]" = OrderedDict()
+_POS_CACHE_FILES = 8
+
+
+def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
+    """Deleted positions of a Parquet position delete file, grouped by data file path (sorted).
+
+    A few recently read files are cached per process, since a partition-scoped delete file serves
+    every data file of its partition.
+    """
+    key = delete.file_path
+    with _cache_lock:
+        hit = _pos_cache.get(key)
+        if hit is not None:
+            _pos_cache.move_to_end(key)
+            return hit
+    if delete.file_format != FileFormat.PARQUET:
+        raise ValidationError(f"Cannot read {delete.file_format.value} position delete file {delete.file_path}; "
+                              "only Parquet is supported")
+    with io.new_input(delete.file_path).open() as f:
+        pf = pq.ParquetFile(f)
+        names = _columns_by_id(pf.schema_arrow, {DELETE_FILE_PATH_ID: "file_path", DELETE_FILE_POS_ID: "pos"})
+        table = pf.read(columns=[names[DELETE_FILE_PATH_ID], names[DELETE_FILE_POS_ID]])
+    paths = table.column(0)
+    pos = table.column(1).to_numpy()
+    out: dict[str, np.ndarray] = {}
+    if delete.referenced_data_file is not None:
+        out[delete.referenced_data_file] = np.sort(pos)
+    else:
+        enc = pc.dictionary_encode(paths).combine_chunks()
+        codes = enc.indices.to_numpy()
+        for i, p in enumerate(enc.dictionary.to_pylist()):
+            out[p] = np.sort(pos[codes == i])
+    with _cache_lock:
+        _pos_cache[key] = out
+        while len(_pos_cache) > _POS_CACHE_FILES:
+            _pos_cache.popitem(last=False)
+    return out
+
+
+def _columns_by_id(arrow_schema: pa.Schema, wanted: Mapping[int, str]) -> dict[int, str]:
+    out = {}
+    for f in arrow_schema:
+        fid = field_id(f)
+        if fid in wanted:
+            out[fid] = f.name
+    for fid, name in wanted.items():
+        # files without ids (hand-written) still use the spec's column names
+        if fid not in out and name in arrow_schema.names:
+            out[fid] = name
+    if len(out) != len(wanted):
+        raise InvalidMetadataError(f"position delete file lacks columns {sorted(set(wanted) - set(out))}")
+    return out
+
+
+def read_dv_positions(io: Any, dv: DataFile) -> np.ndarray:
+    """Deleted positions of a deletion vector: the Puffin blob at its content offset and size."""
+    if dv.content_offset is None or dv.content_size_in_bytes is None:
+        raise InvalidMetadataError("deletion vector entry lacks content_offset/content_size_in_bytes",
+                                   location=dv.file_path)
+    with io.new_input(dv.file_path).open() as f:
+        f.seek(dv.content_offset)
+        blob = f.read(dv.content_size_in_bytes)
+    return np.asarray(deserialize_dv(blob, location=dv.file_path), dtype=np.int64)
+
+
+def deleted_positions(io: Any, data_file_path: str, deletes: Iterable[Any]) -> np.ndarray:
+    """Sorted unique positions deleted from a data file by its position deletes and DVs
+    (``deletes`` are :class:`~procedures.core.scan.DeleteFileEntry` or DataFile objects)."""
+    parts = []
+    for d in deletes:
+        df = getattr(d, "data_file", d)
+        if df.content != FileContent.POSITION_DELETES:
+            continue
+        if df.file_format == FileFormat.PUFFIN:
+            parts.append(read_dv_positions(io, df))
+        else:
+            got = read_position_deletes(io, df).get(data_file_path)
+            if got is not None:
+                parts.append(got)
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    return np.unique(np.concatenate(parts)) if len(parts) > 1 else np.unique(parts[0])
+
+
+def _equality_delete_sets(io: Any, deletes: Iterable[Any], table_schema: Schema,
+                          name_mapping: NameMapping | None) -> list[tuple[tuple[int, ...], set]]:
+    out = []
+    for d in deletes:
+        df = getattr(d, "data_file", d)
+        if df.content != FileContent.EQUALITY_DELETES:
+            continue
+        ids = tuple(df.equality_ids or ())
+        if not ids:
+            raise InvalidMetadataError("equality delete file has no equality_ids", location=df.file_path)
+        fields = [_field_for_id(table_schema, fid) for fid in ids]
+        with io.new_input(df.file_path).open() as f:
+            pf = pq.ParquetFile(f)
+            table = pf.read()
+        batch = table.combine_chunks().to_batches()
+        arrays = _project_batch(batch[0] if batch else None, table.schema, fields, table.num_rows, {}, name_mapping)
+        values = [a.to_pylist() for a in arrays]
+        out.append((ids, set(zip(*values)) if values else set()))
+    return out
+
+
+def _field_for_id(schema: Schema, fid: int) -> NestedField:
+    f = schema.find_field_or_none(fid)
+    if f is None:
+        # a delete column dropped from the table still applies; its values are compared as stored
+        from procedures.spec.types import BINARY  # noqa: PLC0415
+        return NestedField(fid, f"_dropped_{fid}", BINARY, False)
+    return f
+
+
+def _project_batch(batch: pa.RecordBatch | None, file_schema: pa.Schema, fields: Sequence[NestedField], n: int,
+                   constants: Mapping[int, Any], name_mapping: NameMapping | None) -> list[pa.Array]:
+    proj = _Projector(_FileIds(file_schema, name_mapping), constants)
+    if batch is None:
+        return [proj.missing(f, n) for f in fields]
+    return proj.struct_children(batch.columns, list(batch.schema), (), fields, n)
+
+
+# ------------------------------------------------------------------------------ reading
+def _identity_constants(task: Any, specs: Mapping[int, PartitionSpec] | None) -> dict[int, Any]:
+    spec = (specs or {}).get(task.spec_id)
+    if spec is None:
+        return {}
+    return {f.source_id: v for f, v in zip(spec.fields, task.partition) if isinstance(f.transform, IdentityTransform)}
+
+
+def _partition_struct(task: Any, specs: Mapping[int, PartitionSpec] | None, ptype: StructType, n: int) -> pa.Array:
+    spec = (specs or {}).get(task.spec_id)
+    values = {}
+    if spec is not None:
+        values = {f.field_id: v for f, v in zip(spec.fields, task.partition)}
+    if not ptype.fields:
+        return pa.array([{}] * n, type=pa.struct([]))
+    children = [constant_array(values.get(f.field_id), f.field_type, n) for f in ptype.fields]
+    return pa.StructArray.from_arrays(children, fields=list(type_to_arrow(ptype)))
+
+
+def _top_level_needed(file_schema: pa.Schema, ids: _FileIds, wanted: set[int]) -> list[str]:
+    """Names of the file's top-level columns that hold any wanted id (or a descendant of one)."""
+    names = []
+    for i, f in enumerate(file_schema):
+        fid = ids.of(f, (f.name,), i)
+        if fid in wanted:
+            names.append(f.name)
+    return names
+
+
+def read_task(
+    io: Any,
+    task: Any,
+    projected_schema: Schema | None = None,
+    *,
+    specs: Mapping[int, PartitionSpec] | None = None,
+    name_mapping: NameMapping | None = None,
+    metadata_columns: Sequence[str] = (),
+    partition_type: StructType | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    apply_deletes: bool = True,
+) -> Iterator[pa.RecordBatch]:
+    """Read one :class:`~procedures.core.scan.FileScanTask` as record batches of
+    :func:`output_schema` (``projected_schema`` defaults to the task's schema).
+
+    Deleted rows are dropped, unless ``_deleted`` is requested: then every row is returned and
+    ``_deleted`` says which ones the deletes remove (Iceberg's semantics for that column).
+    ``apply_deletes=False`` ignores the task's deletes (reading a file as written).  ``specs`` (the
+    table's specs by id) supplies identity-partition values and ``_partition``.
+    """
+    projected = projected_schema if projected_schema is not None else task.schema
+    out_schema = output_schema(projected, metadata_columns, partition_type)
+    df: DataFile = task.data_file
+    if df.file_format != FileFormat.PARQUET:
+        raise ValidationError(f"Cannot read {df.file_format.value} data file {df.file_path}; only Parquet is supported")
+    keep_deleted = "_deleted" in metadata_columns
+    deletes = task.deletes if apply_deletes else ()
+    dpos = deleted_positions(io, df.file_path, deletes)
+    eq_sets = _equality_delete_sets(io, deletes, task.schema, name_mapping) if deletes else []
+    constants = _identity_constants(task, specs)
+    want_lineage = [c for c in metadata_columns if c in ("_row_id", "_last_updated_sequence_number")]
+
+    # Everything read from the file: the projection, equality-delete columns, stored lineage columns.
+    eq_ids = sorted({i for ids, _ in eq_sets for i in ids})
+    read_fields = list(projected.fields)
+    have = {f.field_id for f in read_fields}
+    extra = [_field_for_id(task.schema, i) for i in eq_ids if i not in have]
+    lineage_fields = [f for f in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if f.name in want_lineage]
+    all_fields = read_fields + extra + [NestedField(f.field_id, f.name, f.field_type, False) for f in lineage_fields]
+
+    with io.new_input(df.file_path).open() as f:
+        pf = pq.ParquetFile(f)
+        file_schema = pf.schema_arrow
+        ids = _FileIds(file_schema, name_mapping)
+        wanted = {fld.field_id for fld in all_fields}
+        columns = _top_level_needed(file_schema, ids, wanted)
+        offset = 0
+        for batch, n in _batches(pf, columns, batch_size):
+            arrays = _project_batch(batch, file_schema, all_fields, n, constants, name_mapping)
+            deleted = _delete_mask(dpos, offset, n)
+            if eq_sets:
+                by_id = {fld.field_id: a for fld, a in zip(all_fields, arrays)}
+                for eq_ids_, values in eq_sets:
+                    if not values:
+                        continue
+                    cols = [by_id[i].to_pylist() for i in eq_ids_]
+                    hit = np.fromiter((t in values for t in zip(*cols)), dtype=bool, count=n)
+                    deleted = hit if deleted is None else (deleted | hit)
+            positions = None
+            out_cols = arrays[:len(read_fields)]
+            for name in metadata_columns:
+                if name == "_file":
+                    out_cols.append(constant_array(df.file_path, FILE_PATH.field_type, n))
+                elif name == "_pos":
+                    positions = positions if positions is not None else np.arange(offset, offset + n, dtype=np.int64)
+                    out_cols.append(pa.array(positions))
+                elif name == "_spec_id":
+                    out_cols.append(constant_array(task.spec_id, SPEC_ID.field_type, n))
+                elif name == "_partition":
+                    out_cols.append(_partition_struct(task, specs, partition_type or StructType(), n))
+                elif name == "_deleted":
+                    out_cols.append(pa.array(deleted if deleted is not None else np.zeros(n, dtype=bool)))
+                elif name == "_row_id":
+                    stored = arrays[all_fields.index(next(x for x in all_fields if x.field_id == ROW_ID_ID))]
+                    out_cols.append(_row_ids(stored, df.first_row_id, offset, n))
+                elif name == "_last_updated_sequence_number":
+                    stored = arrays[all_fields.index(next(
+                        x for x in all_fields if x.field_id == LAST_UPDATED_SEQUENCE_NUMBER_ID))]
+                    inherited = None if df.first_row_id is None else task.data_sequence_number
+                    out_cols.append(stored if inherited is None else pc.fill_null(stored, pa.scalar(inherited, pa.int64())))
+                else:
+                    _meta_field(name, partition_type)  # raises naming the column
+            out = pa.RecordBatch.from_arrays(out_cols, schema=out_schema)
+            if deleted is not None and not keep_deleted and deleted.any():
+                out = out.filter(pa.array(~deleted))
+            offset += n
+            if out.num_rows:
+                yield out
+
+
+def _row_ids(stored: pa.Array, first_row_id: int | None, offset: int, n: int) -> pa.Array:
+    if first_row_id is None:
+        return stored
+    inherited = pa.array(np.arange(first_row_id + offset, first_row_id + offset + n, dtype=np.int64))
+    return pc.coalesce(stored, inherited) if stored.null_count < n else inherited if stored.null_count == n else stored
+
+
+def _delete_mask(dpos: np.ndarray, offset: int, n: int) -> np.ndarray | None:
+    if not len(dpos):
+        return None
+    lo, hi = np.searchsorted(dpos, [offset, offset + n])
+    if lo == hi:
+        return None
+    mask = np.zeros(n, dtype=bool)
+    mask[dpos[lo:hi] - offset] = True
+    return mask
+
+
+def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int) -> Iterator[tuple[pa.RecordBatch | None, int]]:
+    if not columns:
+        # nothing to read but the row count (count(*), metadata columns only)
+        for rg in range(pf.metadata.num_row_groups):
+            remaining = pf.metadata.row_group(rg).num_rows
+            while remaining > 0:
+                n = min(batch_size, remaining)
+                remaining -= n
+                yield None, n
+        return
+    for batch in pf.iter_batches(batch_size=batch_size, columns=columns, use_threads=True):
+        yield batch, batch.num_rows
+
+
+def read_task_table(io: Any, task: Any, projected_schema: Schema | None = None, **kwargs: Any) -> pa.Table:
+    """:func:`read_task` collected into one table (with the output schema even when empty)."""
+    projected = projected_schema if projected_schema is not None else task.schema
+    schema = output_schema(projected, kwargs.get("metadata_columns", ()), kwargs.get("partition_type"))
+    return pa.Table.from_batches(list(read_task(io, task, projected, **kwargs)), schema=schema)

@@ -1,0 +1,194 @@
+"""The Parquet task reader: projection by field id (renames, reorders, drops, adds with defaults,
+promotions, identity-partition constants, name mapping, nested types), the three kinds of
+deletes and the metadata columns."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from procedures.core.scan import DeleteFileEntry, FileScanTask
+from procedures.io.arrow_schema import schema_to_arrow
+from procedures.io.fileio import FileIO
+from procedures.io.parquet_reader import output_schema, read_task_table
+from procedures.spec.expressions import ALWAYS_TRUE
+from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.metadata_columns import POSITION_DELETE_SCHEMA
+from procedures.spec.name_mapping import create_mapping
+from procedures.spec.partitioning import PartitionField, PartitionSpec
+from procedures.spec.puffin import PuffinWriter
+from procedures.spec.schema import Schema
+from procedures.spec.transforms import parse_transform
+from procedures.spec.types import (
+    DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIMESTAMP, DecimalType, ListType, MapType, NestedField, StructType,
+)
+
+IO = FileIO()
+
+FILE_SCHEMA = Schema((
+    NestedField(1, "id", INT, True),
+    NestedField(2, "name", STRING),
+    NestedField(3, "gone", STRING),
+    NestedField(4, "f", FLOAT),
+    NestedField(5, "dec", DecimalType(9, 2)),
+    NestedField(6, "d", DATE),
+    NestedField(7, "loc", StructType((NestedField(8, "lat", DOUBLE), NestedField(9, "lon", DOUBLE)))),
+    NestedField(10, "tags", ListType(11, STRING)),
+    NestedField(12, "props", MapType(13, STRING, 14, INT)),
+))
+ROWS = {
+    "id": [0, 1, 2, 3, 4],
+    "name": ["a", None, "c", "d", "e"],
+    "gone": ["x"] * 5,
+    "f": [0.5, 1.5, None, 3.5, 4.5],
+    "dec": [Decimal("1.25"), None, Decimal("-3.00"), Decimal("4.10"), Decimal("0.01")],
+    "d": [dt.date(2024, 1, 1), None, dt.date(1969, 12, 31), dt.date(2000, 2, 29), dt.date(2024, 1, 2)],
+    "loc": [{"lat": 1.0, "lon": 2.0}, None, {"lat": 3.0, "lon": None}, {"lat": 4.0, "lon": 5.0}, None],
+    "tags": [["t1"], [], None, ["t2", "t3"], ["t4"]],
+    "props": [[("k", 1)], None, [], [("a", 2), ("b", 3)], [("z", None)]],
+}
+SPEC = PartitionSpec(0, (PartitionField(20, 1000, parse_transform("identity"), "region"),))
+
+
+def _write(path, schema: Schema, rows: dict, with_ids: bool = True) -> DataFile:
+    arrow = schema_to_arrow(schema)
+    if not with_ids:
+        arrow = pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow])
+    table = pa.Table.from_pydict(rows, schema=arrow)
+    pq.write_table(table, str(path), store_decimal_as_integer=True)
+    return DataFile(str(path), FileFormat.PARQUET, ("eu",), table.num_rows, path.stat().st_size, spec_id=0)
+
+
+def _task(df: DataFile, schema: Schema, deletes=(), seq: int = 1) -> FileScanTask:
+    return FileScanTask(df, seq, tuple(deletes), ALWAYS_TRUE, df.spec_id, df.partition, schema)
+
+
+def _evolved() -> Schema:
+    """id promoted to long and moved last, name renamed, gone dropped, f -> double, dec widened,
+    d -> timestamp, a nested rename, a column with an initial default and an identity-partition
+    source column that the file never had."""
+    return Schema((
+        NestedField(2, "full_name", STRING),
+        NestedField(4, "f", DOUBLE),
+        NestedField(5, "dec", DecimalType(12, 2)),
+        NestedField(6, "d", TIMESTAMP),
+        NestedField(7, "loc", StructType((NestedField(9, "longitude", DOUBLE), NestedField(8, "lat", DOUBLE),
+                                           NestedField(15, "alt", DOUBLE)))),
+        NestedField(10, "tags", ListType(11, STRING)),
+        NestedField(12, "props", MapType(13, STRING, 14, LONG)),
+        NestedField(16, "added", LONG, False, None, 7),
+        NestedField(20, "region", STRING),
+        NestedField(1, "id", LONG, True),
+    ), schema_id=1)
+
+
+def test_projection_by_id_with_renames_promotions_defaults_and_partition_values(tmp_path):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    schema = _evolved()
+    out = read_task_table(IO, _task(df, schema), schema, specs={0: SPEC})
+    assert out.schema.names == ["full_name", "f", "dec", "d", "loc", "tags", "props", "added", "region", "id"]
+    assert out.schema.field("id").type == pa.int64()
+    assert out.schema.field("dec").type == pa.decimal128(12, 2)
+    assert out.schema.field("d").type == pa.timestamp("us")
+    rows = out.to_pylist()
+    assert [r["id"] for r in rows] == [0, 1, 2, 3, 4]
+    assert [r["full_name"] for r in rows] == ["a", None, "c", "d", "e"]
+    assert rows[0]["f"] == 0.5 and rows[2]["f"] is None
+    assert rows[2]["dec"] == Decimal("-3.00")
+    assert rows[0]["d"] == dt.datetime(2024, 1, 1) and rows[2]["d"] == dt.datetime(1969, 12, 31)
+    assert rows[0]["loc"] == {"longitude": 2.0, "lat": 1.0, "alt": None}
+    assert rows[1]["loc"] is None
+    assert rows[3]["tags"] == ["t2", "t3"] and rows[2]["tags"] is None
+    assert rows[3]["props"] == [("a", 2), ("b", 3)] and rows[1]["props"] is None
+    assert {r["added"] for r in rows} == {7}
+    assert {r["region"] for r in rows} == {"eu"}
+
+
+def test_name_mapping_resolves_files_without_ids(tmp_path):
+    flat = Schema(FILE_SCHEMA.fields[:3])
+    df = _write(tmp_path / "n.parquet", flat, {k: ROWS[k] for k in ("id", "name", "gone")}, with_ids=False)
+    schema = Schema((NestedField(2, "renamed", STRING), NestedField(1, "id", LONG, True)))
+    mapping = create_mapping(FILE_SCHEMA)
+    out = read_task_table(IO, _task(df, schema), schema, name_mapping=mapping)
+    assert out.to_pydict() == {"renamed": ["a", None, "c", "d", "e"], "id": [0, 1, 2, 3, 4]}
+    # without a mapping Java falls back to top-level positions: id 1 is the first column, id 2 the second
+    out = read_task_table(IO, _task(df, schema), schema)
+    assert out.column("id").to_pylist() == [0, 1, 2, 3, 4]
+
+
+def _pos_delete_file(path, rows: list[tuple[str, int]]) -> DataFile:
+    arrow = schema_to_arrow(POSITION_DELETE_SCHEMA)
+    table = pa.Table.from_pydict({"file_path": [r[0] for r in rows], "pos": [r[1] for r in rows]}, schema=arrow)
+    pq.write_table(table, str(path))
+    return DataFile(str(path), FileFormat.PARQUET, ("eu",), len(rows), path.stat().st_size,
+                    content=FileContent.POSITION_DELETES, spec_id=0)
+
+
+def test_position_deletes_only_remove_rows_of_this_file(tmp_path):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    pos = _pos_delete_file(tmp_path / "pos.parquet", [(df.file_path, 1), (df.file_path, 3), ("/other.parquet", 0)])
+    schema = Schema((NestedField(1, "id", INT, True),))
+    out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(pos, 2)]), schema, metadata_columns=("_pos",))
+    assert out.to_pydict() == {"id": [0, 2, 4], "_pos": [0, 2, 4]}
+
+
+def test_deletion_vector_and_deleted_column(tmp_path):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    w = PuffinWriter()
+    w.add_deletion_vector("/elsewhere.parquet", [0])
+    meta, _ = w.add_deletion_vector(df.file_path, [0, 4])
+    (tmp_path / "dv.puffin").write_bytes(w.finish())
+    dv = DataFile(str(tmp_path / "dv.puffin"), FileFormat.PUFFIN, ("eu",), 2, 100,
+                  content=FileContent.POSITION_DELETES, referenced_data_file=df.file_path,
+                  content_offset=meta.offset, content_size_in_bytes=meta.length, spec_id=0)
+    schema = Schema((NestedField(1, "id", INT, True),))
+    task = _task(df, schema, [DeleteFileEntry(dv, 1)])
+    assert read_task_table(IO, task, schema).column("id").to_pylist() == [1, 2, 3]
+    marked = read_task_table(IO, task, schema, metadata_columns=("_deleted", "_file", "_spec_id"))
+    assert marked.column("_deleted").to_pylist() == [True, False, False, False, True]
+    assert set(marked.column("_file").to_pylist()) == {df.file_path}
+    assert set(marked.column("_spec_id").to_pylist()) == {0}
+
+
+def test_equality_deletes_are_null_safe_and_use_projected_values(tmp_path):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    eq_schema = Schema((NestedField(2, "name", STRING),))
+    eq_path = tmp_path / "eq.parquet"
+    pq.write_table(pa.Table.from_pydict({"name": [None, "c", "zzz"]}, schema=schema_to_arrow(eq_schema)), str(eq_path))
+    eqd = DataFile(str(eq_path), FileFormat.PARQUET, ("eu",), 3, 10, content=FileContent.EQUALITY_DELETES,
+                   equality_ids=(2,), spec_id=0)
+    schema = Schema((NestedField(1, "id", LONG, True),))  # the delete column is not even projected
+    out = read_task_table(IO, _task(df, _evolved(), [DeleteFileEntry(eqd, 2)]), schema)
+    assert out.column("id").to_pylist() == [0, 3, 4]
+
+
+def test_row_lineage_inheritance_and_partition_column(tmp_path):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    from dataclasses import replace
+
+    df = replace(df, first_row_id=100)
+    schema = Schema((NestedField(1, "id", INT, True),))
+    ptype = StructType((NestedField(1000, "region", STRING), NestedField(1001, "other", INT)))
+    out = read_task_table(IO, _task(df, schema, seq=9), schema, specs={0: SPEC}, partition_type=ptype,
+                          metadata_columns=("_row_id", "_last_updated_sequence_number", "_partition"))
+    assert out.column("_row_id").to_pylist() == [100, 101, 102, 103, 104]
+    assert set(out.column("_last_updated_sequence_number").to_pylist()) == {9}
+    assert out.column("_partition").to_pylist()[0] == {"region": "eu", "other": None}
+    # files from before row lineage (no first_row_id) read both columns as null
+    out = read_task_table(IO, _task(replace(df, first_row_id=None), schema), schema,
+                          metadata_columns=("_row_id", "_last_updated_sequence_number"))
+    assert out.column("_row_id").null_count == 5 and out.column("_last_updated_sequence_number").null_count == 5
+
+
+def test_count_only_reads_and_output_schema(tmp_path):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    empty = Schema(())
+    out = read_task_table(IO, _task(df, FILE_SCHEMA), empty, metadata_columns=("_pos",), batch_size=2)
+    assert out.column("_pos").to_pylist() == [0, 1, 2, 3, 4]
+    assert output_schema(empty, ("_file",)).field("_file").type == pa.string()
+    with pytest.raises(Exception, match="_nope"):
+        output_schema(empty, ("_nope",))
