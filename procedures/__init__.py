@@ -6,4 +6,18 @@ The public API is re-exported here; everything else is internal.
 from procedures import errors
 
 __all__ = ["errors"]
+
+# -- procedures: call / sql / describe / list_procedures / register (procedures.sqlcall, .maintenance.registry)
+from procedures.maintenance.registry import list_procedures, register  # noqa: E402
+from procedures.sqlcall import call, sql  # noqa: E402
+
+
+def describe(name: str):
+    """The registered procedure ``name``: parameters, output columns, doc (``print()`` it to read)."""
+    from procedures.maintenance.registry import get_procedure
+
+    return get_procedure(name.rsplit(".", 1)[-1])
+
+
+__all__ += ["call", "sql", "describe", "list_procedures", "register"]
 __version__ = "0.1.0"

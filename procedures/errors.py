@@ -29,6 +29,7 @@ __all__ = [
     "CommitFailedError",
     "CommitStateUnknownError",
     "CatalogConfigError",
+    "SqlSyntaxError",
 ]
 
 
@@ -137,3 +138,14 @@ class CommitStateUnknownError(CommitError):
 
 class CatalogConfigError(ValidationError):
     """A catalog is configured wrongly (unknown type, malformed uri, bad property value)."""
+
+
+class SqlSyntaxError(ValidationError):
+    """A SQL statement could not be parsed; ``line``/``column`` (1-based) and ``token`` locate it."""
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None,
+                 token: str | None = None) -> None:
+        self.line = line
+        self.column = column
+        self.token = token
+        super().__init__(message)
