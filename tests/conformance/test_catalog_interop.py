@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from procedures.catalog import HadoopCatalog, load_catalog
+from procedures.catalog import HadoopCatalog, load_catalog, resolve_identifier
 from procedures.errors import CommitFailedError
 from procedures.spec.snapshots import MetadataLogEntry
 
@@ -26,9 +26,10 @@ def bumped(table, **props):
 
 @pytest.fixture()
 def ours(spark, java_warehouse):
-    conf = {k: v for k, v in spark.sparkContext.getConf().getAll() if k.startswith("spark.sql.catalog.jcat")}
-    cat = load_catalog("jcat", conf)
-    assert isinstance(cat, HadoopCatalog)
+    cat = load_catalog("jcat", spark)  # conf read from the session itself
+    assert isinstance(cat, HadoopCatalog) and cat.warehouse == str(java_warehouse)
+    assert resolve_identifier("jcat.db.t", conf=spark) == ("jcat", ("db", "t"))
+    assert resolve_identifier("db.t", conf=spark) == ("local", ("db", "t"))
     return cat
 
 

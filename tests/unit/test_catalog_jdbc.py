@@ -334,3 +334,77 @@ def test_four_processes_commit_without_lost_updates(cat, conf):
     versions = sorted(int(f.split("-", 1)[0]) for f in files)
     assert versions == list(range(4 * commits + 1))
     assert len(md.metadata_log) == 4 * commits
+
+
+class _FaultyCommit:
+    """Wraps the backend so the commit UPDATE raises a connection-style error without applying."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+    def transaction(self, write=True):
+        import contextlib
+
+        db = self.db
+
+        @contextlib.contextmanager
+        def tx():
+            with db.transaction(write) as execute:
+                def faulty(statement, params=()):
+                    if statement.startswith("UPDATE iceberg_tables SET metadata_location"):
+                        raise sqlite3.DatabaseError("connection reset during commit")
+                    return execute(statement, params)
+
+                yield faulty
+
+        return tx()
+
+
+def test_unknown_commit_outcome_is_decided_by_rereading(tmp_path):
+    from procedures.errors import CommitStateUnknownError
+
+    c = JdbcCatalog("j", f"jdbc:sqlite:{tmp_path / 'c.db'}", str(tmp_path / "wh"))
+    c.create_namespace("db")
+    t = new_table(c)
+    real = c._db
+
+    # the error hides a rollback: the pointer did not move, so the outcome is unknown and the file stays
+    c._db = _FaultyCommit(real)
+    with pytest.raises(CommitStateUnknownError) as exc:
+        c.commit_table(t, t.metadata, bumped(t, x="1"))
+    assert exc.value.table == "db.t"
+    c._db = real
+    assert c.load_table("db.t").metadata_location == t.metadata_location
+    assert len(metadata_files(c)) == 2  # nothing deleted when the outcome is unknown
+
+    # the pointer did move before the error surfaced: the re-read proves success
+    class Applied(_FaultyCommit):
+        """Commits, then raises once ``armed``: the caller cannot know the commit landed."""
+
+        def transaction(self, write=True):
+            import contextlib
+
+            db = self.db
+
+            @contextlib.contextmanager
+            def tx():
+                with db.transaction(write) as execute:
+                    yield execute
+                if write and getattr(self, "armed", False):
+                    self.armed = False
+                    raise sqlite3.DatabaseError("connection reset after commit")
+
+            return tx()
+
+    faulty = Applied(real)
+    c._db = faulty
+    faulty.armed = False
+    t = c.load_table("db.t")
+    faulty.armed = True
+    done = c.commit_table(t, t.metadata, bumped(t, y="1"))
+    c._db = real
+    assert c.load_table("db.t").metadata_location == done.metadata_location
+    assert c.load_table("db.t").metadata.properties == {"y": "1"}
