@@ -168,7 +168,7 @@ class HadoopCatalog(Catalog):
         return [
             (*ns, name)
             for name, is_dir in self.io.list_dir(path)
-            if is_dir and not name.startswith((".", "_")) and not self._is_table_dir(join_path(path, name))
+            if is_dir and not name.startswith(".") and not self._is_table_dir(join_path(path, name))
         ]
 
     def drop_namespace(self, namespace: IdentifierLike) -> None:
