@@ -1,0 +1,711 @@
+"""Parquet data files and their ``data_file`` metrics (on-disk notes 12.1; spec "Metrics",
+"Parquet" appendix; Java's ``OutputFileFactory``, ``MetricsConfig`` and Parquet footer metrics).
+
+Pure pyarrow, no Spark: Spark tasks call :func:`write_data_files` on their Arrow batches.
+
+* Files: field ids on every field, decimals P <= 18 as INT32/INT64, codec from
+  ``write.parquet.compression-codec`` (zstd), a new file once ``write.target-file-size-bytes``
+  (512 MiB) is reached, Java-like names ``<data path>/<partition path>/<part>-<task>-<op>-<n>.parquet``.
+* Metrics: from the footer (column sizes, value and null counts, min/max converted to Iceberg
+  binary single values), NaN counts computed with ``pyarrow.compute``, each column's metrics mode
+  from ``write.metadata.metrics.*``.  Fields inside lists and maps get column sizes only, as
+  Java 1.10 records no counts or bounds for repeated columns.
+* :func:`partition_table` splits an Arrow table into one table per partition tuple with the
+  spec's transforms.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as _uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Iterable, Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from procedures.errors import ValidationError
+from procedures.io.arrow_schema import cast_to_schema, schema_to_arrow
+from procedures.io.fileio import FileIO, join_path
+from procedures.spec.conversions import to_bytes, truncate_lower_bound, truncate_upper_bound
+from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.partitioning import PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.sorting import SortOrder
+from procedures.spec.types import (
+    BinaryType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UnknownType,
+    UUIDType,
+    VariantType,
+)
+
+__all__ = [
+    "MetricsMode",
+    "MetricsConfig",
+    "parse_metrics_mode",
+    "WriteSettings",
+    "data_location",
+    "partition_table",
+    "ParquetFileWriter",
+    "RollingDataWriter",
+    "write_data_files",
+    "parquet_column_ids",
+    "footer_metrics",
+    "ParquetMetrics",
+]
+
+MIB = 1024 * 1024
+
+# table properties (Java TableProperties)
+TARGET_FILE_SIZE = "write.target-file-size-bytes"
+COMPRESSION_CODEC = "write.parquet.compression-codec"
+COMPRESSION_LEVEL = "write.parquet.compression-level"
+ROW_GROUP_SIZE = "write.parquet.row-group-size-bytes"
+PAGE_SIZE = "write.parquet.page-size-bytes"
+PAGE_ROW_LIMIT = "write.parquet.page-row-limit"
+DICT_SIZE = "write.parquet.dict-size-bytes"
+DATA_PATH = "write.data.path"
+OBJECT_STORE_PATH = "write.object-storage.path"
+FOLDER_STORAGE_PATH = "write.folder-storage.path"
+METRICS_DEFAULT = "write.metadata.metrics.default"
+METRICS_COLUMN_PREFIX = "write.metadata.metrics.column."
+METRICS_MAX_INFERRED = "write.metadata.metrics.max-inferred-column-defaults"
+
+DEFAULT_TARGET_FILE_SIZE = 512 * MIB
+DEFAULT_ROW_GROUP_SIZE = 128 * MIB
+
+
+# --------------------------------------------------------------------------- metrics modes
+@dataclass(frozen=True, slots=True)
+class MetricsMode:
+    """``none``, ``counts``, ``truncate(N)`` or ``full``; ``length`` is N for truncate."""
+
+    kind: str
+    length: int | None = None
+
+    def __str__(self) -> str:
+        return f"truncate({self.length})" if self.kind == "truncate" else self.kind
+
+    @property
+    def counts(self) -> bool:
+        """True when value/null/NaN counts are kept."""
+        return self.kind != "none"
+
+    @property
+    def bounds(self) -> bool:
+        """True when lower/upper bounds are kept."""
+        return self.kind in ("truncate", "full")
+
+
+NONE = MetricsMode("none")
+COUNTS = MetricsMode("counts")
+FULL = MetricsMode("full")
+DEFAULT_MODE = MetricsMode("truncate", 16)
+_TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
+
+
+def parse_metrics_mode(text: str) -> MetricsMode:
+    """Parse a metrics mode string, case-insensitively, as Java's ``MetricsModes.fromString``."""
+    key = text.strip().lower()
+    if key in ("none", "counts", "full"):
+        return MetricsMode(key)
+    if m := _TRUNCATE.match(key):
+        n = int(m.group(1))
+        if n <= 0:
+            raise ValidationError(f"metrics mode {text!r}: the truncate length must be positive")
+        return MetricsMode("truncate", n)
+    raise ValidationError(f"invalid metrics mode {text!r}; use none, counts, truncate(N) or full")
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """The metrics mode of every column (Java ``MetricsConfig.forTable``)."""
+
+    default: MetricsMode = DEFAULT_MODE
+    columns: Mapping[str, MetricsMode] = field(default_factory=dict)
+
+    @classmethod
+    def from_properties(
+        cls, properties: Mapping[str, str], schema: Schema, sort_order: SortOrder | None = None
+    ) -> "MetricsConfig":
+        """The config of a table.
+
+        Without an explicit ``write.metadata.metrics.default``, only the first
+        ``max-inferred-column-defaults`` (100) top-level columns get ``truncate(16)`` and the
+        rest ``none``; sorted columns get at least ``counts``; per-column properties win.
+        """
+        columns: dict[str, MetricsMode] = {}
+        configured = properties.get(METRICS_DEFAULT)
+        max_inferred = int(properties.get(METRICS_MAX_INFERRED, "100"))
+        if configured is not None:
+            default = parse_metrics_mode(configured)
+        elif len(schema.fields) <= max_inferred:
+            default = DEFAULT_MODE
+        else:
+            default = NONE
+            sub = Schema(schema.fields[:max_inferred])
+            for fid in sub.field_ids():
+                name = sub.find_column_name(fid)
+                if name is not None:
+                    columns[name] = DEFAULT_MODE
+        if sort_order is not None:
+            sorted_mode = COUNTS if default == NONE else default
+            for sf in sort_order.fields:
+                if sf.transform.preserves_order and (name := schema.find_column_name(sf.source_id)):
+                    columns[name] = sorted_mode
+        for key, value in properties.items():
+            if key.startswith(METRICS_COLUMN_PREFIX):
+                columns[key[len(METRICS_COLUMN_PREFIX):]] = parse_metrics_mode(value)
+        return cls(default, columns)
+
+    def mode(self, column_name: str) -> MetricsMode:
+        """The mode of a column by its full dotted name."""
+        return self.columns.get(column_name, self.default)
+
+
+# --------------------------------------------------------------------------- settings
+def data_location(location: str, properties: Mapping[str, str]) -> str:
+    """Where data files go: ``write.data.path``, then the deprecated object-storage and
+    folder-storage paths, then ``<table location>/data``."""
+    for key in (DATA_PATH, OBJECT_STORE_PATH, FOLDER_STORAGE_PATH):
+        if properties.get(key):
+            return properties[key].rstrip("/")
+    return join_path(location.rstrip("/"), "data")
+
+
+@dataclass(frozen=True)
+class WriteSettings:
+    """Everything a data-file writer needs from table metadata; small and picklable, so Spark
+    ships it to tasks."""
+
+    schema: Schema
+    spec: PartitionSpec
+    data_path: str
+    properties: Mapping[str, str] = field(default_factory=dict)
+    sort_order_id: int | None = None
+    metrics: MetricsConfig = MetricsConfig()
+
+    @classmethod
+    def from_metadata(cls, metadata: Any, *, spec_id: int | None = None, sort_order_id: int | None = None) -> "WriteSettings":
+        """Settings for appending to a table: current schema, default (or given) spec, the default
+        sort order id unless one is given."""
+        schema = metadata.schema()
+        spec = metadata.spec() if spec_id is None else metadata.spec_by_id(spec_id)
+        props = dict(metadata.properties)
+        order = metadata.sort_order()
+        order_id = sort_order_id if sort_order_id is not None else order.order_id
+        return cls(
+            schema=schema,
+            spec=spec,
+            data_path=data_location(metadata.location, props),
+            properties=props,
+            sort_order_id=order_id,
+            metrics=MetricsConfig.from_properties(props, schema, order if order.fields else None),
+        )
+
+    @property
+    def target_file_size(self) -> int:
+        """``write.target-file-size-bytes``."""
+        return int(self.properties.get(TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE))
+
+    @property
+    def row_group_size(self) -> int:
+        """``write.parquet.row-group-size-bytes``."""
+        return int(self.properties.get(ROW_GROUP_SIZE, DEFAULT_ROW_GROUP_SIZE))
+
+    def parquet_options(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`pyarrow.parquet.ParquetWriter`."""
+        codec = self.properties.get(COMPRESSION_CODEC, "zstd").strip().lower()
+        if codec in ("uncompressed", "none"):
+            codec = "none"
+        elif codec not in ("zstd", "gzip", "snappy", "lz4", "brotli"):
+            raise ValidationError(
+                f"table property {COMPRESSION_CODEC}={codec!r} is not supported; use zstd, gzip, snappy, lz4, brotli or uncompressed"
+            )
+        opts: dict[str, Any] = {
+            "compression": codec,
+            "store_decimal_as_integer": True,
+            "version": "2.6",
+            "write_statistics": True,
+            "store_schema": False,
+            "data_page_size": int(self.properties.get(PAGE_SIZE, MIB)),
+            "dictionary_pagesize_limit": int(self.properties.get(DICT_SIZE, 2 * MIB)),
+            "max_rows_per_page": int(self.properties.get(PAGE_ROW_LIMIT, 20000)),
+        }
+        level = self.properties.get(COMPRESSION_LEVEL)
+        if level is not None and codec != "none":
+            opts["compression_level"] = int(level)
+        return opts
+
+
+# --------------------------------------------------------------------------- partitioning
+def _column_path(schema: Schema, field_id: int) -> list[str]:
+    names = []
+    fid: int | None = field_id
+    while fid is not None:
+        names.append(schema.find_field(fid).name)
+        fid = schema.parent_id(fid)
+    return names[::-1]
+
+
+def source_column(table: pa.Table, schema: Schema, field_id: int) -> pa.ChunkedArray:
+    """The column of ``table`` holding field ``field_id``, walking into structs by name."""
+    path = _column_path(schema, field_id)
+    col: Any = table.column(path[0])
+    for name in path[1:]:
+        col = pc.struct_field(col, name)
+    return col
+
+
+def _storage(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Arrow values in the package's Python representation when converted with ``as_py``."""
+    t = array.type
+    if isinstance(t, pa.BaseExtensionType):
+        array = array.storage if isinstance(array, pa.Array) else pa.chunked_array(
+            [c.storage for c in array.chunks], t.storage_type
+        )
+        t = array.type
+    if pa.types.is_date32(t):
+        return array.cast(pa.int32())
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t):
+        return array.cast(pa.int64())
+    return array
+
+
+def _py_value(value: Any, t: IcebergType) -> Any:
+    if value is None:
+        return None
+    if isinstance(t, UUIDType):
+        return _uuid.UUID(bytes=bytes(value))
+    return value
+
+
+def partition_table(table: pa.Table, spec: PartitionSpec, schema: Schema) -> list[tuple[tuple, pa.Table]]:
+    """Split ``table`` into ``(partition tuple, rows)`` groups by the spec's transforms.
+
+    Partition values are in the package's Python representation (dates as day ints, timestamps
+    as micros, uuids as ``uuid.UUID``); row order within a group is kept.
+    """
+    if not spec.fields:
+        return [((), table)] if table.num_rows else []
+    keys: dict[str, Any] = {}
+    types = []
+    for i, pf in enumerate(spec.fields):
+        source = schema.find_field(pf.source_id)
+        arr = pf.transform.apply_arrow(source_column(table, schema, pf.source_id), source.field_type)
+        keys[f"_p{i}"] = _storage(arr)
+        types.append(pf.transform.result_type(source.field_type))
+    keys["_row"] = pa.array(range(table.num_rows), pa.int64())
+    key_table = pa.table(keys)
+    names = [f"_p{i}" for i in range(len(spec.fields))]
+    grouped = key_table.group_by(names, use_threads=False).aggregate([("_row", "list")])
+    out = []
+    for row in grouped.to_pylist():
+        values = tuple(_py_value(row[n], t) for n, t in zip(names, types))
+        out.append((values, table.take(pa.array(row["_row_list"], pa.int64()))))
+    return out
+
+
+# --------------------------------------------------------------------------- metrics
+@dataclass(frozen=True, slots=True)
+class _Leaf:
+    field_id: int
+    name: str
+    iceberg_type: IcebergType
+    repeated: bool
+
+
+def parquet_column_ids(schema: Schema) -> dict[str, _Leaf]:
+    """Parquet leaf column path (dotted, as in the footer) -> field of that leaf."""
+    out: dict[str, _Leaf] = {}
+
+    def visit(f: NestedField, path: tuple[str, ...], names: tuple[str, ...], repeated: bool) -> None:
+        t = f.field_type
+        if isinstance(t, StructType):
+            for c in t.fields:
+                visit(c, path + (c.name,), names + (c.name,), repeated)
+        elif isinstance(t, ListType):
+            visit(t.element_field, path + ("list", "element"), names + ("element",), True)
+        elif isinstance(t, MapType):
+            visit(t.key_field, path + ("key_value", "key"), names + ("key",), True)
+            visit(t.value_field, path + ("key_value", "value"), names + ("value",), True)
+        elif not isinstance(t, (UnknownType, VariantType)):
+            out[".".join(path)] = _Leaf(f.field_id, ".".join(names), t, repeated)
+
+    for f in schema.fields:
+        visit(f, (f.name,), (f.name,), False)
+    return out
+
+
+def _from_raw(raw: Any, t: IcebergType) -> Any:
+    """A footer min/max in its physical form as the package's Python value."""
+    if isinstance(t, DecimalType):
+        unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else int(raw)
+        return Decimal(unscaled).scaleb(-t.scale)
+    if isinstance(t, StringType):
+        return raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    if isinstance(t, UUIDType):
+        return _uuid.UUID(bytes=bytes(raw))
+    if isinstance(t, (BinaryType, FixedType)):
+        return bytes(raw)
+    return raw
+
+
+@dataclass
+class ParquetMetrics:
+    """Accumulated metrics of one file, keyed by field id."""
+
+    record_count: int = 0
+    column_sizes: dict[int, int] = field(default_factory=dict)
+    value_counts: dict[int, int] = field(default_factory=dict)
+    null_value_counts: dict[int, int] = field(default_factory=dict)
+    nan_value_counts: dict[int, int] = field(default_factory=dict)
+    lower_bounds: dict[int, bytes] = field(default_factory=dict)
+    upper_bounds: dict[int, bytes] = field(default_factory=dict)
+    split_offsets: list[int] = field(default_factory=list)
+
+
+def _nan_count(col: pa.ChunkedArray | pa.Array) -> int:
+    return int(pc.sum(pc.is_nan(col)).as_py() or 0) if len(col) else 0
+
+
+def nan_counts(table: pa.Table, schema: Schema, config: MetricsConfig) -> dict[int, int]:
+    """NaN counts of every float/double column outside lists and maps whose mode keeps counts."""
+    out: dict[int, int] = {}
+    for leaf in parquet_column_ids(schema).values():
+        if leaf.repeated or not isinstance(leaf.iceberg_type, (FloatType, DoubleType)):
+            continue
+        if not config.mode(leaf.name).counts:
+            continue
+        out[leaf.field_id] = _nan_count(source_column(table, schema, leaf.field_id))
+    return out
+
+
+def _string_min_max(table: pa.Table, schema: Schema, leaf: _Leaf) -> tuple[Any, Any] | None:
+    col = source_column(table, schema, leaf.field_id)
+    if isinstance(col.type, pa.BaseExtensionType):
+        col = _storage(col)
+    mm = pc.min_max(col)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    return None if lo is None else (lo, hi)
+
+
+def footer_metrics(
+    md: pq.FileMetaData,
+    schema: Schema,
+    config: MetricsConfig,
+    nan_value_counts: Mapping[int, int] | None = None,
+    fallback_bounds: Mapping[int, tuple[Any, Any]] | None = None,
+) -> ParquetMetrics:
+    """Iceberg metrics of a Parquet file from its footer, as Java's Parquet metrics.
+
+    ``nan_value_counts`` are counted by the caller (the footer has none); a float/double column
+    with NaNs keeps the footer's NaN-free min/max as bounds, like Java's value writers.
+    ``fallback_bounds`` (field id -> (min, max)) fills bounds the footer dropped, which Arrow does
+    for string/binary values longer than its statistics limit.
+    """
+    leaves = parquet_column_ids(schema)
+    m = ParquetMetrics(record_count=md.num_rows)
+    lows: dict[int, Any] = {}
+    highs: dict[int, Any] = {}
+    missing: set[int] = set()
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        first = rg.column(0) if rg.num_columns else None
+        if first is not None:
+            offs = [o for o in (first.dictionary_page_offset, first.data_page_offset) if o is not None and o > 0]
+            m.split_offsets.append(min(offs) if offs else 4)
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            leaf = leaves.get(col.path_in_schema)
+            if leaf is None:
+                continue
+            fid = leaf.field_id
+            m.column_sizes[fid] = m.column_sizes.get(fid, 0) + col.total_compressed_size
+            mode = config.mode(leaf.name)
+            if leaf.repeated or not mode.counts:
+                continue
+            m.value_counts[fid] = m.value_counts.get(fid, 0) + col.num_values
+            st = col.statistics
+            if st is None or not st.has_null_count:
+                missing.add(fid)
+                continue
+            m.null_value_counts[fid] = m.null_value_counts.get(fid, 0) + st.null_count
+            if not mode.bounds:
+                continue
+            if st.has_min_max:
+                lo, hi = _from_raw(st.min_raw, leaf.iceberg_type), _from_raw(st.max_raw, leaf.iceberg_type)
+                if fid not in lows or lo < lows[fid]:
+                    lows[fid] = lo
+                if fid not in highs or hi > highs[fid]:
+                    highs[fid] = hi
+            elif st.null_count < col.num_values and not isinstance(leaf.iceberg_type, (FloatType, DoubleType)):
+                # values exist but the footer kept no min/max: only a caller-supplied bound will do
+                if fallback_bounds and fid in fallback_bounds:
+                    lo, hi = fallback_bounds[fid]
+                    lows[fid] = lo if fid not in lows else min(lows[fid], lo)
+                    highs[fid] = hi if fid not in highs else max(highs[fid], hi)
+                else:
+                    missing.add(fid)
+    for fid in missing:
+        m.null_value_counts.pop(fid, None)
+        lows.pop(fid, None)
+        highs.pop(fid, None)
+    for leaf in leaves.values():
+        fid = leaf.field_id
+        if fid not in lows:
+            continue
+        mode = config.mode(leaf.name)
+        t = leaf.iceberg_type
+        lo, hi = lows[fid], highs[fid]
+        if mode.kind == "truncate" and isinstance(t, (StringType, BinaryType)):
+            lo = truncate_lower_bound(lo, t, mode.length)
+            hi = truncate_upper_bound(hi, t, mode.length)
+        m.lower_bounds[fid] = to_bytes(lo, t)
+        if hi is not None:
+            m.upper_bounds[fid] = to_bytes(hi, t)
+    if nan_value_counts:
+        m.nan_value_counts.update(nan_value_counts)
+    return m
+
+
+# --------------------------------------------------------------------------- file writers
+class ParquetFileWriter:
+    """One Parquet data file written batch by batch; :meth:`close` returns its ``DataFile``.
+
+    Batches are buffered and written as row groups of about ``write.parquet.row-group-size-bytes``
+    (estimated from the Arrow size and the compression seen so far), so many small batches still
+    make few row groups.
+    """
+
+    def __init__(self, io: FileIO, path: str, settings: WriteSettings, partition: tuple = ()) -> None:
+        self.path = path
+        self.settings = settings
+        self.partition = partition
+        self._arrow_schema = schema_to_arrow(settings.schema, include_unknown=False)
+        self._stream = io.new_output(path).create()
+        self._writer = pq.ParquetWriter(self._stream, self._arrow_schema, **settings.parquet_options())
+        self._buffer: list[pa.Table] = []
+        self._buffered_bytes = 0
+        self._arrow_bytes_written = 0
+        self._nan: dict[int, int] = {}
+        self._fallback: dict[int, tuple[Any, Any]] = {}
+        self._bounds_leaves = [
+            leaf for leaf in parquet_column_ids(settings.schema).values()
+            if not leaf.repeated and isinstance(leaf.iceberg_type, (StringType, BinaryType))
+            and settings.metrics.mode(leaf.name).bounds
+        ]
+        self.closed = False
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes in the file so far (row groups flushed), not counting the footer."""
+        return self._stream.tell()
+
+    @property
+    def estimated_size(self) -> int:
+        """Bytes written plus the buffered rows at the compression ratio seen so far."""
+        ratio = (self.bytes_written / self._arrow_bytes_written) if self._arrow_bytes_written else 0.25
+        return self.bytes_written + int(self._buffered_bytes * ratio)
+
+    def write(self, table: pa.Table) -> None:
+        """Buffer rows already in the table's Arrow schema; flushes full row groups."""
+        if table.num_rows == 0:
+            return
+        self._buffer.append(table)
+        self._buffered_bytes += table.nbytes
+        ratio = (self.bytes_written / self._arrow_bytes_written) if self._arrow_bytes_written else 0.25
+        if self._buffered_bytes * ratio >= self.settings.row_group_size:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered rows as one row group."""
+        if not self._buffer:
+            return
+        table = pa.concat_tables(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
+        self._buffer, nbytes, self._buffered_bytes = [], self._buffered_bytes, 0
+        for fid, n in nan_counts(table, self.settings.schema, self.settings.metrics).items():
+            self._nan[fid] = self._nan.get(fid, 0) + n
+        for leaf in self._bounds_leaves:
+            mm = _string_min_max(table, self.settings.schema, leaf)
+            if mm is not None:
+                old = self._fallback.get(leaf.field_id)
+                self._fallback[leaf.field_id] = mm if old is None else (min(old[0], mm[0]), max(old[1], mm[1]))
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self._arrow_bytes_written += nbytes
+
+    def close(self) -> DataFile:
+        """Finish the file and describe it as a ``DataFile``."""
+        self.flush()
+        self._writer.close()
+        size = self._stream.tell()
+        self._stream.close()
+        self.closed = True
+        md = self._writer.writer.metadata
+        if md is None:  # pragma: no cover - pyarrow always keeps the footer of a closed writer
+            raise ValidationError(f"{self.path}: pyarrow returned no footer metadata")
+        m = footer_metrics(md, self.settings.schema, self.settings.metrics, self._nan, self._fallback)
+        return DataFile(
+            file_path=self.path,
+            file_format=FileFormat.PARQUET,
+            partition=tuple(self.partition),
+            record_count=m.record_count,
+            file_size_in_bytes=size,
+            content=FileContent.DATA,
+            column_sizes=m.column_sizes,
+            value_counts=m.value_counts,
+            null_value_counts=m.null_value_counts,
+            nan_value_counts=m.nan_value_counts,
+            lower_bounds=m.lower_bounds,
+            upper_bounds=m.upper_bounds,
+            split_offsets=tuple(m.split_offsets),
+            sort_order_id=self.settings.sort_order_id,
+            spec_id=self.settings.spec.spec_id,
+        )
+
+
+class RollingDataWriter:
+    """Writes the rows of one partition to data files, starting a new file when the current one
+    reaches ``write.target-file-size-bytes``.
+
+    File names follow Java's ``OutputFileFactory``:
+    ``<partition id:05d>-<task id>-<operation id>-<file count:05d>.parquet``.
+    """
+
+    def __init__(
+        self,
+        io: FileIO,
+        settings: WriteSettings,
+        partition: tuple = (),
+        *,
+        partition_id: int = 0,
+        task_id: int = 0,
+        operation_id: str | None = None,
+        counter: list[int] | None = None,
+    ) -> None:
+        self.io = io
+        self.settings = settings
+        self.partition = tuple(partition)
+        self.partition_id = partition_id
+        self.task_id = task_id
+        self.operation_id = operation_id or str(_uuid.uuid4())
+        # shared between the writers of one task so file numbers never repeat
+        self._counter = counter if counter is not None else [0]
+        self._current: ParquetFileWriter | None = None
+        self.files: list[DataFile] = []
+        if settings.spec.fields:
+            self._dir = join_path(settings.data_path, settings.spec.partition_to_path(self.partition, settings.schema))
+        else:
+            self._dir = settings.data_path
+
+    def _new_path(self) -> str:
+        self._counter[0] += 1
+        name = f"{self.partition_id:05d}-{self.task_id}-{self.operation_id}-{self._counter[0]:05d}.parquet"
+        return join_path(self._dir, name)
+
+    def write(self, table: pa.Table) -> None:
+        """Write rows already in the table's Arrow schema (see :func:`cast_to_schema`)."""
+        target = self.settings.target_file_size
+        # slices keep a single huge batch from overshooting the target by much
+        step = 65536
+        for start in range(0, table.num_rows, step):
+            part = table.slice(start, step)
+            if self._current is None:
+                self._current = ParquetFileWriter(self.io, self._new_path(), self.settings, self.partition)
+            self._current.write(part)
+            if self._current.estimated_size >= target:
+                self._current.flush()
+                if self._current.bytes_written >= target:
+                    self._roll()
+
+    def _roll(self) -> None:
+        if self._current is not None:
+            self.files.append(self._current.close())
+            self._current = None
+
+    def close(self) -> list[DataFile]:
+        """Close the open file; every file written, in order."""
+        self._roll()
+        return self.files
+
+    def abort(self) -> list[str]:
+        """Close and delete everything written; returns the deleted paths."""
+        paths = [f.file_path for f in self.files]
+        if self._current is not None:
+            try:
+                self._current._writer.close()
+                self._current._stream.close()
+            except Exception:  # noqa: BLE001 - best effort: the file is deleted next
+                pass
+            paths.append(self._current.path)
+            self._current = None
+        for p in paths:
+            try:
+                self.io.delete(p)
+            except Exception:  # noqa: BLE001 - leftovers are found by remove_orphan_files
+                pass
+        return paths
+
+
+def write_data_files(
+    io: FileIO,
+    settings: WriteSettings,
+    batches: Iterable[pa.RecordBatch | pa.Table],
+    *,
+    partition_id: int = 0,
+    task_id: int = 0,
+    operation_id: str | None = None,
+    cast: bool = True,
+) -> list[DataFile]:
+    """Write Arrow data (any batch sizes and column orders) to partitioned data files.
+
+    With ``cast`` every batch goes through :func:`cast_to_schema` first.  One rolling writer is
+    kept open per partition seen; on error everything written is deleted.
+    """
+    operation_id = operation_id or str(_uuid.uuid4())
+    writers: dict[tuple, RollingDataWriter] = {}
+    counter = [0]
+    try:
+        for batch in batches:
+            table = cast_to_schema(batch, settings.schema) if cast else (
+                pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+            )
+            for values, rows in partition_table(table, settings.spec, settings.schema):
+                w = writers.get(values)
+                if w is None:
+                    w = writers[values] = RollingDataWriter(
+                        io, settings, values, partition_id=partition_id, task_id=task_id,
+                        operation_id=operation_id, counter=counter,
+                    )
+                w.write(rows)
+        out: list[DataFile] = []
+        for w in writers.values():
+            out.extend(w.close())
+        return out
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+
+
+def iter_partitions(table: pa.Table, settings: WriteSettings) -> Iterator[tuple[tuple, pa.Table]]:
+    """:func:`partition_table` with the settings' spec and schema."""
+    yield from partition_table(table, settings.spec, settings.schema)

@@ -1,0 +1,227 @@
+"""Parquet data files: metrics (exact bytes), metrics modes, rolling, partitions and file names."""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from procedures.errors import ValidationError
+from procedures.io.fileio import FileIO
+from procedures.io.parquet_writer import (
+    MetricsConfig,
+    MetricsMode,
+    WriteSettings,
+    data_location,
+    parse_metrics_mode,
+    partition_table,
+    write_data_files,
+)
+from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionField, PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.sorting import SortField, SortOrder
+from procedures.spec.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
+from procedures.spec.types import (
+    DATE,
+    DOUBLE,
+    FLOAT,
+    INT,
+    LONG,
+    STRING,
+    TIMESTAMPTZ,
+    DecimalType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+)
+
+SCHEMA = Schema((
+    NestedField(1, "id", LONG, True),
+    NestedField(2, "s", STRING),
+    NestedField(3, "d", DecimalType(9, 2)),
+    NestedField(4, "f", FLOAT),
+    NestedField(5, "x", DOUBLE),
+    NestedField(6, "tags", ListType(7, STRING)),
+    NestedField(8, "m", MapType(9, STRING, 10, INT)),
+    NestedField(11, "st", StructType((NestedField(12, "a", INT),))),
+    NestedField(13, "big", DecimalType(38, 3)),
+))
+
+ROWS = {
+    "id": [5, -3, 7],
+    "s": ["héllo wörld, this is long", "abc", None],
+    "d": [Decimal("1.25"), Decimal("-3.10"), None],
+    "f": [float("nan"), 2.5, -1.0],
+    "x": [float("nan"), float("nan"), None],
+    "tags": [["z", "a"], None, []],
+    "m": pa.array([[("k", 1)], None, None], pa.map_(pa.string(), pa.int32())),
+    "st": [{"a": 4}, {"a": None}, None],
+    "big": [Decimal("12345678901234567890.123"), Decimal("-1.000"), None],
+}
+
+
+def write(tmp_path, rows=ROWS, props=None, schema=SCHEMA, spec=UNPARTITIONED_SPEC, order=None, **kw):
+    props = dict(props or {})
+    settings = WriteSettings(
+        schema, spec, str(tmp_path / "data"), props, sort_order_id=kw.pop("sort_order_id", None),
+        metrics=MetricsConfig.from_properties(props, schema, order),
+    )
+    return write_data_files(FileIO(), settings, [pa.table(rows) if isinstance(rows, dict) else rows], **kw)
+
+
+def test_metrics_exact_bytes(tmp_path):
+    (f,) = write(tmp_path, sort_order_id=0)
+    assert f.record_count == 3 and f.sort_order_id == 0 and f.spec_id == 0
+    assert f.value_counts == {1: 3, 2: 3, 3: 3, 4: 3, 5: 3, 12: 3, 13: 3}
+    assert f.null_value_counts == {1: 0, 2: 1, 3: 1, 4: 0, 5: 1, 12: 2, 13: 1}
+    assert f.nan_value_counts == {4: 1, 5: 2}
+    assert f.lower_bounds[1] == struct.pack("<q", -3) and f.upper_bounds[1] == struct.pack("<q", 7)
+    # truncate(16): 16 code points; the upper bound's last code point is incremented
+    assert f.lower_bounds[2] == "abc".encode()
+    assert f.upper_bounds[2] == "héllo wörld, thj".encode()
+    # decimal(9,2): minimal big-endian two's complement of the unscaled value
+    assert f.lower_bounds[3] == (-310).to_bytes(2, "big", signed=True) and f.upper_bounds[3] == b"\x7d"
+    assert f.lower_bounds[13] == (-1000).to_bytes(2, "big", signed=True)
+    assert f.upper_bounds[13] == (12345678901234567890123).to_bytes(10, "big", signed=True)
+    # NaN is never a bound; an all-NaN/null column has none
+    assert f.lower_bounds[4] == struct.pack("<f", -1.0) and f.upper_bounds[4] == struct.pack("<f", 2.5)
+    assert 5 not in f.lower_bounds and 5 not in f.upper_bounds
+    # struct children keep bounds; list/map leaves get sizes only
+    assert f.lower_bounds[12] == f.upper_bounds[12] == struct.pack("<i", 4)
+    assert set(f.column_sizes) == {1, 2, 3, 4, 5, 7, 9, 10, 12, 13}
+    for fid in (7, 9, 10):
+        assert fid not in f.value_counts and fid not in f.lower_bounds and fid not in f.null_value_counts
+    md = pq.ParquetFile(f.file_path).metadata
+    assert f.file_size_in_bytes == (tmp_path / "data" / f.file_path.rsplit("/", 1)[1]).stat().st_size
+    assert md.row_group(0).column(0).compression == "ZSTD"
+    assert sum(f.column_sizes.values()) == sum(md.row_group(0).column(i).total_compressed_size for i in range(md.num_columns))
+    assert f.split_offsets == (4,)
+
+
+def test_metrics_modes(tmp_path):
+    props = {
+        "write.metadata.metrics.default": "counts",
+        "write.metadata.metrics.column.id": "none",
+        "write.metadata.metrics.column.s": "full",
+        "write.metadata.metrics.column.st.a": "truncate(2)",
+    }
+    (f,) = write(tmp_path, props=props)
+    assert 1 not in f.value_counts and 1 in f.column_sizes and 1 not in f.lower_bounds
+    assert f.upper_bounds[2] == "héllo wörld, this is long".encode()
+    assert 3 in f.value_counts and 3 not in f.lower_bounds
+    assert f.lower_bounds[12] == struct.pack("<i", 4)
+
+
+def test_metrics_mode_parsing_and_inferred_defaults():
+    assert parse_metrics_mode("Truncate(8)") == MetricsMode("truncate", 8)
+    assert str(parse_metrics_mode("FULL")) == "full"
+    with pytest.raises(ValidationError, match="invalid metrics mode 'trunc'"):
+        parse_metrics_mode("trunc")
+    wide = Schema(tuple(NestedField(i, f"c{i}", INT) for i in range(1, 103)))
+    cfg = MetricsConfig.from_properties({}, wide)
+    assert cfg.mode("c100") == MetricsMode("truncate", 16) and cfg.mode("c101") == MetricsMode("none")
+    ordered = MetricsConfig.from_properties({}, wide, SortOrder(1, (SortField(102),)))
+    assert ordered.mode("c102") == MetricsMode("counts")
+    small = MetricsConfig.from_properties({"write.metadata.metrics.max-inferred-column-defaults": "200"}, wide)
+    assert small.mode("c102") == MetricsMode("truncate", 16)
+
+
+def test_long_strings_still_get_bounds(tmp_path):
+    # Arrow drops footer statistics for values over 4 KiB; the writer keeps bounds anyway
+    schema = Schema((NestedField(1, "s", STRING),))
+    (f,) = write(tmp_path, rows={"s": ["b" * 5000, "a" * 5000]}, schema=schema)
+    assert f.lower_bounds[1] == b"a" * 16 and f.upper_bounds[1] == b"b" * 15 + b"c"
+    assert f.null_value_counts == {1: 0}
+
+
+def test_rolling_and_file_names(tmp_path):
+    schema = Schema((NestedField(1, "id", LONG, True), NestedField(2, "s", STRING)))
+    rows = pa.table({"id": pa.array(range(200_000), pa.int64()), "s": [f"v{i % 977}" for i in range(200_000)]})
+    props = {"write.target-file-size-bytes": "200000", "write.parquet.compression-codec": "snappy"}
+    batches = rows.to_batches(max_chunksize=10_000)
+    settings = WriteSettings(schema, UNPARTITIONED_SPEC, str(tmp_path / "data"), props)
+    files = write_data_files(FileIO(), settings, batches, partition_id=3, task_id=42, operation_id="op")
+    assert len(files) > 2
+    assert sum(f.record_count for f in files) == 200_000
+    names = [f.file_path.rsplit("/", 1)[1] for f in files]
+    assert names == [f"00003-42-op-{i:05d}.parquet" for i in range(1, len(files) + 1)]
+    for f in files[:-1]:
+        assert f.file_size_in_bytes >= 200_000
+    assert pq.ParquetFile(files[0].file_path).metadata.row_group(0).column(0).compression == "SNAPPY"
+    back = pa.concat_tables(pq.read_table(f.file_path) for f in files)
+    assert back.column("id").to_pylist() == list(range(200_000))
+
+
+def test_split_offsets_are_row_group_starts(tmp_path):
+    schema = Schema((NestedField(1, "id", LONG, True),))
+    rows = pa.table({"id": pa.array(range(100_000), pa.int64())})
+    props = {"write.parquet.row-group-size-bytes": "20000"}
+    settings = WriteSettings(schema, UNPARTITIONED_SPEC, str(tmp_path / "data"), props)
+    (f,) = write_data_files(FileIO(), settings, rows.to_batches(max_chunksize=10_000))
+    md = pq.ParquetFile(f.file_path).metadata
+    assert md.num_row_groups > 1 and len(f.split_offsets) == md.num_row_groups
+    starts = []
+    for g in range(md.num_row_groups):
+        c = md.row_group(g).column(0)
+        starts.append(min(o for o in (c.dictionary_page_offset, c.data_page_offset) if o))
+    assert list(f.split_offsets) == starts and f.split_offsets[0] == 4
+
+
+def test_partitioned_write_paths_and_tuples(tmp_path):
+    schema = Schema((
+        NestedField(1, "id", LONG, True),
+        NestedField(2, "cat", STRING),
+        NestedField(3, "ts", TIMESTAMPTZ),
+        NestedField(4, "dt", DATE),
+    ))
+    spec = PartitionSpec(1, (
+        PartitionField(2, 1000, IdentityTransform(), "cat"),
+        PartitionField(3, 1001, DayTransform(), "ts_day"),
+        PartitionField(1, 1002, BucketTransform(4), "id_bucket"),
+        PartitionField(2, 1003, TruncateTransform(1), "cat_trunc"),
+    ))
+    utc = dt.timezone.utc
+    rows = pa.table({
+        "id": pa.array([1, 2, 3], pa.int64()),
+        "cat": ["a b", "a b", None],
+        "ts": pa.array([dt.datetime(2024, 3, 1, 5, tzinfo=utc), dt.datetime(2024, 3, 1, 23, tzinfo=utc), None],
+                       pa.timestamp("us", tz="UTC")),
+        "dt": pa.array([dt.date(2024, 1, 1)] * 3, pa.date32()),
+    })
+    files = write(tmp_path, rows=rows, schema=schema, spec=spec)
+    by_partition = {f.partition: f for f in files}
+    # (murmur3 of the 8-byte little-endian long & 0x7fffffff) % 4: 1 -> 0, 2 -> 0, 3 -> 3
+    assert set(by_partition) == {("a b", 19783, 0, "a"), (None, None, 3, None)}
+    for f in files:
+        assert f.spec_id == 1
+        rel = f.file_path[len(str(tmp_path / "data")) + 1:]
+        assert rel.startswith(spec.partition_to_path(f.partition, schema) + "/")
+    null_file = next(f for f in files if f.partition[0] is None)
+    assert "/cat=null/ts_day=null/" in null_file.file_path
+    ab = [f for f in files if f.partition[0] == "a b"]
+    assert all("/cat=a+b/ts_day=2024-03-01/" in f.file_path for f in ab)
+    assert sum(f.record_count for f in ab) == 2
+
+
+def test_partition_table_groups_rows():
+    schema = Schema((NestedField(1, "id", LONG, True), NestedField(2, "d", DATE)))
+    spec = PartitionSpec(0, (PartitionField(2, 1000, IdentityTransform(), "d"),))
+    t = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "d": pa.array([0, 1, 0, None], pa.date32())})
+    groups = {k: v.column("id").to_pylist() for k, v in partition_table(t, spec, schema)}
+    assert groups == {(0,): [1, 3], (1,): [2], (None,): [4]}
+
+
+def test_data_location_properties():
+    assert data_location("s3://b/t/", {}) == "s3://b/t/data"
+    assert data_location("s3://b/t", {"write.data.path": "s3://other/x/"}) == "s3://other/x"
+    assert data_location("/t", {"write.folder-storage.path": "/f"}) == "/f"
+
+
+def test_bad_codec_is_refused(tmp_path):
+    with pytest.raises(ValidationError, match="write.parquet.compression-codec='lzo'"):
+        write(tmp_path, props={"write.parquet.compression-codec": "lzo"})
