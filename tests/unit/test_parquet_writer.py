@@ -225,3 +225,81 @@ def test_data_location_properties():
 def test_bad_codec_is_refused(tmp_path):
     with pytest.raises(ValidationError, match="write.parquet.compression-codec='lzo'"):
         write(tmp_path, props={"write.parquet.compression-codec": "lzo"})
+
+
+# --------------------------------------------------------------------------- delete writers
+class _Meta:
+    """The few TableMetadata members the delete writers use."""
+
+    def __init__(self, location, version, spec=UNPARTITIONED_SPEC, schema=SCHEMA):
+        self.location, self.format_version, self.properties = location, version, {}
+        self._spec, self._schema = spec, schema
+
+    def schema(self):
+        return self._schema
+
+    def spec_by_id(self, spec_id):
+        assert spec_id == self._spec.spec_id
+        return self._spec
+
+
+def test_position_delete_files(tmp_path):
+    from procedures.io.delete_writers import DeleteTarget, read_position_deletes, write_position_delete_files
+    from procedures.spec.manifest import FileContent, FileFormat
+
+    schema = Schema((NestedField(1, "id", LONG, True), NestedField(2, "cat", STRING)))
+    spec = PartitionSpec(1, (PartitionField(2, 1000, IdentityTransform(), "cat"),))
+    meta = _Meta(str(tmp_path), 2, spec, schema)
+    a = DeleteTarget(f"{tmp_path}/data/cat=x/a.parquet", ("x",), 1)
+    b = DeleteTarget(f"{tmp_path}/data/cat=x/b.parquet", ("x",), 1)
+    c = DeleteTarget(f"{tmp_path}/data/cat=y/c.parquet", ("y",), 1)
+    files = write_position_delete_files(FileIO(), meta, {b: [9, 2], a: [5, 1, 5], c: [0]}, operation_id="op")
+    assert len(files) == 2
+    fx = next(f for f in files if f.partition == ("x",))
+    fy = next(f for f in files if f.partition == ("y",))
+    assert "/data/cat=x/00000-0-op-" in fx.file_path and fx.file_path.endswith("-deletes.parquet")
+    assert (fx.content, fx.file_format, fx.record_count, fx.spec_id) == (FileContent.POSITION_DELETES, FileFormat.PARQUET, 4, 1)
+    assert fx.referenced_data_file is None and fy.referenced_data_file == c.file_path
+    assert fx.sort_order_id is None
+    # full, untruncated bounds on file_path (longer than 16 characters) and pos
+    assert fx.lower_bounds[2147483546] == a.file_path.encode() and fx.upper_bounds[2147483546] == b.file_path.encode()
+    assert fx.lower_bounds[2147483545] == struct.pack("<q", 1) and fx.upper_bounds[2147483545] == struct.pack("<q", 9)
+    t = pq.read_table(fx.file_path)
+    assert t.column("file_path").to_pylist() == [a.file_path] * 2 + [b.file_path] * 2
+    assert t.column("pos").to_pylist() == [1, 5, 2, 9]
+    assert pq.read_schema(fx.file_path).field("pos").metadata == {b"PARQUET:field_id": b"2147483545"}
+    assert read_position_deletes(FileIO(), fx) == {a.file_path: [1, 5], b.file_path: [2, 9]}
+    with pytest.raises(ValidationError, match="format v1"):
+        write_position_delete_files(FileIO(), _Meta(str(tmp_path), 1), {a: [1]})
+
+
+def test_deletion_vectors_in_one_puffin(tmp_path):
+    from procedures.io.delete_writers import (
+        DeleteTarget,
+        merge_positions,
+        read_existing_positions,
+        write_deletes,
+    )
+    from procedures.spec.manifest import FileFormat
+    from procedures.spec.puffin import read_puffin
+
+    meta = _Meta(str(tmp_path), 3)
+    a, b = DeleteTarget("s3://x/a.parquet"), DeleteTarget("s3://x/b.parquet")
+    files = write_deletes(FileIO(), meta, {a: [3, 1], b: [1 << 33, 7]}, operation_id="op")
+    assert [f.referenced_data_file for f in files] == [a.file_path, b.file_path]
+    assert len({f.file_path for f in files}) == 1 and files[0].file_path.endswith("00000-0-op-00001-deletes.puffin")
+    fa = files[0]
+    assert fa.file_format == FileFormat.PUFFIN and fa.record_count == 2 and fa.lower_bounds is None
+    data = (tmp_path / "data" / "00000-0-op-00001-deletes.puffin").read_bytes()
+    assert fa.file_size_in_bytes == len(data)
+    # the spec's test vector for positions {1, 3}
+    assert data[fa.content_offset:fa.content_offset + fa.content_size_in_bytes] == bytes.fromhex(
+        "00 00 00 24  D1 D3 39 64  01 00 00 00 00 00 00 00  00 00 00 00"
+        "3A 30 00 00  01 00 00 00  00 00 01 00  10 00 00 00  01 00 03 00"
+        "68 34 97 A9"
+    )
+    assert read_puffin(FileIO(), fa.file_path).deletion_vectors() == {a.file_path: [1, 3], b.file_path: [7, 1 << 33]}
+    assert merge_positions([3, 1], (1, 2)) == [1, 2, 3]
+    assert read_existing_positions(FileIO(), files, b.file_path) == [7, 1 << 33]
+    with pytest.raises(ValidationError, match="non-negative"):
+        merge_positions([-1])
