@@ -12,6 +12,7 @@ are not valid Avro names rewritten with ``iceberg-field-name`` keeping the origi
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from procedures.errors import InvalidMetadataError, UnsupportedFormatVersionError
@@ -55,6 +56,7 @@ __all__ = [
     "struct_to_avro",
     "sanitize_name",
     "strip_logical_types",
+    "without_logical_types",
 ]
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
@@ -357,3 +359,69 @@ def _strip(node: Any) -> None:
         for key in ("type", "items", "values", "fields"):
             if key in node and not isinstance(node[key], str):
                 _strip(node[key])
+
+
+def without_logical_types(data: bytes) -> tuple[bytes, Any]:
+    """An Avro container file whose header schema has no logical types, plus the original schema.
+
+    fastavro converts logical types by the *writer* schema (a reader schema does not stop it), so
+    the header is rewritten instead; the blocks are untouched because the encodings are the same.
+    """
+    meta, sync, end = _parse_header(data)
+    schema = json.loads(meta["avro.schema"])
+    meta["avro.schema"] = json.dumps(strip_logical_types(schema)).encode()
+    return _encode_header(meta, sync) + data[end:], schema
+
+
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _write_long(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _parse_header(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
+    if data[:4] != b"Obj\x01":
+        raise ValueError("missing Avro magic 'Obj\\x01'")
+    meta: dict[str, bytes] = {}
+    pos = 4
+    while True:
+        count, pos = _read_long(data, pos)
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, pos = _read_long(data, pos)  # block byte size
+        for _ in range(count):
+            n, pos = _read_long(data, pos)
+            key = data[pos:pos + n].decode()
+            pos += n
+            n, pos = _read_long(data, pos)
+            meta[key] = bytes(data[pos:pos + n])
+            pos += n
+    if pos + 16 > len(data):
+        raise EOFError("truncated Avro header")
+    return meta, bytes(data[pos:pos + 16]), pos + 16
+
+
+def _encode_header(meta: dict[str, bytes], sync: bytes) -> bytes:
+    out = [b"Obj\x01", _write_long(len(meta))]
+    for k, v in meta.items():
+        kb = k.encode()
+        out += [_write_long(len(kb)), kb, _write_long(len(v)), v]
+    out += [b"\x00", sync]
+    return b"".join(out)

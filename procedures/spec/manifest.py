@@ -32,7 +32,7 @@ from procedures.spec.avro_schemas import (
     manifest_entry_avro_schema,
     manifest_list_avro_schema,
     sanitize_name,
-    strip_logical_types,
+    without_logical_types,
 )
 from procedures.spec.schema import Schema, schema_to_json
 from procedures.spec.types import (
@@ -251,78 +251,16 @@ def _read_bytes(io: _FileIO, path: str) -> bytes:
 
 
 def _open_avro(data: bytes, path: str, strip: bool) -> tuple[Any, Any]:
-    """A fastavro reader over ``data``; with ``strip`` the header's schema loses its logical types.
-
-    fastavro converts logical types by the *writer* schema (a reader schema does not stop it), so
-    the header is rewritten instead: values then come back as raw ints and bytes, which are our
-    representation already (dates, times, timestamps incl. nanos) or cheap to convert.
-    Returns the reader and the file's original schema.
-    """
+    """A fastavro reader over ``data`` and the file's original schema; with ``strip`` values come
+    back as raw ints and bytes (our representation, or cheap to convert) instead of datetimes."""
     try:
         if strip:
-            meta, sync, end = _parse_header(data)
-            schema = json.loads(meta["avro.schema"])
-            meta["avro.schema"] = json.dumps(strip_logical_types(schema)).encode()
-            data = _encode_header(meta, sync) + data[end:]
+            data, schema = without_logical_types(data)
             return fastavro.reader(_io.BytesIO(data)), schema
         reader = fastavro.reader(_io.BytesIO(data))
         return reader, reader.writer_schema
     except Exception as e:  # fastavro raises several unrelated types for corrupt files
         raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
-
-
-def _read_long(data: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _write_long(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _parse_header(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
-    if data[:4] != b"Obj\x01":
-        raise ValueError("missing Avro magic 'Obj\\x01'")
-    meta: dict[str, bytes] = {}
-    pos = 4
-    while True:
-        count, pos = _read_long(data, pos)
-        if count == 0:
-            break
-        if count < 0:
-            count = -count
-            _, pos = _read_long(data, pos)  # block byte size
-        for _ in range(count):
-            n, pos = _read_long(data, pos)
-            key = data[pos:pos + n].decode()
-            pos += n
-            n, pos = _read_long(data, pos)
-            meta[key] = bytes(data[pos:pos + n])
-            pos += n
-    if pos + 16 > len(data):
-        raise EOFError("truncated Avro header")
-    return meta, bytes(data[pos:pos + 16]), pos + 16
-
-
-def _encode_header(meta: dict[str, bytes], sync: bytes) -> bytes:
-    out = [b"Obj\x01", _write_long(len(meta))]
-    for k, v in meta.items():
-        kb = k.encode()
-        out += [_write_long(len(kb)), kb, _write_long(len(v)), v]
-    out += [b"\x00", sync]
-    return b"".join(out)
 
 
 def _names_by_id(record_schema: Mapping[str, Any]) -> dict[int, str]:
