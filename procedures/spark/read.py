@@ -1,0 +1,437 @@
+"""Reading Iceberg tables into Spark DataFrames (the read half of Spark I/O).
+
+Planning runs on the driver (:func:`procedures.core.scan.iter_file_scan_tasks`); only file metadata
+travels to the executors, one serialized task per row, and ``mapInArrow`` reads the data there
+with :func:`procedures.io.parquet_reader.read_task`.
+
+Spark types follow Iceberg Java's Spark reader (``TypeToSparkType``):
+
+==============================  ==========================================================
+Iceberg                         Spark
+==============================  ==========================================================
+boolean, int, long              BooleanType, IntegerType, LongType
+float, double, decimal(P,S)     FloatType, DoubleType, DecimalType(P,S)
+date                            DateType
+timestamp / timestamptz         TimestampNTZType / TimestampType
+string, uuid                    StringType (uuid in its canonical 36-character form)
+fixed[L], binary                BinaryType
+struct, list, map               StructType, ArrayType, MapType
+time                            LongType, microseconds since midnight (Java refuses the column)
+timestamp_ns / timestamptz_ns   TimestampNTZType / TimestampType truncated to micros (Java refuses)
+unknown                         NullType
+==============================  ==========================================================
+
+Required Iceberg fields are non-nullable Spark fields.  Metadata columns: ``_file`` string, ``_pos``
+long, ``_spec_id`` int, ``_partition`` struct of every spec's partition fields (by field id),
+``_deleted`` boolean, ``_row_id`` and ``_last_updated_sequence_number`` long.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import pickle
+from dataclasses import replace
+from typing import Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from procedures.catalog.base import Table
+from procedures.core.scan import FileScanTask, iter_file_scan_tasks
+from procedures.errors import ValidationError
+from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, read_task
+from procedures.spec.expression_parser import parse_filter
+from procedures.spec.expressions import Expression, referenced_names
+from procedures.spec.manifest import DataFile
+from procedures.spec.metadata import TableMetadata
+from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, parse_name_mapping
+from procedures.spec.schema import Schema
+from procedures.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    GeographyType,
+    GeometryType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UnknownType,
+    UUIDType,
+)
+
+__all__ = [
+    "read_table",
+    "read_files",
+    "read_tasks",
+    "load_table",
+    "spark_type",
+    "spark_schema",
+    "unified_partition_type",
+    "to_spark_arrow",
+]
+
+
+# ------------------------------------------------------------------------------ tables and jobs
+def load_table(spark: Any, table: str | Table) -> Table:
+    """The table named ``cat.db.t`` (or ``db.t`` in the default catalog) through our catalogs."""
+    if isinstance(table, Table):
+        return table
+    from procedures.catalog.config import load_catalog, resolve_identifier  # noqa: PLC0415
+
+    catalog_name, ident = resolve_identifier(table, conf=spark)
+    return load_catalog(catalog_name, spark).load_table(ident)
+
+
+@contextlib.contextmanager
+def _job(spark: Any, text: str) -> Iterator[None]:
+    try:
+        from procedures.spark.session import job_description  # noqa: PLC0415 - the write half's helper
+    except ImportError:
+        job_description = None
+    if job_description is not None:
+        with job_description(spark, text):
+            yield
+        return
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(text)
+    try:
+        yield
+    finally:
+        sc.setJobDescription(previous)
+
+
+# ------------------------------------------------------------------------------ types
+def spark_type(t: IcebergType) -> Any:
+    """The Spark SQL type Iceberg Java's Spark reader uses for an Iceberg type (see module doc)."""
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    match t:
+        case BooleanType():
+            return T.BooleanType()
+        case IntegerType():
+            return T.IntegerType()
+        case LongType() | TimeType():
+            return T.LongType()
+        case FloatType():
+            return T.FloatType()
+        case DoubleType():
+            return T.DoubleType()
+        case DecimalType():
+            return T.DecimalType(t.precision, t.scale)
+        case DateType():
+            return T.DateType()
+        case TimestampType() | TimestampNanoType():
+            return T.TimestampNTZType()
+        case TimestamptzType() | TimestamptzNanoType():
+            return T.TimestampType()
+        case StringType() | UUIDType():
+            return T.StringType()
+        case FixedType() | BinaryType() | GeometryType() | GeographyType():
+            return T.BinaryType()
+        case UnknownType():
+            return T.NullType()
+        case StructType():
+            return T.StructType([_spark_field(f) for f in t.fields])
+        case ListType():
+            return T.ArrayType(spark_type(t.element_type), not t.element_required)
+        case MapType():
+            return T.MapType(spark_type(t.key_type), spark_type(t.value_type), not t.value_required)
+    raise ValidationError(f"Cannot read Iceberg type {t} into Spark")
+
+
+def _spark_field(f: NestedField) -> Any:
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    return T.StructField(f.name, spark_type(f.field_type), not f.required)
+
+
+def spark_schema(arrow_schema: pa.Schema, iceberg_fields: Sequence[NestedField]) -> Any:
+    """The Spark schema of a read: the Iceberg fields' Spark types, in order."""
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    return T.StructType([_spark_field(f) for f in iceberg_fields])
+
+
+def _target_arrow(t: IcebergType) -> pa.DataType:
+    """The Arrow type Spark expects for the Spark type of ``t``."""
+    match t:
+        case UUIDType():
+            return pa.string()
+        case FixedType() | GeometryType() | GeographyType():
+            return pa.binary()
+        case TimeType():
+            return pa.int64()
+        case TimestampNanoType() | TimestampType():
+            return pa.timestamp("us")
+        case TimestamptzNanoType() | TimestamptzType():
+            return pa.timestamp("us", tz="UTC")
+        case StructType():
+            return pa.struct([pa.field(f.name, _target_arrow(f.field_type), not f.required) for f in t.fields])
+        case ListType():
+            return pa.list_(pa.field("element", _target_arrow(t.element_type), not t.element_required))
+        case MapType():
+            return pa.map_(pa.field("key", _target_arrow(t.key_type), False),
+                           pa.field("value", _target_arrow(t.value_type), not t.value_required))
+    from procedures.io.arrow_schema import type_to_arrow  # noqa: PLC0415
+
+    return type_to_arrow(t)
+
+
+def _needs_conversion(t: IcebergType) -> bool:
+    if isinstance(t, (UUIDType, FixedType, TimeType, TimestampNanoType, TimestamptzNanoType,
+                      GeometryType, GeographyType)):
+        return True
+    if isinstance(t, StructType):
+        return any(_needs_conversion(f.field_type) for f in t.fields)
+    if isinstance(t, ListType):
+        return _needs_conversion(t.element_type)
+    if isinstance(t, MapType):
+        return _needs_conversion(t.key_type) or _needs_conversion(t.value_type)
+    return False
+
+
+def _convert(arr: pa.Array, t: IcebergType) -> pa.Array:
+    if not _needs_conversion(t):
+        return arr
+    if isinstance(t, UUIDType):
+        storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
+        return _uuid_strings(storage)
+    if isinstance(t, (FixedType, GeometryType, GeographyType)):
+        return arr.cast(pa.binary())
+    if isinstance(t, TimeType):
+        return arr.cast(pa.int64())
+    if isinstance(t, (TimestampNanoType, TimestamptzNanoType)):
+        return arr.cast(_target_arrow(t), safe=False)
+    mask = arr.is_null() if arr.null_count else None
+    if isinstance(t, StructType):
+        kids = [_convert(arr.field(i), f.field_type) for i, f in enumerate(t.fields)]
+        return pa.StructArray.from_arrays(kids, fields=list(_target_arrow(t)), mask=mask)
+    if isinstance(t, ListType):
+        return pa.ListArray.from_arrays(arr.offsets, _convert(arr.values, t.element_type), type=_target_arrow(t),
+                                        mask=mask)
+    offsets = pc.subtract(arr.offsets, arr.offsets[0])
+    return pa.MapArray.from_arrays(offsets, _convert(arr.keys, t.key_type), _convert(arr.items, t.value_type),
+                                   type=_target_arrow(t), mask=mask)
+
+
+def _uuid_strings(storage: pa.Array) -> pa.Array:
+    out = []
+    for b in storage.to_pylist():
+        if b is None:
+            out.append(None)
+        else:
+            x = b.hex()
+            out.append(f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}")
+    return pa.array(out, pa.string())
+
+
+def to_spark_arrow(batch: pa.RecordBatch, fields: Sequence[NestedField]) -> pa.RecordBatch:
+    """A reader batch converted to the Arrow form Spark expects for the fields' Spark types."""
+    arrays = [_convert(batch.column(i), f.field_type) for i, f in enumerate(fields)]
+    schema = pa.schema([pa.field(f.name, _target_arrow(f.field_type), not f.required) for f in fields])
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def unified_partition_type(md: TableMetadata, schema: Schema | None = None) -> StructType:
+    """The ``_partition`` struct: every partition field of every spec, once per field id, ordered by
+    field id, typed by its transform over the current schema (as Java's ``Partitioning.partitionType``)."""
+    schema = schema or md.schema()
+    seen: dict[int, NestedField] = {}
+    for spec in md.partition_specs:
+        ptype = spec.partition_type(schema)
+        for f in ptype.fields:
+            if f.field_id not in seen and not isinstance(f.field_type, UnknownType):
+                seen[f.field_id] = f
+    return StructType(tuple(seen[i] for i in sorted(seen)))
+
+
+# ------------------------------------------------------------------------------ tasks
+def _light(task: FileScanTask) -> FileScanTask:
+    """The task without what executors do not need (column metrics, the schema)."""
+    def strip(df: DataFile) -> DataFile:
+        return replace(df, column_sizes=None, value_counts=None, null_value_counts=None, nan_value_counts=None,
+                       lower_bounds=None, upper_bounds=None)
+
+    deletes = tuple(replace(d, data_file=strip(d.data_file)) for d in task.deletes)
+    return replace(task, data_file=strip(task.data_file), deletes=deletes, schema=None)  # type: ignore[arg-type]
+
+
+def _meta_fields(metadata_columns: Sequence[str], ptype: StructType) -> list[NestedField]:
+    from procedures.io.parquet_reader import _meta_field  # noqa: PLC0415
+
+    return [_meta_field(n, ptype) for n in metadata_columns]
+
+
+def read_tasks(
+    spark: Any,
+    table: Table,
+    tasks: Iterable[FileScanTask],
+    projected: Schema,
+    *,
+    scan_schema: Schema | None = None,
+    metadata_columns: Sequence[str] = (),
+    apply_deletes: bool = True,
+) -> Any:
+    """A DataFrame of planned tasks read on the executors (the building block of the readers).
+
+    ``projected`` is the Iceberg schema of the output columns; ``scan_schema`` is the schema the
+    tasks were planned with (equality deletes are resolved in it; defaults to ``projected``).
+    """
+    md = table.metadata
+    for name in metadata_columns:
+        if name not in METADATA_COLUMN_NAMES:
+            raise ValidationError(
+                f"Cannot read metadata column {name!r} of {table.name}; supported: {', '.join(METADATA_COLUMN_NAMES)}")
+    ptype = unified_partition_type(md)
+    fields = list(projected.fields) + _meta_fields(metadata_columns, ptype)
+    out_schema = spark_schema(pa.schema([]), fields)
+    payloads = [pickle.dumps(_light(t), protocol=pickle.HIGHEST_PROTOCOL) for t in tasks]
+    mapping_text = md.property(DEFAULT_NAME_MAPPING_PROPERTY)
+    specs = dict(md.specs_by_id)
+    io_props = dict(getattr(table.io, "properties", {}) or {})
+    schema_for_tasks = scan_schema or projected
+    meta_cols = tuple(metadata_columns)
+
+    def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from procedures.io.fileio import FileIO  # noqa: PLC0415
+
+        io = FileIO(io_props)
+        mapping = parse_name_mapping(mapping_text) if mapping_text else None
+        for b in batches:
+            for raw in b.column(0).to_pylist():
+                task = replace(pickle.loads(raw), schema=schema_for_tasks)
+                for out in read_task(io, task, projected, specs=specs, name_mapping=mapping,
+                                     metadata_columns=meta_cols, partition_type=ptype, apply_deletes=apply_deletes):
+                    yield to_spark_arrow(out, fields)
+
+    sc = spark.sparkContext
+    if not payloads:
+        return spark.createDataFrame(sc.emptyRDD(), out_schema)
+    slices = max(1, min(len(payloads), 10_000))
+    rdd = sc.parallelize([(p,) for p in payloads], slices)
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    tasks_df = spark.createDataFrame(rdd, T.StructType([T.StructField("task", T.BinaryType(), False)]))
+    return tasks_df.mapInArrow(read_partition, out_schema)
+
+
+def _as_of_ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    if isinstance(value, str):
+        return _as_of_ms(dt.datetime.fromisoformat(value))
+    return int(value)
+
+
+def _projection(schema: Schema, columns: Sequence[str] | None, filter_names: set[str],
+                case_sensitive: bool) -> tuple[Schema, list[str] | None]:
+    if columns is None:
+        return schema, None
+    names = list(columns) + [n for n in sorted(filter_names) if n not in columns]
+    projected = schema.select(names, case_sensitive)
+    order = [schema.find_field(c, case_sensitive).name if "." not in c else c for c in columns]
+    return projected, order
+
+
+def read_table(
+    spark: Any,
+    table: str | Table,
+    snapshot_id: int | None = None,
+    as_of_timestamp: int | dt.datetime | str | None = None,
+    ref: str | None = None,
+    filter: str | Expression | None = None,
+    columns: Sequence[str] | None = None,
+    metadata_columns: Sequence[str] = (),
+    *,
+    case_sensitive: bool = True,
+) -> Any:
+    """Read ``table`` (``"cat.db.t"`` or a loaded :class:`Table`) as a Spark DataFrame.
+
+    ``snapshot_id``, ``as_of_timestamp`` (epoch millis, a datetime, or ISO text; naive means UTC) or
+    ``ref`` (branch or tag) choose the snapshot; ``filter`` (Spark-SQL text or an expression) prunes
+    files and, when given as text, is also applied to the rows; ``columns`` selects top-level or
+    dotted columns; ``metadata_columns`` adds ``_file``, ``_pos``, ``_spec_id``, ``_partition``,
+    ``_deleted``, ``_row_id``, ``_last_updated_sequence_number`` after them.
+    """
+    t = load_table(spark, table)
+    expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (
+        filter if isinstance(filter, Expression) else None)
+    with _job(spark, f"Plan scan of {t.name}"):
+        from procedures.core.scan import select_snapshot  # noqa: PLC0415
+
+        sel = select_snapshot(t.metadata, snapshot_id=snapshot_id, as_of_timestamp_ms=_as_of_ms(as_of_timestamp),
+                              ref=ref)
+        tasks = list(iter_file_scan_tasks(
+            t.metadata, t.io, snapshot_id=snapshot_id, as_of_timestamp_ms=_as_of_ms(as_of_timestamp), ref=ref,
+            filter=expr, case_sensitive=case_sensitive,
+        ))
+    filter_names = referenced_names(expr) if (expr is not None and isinstance(filter, str)) else set()
+    projected, order = _projection(sel.schema, columns, filter_names, case_sensitive)
+    df = read_tasks(spark, t, tasks, projected, scan_schema=sel.schema, metadata_columns=metadata_columns)
+    if isinstance(filter, str) and filter.strip():
+        df = df.where(filter)
+    if order is not None:
+        df = df.select(*[f"`{c}`" if "." not in c else c for c in order], *metadata_columns)
+    return df
+
+
+def read_files(
+    spark: Any,
+    table: str | Table,
+    data_files: Iterable[str | DataFile],
+    *,
+    snapshot_id: int | None = None,
+    filter: str | Expression | None = None,
+    columns: Sequence[str] | None = None,
+    metadata_columns: Sequence[str] = ("_file", "_pos"),
+    apply_deletes: bool = True,
+) -> Any:
+    """Read only the given data files of the table's snapshot, with their deletes applied.
+
+    For copy-on-write rewrites (read the live rows of the files being replaced) and for finding
+    the ``_file``/``_pos`` of rows matching a ``filter`` (text filters are applied to the rows).
+    Paths that are not live data files of the snapshot raise ValidationError.
+    """
+    t = load_table(spark, table)
+    wanted = {f if isinstance(f, str) else f.file_path for f in data_files}
+    expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (
+        filter if isinstance(filter, Expression) else None)
+    with _job(spark, f"Plan reading {len(wanted)} file(s) of {t.name}"):
+        from procedures.core.scan import select_snapshot  # noqa: PLC0415
+
+        sel = select_snapshot(t.metadata, snapshot_id=snapshot_id)
+        tasks = [tk for tk in iter_file_scan_tasks(t.metadata, t.io, snapshot_id=snapshot_id, filter=expr)
+                 if tk.data_file.file_path in wanted]
+    if expr is None:
+        missing = wanted - {tk.data_file.file_path for tk in tasks}
+        if missing:
+            raise ValidationError(f"Cannot read {sorted(missing)[:3]} of {t.name}: not live data files of the snapshot")
+    filter_names = referenced_names(expr) if (expr is not None and isinstance(filter, str)) else set()
+    projected, order = _projection(sel.schema, columns, filter_names, True)
+    df = read_tasks(spark, t, tasks, projected, scan_schema=sel.schema, metadata_columns=metadata_columns,
+                    apply_deletes=apply_deletes)
+    if isinstance(filter, str) and filter.strip():
+        df = df.where(filter)
+    if order is not None:
+        df = df.select(*[f"`{c}`" if "." not in c else c for c in order], *metadata_columns)
+    return df
