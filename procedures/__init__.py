@@ -20,4 +20,14 @@ def describe(name: str):
 
 
 __all__ += ["call", "sql", "describe", "list_procedures", "register"]
+
+
+def read_table(spark, table, *args, **kwargs):
+    """Read an Iceberg table as a Spark DataFrame; see :func:`procedures.spark.read.read_table`."""
+    from procedures.spark.read import read_table as _read_table
+
+    return _read_table(spark, table, *args, **kwargs)
+
+
+__all__ += ["read_table"]
 __version__ = "0.1.0"
