@@ -2,7 +2,7 @@
 
 * :class:`FastAppend` adds new manifests and keeps every existing one.
 * :class:`MergeAppend` appends and then merges small manifests (``commit.manifest.*``).
-* :class:`DeleteFiles` removes files by path.
+* :class:`DeleteFiles` removes files by path or by a row filter that matches whole files.
 * :class:`OverwriteFiles` removes and adds data files, with optional conflict checks from a
   starting snapshot (serializable/snapshot isolation as Java's ``OverwriteFiles``).
 * :class:`ReplacePartitions` replaces every file in the partitions the new files touch.
@@ -37,12 +37,15 @@ from procedures.spec.manifest import (
     ManifestWriter,
     read_manifest,
 )
+from procedures.spec.evaluators import Evaluator, InclusiveMetricsEvaluator, ManifestEvaluator, StrictMetricsEvaluator
+from procedures.spec.expression_parser import parse_filter
 from procedures.spec.metadata import TableMetadata
+from procedures.spec.projection import inclusive_projection, strict_projection
 from procedures.spec.snapshots import Snapshot
 
 __all__ = [
     "FastAppend", "MergeAppend", "DeleteFiles", "OverwriteFiles", "ReplacePartitions", "RewriteFiles",
-    "RowDelta", "snapshots_since", "added_entries_since",
+    "RowDelta", "RowFilterMatcher", "snapshots_since", "added_entries_since",
 ]
 
 
@@ -228,6 +231,56 @@ def _int_prop(props, key: str, default: int) -> int:
 
 
 # ------------------------------------------------------------------------------ removing files
+class RowFilterMatcher:
+    """Decides, for each file, whether all, none or only some of its rows match a row filter.
+
+    Uses the partition tuple (strict and inclusive projections through the file's own spec) first
+    and the column metrics second, as Java's delete-by-filter does.  A data file where only some
+    rows may match cannot be removed by metadata alone: the caller must rewrite it (copy-on-write).
+    """
+
+    ALL, NONE, SOME = "all", "none", "some"
+
+    def __init__(self, base: TableMetadata, row_filter, case_sensitive: bool = True) -> None:
+        self.expr = parse_filter(row_filter) if isinstance(row_filter, str) else row_filter
+        self.schema = base.schema()
+        self.case_sensitive = case_sensitive
+        self._specs = {s.spec_id: s for s in base.partition_specs}
+        self._per_spec: dict[int, tuple] = {}
+        self._inclusive = InclusiveMetricsEvaluator(self.schema, self.expr, case_sensitive)
+        self._strict = StrictMetricsEvaluator(self.schema, self.expr, case_sensitive)
+
+    def _spec_evaluators(self, spec_id: int) -> tuple:
+        if spec_id not in self._per_spec:
+            spec = self._specs[spec_id]
+            ptype = spec.partition_type(self.schema)
+            self._per_spec[spec_id] = (
+                Evaluator(ptype, inclusive_projection(spec, self.schema, self.expr, self.case_sensitive)),
+                Evaluator(ptype, strict_projection(spec, self.schema, self.expr, self.case_sensitive)),
+                ManifestEvaluator.for_row_filter(self.expr, spec, self.schema, self.case_sensitive),
+            )
+        return self._per_spec[spec_id]
+
+    def might_match(self, manifest: ManifestFile) -> bool:
+        """Whether a manifest may hold a matching file (partition summaries)."""
+        return self._spec_evaluators(manifest.partition_spec_id)[2].eval(manifest)
+
+    def classify(self, f: DataFile) -> str:
+        """``all``, ``none`` or ``some`` for the rows of ``f``."""
+        inclusive, strict, _ = self._spec_evaluators(f.spec_id)
+        if not inclusive.eval(f.partition):
+            return self.NONE
+        if strict.eval(f.partition):
+            return self.ALL
+        if f.content != FileContent.DATA:
+            return self.NONE  # delete files go only with their whole partition
+        if not self._inclusive.eval(f):
+            return self.NONE
+        if self._strict.eval(f):
+            return self.ALL
+        return self.SOME
+
+
 class _RemovingProducer(SnapshotProducer):
     """A producer that removes files by path and adds new ones."""
 
@@ -238,9 +291,13 @@ class _RemovingProducer(SnapshotProducer):
         remove_paths: Iterable[str] = (),
         require_removed_exist: bool = True,
         data_sequence_number: int | None = None,
+        row_filter=None,
+        case_sensitive: bool = True,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
+        self.row_filter = row_filter
+        self.case_sensitive = case_sensitive
         self.add_files = list(add_files)
         self.remove_paths = set(remove_paths)
         self.require_removed_exist = require_removed_exist
@@ -263,12 +320,24 @@ class _RemovingProducer(SnapshotProducer):
                 ctx.reuse(m.manifest_path)
         extra = self.extra_remove(base, parent, ctx)
         paths = self.remove_paths
+        matcher = RowFilterMatcher(base, self.row_filter, self.case_sensitive) if self.row_filter is not None else None
 
         def should_remove(e: ManifestEntry) -> bool:
-            return e.data_file.file_path in paths or (extra is not None and extra(e))
+            if e.data_file.file_path in paths or (extra is not None and extra(e)):
+                return True
+            if matcher is None:
+                return False
+            verdict = matcher.classify(e.data_file)
+            if verdict == RowFilterMatcher.SOME:
+                raise ValidationError(
+                    f"Cannot delete file where some, but not all, rows match filter {self.row_filter}: "
+                    f"{e.data_file.file_path}; rewrite the file's rows instead (copy-on-write)"
+                )
+            return verdict == RowFilterMatcher.ALL
 
+        might_match = (lambda m: True) if matcher is None or paths or extra is not None else matcher.might_match
         kept, removed = self._rewriter.rewrite(
-            base, ctx, snapshot_manifests(ctx.io, parent), should_remove, summary,
+            base, ctx, snapshot_manifests(ctx.io, parent), should_remove, summary, might_match,
         )
         if self.require_removed_exist:
             missing = paths - {f.file_path for f in removed}
@@ -296,8 +365,8 @@ class DeleteFiles(_RemovingProducer):
 
     operation = "delete"
 
-    def __init__(self, paths: Iterable[str], *, require_exist: bool = True, **kwargs) -> None:
-        super().__init__(remove_paths=paths, require_removed_exist=require_exist, **kwargs)
+    def __init__(self, paths: Iterable[str] = (), *, require_exist: bool = True, row_filter=None, **kwargs) -> None:
+        super().__init__(remove_paths=paths, require_removed_exist=require_exist, row_filter=row_filter, **kwargs)
 
     def operation_for(self, summary):
         return "delete"
@@ -329,6 +398,13 @@ class OverwriteFiles(_RemovingProducer):
         self._check_from = starting_snapshot_id is not None or conflict_filter is not None
 
     def validate(self, base, parent, ctx):
+        if self.row_filter is not None and self.add_files:
+            matcher = RowFilterMatcher(base, self.row_filter, self.case_sensitive)
+            for f in self.add_files:
+                if matcher.classify(f) != RowFilterMatcher.ALL:
+                    raise ValidationError(
+                        f"Cannot append file with rows that do not match filter: {self.row_filter}: {f.file_path}"
+                    )
         if not self._check_from:
             return
         new = snapshots_since(base, parent, self.starting_snapshot_id)

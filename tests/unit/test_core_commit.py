@@ -296,3 +296,27 @@ def test_rollback_set_current_cherry_pick_and_fast_forward(catalog):
     assert t.metadata.refs["dev"].snapshot_id == head.snapshot_id
     with pytest.raises(ValidationError, match="not an ancestor"):
         commit(t, [ManageRef("replace", "dev", snapshot_id=second), FastForward("dev", "main")], policy=FAST)
+
+
+def test_delete_by_row_filter_removes_whole_files_and_refuses_partial_ones(catalog):
+    from procedures.spec.conversions import to_bytes
+
+    t = make_table(catalog)
+
+    def with_ids(i: int, lo: int, hi: int) -> DataFile:
+        f = data_file(t, i)
+        return DataFile(f.file_path, f.file_format, (lo % 4,), 10, 100, lower_bounds={1: to_bytes(lo, LONG)},
+                        upper_bounds={1: to_bytes(hi, LONG)}, value_counts={1: 10}, null_value_counts={1: 0}, spec_id=0)
+
+    t = commit(t, [FastAppend([with_ids(1, 0, 9), with_ids(2, 10, 19), with_ids(3, 20, 29)])], policy=FAST)
+    t = commit(t, [DeleteFiles(row_filter="id >= 10 AND id < 20")], policy=FAST)
+    assert live_paths(t) == {data_file(t, 1).file_path, data_file(t, 3).file_path}
+    assert t.metadata.current_snapshot().summary["deleted-data-files"] == "1"
+    with pytest.raises(ValidationError, match="some, but not all, rows match filter"):
+        commit(t, [DeleteFiles(row_filter="id < 5")], policy=FAST)
+    # an overwrite by filter must only add files whose rows match it
+    with pytest.raises(ValidationError, match="do not match filter"):
+        commit(t, [OverwriteFiles(add_files=[with_ids(4, 100, 200)], row_filter="id >= 20 AND id < 30")], policy=FAST)
+    t = commit(t, [OverwriteFiles(add_files=[with_ids(5, 21, 22)], row_filter="id >= 20 AND id < 30")], policy=FAST)
+    assert live_paths(t) == {data_file(t, 1).file_path, data_file(t, 5).file_path}
+    assert t.metadata.current_snapshot().summary["operation"] == "overwrite"
