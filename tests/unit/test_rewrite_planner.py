@@ -118,7 +118,7 @@ def test_expected_output_files_rounding():
     assert expected_output_files(10_100, o, compression_factor=2.0) == 20
     assert input_split_size(10_100, o) == 1400         # 1010 + 5 KiB overhead, clamped to the writer max
     assert input_split_size(500, parse_rewrite_options({})) == 512 * MB  # never below the target
-    assert input_split_size(100_000, _opts(max_file_size=100_000)) == 1000 + 5120  # per-file share + overhead
+    assert input_split_size(100_000, _opts(max_file_size_bytes=100_000)) == 1000 + 5120  # per-file share + overhead
 
 
 def test_pack_is_sequential_with_lookback_one():
