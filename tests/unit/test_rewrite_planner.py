@@ -211,3 +211,48 @@ def test_plan_rewrite_on_empty_table():
 
 def test_rewriter_names():
     assert (BIN_PACK, SORT, Z_ORDER) == ("BIN-PACK", "SORT", "Z-ORDER")
+
+
+# ------------------------------------------------------------------------------ z-order values
+def test_ordered_bytes_preserve_order():
+    import numpy as np
+    import pyarrow as pa
+
+    from procedures.maintenance.zorder import ordered_bytes
+
+    def keys(arr):
+        return [bytes(r) for r in ordered_bytes(arr)]
+
+    ints = [-(2**63), -5, -1, 0, 1, 7, 2**63 - 1]
+    assert keys(pa.array(ints, pa.int64())) == sorted(keys(pa.array(ints, pa.int64())))
+    assert bytes(ordered_bytes(pa.array([0], pa.int32()))[0]) == bytes([0x80, 0, 0, 0, 0, 0, 0, 0])
+    floats = [float("-inf"), -2.5, -0.0, 0.0, 1e-300, 3.0, float("inf")]
+    k = keys(pa.array(floats, pa.float64()))
+    assert k == sorted(k) and len(set(k)) == len(k)
+    strs = pa.array(["", "a", "ab", "b", None])
+    k = [bytes(r) for r in ordered_bytes(strs, 2)]
+    assert k[:4] == sorted(k[:4]) and k[4] == b"\x00\x00" and k[2] == b"ab"
+    assert ordered_bytes(pa.array([None, 3], pa.int64()))[0].tolist() == [0] * 8
+    assert np.asarray(ordered_bytes(pa.array([True, False]))).tolist()[0][0] == 1
+    with pytest.raises(ValidationError, match="Z-order"):
+        ordered_bytes(pa.array([[1]]))
+
+
+def test_interleave_vector():
+    import numpy as np
+    import pyarrow as pa
+
+    from procedures.maintenance.zorder import interleave_bits, zorder_values
+
+    a = np.array([[0xFF], [0x00], [0x80]], dtype=np.uint8)
+    b = np.array([[0x00], [0xFF], [0x80]], dtype=np.uint8)
+    out = interleave_bits([a, b])
+    assert out.tolist() == [[0xAA, 0xAA], [0x55, 0x55], [0xC0, 0x00]]
+    assert interleave_bits([a, b], max_output_size=1).tolist() == [[0xAA], [0x55], [0xC0]]
+    # columns of different widths: the narrow one is skipped once exhausted
+    wide = np.array([[0xFF, 0xFF]], dtype=np.uint8)
+    assert interleave_bits([np.array([[0x00]], dtype=np.uint8), wide]).tolist() == [[0x55, 0x55, 0xFF]]
+    t = pa.table({"x": pa.array([0, 1, 2, 3], pa.int64()), "y": pa.array([0, 0, 1, 1], pa.int64())})
+    z = zorder_values(t, ["x", "y"])
+    assert len(z[0].as_py()) == 16
+    assert sorted(range(4), key=lambda i: z[i].as_py()) == [0, 1, 2, 3]
