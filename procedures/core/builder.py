@@ -302,6 +302,18 @@ class MetadataBuilder:
             s for s in self._md["partition_statistics"] if s.snapshot_id != u.snapshot_id
         ]
 
+    def _apply_RemovePartitionSpecs(self, u: U.RemovePartitionSpecs) -> None:
+        remove = set(u.spec_ids)
+        if self._md["default_spec_id"] in remove:
+            raise ValidationError(f"Cannot remove the default partition spec {self._md['default_spec_id']}")
+        self._md["partition_specs"] = [s for s in self._md["partition_specs"] if s.spec_id not in remove]
+
+    def _apply_RemoveSchemas(self, u: U.RemoveSchemas) -> None:
+        remove = set(u.schema_ids)
+        if self._md["current_schema_id"] in remove:
+            raise ValidationError(f"Cannot remove the current schema {self._md['current_schema_id']}")
+        self._md["schemas"] = [s for s in self._md["schemas"] if s.schema_id not in remove]
+
     # ------------------------------------------------------------------ build
     @property
     def removed_metadata_log(self) -> list[MetadataLogEntry]:

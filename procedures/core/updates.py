@@ -28,7 +28,7 @@ __all__ = [
     "SetDefaultSpec", "AddSortOrder", "SetDefaultSortOrder", "AddSnapshot", "RemoveSnapshots",
     "SetSnapshotRef", "RemoveSnapshotRef", "SetLocation", "SetProperties", "RemoveProperties",
     "SetStatistics", "RemoveStatistics", "SetPartitionStatistics", "RemovePartitionStatistics",
-    "MetadataUpdate", "Requirement", "AssertCreate", "AssertTableUUID", "AssertRefSnapshotId",
+    "RemovePartitionSpecs", "RemoveSchemas", "MetadataUpdate", "Requirement", "AssertCreate", "AssertTableUUID", "AssertRefSnapshotId",
     "AssertLastAssignedFieldId", "AssertCurrentSchemaId", "AssertLastAssignedPartitionId",
     "AssertDefaultSpecId", "AssertDefaultSortOrderId", "requirements_for", "check_requirements",
 ]
@@ -160,11 +160,23 @@ class RemovePartitionStatistics:
     snapshot_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class RemovePartitionSpecs:
+    """Drop partition specs no snapshot uses any more (``remove-partition-specs``); never the default."""
+    spec_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSchemas:
+    """Drop schemas no snapshot uses any more (``remove-schemas``); never the current one."""
+    schema_ids: tuple[int, ...]
+
+
 MetadataUpdate = Union[
     AssignUUID, UpgradeFormatVersion, AddSchema, SetCurrentSchema, AddPartitionSpec, SetDefaultSpec,
     AddSortOrder, SetDefaultSortOrder, AddSnapshot, RemoveSnapshots, SetSnapshotRef, RemoveSnapshotRef,
     SetLocation, SetProperties, RemoveProperties, SetStatistics, RemoveStatistics, SetPartitionStatistics,
-    RemovePartitionStatistics,
+    RemovePartitionStatistics, RemovePartitionSpecs, RemoveSchemas,
 ]
 
 
@@ -289,6 +301,16 @@ def requirements_for(base: "TableMetadata | None", updates: list[MetadataUpdate]
         elif isinstance(u, SetSnapshotRef) and u.assert_head:
             # the first assertion on a ref wins: later updates of the same ref build on it
             reqs.setdefault(("ref", u.name), AssertRefSnapshotId(u.name, u.expected_snapshot_id))
+        elif isinstance(u, (RemovePartitionSpecs, RemoveSchemas)):
+            # a writer that committed meanwhile may have used what is being dropped (Java asserts
+            # the default spec / current schema and every branch head)
+            if isinstance(u, RemovePartitionSpecs):
+                reqs[("spec",)] = AssertDefaultSpecId(base.default_spec_id)
+            else:
+                reqs[("schema",)] = AssertCurrentSchemaId(base.current_schema_id)
+            for name, ref in base.refs.items():
+                if ref.ref_type.value == "branch":
+                    reqs.setdefault(("ref", name), AssertRefSnapshotId(name, ref.snapshot_id))
         elif isinstance(u, RemoveSnapshotRef):
             ref = base.refs.get(u.name)
             reqs.setdefault(("ref", u.name), AssertRefSnapshotId(u.name, None if ref is None else ref.snapshot_id))
