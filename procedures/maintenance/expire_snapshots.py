@@ -1,0 +1,362 @@
+"""The ``expire_snapshots`` procedure (procedures.md §3.7; Java 1.10's ``ExpireSnapshotsProcedure``
+and ``ExpireSnapshotsSparkAction``).
+
+Order of work, as in Java:
+
+1. validate the arguments (``max_concurrent_deletes`` > 0, then ``gc.enabled``, then
+   ``retain_last`` >= 1) -- nothing is read or written before that;
+2. commit the metadata change through the core: :class:`~procedures.core.manage.ExpireSnapshots`
+   (Java's ``RemoveSnapshots`` retention rules, recomputed on every retry) and, with
+   ``clean_expired_metadata``, :class:`CleanExpiredMetadata` dropping the partition specs and
+   schemas no retained snapshot uses;
+3. only after that commit succeeded, delete the files the expired snapshots reached (from the
+   metadata *before* the commit) that no retained snapshot reaches (the metadata *after* it):
+   content files, manifests, manifest lists, statistics and partition-statistics files.
+   Reachability is computed on the driver for small metadata and as Spark jobs for large
+   metadata (:mod:`procedures.maintenance.reachability`).
+
+Table metadata files and ``version-hint.text`` are never deleted.  Deletes run on the calling
+thread, or on ``max_concurrent_deletes`` threads, with up to three retries per file; a failed
+delete is logged and not counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from itertools import chain, islice
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from procedures.core import updates as U
+from procedures.core.manage import ExpireSnapshots
+from procedures.core.transaction import CommitContext, commit
+from procedures.errors import ValidationError
+from procedures.maintenance import reachability as R
+from procedures.maintenance.params import OutputColumn as Col, Parameter as P, micros_to_millis
+from procedures.maintenance.registry import ProcedureContext, register
+from procedures.spec.metadata import TableMetadata
+
+__all__ = [
+    "ExpireSnapshotsParams", "ExpireSnapshotsResult", "CleanExpiredMetadata", "expire_snapshots",
+    "expired_files", "delete_files", "gc_enabled",
+]
+
+log = logging.getLogger(__name__)
+
+GC_DISABLED = "Cannot expire snapshots: GC is disabled (deleting files may corrupt other tables)"
+#: paths handed to the delete pool at a time, so streamed results never pile up on the driver
+DELETE_BATCH = 10_000
+DELETE_RETRIES = 3
+
+
+def gc_enabled(md: TableMetadata) -> bool:
+    """``gc.enabled`` read as Java's ``PropertyUtil.propertyAsBoolean`` does: only ``true``
+    (any case) enables it, and the default is true."""
+    raw = md.properties.get("gc.enabled")
+    return raw is None or raw.strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class ExpireSnapshotsParams:
+    """The procedure's arguments in Python terms (times in epoch milliseconds, None = default)."""
+
+    older_than_ms: int | None = None
+    retain_last: int | None = None
+    max_concurrent_deletes: int | None = None
+    stream_results: bool = False
+    snapshot_ids: tuple[int, ...] = ()
+    clean_expired_metadata: bool = False
+    #: the expiration's "now" (for ref ages and default cutoffs); None = the wall clock
+    now_ms: int | None = None
+
+    def validate_deletes(self) -> None:
+        """Java checks ``max_concurrent_deletes`` before it even loads the table."""
+        if self.max_concurrent_deletes is not None and self.max_concurrent_deletes <= 0:
+            raise ValidationError(
+                f"max_concurrent_deletes should have value > 0, value: {self.max_concurrent_deletes}"
+            )
+
+    def validate_retain_last(self) -> None:
+        """``retain_last`` must keep at least one snapshot per branch."""
+        if self.retain_last is not None and self.retain_last < 1:
+            raise ValidationError(f"Number of snapshots to retain must be at least 1, cannot be: {self.retain_last}")
+
+
+@dataclass(frozen=True)
+class ExpireSnapshotsResult:
+    """Counts of files actually deleted, by type, plus what the commit expired."""
+
+    deleted_data_files_count: int = 0
+    deleted_position_delete_files_count: int = 0
+    deleted_equality_delete_files_count: int = 0
+    deleted_manifest_files_count: int = 0
+    deleted_manifest_lists_count: int = 0
+    deleted_statistics_files_count: int = 0
+    expired_snapshot_ids: frozenset[int] = field(default_factory=frozenset)
+    removed_refs: tuple[str, ...] = ()
+    #: True when the content files were compared as Spark jobs (large metadata)
+    used_spark: bool = False
+
+    def row(self) -> tuple[int, ...]:
+        """The procedure's single output row."""
+        return (self.deleted_data_files_count, self.deleted_position_delete_files_count,
+                self.deleted_equality_delete_files_count, self.deleted_manifest_files_count,
+                self.deleted_manifest_lists_count, self.deleted_statistics_files_count)
+
+
+class CleanExpiredMetadata:
+    """Drop partition specs and schemas that no retained snapshot uses (``clean_expired_metadata``).
+
+    Applied after :class:`ExpireSnapshots` in the same commit, so ``base`` holds only the retained
+    snapshots.  A spec is used when a manifest of a retained snapshot was written with it; a schema
+    when a retained snapshot names it.  The default spec and the current schema always stay.
+    """
+
+    replayable = True
+
+    def __init__(self) -> None:
+        self._spec_ids_by_list: dict[str, frozenset[int]] = {}
+        self.removed_spec_ids: tuple[int, ...] = ()
+        self.removed_schema_ids: tuple[int, ...] = ()
+
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+        """Updates that remove the unused specs and schemas of ``base``."""
+        todo = [s for s in base.snapshots if s.manifest_list and s.manifest_list not in self._spec_ids_by_list]
+        if todo:
+            read = R.read_snapshot_manifests(ctx.io, base, [s.snapshot_id for s in todo])
+            for s in todo:
+                self._spec_ids_by_list[s.manifest_list] = frozenset(
+                    m.partition_spec_id for m in read.manifests.get(s.snapshot_id, ()))
+        used_specs = {base.default_spec_id}
+        used_schemas = {base.current_schema_id}
+        for s in base.snapshots:
+            used_specs.update(self._spec_ids_by_list.get(s.manifest_list or "", ()))
+            if s.schema_id is not None:
+                used_schemas.add(s.schema_id)
+        self.removed_spec_ids = tuple(sorted(p.spec_id for p in base.partition_specs if p.spec_id not in used_specs))
+        self.removed_schema_ids = tuple(sorted(s.schema_id for s in base.schemas if s.schema_id not in used_schemas))
+        out: list[U.MetadataUpdate] = []
+        if self.removed_spec_ids:
+            out.append(U.RemovePartitionSpecs(self.removed_spec_ids))
+        if self.removed_schema_ids:
+            out.append(U.RemoveSchemas(self.removed_schema_ids))
+        return out
+
+
+# ------------------------------------------------------------------------------------ files
+@dataclass
+class ExpiredFiles:
+    """Files to delete: small driver-side groups plus, for large metadata, a Spark DataFrame of
+    content files ``(path, kind)`` that is collected or streamed only while deleting."""
+
+    driver: dict[str, str]
+    content_frame: Any = None
+
+    def iterate(self, stream: bool) -> Iterator[tuple[str, str]]:
+        """Every ``(path, kind)``; a Spark frame is streamed with ``toLocalIterator`` when ``stream``."""
+        yield from self.driver.items()
+        if self.content_frame is not None:
+            rows = self.content_frame.toLocalIterator() if stream else iter(self.content_frame.collect())
+            for r in rows:
+                yield r[0], r[1]
+
+
+def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_ids: Iterable[int], *,
+                  spark: Any = None) -> ExpiredFiles:
+    """Files reachable from ``expired_ids`` in ``before`` and from no snapshot of ``after``.
+
+    Manifests shared by an expired and a retained snapshot are never read for content: every live
+    entry of a shared manifest is reachable from the retained snapshot.  Only manifests reachable
+    exclusively from expired snapshots yield candidates, which are then checked against every
+    manifest of the retained snapshots.
+    """
+    expired_ids = [i for i in expired_ids if before.snapshot_by_id(i) is not None]
+    if not expired_ids:
+        return ExpiredFiles({})
+    retained_ids = [s.snapshot_id for s in after.snapshots]
+    old = R.read_snapshot_manifests(io, before, expired_ids)
+    kept = R.read_snapshot_manifests(io, after, retained_ids)
+    kept_manifests = kept.distinct()
+    only_expired = {p: m for p, m in old.distinct().items() if p not in kept_manifests}
+
+    driver: dict[str, str] = {}
+    kept_lists = {p for p in kept.manifest_lists.values() if p}
+    for path in old.manifest_lists.values():
+        if path and path not in kept_lists:
+            driver[path] = R.MANIFEST_LIST
+    for path in only_expired:
+        driver[path] = R.MANIFEST
+    kept_stats = R.statistics_paths(after)
+    for path, kind in R.statistics_paths(before, expired_ids).items():
+        if path not in kept_stats:
+            driver[path] = kind
+
+    if not only_expired:
+        return ExpiredFiles(driver)
+    if R.use_spark(spark, chain(only_expired.values(), kept_manifests.values())):
+        candidates = R.content_paths_spark(spark, io, only_expired.values())
+        valid = R.content_paths_spark(spark, io, kept_manifests.values())
+        # an anti-join on the path alone: a path any retained entry names is never deleted
+        frame = candidates.join(valid.select("path"), on="path", how="left_anti").select("path", "kind")
+        return ExpiredFiles(driver, frame)
+    candidates = R.content_paths_driver(io, only_expired.values())
+    if candidates:
+        _drop_reachable(io, candidates, kept_manifests.values())
+    driver.update(candidates)
+    return ExpiredFiles(driver)
+
+
+def _drop_reachable(io: Any, candidates: dict[str, str], manifests: Iterable[Any]) -> None:
+    """Remove from ``candidates`` every path a live entry of ``manifests`` names, without keeping
+    the retained paths themselves in memory."""
+    ms = list(manifests)
+
+    def one(m: Any) -> list[str]:
+        return [p for p, _ in R.manifest_content_paths(io, m) if p in candidates]
+
+    if len(ms) <= 1:
+        hits: Iterable[list[str]] = map(one, ms)
+        for found in hits:
+            for p in found:
+                candidates.pop(p, None)
+        return
+    with ThreadPoolExecutor(max_workers=min(R.DRIVER_READ_THREADS, len(ms)), thread_name_prefix="read-manifest") as pool:
+        for found in pool.map(one, ms):
+            for p in found:
+                candidates.pop(p, None)
+
+
+def _delete_one(io: Any, path: str, retries: int) -> bool:
+    for attempt in range(retries + 1):
+        try:
+            io.delete(path)  # a file already gone is not a failure (Java's HadoopFileIO neither)
+            return True
+        except FileNotFoundError:
+            return True
+        except Exception as e:  # noqa: BLE001 -- logged, retried, then counted as not deleted
+            if attempt == retries:
+                log.warning("Delete failed for %s: %s", path, e)
+    return False
+
+
+def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_deletes: int | None = None,
+                 retries: int = DELETE_RETRIES, batch: int = DELETE_BATCH) -> Counter:
+    """Delete ``(path, kind)`` items; returns the number of successful deletions per kind.
+
+    Without ``max_concurrent_deletes`` the deletes run on the calling thread (Java's direct
+    executor).  Table metadata files are refused whatever asked for them.
+    """
+    counts: Counter = Counter()
+    pool = (ThreadPoolExecutor(max_workers=max_concurrent_deletes, thread_name_prefix="expire-delete")
+            if max_concurrent_deletes else None)
+    try:
+        it = iter(items)
+        while chunk := list(islice(it, batch)):
+            chunk = [(p, k) for p, k in chunk if not R.is_table_metadata_file(p)]
+            if pool is None:
+                outcomes: Iterable[bool] = [_delete_one(io, p, retries) for p, _ in chunk]
+            else:
+                outcomes = list(pool.map(lambda pk: _delete_one(io, pk[0], retries), chunk))
+            for (_, kind), ok in zip(chunk, outcomes):
+                if ok:
+                    counts[kind] += 1
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    return counts
+
+
+@contextlib.contextmanager
+def _job(spark: Any, text: str) -> Iterator[None]:
+    if spark is None:
+        yield
+        return
+    from procedures.spark.session import job_description  # noqa: PLC0415
+
+    with job_description(spark, text):
+        yield
+
+
+# ------------------------------------------------------------------------------------ entry point
+def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = None,
+                     committer: Callable[[Any, Sequence[Any]], Any] | None = None) -> ExpireSnapshotsResult:
+    """Expire snapshots of ``table`` and delete the files only they reached.
+
+    ``committer(table, operations)`` defaults to :func:`procedures.core.transaction.commit`.
+    Raises :class:`ValidationError` (table unchanged) for bad arguments, ``gc.enabled=false`` and
+    an explicit snapshot id that a kept branch or tag still points at.
+    """
+    params.validate_deletes()
+    if not gc_enabled(table.metadata):
+        raise ValidationError(GC_DISABLED)
+    params.validate_retain_last()
+    op = ExpireSnapshots(now_ms=params.now_ms, older_than_ms=params.older_than_ms,
+                         retain_last=params.retain_last, snapshot_ids=tuple(params.snapshot_ids))
+    ops: list[Any] = [op]
+    if params.clean_expired_metadata:
+        ops.append(CleanExpiredMetadata())
+    committed = (committer or commit)(table, ops)
+    plan = op.plan
+    if plan is None or op.base is None or not plan.expired_snapshot_ids:
+        return ExpireSnapshotsResult(removed_refs=plan.removed_refs if plan else ())
+    # like Java, compare against the table as it is now: a commit that landed after ours counts
+    after = committed.refresh().metadata if hasattr(committed, "refresh") else committed.metadata
+    name = getattr(table, "name", "table")
+    with _job(spark, f"expire_snapshots: files of {len(plan.expired_snapshot_ids)} expired snapshot(s) of {name}"):
+        files = expired_files(table.io, op.base, after, plan.expired_snapshot_ids, spark=spark)
+        counts = delete_files(table.io, files.iterate(params.stream_results),
+                              max_concurrent_deletes=params.max_concurrent_deletes)
+    log.info("expire_snapshots on %s: expired %d snapshot(s), deleted %d file(s)", name,
+             len(plan.expired_snapshot_ids), sum(counts.values()))
+    return ExpireSnapshotsResult(
+        counts[R.DATA], counts[R.POSITION_DELETE], counts[R.EQUALITY_DELETE], counts[R.MANIFEST],
+        counts[R.MANIFEST_LIST], counts[R.STATISTICS], plan.expired_snapshot_ids, plan.removed_refs,
+        files.content_frame is not None,
+    )
+
+
+_COUNT_DOC = "Number of {} deleted (only successful deletions)."
+
+
+@register(
+    "expire_snapshots",
+    parameters=[
+        P("table", "STRING", True, doc="Table to clean (relative to the CALL's catalog)."),
+        P("older_than", "TIMESTAMP", doc="Expire snapshots older than this; default now - history.expire.max-snapshot-age-ms."),
+        P("retain_last", "INT", doc="Ancestors kept per branch whatever their age (>= 1); default history.expire.min-snapshots-to-keep."),
+        P("max_concurrent_deletes", "INT", doc="Threads deleting files (> 0); default: the calling thread."),
+        P("stream_results", "BOOLEAN", doc="Stream the files to delete to the driver partition by partition."),
+        P("snapshot_ids", "ARRAY<BIGINT>", doc="Snapshots to expire in addition to the retention rules."),
+        P("clean_expired_metadata", "BOOLEAN", doc="Also remove partition specs and schemas no kept snapshot uses."),
+    ],
+    output=(
+        Col("deleted_data_files_count", "BIGINT", True, _COUNT_DOC.format("data files")),
+        Col("deleted_position_delete_files_count", "BIGINT", True, _COUNT_DOC.format("position delete files and DV files")),
+        Col("deleted_equality_delete_files_count", "BIGINT", True, _COUNT_DOC.format("equality delete files")),
+        Col("deleted_manifest_files_count", "BIGINT", True, _COUNT_DOC.format("manifests")),
+        Col("deleted_manifest_lists_count", "BIGINT", True, _COUNT_DOC.format("manifest lists")),
+        Col("deleted_statistics_files_count", "BIGINT", True, _COUNT_DOC.format("statistics and partition statistics files")),
+    ),
+)
+def expire_snapshots_procedure(
+    ctx: ProcedureContext, table: str, older_than: int | None, retain_last: int | None,
+    max_concurrent_deletes: int | None, stream_results: bool | None, snapshot_ids: list[int] | None,
+    clean_expired_metadata: bool | None,
+) -> list[tuple]:
+    """Remove old snapshots (and the refs that aged out) from metadata, then delete the data,
+    delete, manifest, manifest-list and statistics files that only they reached."""
+    params = ExpireSnapshotsParams(
+        older_than_ms=micros_to_millis(older_than) if older_than is not None else None,
+        retain_last=retain_last,
+        max_concurrent_deletes=max_concurrent_deletes,
+        stream_results=bool(stream_results),
+        snapshot_ids=tuple(int(i) for i in snapshot_ids or () if i is not None),
+        clean_expired_metadata=bool(clean_expired_metadata),
+    )
+    params.validate_deletes()
+    t = ctx.load_table(table)
+    result = expire_snapshots(t, params, spark=ctx.spark, committer=ctx.commit)
+    return [result.row()]

@@ -1,0 +1,195 @@
+"""Files reachable from snapshots: what expire_snapshots may delete and what remove_orphan_files must keep.
+
+Iceberg's garbage collection (spec "Snapshot Retention"/"Maintenance"; Java's ``BaseSparkAction``
+``contentFileDS``/``manifestDS``/``manifestListDS``/``statisticsFileDS``) works on four kinds of
+reachable files: the manifest list of a snapshot, the manifests it names, the live (ADDED or
+EXISTING) content files of those manifests, and the statistics / partition-statistics files
+registered for the snapshot.  A Puffin file holding deletion vectors is one content path however
+many entries point into it, so it is reachable as long as one live entry references it.
+
+Two implementations share one plan:
+
+* manifest lists are read on the driver (they are small, one per snapshot) and give the set of
+  distinct manifests involved;
+* the manifests themselves -- the bulk of the work -- are read on the driver with a thread pool
+  when they are few and small, and as a Spark job (``mapInArrow`` over the manifest rows) when
+  their count or total size passes :data:`DRIVER_MAX_MANIFESTS` / :data:`DRIVER_MAX_MANIFEST_BYTES`.
+  The choice is by size, so a small table never starts a Spark job and a large one never has
+  every content path on the driver.
+
+Nothing here imports pyspark at module level; the Spark side is imported lazily.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from procedures.spec.manifest import FileContent, ManifestContent, ManifestFile, read_manifest, read_manifest_list
+from procedures.spec.metadata import TableMetadata
+
+__all__ = [
+    "DATA", "POSITION_DELETE", "EQUALITY_DELETE", "MANIFEST", "MANIFEST_LIST", "STATISTICS", "KINDS",
+    "DRIVER_MAX_MANIFESTS", "DRIVER_MAX_MANIFEST_BYTES", "SnapshotManifests", "read_snapshot_manifests",
+    "use_spark", "content_kind", "manifest_content_paths", "content_paths_driver", "content_paths_spark",
+    "statistics_paths", "metadata_file_paths", "is_table_metadata_file",
+]
+
+log = logging.getLogger(__name__)
+
+# Java's FileInfo type names (BaseSparkAction), used as the kind of every reachable path
+DATA = "Data"
+POSITION_DELETE = "Position Delete"
+EQUALITY_DELETE = "Equality Delete"
+MANIFEST = "Manifest"
+MANIFEST_LIST = "Manifest List"
+STATISTICS = "Statistics Files"
+KINDS = (DATA, POSITION_DELETE, EQUALITY_DELETE, MANIFEST, MANIFEST_LIST, STATISTICS)
+
+#: above this many distinct manifests (or bytes of them) reachability runs as a Spark job
+DRIVER_MAX_MANIFESTS = 1000
+DRIVER_MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+#: threads reading manifest lists and manifests on the driver
+DRIVER_READ_THREADS = 8
+
+_KIND_OF_CONTENT = {FileContent.DATA: DATA, FileContent.POSITION_DELETES: POSITION_DELETE,
+                    FileContent.EQUALITY_DELETES: EQUALITY_DELETE}
+
+
+def content_kind(content: FileContent | int) -> str:
+    """Java's type name of a content file."""
+    return _KIND_OF_CONTENT[FileContent(content)]
+
+
+def is_table_metadata_file(path: str) -> bool:
+    """``*.metadata.json[.gz]`` and ``version-hint.text``: garbage collection of snapshots never
+    deletes these (they are governed by ``write.metadata.*`` and remove_orphan_files)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name == "version-hint.text" or name.endswith((".metadata.json", ".metadata.json.gz", ".gz.metadata.json"))
+
+
+@dataclass(frozen=True)
+class SnapshotManifests:
+    """The manifest list and manifests of each snapshot of a set (read once, on the driver)."""
+
+    #: snapshot id -> manifest list path (None for v1 snapshots with embedded manifests)
+    manifest_lists: dict[int, str | None]
+    #: snapshot id -> its manifests
+    manifests: dict[int, tuple[ManifestFile, ...]]
+
+    def distinct(self, snapshot_ids: Iterable[int] | None = None) -> dict[str, ManifestFile]:
+        """Distinct manifests (by path) of ``snapshot_ids`` (default: all)."""
+        ids = self.manifests.keys() if snapshot_ids is None else snapshot_ids
+        out: dict[str, ManifestFile] = {}
+        for sid in ids:
+            for m in self.manifests.get(sid, ()):
+                out.setdefault(m.manifest_path, m)
+        return out
+
+
+def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[int] | None = None,
+                            *, threads: int = DRIVER_READ_THREADS) -> SnapshotManifests:
+    """Read the manifest lists of ``snapshot_ids`` (default: every snapshot of ``md``) in parallel.
+
+    v1 snapshots that embed a ``manifests`` array instead of a list are not supported by the
+    model; they have no manifest list and contribute no manifests.
+    """
+    wanted = {s.snapshot_id: s for s in md.snapshots}
+    ids = list(wanted) if snapshot_ids is None else [i for i in snapshot_ids if i in wanted]
+    lists = {sid: wanted[sid].manifest_list or None for sid in ids}
+
+    def one(sid: int) -> tuple[int, tuple[ManifestFile, ...]]:
+        path = lists[sid]
+        return sid, (tuple(read_manifest_list(io, path)) if path else ())
+
+    if len(ids) <= 1 or threads <= 1:
+        pairs = [one(sid) for sid in ids]
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, len(ids)), thread_name_prefix="read-manifest-list") as pool:
+            pairs = list(pool.map(one, ids))
+    return SnapshotManifests(lists, dict(pairs))
+
+
+def use_spark(spark: Any, manifests: Iterable[ManifestFile]) -> bool:
+    """Whether reading ``manifests`` is large enough to be a Spark job (never without a session)."""
+    if spark is None:
+        return False
+    count = 0
+    size = 0
+    for m in manifests:
+        count += 1
+        size += m.manifest_length or 0
+        if count > DRIVER_MAX_MANIFESTS or size > DRIVER_MAX_MANIFEST_BYTES:
+            return True
+    return False
+
+
+def manifest_content_paths(io: Any, manifest: ManifestFile) -> Iterator[tuple[str, str]]:
+    """``(path, kind)`` of every live content file of one manifest (DVs give their Puffin file)."""
+    for e in read_manifest(io, manifest, skip_deleted=True):
+        yield e.data_file.file_path, _KIND_OF_CONTENT[e.data_file.content]
+
+
+def content_paths_driver(io: Any, manifests: Iterable[ManifestFile], *,
+                         threads: int = DRIVER_READ_THREADS) -> dict[str, str]:
+    """Live content files of ``manifests`` read on the driver: ``{path: kind}``."""
+    ms = list(manifests)
+    out: dict[str, str] = {}
+    if not ms:
+        return out
+
+    def one(m: ManifestFile) -> list[tuple[str, str]]:
+        return list(manifest_content_paths(io, m))
+
+    if len(ms) == 1 or threads <= 1:
+        results = map(one, ms)
+        for pairs in results:
+            out.update(pairs)
+        return out
+    with ThreadPoolExecutor(max_workers=min(threads, len(ms)), thread_name_prefix="read-manifest") as pool:
+        for pairs in pool.map(one, ms):
+            out.update(pairs)
+    return out
+
+
+def content_paths_spark(spark: Any, io: Any, manifests: Iterable[ManifestFile]) -> Any:
+    """Live content files of ``manifests`` as a DataFrame ``(path STRING, kind STRING)``, one
+    Spark task per group of manifests (the manifests are read on the executors)."""
+    from procedures.spark.listing import manifest_content_dataframe  # noqa: PLC0415 -- Spark only here
+
+    return manifest_content_dataframe(spark, dict(io.properties), list(manifests))
+
+
+def statistics_paths(md: TableMetadata, snapshot_ids: Iterable[int] | None = None) -> dict[str, str]:
+    """Statistics and partition-statistics files registered for ``snapshot_ids`` (default all)."""
+    ids = None if snapshot_ids is None else set(snapshot_ids)
+    out: dict[str, str] = {}
+    for s in md.statistics:
+        if ids is None or s.snapshot_id in ids:
+            out[s.statistics_path] = STATISTICS
+    for s in md.partition_statistics:
+        if ids is None or s.snapshot_id in ids:
+            out[s.statistics_path] = STATISTICS
+    return out
+
+
+def metadata_file_paths(md: TableMetadata, metadata_location: str | None) -> list[str]:
+    """Table metadata files that count as valid for orphan detection: the current metadata file,
+    every file of its metadata log and ``<location>/metadata/version-hint.text`` (Java's
+    ``ReachableFileUtil.metadataFileLocations(table, false)`` and ``versionHintLocation``)."""
+    out = [e.metadata_file for e in md.metadata_log]
+    if metadata_location:
+        out.append(metadata_location)
+    out.append(f"{md.location.rstrip('/')}/metadata/version-hint.text")
+    return out
+
+
+def _manifest_row(m: ManifestFile) -> tuple[str, int, int, int]:
+    return (m.manifest_path, int(m.manifest_length or 0), int(m.partition_spec_id), int(m.content))
+
+
+def manifest_from_row(path: str, length: int, spec_id: int, content: int) -> ManifestFile:
+    """The minimal :class:`ManifestFile` needed to list a manifest's paths (executor side)."""
+    return ManifestFile(path, length, spec_id, ManifestContent(content))

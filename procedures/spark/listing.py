@@ -1,0 +1,136 @@
+"""Distributed file listing and manifest reading for the garbage-collection procedures.
+
+* :func:`list_directories` lists directory sub-trees on the executors (the driver lists the top
+  of the tree and hands over the directories it did not expand, as Java's
+  ``DeleteOrphanFilesSparkAction`` does), applying the same hidden-path and age filters;
+* :func:`manifest_content_dataframe` reads manifests on the executors and returns the live
+  content files they name, for reachability of large tables;
+* :func:`find_orphans_dataframe` normalises actual and valid paths and joins them on the URI path,
+  classifying prefix mismatches like Java's ``FindOrphanFiles``.
+
+Executors rebuild a :class:`~procedures.io.fileio.FileIO` from the table's properties, so only
+plain values travel with the tasks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+
+__all__ = ["list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe",
+           "find_orphans_dataframe"]
+
+_PATH_KIND = "path string, kind string"
+_URI = "scheme string, authority string, path string, uri string"
+
+
+def _parallelism(spark: Any, n: int) -> int:
+    cap = int(spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.parallelism", "10000"))
+    return max(1, min(n, cap, spark.sparkContext.defaultParallelism * 4))
+
+
+def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partition_prefixes: Sequence[str]) -> Any:
+    """Files below ``dirs`` (recursively, on the executors) that are not hidden and were modified
+    before ``older_than_ms``: a DataFrame with one column ``file_path``."""
+    from procedures.maintenance.remove_orphan_files import HiddenPathFilter, walk  # noqa: PLC0415
+
+    path_filter = HiddenPathFilter(tuple(partition_prefixes))
+    cutoff = int(older_than_ms)
+    dirs = list(dirs)
+
+    def list_partition(rows: Iterable[str]) -> Iterator[str]:
+        files, _ = walk(list(rows), cutoff, path_filter)
+        return iter(files)
+
+    rdd = spark.sparkContext.parallelize(dirs, _parallelism(spark, len(dirs))).mapPartitions(list_partition)
+    return spark.createDataFrame(rdd.map(lambda p: (p,)), "file_path string")
+
+
+def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any]) -> Any:
+    """Live content files ``(path, kind)`` of ``manifests``, read on the executors."""
+    from procedures.maintenance.reachability import _manifest_row  # noqa: PLC0415
+
+    rows = [_manifest_row(m) for m in manifests]
+    props = dict(io_properties)
+    df = spark.createDataFrame(rows, "manifest_path string, manifest_length long, spec_id int, content int")
+    df = df.repartition(_parallelism(spark, len(rows)))
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from procedures.io.fileio import FileIO  # noqa: PLC0415
+        from procedures.maintenance.reachability import manifest_content_paths, manifest_from_row  # noqa: PLC0415
+
+        io = FileIO(props)
+        for batch in batches:
+            cols = batch.to_pydict()
+            paths: list[str] = []
+            kinds: list[str] = []
+            for path, length, spec_id, content in zip(cols["manifest_path"], cols["manifest_length"],
+                                                      cols["spec_id"], cols["content"]):
+                for p, k in manifest_content_paths(io, manifest_from_row(path, length, spec_id, content)):
+                    paths.append(p)
+                    kinds.append(k)
+            yield pa.RecordBatch.from_arrays([pa.array(paths, pa.string()), pa.array(kinds, pa.string())],
+                                             names=["path", "kind"])
+
+    return df.mapInArrow(read, _PATH_KIND)
+
+
+def paths_dataframe(spark: Any, paths: Iterable[str], column: str = "file_path") -> Any:
+    """A one-column DataFrame of driver-side paths."""
+    return spark.createDataFrame([(p,) for p in paths], f"{column} string")
+
+
+def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
+    """``(scheme, authority, path, uri)`` of the paths in ``df[column]``, normalised with the same
+    rules as :func:`procedures.maintenance.remove_orphan_files.file_uri`."""
+    schemes, auths = dict(equal_schemes), dict(equal_authorities)
+
+    def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from procedures.maintenance.remove_orphan_files import file_uri  # noqa: PLC0415
+
+        for batch in batches:
+            uris = [file_uri(p, schemes, auths) for p in batch.column(0).to_pylist() if p is not None]
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([u.scheme for u in uris], pa.string()), pa.array([u.authority for u in uris], pa.string()),
+                 pa.array([u.path for u in uris], pa.string()), pa.array([u.uri for u in uris], pa.string())],
+                names=["scheme", "authority", "path", "uri"])
+
+    return df.select(column).mapInArrow(convert, _URI)
+
+
+def find_orphans_dataframe(actual: Any, valid: Any, mode: str) -> tuple[Any, list[tuple[str | None, str | None]]]:
+    """Join normalised actual and valid URIs on the path; returns the orphan DataFrame (``uri``)
+    and, for ``mode == "ERROR"``, the conflicting ``(valid, actual)`` scheme/authority pairs.
+
+    An actual file is not an orphan when one valid entry with its path matches on scheme and
+    authority (case-insensitive; an empty valid component matches anything).  When entries exist
+    but none matches, ``IGNORE`` keeps the file, ``DELETE`` treats it as an orphan and ``ERROR``
+    reports the conflicts.
+    """
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    a = actual.select(*(F.col(c).alias(f"a_{c}") for c in ("scheme", "authority", "path", "uri"))).distinct()
+    v = valid.select(*(F.col(c).alias(f"v_{c}") for c in ("scheme", "authority", "path"))).distinct()
+    joined = a.join(v, a.a_path == v.v_path, "left_outer")
+
+    def comp(vc: str, ac: str) -> Any:
+        return (F.col(vc).isNull() | (F.col(vc) == "")
+                | F.coalesce(F.lower(F.col(vc)) == F.lower(F.col(ac)), F.lit(False)))
+
+    joined = joined.withColumn("s_ok", comp("v_scheme", "a_scheme")).withColumn("a_ok", comp("v_authority", "a_authority"))
+    per_file = joined.groupBy("a_uri").agg(
+        F.max(F.col("v_path").isNotNull().cast("int")).alias("has_valid"),
+        F.max((F.col("v_path").isNotNull() & F.col("s_ok") & F.col("a_ok")).cast("int")).alias("matched"),
+    )
+    if mode == "DELETE":
+        orphans = per_file.where("matched = 0")
+    else:
+        orphans = per_file.where("has_valid = 0")
+    conflicts: list[tuple[str | None, str | None]] = []
+    if mode == "ERROR":
+        bad = joined.join(per_file.where("has_valid = 1 AND matched = 0").select("a_uri"), "a_uri")
+        pairs = bad.where("NOT s_ok").select(F.col("v_scheme").alias("x"), F.col("a_scheme").alias("y")).union(
+            bad.where("NOT a_ok").select(F.col("v_authority").alias("x"), F.col("a_authority").alias("y"))).distinct()
+        conflicts = [(r.x, r.y) for r in pairs.collect()]
+    return orphans.select(F.col("a_uri").alias("uri")), conflicts
