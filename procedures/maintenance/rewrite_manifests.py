@@ -1,0 +1,42 @@
+"""``rewrite_manifests`` (procedures.md §3.10): cluster manifest entries by partition and resize
+manifests to ``commit.manifest.target-size-bytes``.
+
+Parameters and output follow Iceberg Java 1.10's Spark 3.5 procedure (``table``, ``use_caching``,
+``spec_id``).  The work is metadata only and runs on the driver through the core operation
+:class:`procedures.core.rewrite_manifests_op.RewriteManifests`; ``use_caching`` (a Spark memory hint
+in Java) is accepted and has no effect here.
+"""
+
+from __future__ import annotations
+
+from procedures.core.rewrite_manifests_op import RewriteManifests
+from procedures.errors import ValidationError
+from procedures.maintenance.params import OutputColumn as Col, Parameter as P
+from procedures.maintenance.registry import ProcedureContext, register
+
+__all__ = ["rewrite_manifests"]
+
+
+@register(
+    "rewrite_manifests",
+    parameters=[
+        P("table", "STRING", True, doc="Table whose current snapshot's manifests are rewritten."),
+        P("use_caching", "BOOLEAN", doc="Accepted for compatibility (Java caches the entries in Spark); no effect."),
+        P("spec_id", "INT", doc="Only manifests of this partition spec; default the current spec."),
+    ],
+    output=(
+        Col("rewritten_manifests_count", "INT", False, "Manifests replaced."),
+        Col("added_manifests_count", "INT", False, "Manifests written."),
+    ),
+)
+def rewrite_manifests(ctx: ProcedureContext, table: str, use_caching: bool | None, spec_id: int | None) -> list[tuple]:
+    """Rewrite the current snapshot's data and delete manifests of one spec into clustered manifests."""
+    t = ctx.load_table(table)
+    md = t.metadata
+    if spec_id is not None and md.spec_by_id(spec_id) is None:
+        raise ValidationError(f"Invalid spec id {spec_id}")
+    if md.current_snapshot() is None:
+        return [(0, 0)]
+    op = RewriteManifests(spec_id=spec_id)
+    ctx.commit(t, [op])
+    return [(len(op.rewritten), len(op.added))]

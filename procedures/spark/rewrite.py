@@ -1,0 +1,247 @@
+"""Rewriting one file group as a Spark job (the runner half of ``rewrite_data_files``, procedures.md §3.9).
+
+A group's data files are read with their deletes applied (:func:`procedures.spark.read.read_tasks`
+on the tasks planned from the starting snapshot), optionally clustered, and written as new data
+files with the write half's writer (:func:`procedures.spark.write.write_dataframe`); nothing is
+committed here.  The three rewriters follow Iceberg Java 1.10's runners:
+
+* BIN-PACK: no shuffle; the read's partitions are coalesced to the group's expected number of output
+  files (a shuffle only when more files must come out than go in, or when the output spec differs
+  from the input spec: then rows are range-partitioned by the output partition values);
+* SORT: rows are range-partitioned into ``expected files x shuffle-partitions-per-file`` partitions
+  by the sort order (prefixed by the output spec's partition values when the spec changes) and sorted
+  within them; sort keys with transforms are computed with Iceberg's own transforms;
+* Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.maintenance.zorder`).
+
+Writers roll files at the group's ``max_output_file_size`` (target plus half the way to max).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterator, Sequence
+
+import pyarrow as pa
+
+from procedures.catalog.base import Table
+from procedures.errors import ValidationError
+from procedures.maintenance.rewrite_planner import BIN_PACK, SORT, Z_ORDER, FileGroup
+from procedures.maintenance.zorder import Z_COLUMN, zorder_values
+from procedures.spec.manifest import DataFile
+from procedures.spec.partitioning import PartitionSpec
+from procedures.spec.sorting import NullOrder, SortDirection, SortField, SortOrder
+from procedures.spec.transforms import IdentityTransform
+
+__all__ = ["rewrite_group", "group_description", "RewriteSpec"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RewriteSpec:
+    """How to rewrite: the rewriter, a sort order (SORT) or z-order column names (Z-ORDER), the order
+    id new files record, and the z-order sizing options."""
+
+    rewriter: str = BIN_PACK
+    sort_order: SortOrder | None = None
+    zorder_columns: tuple[str, ...] = ()
+    sort_order_id: int = 0
+    shuffle_partitions_per_file: int = 1
+    var_length_contribution: int = 8
+    max_output_size: int | None = None
+
+
+def group_description(table: Table, group: FileGroup, total: int, rewriter: str, groups_in_partition: int) -> str:
+    """The Spark job description of a group, worded like Java's."""
+    if group.partition:
+        return (f"Rewriting {group.input_file_count} files ({rewriter}, file group {group.global_index}/{total}, "
+                f"{group.partition} ({group.partition_index}/{groups_in_partition})) in {table.name}")
+    return f"Rewriting {group.input_file_count} files ({rewriter}, file group {group.global_index}/{total}) in {table.name}"
+
+
+def _column_path(schema: Any, field_id: int) -> list[str]:
+    names = []
+    fid = field_id
+    while fid is not None:
+        names.append(schema.find_field(fid).name)
+        fid = schema.parent_id(fid)
+    return names[::-1]
+
+
+def _arrow_column(batch: pa.RecordBatch, path: Sequence[str]) -> pa.Array:
+    arr: Any = batch.column(batch.schema.get_field_index(path[0]))
+    for part in path[1:]:
+        arr = arr.field(part)
+    return arr
+
+
+def _key_columns(schema: Any, fields: Sequence[tuple[int, Any]]) -> list[tuple[str, list[str], Any, Any]]:
+    """(temp column name, source path, transform, source type) for each transformed key."""
+    out = []
+    for i, (source_id, transform) in enumerate(fields):
+        f = schema.find_field(source_id)
+        out.append((f"__rewrite_key_{i}", _column_path(schema, source_id), transform, f.field_type))
+    return out
+
+
+def _key_kind(t: Any) -> tuple[Any, pa.DataType]:
+    """(Spark type, Arrow type) of a transformed sort key: integers, dates and times as longs (their
+    order is the order of their integer storage), strings and binary as they are."""
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    from procedures.spec.types import BinaryType, BooleanType, DecimalType, DoubleType, FixedType, FloatType, StringType
+
+    if isinstance(t, StringType):
+        return T.StringType(), pa.string()
+    if isinstance(t, (BinaryType, FixedType)):
+        return T.BinaryType(), pa.binary()
+    if isinstance(t, BooleanType):
+        return T.BooleanType(), pa.bool_()
+    if isinstance(t, (FloatType, DoubleType)):
+        return T.DoubleType(), pa.float64()
+    if isinstance(t, DecimalType):
+        return T.DecimalType(t.precision, t.scale), pa.decimal128(t.precision, t.scale)
+    return T.LongType(), pa.int64()
+
+
+def _as_key(arr: Any, target: pa.DataType) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.type == target:
+        return arr
+    if target == pa.int64() and (pa.types.is_temporal(arr.type)):
+        width = pa.int32() if pa.types.is_date32(arr.type) or arr.type == pa.time32("s") or arr.type == pa.time32("ms") else pa.int64()
+        arr = arr.view(width)
+    return arr.cast(target)
+
+
+def _with_keys(df: Any, keys: list[tuple[str, list[str], Any, Any]], zorder: tuple[Sequence[str], int, int | None] | None) -> Any:
+    """``df`` plus one column per transformed sort key (and the z-value), computed in Arrow on executors."""
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    if not keys and zorder is None:
+        return df
+    fields = list(df.schema.fields)
+    kinds = [_key_kind(transform.result_type(source_type)) for _, _, transform, source_type in keys]
+    for (name, _, _, _), (spark_t, _) in zip(keys, kinds):
+        fields.append(T.StructField(name, spark_t, True))
+    if zorder is not None:
+        fields.append(T.StructField(Z_COLUMN, T.BinaryType(), True))
+    out_schema = T.StructType(fields)
+
+    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            arrays = list(b.columns)
+            names = list(b.schema.names)
+            for (name, path, transform, source_type), (_, arrow_t) in zip(keys, kinds):
+                arrays.append(_as_key(transform.apply_arrow(_arrow_column(b, path), source_type), arrow_t))
+                names.append(name)
+            if zorder is not None:
+                cols, vlc, mos = zorder
+                arrays.append(zorder_values(b, cols, var_length_contribution=vlc, max_output_size=mos))
+                names.append(Z_COLUMN)
+            yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+    return df.mapInArrow(add, out_schema)
+
+
+def _ordered(col: Any, direction: SortDirection, nulls: NullOrder) -> Any:
+    if direction == SortDirection.ASC:
+        return col.asc_nulls_first() if nulls == NullOrder.NULLS_FIRST else col.asc_nulls_last()
+    return col.desc_nulls_first() if nulls == NullOrder.NULLS_FIRST else col.desc_nulls_last()
+
+
+def _sort_fields(order: SortOrder, output_spec: PartitionSpec, repartition: bool) -> list[SortField]:
+    # Java's SortOrderUtil.buildSortOrder: when data moves to another spec, cluster by its partition first
+    fields: list[SortField] = []
+    if repartition:
+        for pf in output_spec.fields:
+            if pf.transform.is_void:
+                continue
+            fields.append(SortField(pf.source_id, pf.transform, SortDirection.ASC, NullOrder.NULLS_FIRST))
+    fields.extend(order.fields)
+    return fields
+
+
+def _sorted_df(df: Any, schema: Any, fields: Sequence[SortField], partitions: int, zorder: Any = None) -> tuple[Any, list[str]]:
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    transformed = [(f.source_id, f.transform) for f in fields if not isinstance(f.transform, IdentityTransform)]
+    keys = _key_columns(schema, transformed)
+    df = _with_keys(df, keys, zorder)
+    exprs = []
+    it = iter(keys)
+    for f in fields:
+        if isinstance(f.transform, IdentityTransform):
+            path = _column_path(schema, f.source_id)
+            col = F.col(".".join(f"`{p}`" for p in path))
+        else:
+            col = F.col(f"`{next(it)[0]}`")
+        exprs.append(_ordered(col, f.direction, f.null_order))
+    if zorder is not None:
+        exprs.append(F.col(Z_COLUMN).asc_nulls_last())
+    df = df.repartitionByRange(partitions, *exprs).sortWithinPartitions(*exprs)
+    temp = [k[0] for k in keys] + ([Z_COLUMN] if zorder is not None else [])
+    return df, temp
+
+
+def rewrite_group(
+    spark: Any,
+    table: Table,
+    group: FileGroup,
+    how: RewriteSpec,
+    *,
+    description: str | None = None,
+) -> list[DataFile]:
+    """Rewrite one group's files (deletes applied) into new, uncommitted data files.
+
+    On failure the files written by tasks that failed are removed by the writer; the error propagates.
+    """
+    from procedures.spark.read import read_tasks  # noqa: PLC0415
+    from procedures.spark.session import job_description  # noqa: PLC0415
+    from procedures.spark.write import write_dataframe  # noqa: PLC0415
+
+    md = table.metadata
+    schema = md.schema()
+    output_spec = md.spec_by_id(group.output_spec_id if group.output_spec_id is not None else md.default_spec_id)
+    if output_spec is None:
+        raise ValidationError(f"Cannot rewrite into spec {group.output_spec_id}: not a spec of {table.name}")
+    tasks = [dataclasses.replace(t, schema=schema) for t in group.tasks]
+    n_out = max(1, group.expected_output_files)
+    repartition = any(t.data_file.spec_id != output_spec.spec_id for t in tasks)
+    text = description or f"Rewriting {len(tasks)} files ({how.rewriter}) in {table.name}"
+    with job_description(spark, text):
+        df = read_tasks(spark, table, tasks, schema, scan_schema=schema)
+        temp: list[str] = []
+        if how.rewriter == BIN_PACK:
+            by_partition = _sort_fields(SortOrder(0, ()), output_spec, repartition)
+            if by_partition:
+                # Java's RANGE distribution when the data moves to another spec
+                df, temp = _sorted_df(df, schema, by_partition, n_out)
+            elif n_out > len(tasks):
+                df = df.repartition(n_out)
+            elif n_out < len(tasks):
+                df = df.coalesce(n_out)
+        elif how.rewriter == SORT:
+            if how.sort_order is None or how.sort_order.is_unsorted():
+                raise ValidationError("Cannot sort data without a valid sort order, the provided sort order is null or empty")
+            fields = _sort_fields(how.sort_order, output_spec, repartition)
+            df, temp = _sorted_df(df, schema, fields, n_out * how.shuffle_partitions_per_file)
+            if how.shuffle_partitions_per_file > 1:
+                df = df.coalesce(n_out)  # neighbouring range partitions stay in order
+        elif how.rewriter == Z_ORDER:
+            if not how.zorder_columns:
+                raise ValidationError("Cannot ZOrder when no columns are specified")
+            fields = _sort_fields(SortOrder(0, ()), output_spec, repartition)
+            zorder = (list(how.zorder_columns), how.var_length_contribution, how.max_output_size)
+            df, temp = _sorted_df(df, schema, fields, n_out * how.shuffle_partitions_per_file, zorder)
+            if how.shuffle_partitions_per_file > 1:
+                df = df.coalesce(n_out)
+        else:
+            raise ValidationError(f"Unknown rewriter {how.rewriter!r}; use {BIN_PACK}, {SORT} or {Z_ORDER}")
+        if temp:
+            df = df.drop(*temp)
+        files = write_dataframe(
+            spark, table, df, spec_id=output_spec.spec_id,
+            properties={"write.target-file-size-bytes": str(group.max_output_file_size)},
+            description=text,
+        )
+    return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
