@@ -1,15 +1,31 @@
 """iceberg-procedures: the Apache Iceberg table format and its Spark maintenance procedures.
 
-The public API is re-exported here; everything else is internal.
+The public API is re-exported here and resolved lazily, so importing ``procedures.spec`` or
+``procedures.core`` (which never need Spark) does not load the procedure layer:
+
+* ``call(name, *, spark=None, **params)``, ``sql(spark, text)``, ``describe(name)``,
+  ``list_procedures()``, ``register`` (decorator for user procedures);
+* ``read_table(spark, "cat.db.t", ...)``;
+* ``errors`` (the typed errors).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from procedures import errors
 
-__all__ = ["errors"]
+__all__ = ["errors", "call", "sql", "describe", "list_procedures", "register", "read_table"]
+__version__ = "0.1.0"
 
-# -- procedures: call / sql / describe / list_procedures / register (procedures.sqlcall, .maintenance.registry)
-from procedures.maintenance.registry import list_procedures, register  # noqa: E402
-from procedures.sqlcall import call, sql  # noqa: E402
+_LAZY = {
+    "call": ("procedures.sqlcall", "call"),
+    "sql": ("procedures.sqlcall", "sql"),
+    "list_procedures": ("procedures.maintenance.registry", "list_procedures"),
+    "register": ("procedures.maintenance.registry", "register"),
+    "read_table": ("procedures.spark.read", "read_table"),
+}
 
 
 def describe(name: str):
@@ -19,15 +35,14 @@ def describe(name: str):
     return get_procedure(name.rsplit(".", 1)[-1])
 
 
-__all__ += ["call", "sql", "describe", "list_procedures", "register"]
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'procedures' has no attribute {name!r}")
 
 
-def read_table(spark, table, *args, **kwargs):
-    """Read an Iceberg table as a Spark DataFrame; see :func:`procedures.spark.read.read_table`."""
-    from procedures.spark.read import read_table as _read_table
-
-    return _read_table(spark, table, *args, **kwargs)
-
-
-__all__ += ["read_table"]
-__version__ = "0.1.0"
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
