@@ -243,11 +243,13 @@ def _delete_one(io: Any, path: str, retries: int) -> bool:
 
 
 def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_deletes: int | None = None,
-                 retries: int = DELETE_RETRIES, batch: int = DELETE_BATCH) -> Counter:
+                 retries: int = DELETE_RETRIES, batch: int = DELETE_BATCH,
+                 protect: Callable[[str], bool] | None = R.is_table_metadata_file) -> Counter:
     """Delete ``(path, kind)`` items; returns the number of successful deletions per kind.
 
     Without ``max_concurrent_deletes`` the deletes run on the calling thread (Java's direct
-    executor).  Table metadata files are refused whatever asked for them.
+    executor).  Paths ``protect`` selects (by default table metadata files, which snapshot
+    expiration must never touch) are skipped whatever asked for them.
     """
     counts: Counter = Counter()
     pool = (ThreadPoolExecutor(max_workers=max_concurrent_deletes, thread_name_prefix="expire-delete")
@@ -255,7 +257,8 @@ def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_de
     try:
         it = iter(items)
         while chunk := list(islice(it, batch)):
-            chunk = [(p, k) for p, k in chunk if not R.is_table_metadata_file(p)]
+            if protect is not None:
+                chunk = [(p, k) for p, k in chunk if not protect(p)]
             if pool is None:
                 outcomes: Iterable[bool] = [_delete_one(io, p, retries) for p, _ in chunk]
             else:

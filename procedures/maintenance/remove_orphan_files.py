@@ -443,7 +443,9 @@ def _delete(io: Any, orphans: Iterable[str], loc: FileURI, schemes: dict[str, st
         for _ in safe():
             pass
     else:
-        counts = delete_files(io, safe(), max_concurrent_deletes=params.max_concurrent_deletes, retries=0)
+        # untracked metadata.json files are orphans too; the tracked ones are valid and never get here
+        counts = delete_files(io, safe(), max_concurrent_deletes=params.max_concurrent_deletes, retries=0,
+                              protect=None)
         deleted = counts["orphan"]
     if limit is not None and total > limit:
         log.info("remove_orphan_files: %d orphan files; the result holds the first %d", total, limit)

@@ -1,0 +1,284 @@
+"""remove_orphan_files on our hadoop catalog with real files: what is an orphan (hidden paths,
+partition dirs starting with '_', untracked metadata.json, age), dry_run, the 24-hour guard,
+gc.enabled, prefix mismatches in each mode, URI normalisation, location, stream_results and the
+procedure through the registry."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.core.builder import new_table_metadata
+from procedures.core.operations import DeleteFiles, FastAppend
+from procedures.core.transaction import RetryPolicy, commit
+from procedures.errors import ValidationError
+from procedures.maintenance import registry
+from procedures.maintenance import remove_orphan_files as O
+from procedures.maintenance.remove_orphan_files import (
+    HiddenPathFilter, RemoveOrphanFilesParams, file_uri, find_orphans, flatten_map, remove_orphan_files, walk,
+)
+from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.partitioning import PartitionField, PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.transforms import parse_transform
+from procedures.spec.types import LONG, NestedField
+
+FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
+SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "_p", LONG)))
+SPEC = PartitionSpec(0, (PartitionField(2, 1000, parse_transform("identity"), "_p"),))
+OLD = time.time() - 5 * 24 * 3600  # older than the default 3-day cutoff
+
+
+@pytest.fixture()
+def catalog(tmp_path):
+    cat = HadoopCatalog("local", str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    return cat
+
+
+def touch(path: str, mtime: float | None = OLD) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b"x")
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def age_everything(root: str) -> None:
+    for d, _, fs in os.walk(root):
+        for f in fs:
+            os.utime(os.path.join(d, f), (OLD, OLD))
+
+
+def make_table(catalog, name="t", properties=None):
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{catalog.warehouse}/db/{name}", spec=SPEC,
+                               format_version=2, properties=properties or {})
+    t = catalog.create_table(("db", name), md)
+    files = [DataFile(touch(f"{t.location}/data/_p={i}/f{i}.parquet"), FileFormat.PARQUET, (i,), 1, 1) for i in range(3)]
+    t = commit(t, [FastAppend(files[:2])], policy=FAST)
+    t = commit(t, [DeleteFiles([files[0].file_path])], policy=FAST)  # f0 stays referenced by snapshot 1
+    t = commit(t, [FastAppend(files[2:])], policy=FAST)
+    age_everything(t.location)
+    return t
+
+
+def all_files(root: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
+
+
+def q(path: str) -> str:
+    """Hadoop's spelling of a listed local file."""
+    return "file:" + path
+
+
+def plant_orphans(t) -> dict[str, str]:
+    loc = t.location
+    return {
+        "orphan": touch(f"{loc}/data/_p=1/orphan.parquet"),
+        "orphan_manifest": touch(f"{loc}/metadata/orphan-m0.avro"),
+        "stale_metadata": touch(f"{loc}/metadata/stale.metadata.json"),
+        "top": touch(f"{loc}/stray.txt"),
+        "young": touch(f"{loc}/data/_p=0/young.parquet", mtime=None),
+        "hidden_file": touch(f"{loc}/data/_p=0/.f0.parquet.crc"),
+        "success": touch(f"{loc}/data/_SUCCESS"),
+        "hidden_dir": touch(f"{loc}/data/_temporary/0/x.parquet"),
+        "dot_dir": touch(f"{loc}/.staging/y.parquet"),
+    }
+
+
+def test_orphans_are_found_and_deleted_and_nothing_referenced_is(catalog):
+    t = make_table(catalog)
+    planted = plant_orphans(t)
+    referenced = all_files(t.location) - set(planted.values())
+    result = remove_orphan_files(t, RemoveOrphanFilesParams())
+    expected = {q(planted[k]) for k in ("orphan", "orphan_manifest", "stale_metadata", "top")}
+    assert set(result.orphan_file_locations) == expected
+    assert result.orphan_count == 4 and result.deleted_count == 4
+    left = all_files(t.location)
+    assert referenced <= left  # every data file, manifest, list, metadata.json and version-hint survives
+    assert not {planted[k] for k in ("orphan", "orphan_manifest", "stale_metadata", "top")} & left
+    for k in ("young", "hidden_file", "success", "hidden_dir", "dot_dir"):
+        assert planted[k] in left
+    assert os.path.exists(f"{t.location}/metadata/version-hint.text")
+    assert catalog.load_table(("db", "t")).metadata == t.metadata
+
+
+def test_dry_run_deletes_nothing(catalog):
+    t = make_table(catalog)
+    planted = plant_orphans(t)
+    before = all_files(t.location)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(dry_run=True))
+    assert q(planted["orphan"]) in result.orphan_file_locations and result.deleted_count == 0
+    assert all_files(t.location) == before
+
+
+def test_explicit_older_than_includes_young_files_only_when_testing(catalog):
+    t = make_table(catalog)
+    young = touch(f"{t.location}/data/_p=0/young.parquet", mtime=None)
+    now = int(time.time() * 1000)
+    with pytest.raises(ValidationError, match="Cannot remove orphan files with an interval less than 24 hours"):
+        remove_orphan_files(t, RemoveOrphanFilesParams(older_than_ms=now - 3600_000))
+    assert os.path.exists(young)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(older_than_ms=now + 10_000, testing=True))
+    assert result.orphan_file_locations == (q(young),) and not os.path.exists(young)
+    # an explicit value at least 24 h back is accepted
+    assert remove_orphan_files(t, RemoveOrphanFilesParams(older_than_ms=now - 25 * 3600_000)).orphan_count == 0
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"max_concurrent_deletes": 0}, "max_concurrent_deletes should have value > 0, value: 0"),
+    ({"prefix_mismatch_mode": "bogus"}, "Invalid mode: bogus"),
+])
+def test_bad_arguments(catalog, kw, message):
+    t = make_table(catalog)
+    orphan = touch(f"{t.location}/data/orphan.parquet")
+    with pytest.raises(ValidationError, match=message):
+        remove_orphan_files(t, RemoveOrphanFilesParams(**kw))
+    assert os.path.exists(orphan)
+
+
+def test_gc_disabled(catalog):
+    t = make_table(catalog, properties={"gc.enabled": "false"})
+    orphan = touch(f"{t.location}/data/orphan.parquet")
+    with pytest.raises(ValidationError, match=r"Cannot delete orphan files: GC is disabled"):
+        remove_orphan_files(t, RemoveOrphanFilesParams())
+    assert os.path.exists(orphan)
+
+
+def test_mode_is_case_insensitive():
+    assert RemoveOrphanFilesParams(prefix_mismatch_mode="delete").mode() == "DELETE"
+    assert RemoveOrphanFilesParams().mode() == "ERROR"
+
+
+# ------------------------------------------------------------------------------------ prefix mismatch
+def mismatched_table(catalog):
+    """A table whose metadata names one data file under hdfs://nn1 with the same path as a local file."""
+    t = make_table(catalog)
+    local = touch(f"{t.location}/data/_p=5/remote.parquet")
+    remote = DataFile(f"hdfs://nn1{local}", FileFormat.PARQUET, (5,), 1, 1)
+    t = commit(t, [FastAppend([remote])], policy=FAST)
+    age_everything(t.location)
+    return t, local
+
+
+def test_prefix_mismatch_error_lists_the_conflicts_and_deletes_nothing(catalog):
+    t, local = mismatched_table(catalog)
+    orphan = touch(f"{t.location}/data/orphan.parquet")
+    with pytest.raises(ValidationError) as e:
+        remove_orphan_files(t, RemoveOrphanFilesParams())
+    assert "Unable to determine whether certain files are orphan" in str(e.value)
+    assert "Conflicting authorities/schemes: [(hdfs, file), (nn1, null)]." in str(e.value)
+    assert os.path.exists(local) and os.path.exists(orphan)
+
+
+def test_prefix_mismatch_ignore_and_delete(catalog):
+    t, local = mismatched_table(catalog)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(prefix_mismatch_mode="IGNORE"))
+    assert result.orphan_file_locations == () and os.path.exists(local)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(prefix_mismatch_mode="DELETE"))
+    assert result.orphan_file_locations == (q(local),) and not os.path.exists(local)
+
+
+def test_equal_schemes_and_authorities_resolve_the_mismatch(catalog):
+    t, local = mismatched_table(catalog)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(equal_schemes={"hdfs,viewfs": "file"},
+                                                            equal_authorities={"nn1": ""}))
+    assert result.orphan_file_locations == () and os.path.exists(local)
+
+
+def test_uri_normalisation():
+    assert file_uri("file:/a//b/") == O.FileURI("file", None, "/a/b", "file:/a//b/")
+    for text in ("file:/wh/t/x", "file:///wh/t/x", "/wh/t/x"):
+        assert file_uri(text).path == "/wh/t/x"
+    assert file_uri("file:///wh/x").authority is None and file_uri("/wh/x").scheme is None
+    u = file_uri("s3a://Bucket/p/x", flatten_map({"s3n,s3a": "s3"}), {"Bucket": "b"})
+    assert (u.scheme, u.authority, u.path) == ("s3", "b", "/p/x")
+    assert flatten_map({" a , b ": " c "}) == {"a": "c", "b": "c"}
+
+
+@pytest.mark.parametrize("actual, valid, mode, expected", [
+    (["s3a://b/t/x", "s3://b/t/y"], ["s3://b/t/x"], "ERROR", ["s3://b/t/y"]),  # s3a == s3 by default
+    (["S3://B/t/x"], ["s3://b/t/x"], "ERROR", []),  # case-insensitive components
+    (["file:/t/x"], ["/t/x"], "ERROR", []),  # no scheme in metadata matches any
+    (["gs://b/t/x"], ["s3://b/t/x"], "IGNORE", []),
+    (["gs://b/t/x"], ["s3://b/t/x"], "DELETE", ["gs://b/t/x"]),
+    (["s3://c/t/x"], ["s3://b/t/x", "s3://c/t/x"], "DELETE", []),  # one exact match is enough
+])
+def test_find_orphans(actual, valid, mode, expected):
+    schemes = flatten_map(O.EQUAL_SCHEMES_DEFAULT)
+    assert find_orphans(actual, valid, equal_schemes=schemes, equal_authorities={}, mode=mode) == expected
+
+
+def test_find_orphans_error_names_scheme_and_authority_pairs():
+    with pytest.raises(ValidationError, match=r"Conflicting authorities/schemes: \[\(b1, b2\), \(s3, gs\)\]\."):
+        find_orphans(["gs://b2/t/x"], ["s3://b1/t/x"], equal_schemes={}, equal_authorities={}, mode="ERROR")
+
+
+# ------------------------------------------------------------------------------------ listing, location, streaming
+def test_hidden_path_filter_and_walk(tmp_path):
+    f = HiddenPathFilter(("_p=",))
+    assert f.accept("_p=1") and f.accept("x.parquet") and not f.accept("_SUCCESS") and not f.accept(".crc")
+    assert not HiddenPathFilter().accept("_p=1")
+    root = str(tmp_path)
+    for i in range(5):
+        touch(f"{root}/d{i}/e/f.parquet")
+    files, pending = walk([root], int(time.time() * 1000), f, max_dirs=3)
+    # the root and d0, d1 listed; d2..d4 and d0/e, d1/e left over
+    assert len(pending) == 5 and not files
+    files, pending = walk([root], int(time.time() * 1000), f)
+    assert len(files) == 5 and not pending
+
+
+def test_location_limits_the_listing(catalog):
+    t = make_table(catalog)
+    planted = plant_orphans(t)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(location=f"{t.location}/data"))
+    assert result.orphan_file_locations == (q(planted["orphan"]),)
+    assert os.path.exists(planted["orphan_manifest"]) and os.path.exists(planted["top"])
+
+
+def test_location_outside_the_table_only_touches_that_location(catalog, tmp_path):
+    t = make_table(catalog)
+    elsewhere = touch(str(tmp_path / "elsewhere" / "a.parquet"))
+    inside = touch(f"{t.location}/data/orphan.parquet")
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(location=str(tmp_path / "elsewhere"), dry_run=True))
+    assert result.orphan_file_locations == (q(elsewhere),) and os.path.exists(inside)
+
+
+def test_prefix_listing_finds_the_same_orphans(catalog):
+    t = make_table(catalog)
+    planted = plant_orphans(t)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(prefix_listing=True, dry_run=True))
+    assert {file_uri(p).path for p in result.orphan_file_locations} == {
+        planted[k] for k in ("orphan", "orphan_manifest", "stale_metadata", "top")}
+
+
+def test_stream_results_caps_the_rows_but_deletes_everything(catalog, monkeypatch):
+    monkeypatch.setattr(O, "MAX_STREAMED_RESULTS", 2)
+    t = make_table(catalog)
+    planted = [touch(f"{t.location}/data/o{i}.parquet") for i in range(3)]
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(stream_results=True))
+    assert len(result.orphan_file_locations) == 2 and result.orphan_count == 3 and result.deleted_count == 3
+    assert not any(os.path.exists(p) for p in planted)
+
+
+def test_procedure_through_the_registry(catalog):
+    t = make_table(catalog)
+    orphan = touch(f"{t.location}/data/orphan.parquet")
+    conf = {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": catalog.warehouse}
+    recent = int(time.time() * 1_000_000)
+    with pytest.raises(ValidationError, match="interval less than 24 hours"):
+        registry.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent}, catalog="local", conf=conf,
+                     lenient=True)
+    res = registry.run("remove_orphan_files", kwargs={"table": "db.t", "dry_run": True}, catalog="local", conf=conf)
+    assert res.rows == [(q(orphan),)] and [c.name for c in res.columns] == ["orphan_file_location"]
+    res = registry.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent + 10**6},
+                       catalog="local", conf={**conf, "spark.testing": "true"}, lenient=True)
+    assert res.rows == [(q(orphan),)] and not os.path.exists(orphan)
+    with pytest.raises(ValidationError, match="Invalid mode: nope"):
+        registry.run("remove_orphan_files", kwargs={"table": "db.t", "prefix_mismatch_mode": "nope"},
+                     catalog="local", conf=conf)
