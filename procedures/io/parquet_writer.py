@@ -298,6 +298,26 @@ def _py_value(value: Any, t: IcebergType) -> Any:
     return value
 
 
+def _apply_to_uuids(transform: Any, col: Any, source_type: IcebergType) -> pa.Array:
+    # Arrow has no hash kernels for the uuid extension type; uuid partitions are rare, map in Python
+    result = transform.result_type(source_type)
+    cache: dict[bytes, Any] = {}
+    out = []
+    for raw in _storage(col).to_pylist():
+        if raw is None:
+            out.append(None)
+            continue
+        if raw not in cache:
+            v = transform.apply(_uuid.UUID(bytes=raw), source_type)
+            cache[raw] = v.bytes if isinstance(v, _uuid.UUID) else v
+        out.append(cache[raw])
+    if isinstance(result, UUIDType):
+        return pa.array(out, pa.binary(16))
+    from procedures.io.arrow_schema import primitive_to_arrow  # noqa: PLC0415
+
+    return pa.array(out, primitive_to_arrow(result))
+
+
 def partition_table(table: pa.Table, spec: PartitionSpec, schema: Schema) -> list[tuple[tuple, pa.Table]]:
     """Split ``table`` into ``(partition tuple, rows)`` groups by the spec's transforms.
 
@@ -310,7 +330,11 @@ def partition_table(table: pa.Table, spec: PartitionSpec, schema: Schema) -> lis
     types = []
     for i, pf in enumerate(spec.fields):
         source = schema.find_field(pf.source_id)
-        arr = pf.transform.apply_arrow(source_column(table, schema, pf.source_id), source.field_type)
+        col = source_column(table, schema, pf.source_id)
+        if isinstance(source.field_type, UUIDType) and isinstance(col.type, pa.BaseExtensionType):
+            arr = _apply_to_uuids(pf.transform, col, source.field_type)
+        else:
+            arr = pf.transform.apply_arrow(col, source.field_type)
         keys[f"_p{i}"] = _storage(arr)
         types.append(pf.transform.result_type(source.field_type))
     keys["_row"] = pa.array(range(table.num_rows), pa.int64())

@@ -1,0 +1,258 @@
+"""Table-level writes from Spark: append, overwrite (by filter and dynamic partition overwrite)
+and delete by filter, built on :mod:`procedures.spark.write` and the commit path of
+:mod:`procedures.core` (Java's ``AppendData``, ``OverwriteByExpression``,
+``OverwritePartitionsDynamic`` and ``DeleteFromTable``).
+
+Deletes and overwrites remove the files whose rows all match the filter (strict partition
+projection or strict column metrics) without reading them.  Files that only partly match are
+handled by ``write.delete.mode``: ``copy-on-write`` rewrites their remaining rows into new files;
+``merge-on-read`` writes position delete files (v2) or deletion vectors (v3) for the matching
+rows, found by reading the files' ``_file``/``_pos`` metadata columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from procedures.catalog.base import Table
+from procedures.core.operations import MergeAppend, OverwriteFiles, ReplacePartitions, RowDelta
+from procedures.core.transaction import commit
+from procedures.errors import ValidationError
+from procedures.io.delete_writers import DeleteTarget, merge_positions, read_position_deletes, write_deletes
+from procedures.spark.session import job_description, load_table
+from procedures.spark.write import write_dataframe
+from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
+from procedures.spec.expression_parser import parse_filter
+from procedures.spec.expressions import Expression
+from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.projection import strict_projection
+
+__all__ = ["append", "overwrite", "overwrite_partitions", "delete_where", "FilterMatch", "match_files"]
+
+DELETE_MODE = "write.delete.mode"
+COPY_ON_WRITE = "copy-on-write"
+MERGE_ON_READ = "merge-on-read"
+
+
+def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
+           snapshot_properties: dict[str, str] | None = None) -> Table:
+    """Append the DataFrame's rows (``INSERT INTO``); returns the committed table."""
+    t = load_table(spark, table)
+    files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}")
+    if not files:
+        return t
+    return commit(t, [MergeAppend(files, snapshot_properties=dict(snapshot_properties or {}))])
+
+
+def overwrite_partitions(spark: Any, table: str | Table, df: Any, *, sort: bool = False) -> Table:
+    """Dynamic partition overwrite (``INSERT OVERWRITE`` with ``partitionOverwriteMode=dynamic``):
+    every partition the DataFrame writes to is replaced; an unpartitioned table is replaced."""
+    t = load_table(spark, table)
+    files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite partitions of {t.name}")
+    if not files:
+        return t
+    start = t.metadata.current_snapshot_id
+    return commit(t, [ReplacePartitions(files, starting_snapshot_id=start)])
+
+
+@dataclass
+class FilterMatch:
+    """The live data files of a snapshot split by how a filter matches them."""
+
+    snapshot_id: int | None
+    full: list[DataFile] = field(default_factory=list)
+    partial: list[DataFile] = field(default_factory=list)
+    #: data file path -> the delete files that apply to it
+    deletes: dict[str, list[DataFile]] = field(default_factory=dict)
+
+
+def _expression(filter: str | Expression) -> Expression:
+    if isinstance(filter, Expression):
+        return filter
+    if isinstance(filter, str) and filter.strip():
+        return parse_filter(filter)
+    raise ValidationError(f"a filter is required (Spark SQL text such as \"id > 5\"), got {filter!r}")
+
+
+def match_files(table: Table, filter: str | Expression) -> FilterMatch:
+    """Files that may hold matching rows, split into those whose every row matches (by strict
+    partition projection or strict metrics) and those that only may."""
+    from procedures.core.scan import iter_file_scan_tasks  # noqa: PLC0415
+
+    md = table.metadata
+    expr = _expression(filter)
+    schema = md.schema()
+    strict_metrics = StrictMetricsEvaluator(schema, expr)
+    strict_parts: dict[int, Evaluator] = {}
+    out = FilterMatch(md.current_snapshot_id)
+    for task in iter_file_scan_tasks(md, table.io, filter=expr):
+        df = task.data_file
+        spec = md.spec_by_id(df.spec_id)
+        ev = strict_parts.get(df.spec_id)
+        if ev is None and spec is not None:
+            ev = strict_parts[df.spec_id] = Evaluator(spec.partition_type(schema), strict_projection(spec, schema, expr))
+        full = (ev is not None and spec.fields and ev.eval(df.partition)) or strict_metrics.eval(df)
+        (out.full if full else out.partial).append(df)
+        out.deletes[df.file_path] = [d.data_file for d in task.deletes]
+    return out
+
+
+def _not_matching(filter: str) -> str:
+    # rows where the filter is NULL are not deleted, as in SQL DELETE
+    return f"NOT coalesce(({filter}), false)"
+
+
+def _remaining_rows(spark: Any, t: Table, files: list[DataFile], filter: str | Expression) -> Any:
+    if not isinstance(filter, str):
+        raise ValidationError(
+            f"{len(files)} file(s) of {t.name} only partly match the filter; rewriting them needs the filter as "
+            "Spark SQL text, not an expression object"
+        )
+    from procedures.spark.read import read_files  # noqa: PLC0415
+
+    rows = read_files(spark, t, files, metadata_columns=())
+    return rows.where(_not_matching(filter))
+
+
+def _file_scoped_deletes(match: FilterMatch, removed: Iterable[DataFile]) -> list[str]:
+    """Position delete files (not DVs, whose Puffin may hold other files' vectors) that only
+    reference removed data files: they go with their data file."""
+    out = []
+    for df in removed:
+        for d in match.deletes.get(df.file_path, ()):
+            if d.file_format != FileFormat.PUFFIN and d.referenced_data_file == df.file_path:
+                out.append(d.file_path)
+    return out
+
+
+def overwrite(spark: Any, table: str | Table, df: Any, filter: str | Expression, *, sort: bool = False) -> Table:
+    """Replace the rows matching ``filter`` by the DataFrame's rows (``INSERT OVERWRITE ... WHERE``,
+    ``DataFrameWriterV2.overwrite``).
+
+    Files fully matched are removed; partly matched files are rewritten without the matching rows
+    (copy-on-write), so the result is exact whatever the partitioning.
+    """
+    t = load_table(spark, table)
+    with job_description(spark, f"overwrite {t.name} where {filter}"):
+        match = match_files(t, filter)
+        new_files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite {t.name}: new rows")
+        rewritten: list[DataFile] = []
+        if match.partial:
+            kept = _remaining_rows(spark, t, match.partial, filter)
+            rewritten = write_dataframe(spark, t, kept, description=f"overwrite {t.name}: rewrite {len(match.partial)} file(s)")
+    removed = match.full + match.partial
+    remove_paths = [f.file_path for f in removed] + _file_scoped_deletes(match, removed)
+    if not remove_paths and not new_files and not rewritten:
+        return t
+    op = OverwriteFiles(
+        add_files=new_files + rewritten, remove_paths=remove_paths, starting_snapshot_id=match.snapshot_id,
+        validate_no_conflicting_deletes=True,
+    )
+    return commit(t, [op])
+
+
+def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mode: str | None = None) -> Table:
+    """Delete the rows matching ``filter`` (``DELETE FROM t WHERE ...``).
+
+    ``mode`` (default: table property ``write.delete.mode``, else copy-on-write) decides how partly
+    matching files are handled; fully matching files are always just removed.
+    """
+    t = load_table(spark, table)
+    md = t.metadata
+    mode = (mode or md.property(DELETE_MODE, COPY_ON_WRITE) or COPY_ON_WRITE).strip().lower()
+    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
+        raise ValidationError(f"{DELETE_MODE}={mode!r} on {t.name}: use {COPY_ON_WRITE} or {MERGE_ON_READ}")
+    if mode == MERGE_ON_READ and md.format_version < 2:
+        raise ValidationError(f"{t.name} is format v1: merge-on-read deletes need v2 or later")
+    with job_description(spark, f"delete from {t.name} where {filter}"):
+        match = match_files(t, filter)
+        if not match.full and not match.partial:
+            return t
+        if mode == COPY_ON_WRITE or not match.partial:
+            rewritten: list[DataFile] = []
+            if match.partial:
+                kept = _remaining_rows(spark, t, match.partial, filter)
+                rewritten = write_dataframe(spark, t, kept, description=f"delete from {t.name}: rewrite files")
+            removed = match.full + match.partial
+            op = OverwriteFiles(
+                add_files=rewritten,
+                remove_paths=[f.file_path for f in removed] + _file_scoped_deletes(match, removed),
+                starting_snapshot_id=match.snapshot_id, validate_no_conflicting_deletes=True,
+            )
+            return commit(t, [op])
+        return _merge_on_read_delete(spark, t, match, filter)
+
+
+def _merge_on_read_delete(spark: Any, t: Table, match: FilterMatch, filter: str | Expression) -> Table:
+    from procedures.spark.read import read_files  # noqa: PLC0415
+
+    md = t.metadata
+    text = filter if isinstance(filter, str) else None
+    if text is None:
+        raise ValidationError("merge-on-read deletes of partly matching files need the filter as Spark SQL text")
+    rows = read_files(spark, t, match.partial, filter=text, metadata_columns=("_file", "_pos"))
+    hits: dict[str, list[int]] = {}
+    for r in rows.select("_file", "_pos").collect():
+        hits.setdefault(r[0], []).append(r[1])
+    by_path = {f.file_path: f for f in match.partial}
+    remove_deletes: list[DataFile] = []
+    deletes: dict[DeleteTarget, list[int]] = {}
+    if md.format_version >= 3:
+        carried = _carry_dvs(t, match, set(hits))
+        for path, positions in hits.items():
+            old = [d for d in match.deletes.get(path, ()) if d.referenced_data_file in (None, path)]
+            existing = [read_position_deletes(t.io, d).get(path, ()) for d in old]
+            deletes[DeleteTarget.of(by_path[path])] = merge_positions(positions, *existing)
+            # old DVs and file-scoped position deletes are absorbed into the new DV
+            remove_deletes += [d for d in old if d.referenced_data_file == path]
+        for target, positions in carried.items():
+            deletes[target] = positions
+    else:
+        for path, positions in hits.items():
+            deletes[DeleteTarget.of(by_path[path])] = positions
+    new_deletes = write_deletes(t.io, md, deletes) if deletes else []
+    removed_data = match.full
+    removed_data_scoped = _file_scoped_deletes(match, removed_data)
+    remove = list({d.file_path: d for d in remove_deletes}.values())
+    op = RowDelta(
+        add_deletes=new_deletes,
+        # fully matched data files go by path with the replaced deletes
+        remove_deletes=remove + removed_data + [d for p in removed_data_scoped for d in _by_path(match, p)],
+        starting_snapshot_id=match.snapshot_id,
+    )
+    return commit(t, [op])
+
+
+def _by_path(match: FilterMatch, path: str) -> list[DataFile]:
+    for ds in match.deletes.values():
+        for d in ds:
+            if d.file_path == path:
+                return [d]
+    return []
+
+
+def _carry_dvs(t: Table, match: FilterMatch, rewritten: set[str]) -> dict[DeleteTarget, list[int]]:
+    """DVs of other data files that share a Puffin file with a DV being replaced.
+
+    Deletes are removed from manifests by path, so such neighbours would vanish with the replaced
+    DV; they are copied into the new Puffin file unchanged instead.
+    """
+    from procedures.core.scan import iter_file_scan_tasks  # noqa: PLC0415
+
+    old_puffins = {
+        d.file_path for p in rewritten for d in match.deletes.get(p, ())
+        if d.file_format == FileFormat.PUFFIN and d.referenced_data_file == p
+    }
+    if not old_puffins:
+        return {}
+    out: dict[DeleteTarget, list[int]] = {}
+    for task in iter_file_scan_tasks(t.metadata, t.io):
+        path = task.data_file.file_path
+        if path in rewritten:
+            continue
+        for d in task.deletes:
+            f = d.data_file
+            if f.file_format == FileFormat.PUFFIN and f.file_path in old_puffins and f.referenced_data_file == path:
+                out[DeleteTarget.of(task.data_file)] = read_position_deletes(t.io, f)[path]
+    return out

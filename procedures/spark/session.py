@@ -1,0 +1,91 @@
+"""The Spark session side of the package: the active session, job descriptions and groups shown
+in the Spark UI, and our catalogs configured from the session's ``spark.sql.catalog.*`` keys.
+
+Works with PySpark 3.5 and 4.x classic sessions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+from procedures.catalog.base import Catalog, Identifier, Table
+from procedures.errors import ValidationError
+
+__all__ = [
+    "active_session",
+    "job_description",
+    "job_group",
+    "catalog_for",
+    "resolve_table",
+    "load_table",
+]
+
+_DESCRIPTION = "spark.job.description"
+_GROUP = "spark.jobGroup.id"
+_INTERRUPT = "spark.job.interruptOnCancel"
+
+
+def active_session(spark: Any = None) -> Any:
+    """``spark`` when given, else the active SparkSession; raises when there is none."""
+    if spark is not None:
+        return spark
+    from pyspark.sql import SparkSession  # noqa: PLC0415
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise ValidationError("No active SparkSession: create one (SparkSession.builder...getOrCreate()) first")
+    return session
+
+
+@contextlib.contextmanager
+def job_description(spark: Any, text: str) -> Iterator[None]:
+    """Label the Spark jobs started inside the block (``rewrite_data_files: rewrite group 3/10``)
+    and restore the previous label afterwards, also on errors."""
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty(_DESCRIPTION)
+    sc.setJobDescription(text)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(_DESCRIPTION, previous)
+
+
+@contextlib.contextmanager
+def job_group(spark: Any, group_id: str, description: str, *, interrupt_on_cancel: bool = False) -> Iterator[None]:
+    """Run the block's Spark jobs in job group ``group_id`` (cancellable together with
+    ``sparkContext.cancelJobGroup``); the previous group and description come back afterwards."""
+    sc = spark.sparkContext
+    previous = (sc.getLocalProperty(_GROUP), sc.getLocalProperty(_DESCRIPTION), sc.getLocalProperty(_INTERRUPT))
+    sc.setJobGroup(group_id, description, interrupt_on_cancel)
+    try:
+        yield
+    finally:
+        for key, value in zip((_GROUP, _DESCRIPTION, _INTERRUPT), previous):
+            sc.setLocalProperty(key, value)
+
+
+def catalog_for(spark: Any, name: str | None = None) -> Catalog:
+    """Our catalog ``name`` (default: the session's default catalog) configured from the
+    session's ``spark.sql.catalog.<name>.*`` keys."""
+    from procedures.catalog.config import default_catalog_name, load_catalog  # noqa: PLC0415
+
+    spark = active_session(spark)
+    return load_catalog(name or default_catalog_name(spark), spark)
+
+
+def resolve_table(spark: Any, ident: str) -> tuple[Catalog, Identifier]:
+    """The catalog and identifier of ``cat.db.t`` (or ``db.t`` in the default catalog)."""
+    from procedures.catalog.config import resolve_identifier  # noqa: PLC0415
+
+    spark = active_session(spark)
+    catalog_name, identifier = resolve_identifier(ident, conf=spark)
+    return catalog_for(spark, catalog_name), identifier
+
+
+def load_table(spark: Any, table: str | Table) -> Table:
+    """The table for a name through our catalogs (a loaded :class:`Table` is returned as is)."""
+    if isinstance(table, Table):
+        return table
+    catalog, identifier = resolve_table(spark, table)
+    return catalog.load_table(identifier)

@@ -1,0 +1,201 @@
+"""Writing Spark DataFrames to Iceberg data files (the write half of Spark I/O).
+
+The data never passes through the driver: each Spark task gets its Arrow batches through
+``mapInArrow``, casts them to the table's Arrow schema, partitions them with the spec's
+transforms and writes Parquet files with :mod:`procedures.io.parquet_writer`.  Each task returns
+one row per written file holding the pickled :class:`DataFile`; the driver collects only those
+and commits them through :mod:`procedures.core`.
+
+Optionally the DataFrame is first clustered by the partition values (``cluster=True``) so that
+each task writes few files, and sorted within tasks (``sort=True``) by the partition values and
+the table's sort order.
+"""
+
+from __future__ import annotations
+
+import pickle
+import uuid as _uuid
+from typing import Any, Iterator, Sequence
+
+import pyarrow as pa
+
+from procedures.catalog.base import Table
+from procedures.errors import ValidationError
+from procedures.io.parquet_writer import WriteSettings, write_data_files
+from procedures.spark.session import job_description, load_table
+from procedures.spec.manifest import DataFile
+from procedures.spec.sorting import NullOrder, SortDirection
+from procedures.spec.transforms import (
+    BucketTransform,
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    TruncateTransform,
+    YearTransform,
+)
+from procedures.spec.types import IntegerType, LongType, StringType
+
+__all__ = ["write_dataframe", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN"]
+
+#: the column of the task output that holds each pickled DataFile
+OUTPUT_COLUMN = "data_file"
+
+
+def _col(name_path: Sequence[str]) -> Any:
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    return F.col(".".join(f"`{p}`" for p in name_path))
+
+
+def _column_path(schema: Any, field_id: int) -> list[str]:
+    names = []
+    fid = field_id
+    while fid is not None:
+        names.append(schema.find_field(fid).name)
+        fid = schema.parent_id(fid)
+    return names[::-1]
+
+
+def _resolve_case(df_columns: Sequence[str], path: list[str]) -> list[str]:
+    # DataFrames from users may spell top-level names in another case than the table
+    if path[0] not in df_columns:
+        hits = [c for c in df_columns if c.lower() == path[0].lower()]
+        if len(hits) == 1:
+            return [hits[0]] + path[1:]
+    return path
+
+
+def partition_expressions(df: Any, settings: WriteSettings) -> list[Any]:
+    """Spark column expressions constant on each partition of the spec (not necessarily equal to
+    Iceberg's partition values: they only need to group rows of one partition together)."""
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    out = []
+    for pf in settings.spec.fields:
+        source = settings.schema.find_field_or_none(pf.source_id)
+        if source is None or pf.transform.is_void:
+            continue
+        c = _col(_resolve_case(df.columns, _column_path(settings.schema, pf.source_id)))
+        t = pf.transform
+        if isinstance(t, IdentityTransform):
+            out.append(c)
+        elif isinstance(t, YearTransform):
+            out.append(F.year(c))
+        elif isinstance(t, MonthTransform):
+            out.append(F.date_trunc("month", c))
+        elif isinstance(t, DayTransform):
+            out.append(F.to_date(c))
+        elif isinstance(t, HourTransform):
+            out.append(F.date_trunc("hour", c))
+        elif isinstance(t, BucketTransform):
+            # Spark's hash differs from Iceberg's murmur3 bucket; the partition is still a function of it
+            out.append(F.pmod(F.hash(c), F.lit(t.num_buckets)))
+        elif isinstance(t, TruncateTransform) and isinstance(source.field_type, StringType):
+            out.append(F.substring(c, 1, t.width))
+        elif isinstance(t, TruncateTransform) and isinstance(source.field_type, (IntegerType, LongType)):
+            out.append(F.floor(c / F.lit(t.width)))
+        else:
+            out.append(c)
+    return out
+
+
+def sort_expressions(df: Any, settings: WriteSettings, sort_order: Any | None) -> list[Any]:
+    """Partition expressions then the identity/order-preserving fields of the table's sort order."""
+    exprs = [e.asc_nulls_first() for e in partition_expressions(df, settings)]
+    if sort_order is None:
+        return exprs
+    for sf in sort_order.fields:
+        if not isinstance(sf.transform, IdentityTransform):
+            continue
+        if settings.schema.find_field_or_none(sf.source_id) is None:
+            continue
+        c = _col(_resolve_case(df.columns, _column_path(settings.schema, sf.source_id)))
+        if sf.direction == SortDirection.ASC:
+            c = c.asc_nulls_first() if sf.null_order == NullOrder.NULLS_FIRST else c.asc_nulls_last()
+        else:
+            c = c.desc_nulls_first() if sf.null_order == NullOrder.NULLS_FIRST else c.desc_nulls_last()
+        exprs.append(c)
+    return exprs
+
+
+def write_dataframe(
+    spark: Any,
+    table: str | Table,
+    df: Any,
+    *,
+    sort: bool = False,
+    cluster: bool = False,
+    spec_id: int | None = None,
+    properties: dict[str, str] | None = None,
+    description: str | None = None,
+) -> list[DataFile]:
+    """Write ``df`` as data files of ``table`` (not committed) and return their ``DataFile``s.
+
+    Columns are matched to the table schema by name; ``properties`` override table write
+    properties for this write (``write.target-file-size-bytes`` ...).  ``cluster`` repartitions by
+    the partition values first so each task writes few files; ``sort`` also sorts rows within
+    tasks by partition and the table's sort order (and implies clustering for partitioned tables).
+    """
+    t = load_table(spark, table)
+    md = t.metadata
+    settings = WriteSettings.from_metadata(md, spec_id=spec_id)
+    if properties:
+        merged = {**settings.properties, **properties}
+        settings = WriteSettings.from_metadata(_with_properties(md, merged), spec_id=spec_id)
+    check_writable(df, settings)
+    order = md.sort_order() if md.sort_order().fields else None
+    if (cluster or sort) and settings.spec.fields:
+        exprs = partition_expressions(df, settings)
+        if exprs:
+            df = df.repartition(*exprs)
+    if sort:
+        exprs = sort_expressions(df, settings, order)
+        if exprs:
+            df = df.sortWithinPartitions(*exprs)
+    elif order is not None:
+        # unsorted input must not claim the table's sort order
+        settings = _replace_order(settings, 0)
+    operation_id = str(_uuid.uuid4())
+    io_props = dict(getattr(t.io, "properties", {}) or {})
+
+    def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext  # noqa: PLC0415
+
+        from procedures.io.fileio import FileIO  # noqa: PLC0415
+
+        ctx = TaskContext.get()
+        partition_id = ctx.partitionId() if ctx is not None else 0
+        task_id = ctx.taskAttemptId() if ctx is not None else 0
+        files = write_data_files(
+            FileIO(io_props), settings, batches,
+            partition_id=partition_id, task_id=task_id, operation_id=operation_id,
+        )
+        if files:
+            payload = [pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL) for f in files]
+            yield pa.RecordBatch.from_arrays([pa.array(payload, pa.binary())], names=[OUTPUT_COLUMN])
+
+    text = description or f"Write data files to {t.name}"
+    with job_description(spark, text):
+        rows = df.mapInArrow(write_task, f"{OUTPUT_COLUMN} binary").collect()
+    return [pickle.loads(r[0]) for r in rows]
+
+
+def _with_properties(md: Any, properties: dict[str, str]) -> Any:
+    from dataclasses import replace  # noqa: PLC0415
+
+    return replace(md, properties=properties)
+
+
+def _replace_order(settings: WriteSettings, order_id: int) -> WriteSettings:
+    from dataclasses import replace  # noqa: PLC0415
+
+    return replace(settings, sort_order_id=order_id)
+
+
+def check_writable(df: Any, settings: WriteSettings) -> None:
+    """Refuse a DataFrame lacking a required column before any task starts."""
+    names = {c.lower() for c in df.columns}
+    missing = [f.name for f in settings.schema.fields if f.required and f.name.lower() not in names]
+    if missing:
+        raise ValidationError(f"Cannot write to the table: required column(s) {missing} are missing from the DataFrame")
