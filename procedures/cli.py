@@ -27,6 +27,7 @@ EMBEDDED_DEFAULTS = {
     "spark.sql.catalog.local.warehouse": "./warehouse",
     "spark.master": "local[*]",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
 }

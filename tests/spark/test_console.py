@@ -1,0 +1,80 @@
+"""The ``procedures-sql`` console end to end, in subprocesses (each starts its own Spark)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from procedures.cli import format_table, read_properties_file
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def console(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "procedures.cli", *args], cwd=cwd, input=stdin, capture_output=True, text=True,
+        timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def test_script_on_the_embedded_default_catalog(tmp_path):
+    script = tmp_path / "demo.sql"
+    script.write_text(
+        "CREATE NAMESPACE IF NOT EXISTS local.db;\n"
+        "CREATE TABLE local.db.t (id bigint NOT NULL, data string) USING iceberg PARTITIONED BY (bucket(2, id));\n"
+        "INSERT INTO local.db.t VALUES (1, 'a'), (2, 'b');  -- first snapshot\n"
+        "/* a branch at the first snapshot */\n"
+        "CALL local.system.fast_forward('db.t', 'audit', 'main');\n"
+        "INSERT INTO local.db.t SELECT id + 10, upper(data) FROM local.db.t;\n"
+        "SELECT id, data FROM local.db.t ORDER BY id;\n"
+    )
+    run = console(tmp_path, "-f", str(script))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-6:] == ["id  data", "--  ----", " 1  a", " 2  b", "11  A", "12  B"]
+    assert "branch_updated  previous_ref  updated_ref" in run.stdout
+    # the embedded default is a SQLite JDBC catalog under ./warehouse of the working directory
+    assert (tmp_path / "warehouse" / "catalog.db").is_file()
+    assert (tmp_path / "warehouse" / "db" / "t" / "metadata").is_dir()
+
+
+def test_syntax_error_names_the_script_position_and_stops(tmp_path):
+    script = tmp_path / "bad.sql"
+    script.write_text("SELECT 1 AS one;\n\nCALL local.system.ancestors_of(\n  'db.t' 'x' => 1);\nSELECT 2;\n")
+    run = console(tmp_path, "-f", str(script))
+    assert run.returncode == 1
+    assert "Syntax error at line 4, column 14 near '=>'" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert "one" in run.stdout and "2" not in run.stdout.split("one", 1)[1]  # the statement after the error never ran
+
+
+def test_procedure_error_and_conf_options(tmp_path):
+    props = tmp_path / "my.conf"
+    props.write_text(f"# ours on a hadoop warehouse\nspark.sql.catalog.ours.type   hadoop\n"
+                     f"spark.sql.catalog.ours.warehouse={tmp_path / 'wh'}\n")
+    assert read_properties_file(str(props))["spark.sql.catalog.ours.type"] == "hadoop"
+    run = console(tmp_path, "--properties-file", str(props), "--master", "local[1]",
+                  "--conf", "spark.sql.session.timeZone=UTC",
+                  "-e", "CREATE NAMESPACE ours.db; CALL ours.system.ancestors_of(table => 'db.missing')")
+    assert run.returncode == 1
+    assert "Couldn't load table 'db.missing' in catalog 'ours'" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert (tmp_path / "wh" / "db").is_dir()
+
+
+def test_interactive_prompt_reads_multi_line_statements(tmp_path):
+    run = console(tmp_path, stdin="SELECT 40 +\n 2 AS answer;\nCALL local.system.nope();\nSELECT 'still here' AS s;\nquit\n")
+    assert "answer" in run.stdout and "42" in run.stdout
+    assert "Procedure system.nope not found" in run.stderr
+    assert "still here" in run.stdout  # the prompt survives a failing statement
+    assert run.returncode == 0
+
+
+def test_format_table_aligns_columns():
+    assert format_table(["n", "name"], [(1, "a"), (100, None)]).splitlines() == [
+        "n    name", "---  ----", "  1  a", "100  NULL",
+    ]
