@@ -1,0 +1,80 @@
+"""Append of a 5M-row (x --scale) DataFrame: our ``append`` (``mapInArrow`` Parquet writers + one
+commit) beside Iceberg Java's ``INSERT INTO`` of the same DataFrame, in the same session, with the
+driver's peak RSS.
+
+Each timed run appends to a freshly created empty table (setup, untimed); afterwards both tables
+must hold the same rows (count and column sums), checked before figures are printed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import (  # noqa: E402
+    Figure,
+    arg_parser,
+    driver_peak_rss_mb,
+    jvm_peak_rss_mb,
+    print_figures,
+    reset_peak_rss,
+    start_spark,
+    time_call,
+    timing_figures,
+)
+
+AGG = ["count(*) AS n", "sum(id) AS s_id", "sum(v) AS s_v", "sum(length(s)) AS s_len", "count(distinct day) AS days"]
+COLUMNS = "id bigint, v double, s string, day date"
+
+
+def main() -> None:
+    args = arg_parser(__doc__.splitlines()[0]).parse_args()
+    rows = 5_000_000 * args.scale
+    spark = start_spark(args.warehouse)
+    from procedures.spark.dml import append
+    from procedures.spark.read import read_table
+
+    ours_ident, java_ident = "jcat.db.bench_append_ours", "jcat.db.bench_append_java"
+    df = spark.range(rows).selectExpr(
+        "id", "id * 0.5 AS v", "concat('row-', id) AS s", "date_add(DATE'2024-01-01', CAST(id % 8 AS int)) AS day"
+    ).cache()
+    df.count()
+
+    def create(ident: str) -> None:
+        spark.sql(f"DROP TABLE IF EXISTS {ident}")
+        # both tables are created by Java with identical DDL; only the write path differs
+        spark.sql(f"CREATE TABLE {ident} ({COLUMNS}) USING iceberg PARTITIONED BY (day) "
+                  "TBLPROPERTIES ('format-version'='2')")
+
+    def ours():
+        append(spark, ours_ident, df)
+
+    def java():
+        df.writeTo(java_ident).append()
+
+    reset_peak_rss(spark)
+    t_ref = time_call(java, name="java", repeat=args.repeat, warmup=args.warmup, setup=lambda: create(java_ident))
+    jvm_ref = jvm_peak_rss_mb(spark)
+    rss_before = driver_peak_rss_mb()
+    reset_peak_rss(spark)
+    t_ours = time_call(ours, name="ours", repeat=args.repeat, warmup=args.warmup, setup=lambda: create(ours_ident))
+    jvm_ours = jvm_peak_rss_mb(spark)
+    spark.sql(f"REFRESH TABLE {ours_ident}")
+    got_java = spark.table(ours_ident).selectExpr(*AGG).collect()[0]
+    got_ours = read_table(spark, ours_ident).selectExpr(*AGG).collect()[0]
+    ref = spark.table(java_ident).selectExpr(*AGG).collect()[0]
+    if got_java != ref or got_ours != ref or ref["n"] != rows:
+        raise SystemExit(f"results differ: ours read by Java {got_java}, by us {got_ours}; Java's table {ref}")
+    case = f"append {rows // 1_000_000}M rows, 8 partitions"
+    figures = timing_figures(case, t_ours, t_ref)
+    figures.append(Figure(case, "driver (py) peak RSS", driver_peak_rss_mb(), rss_before, "MiB"))
+    figures.append(Figure(case, "JVM peak RSS", jvm_ours, jvm_ref, "MiB"))
+    print_figures(figures, title="DataFrame append: ours vs Iceberg Java INSERT")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
