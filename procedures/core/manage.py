@@ -158,18 +158,23 @@ class CherryPick:
             raise NoSuchSnapshotError(f"Cannot cherry-pick unknown snapshot ID: {self.snapshot_id}")
         head = _main_head(base)
         ancestors = ancestor_ids(base, head)
+        op = pick.summary.get("operation")
+        wap_id = pick.summary.get("wap.id")
+        replays = op == "append" or (op == "overwrite" and pick.summary.get("replace-partitions") == "true")
+        # Java validates the WAP publish when the pick is requested, before the ancestry checks
+        if wap_id is not None and replays:
+            for sid in ancestors:
+                if base.snapshot_by_id(sid).summary.get("published-wap-id") == wap_id:
+                    raise ValidationError(
+                        f"Duplicate request to cherry pick wap id that was published already: {wap_id}"
+                    )
         if self.snapshot_id in ancestors:
             raise ValidationError(f"Cannot cherrypick snapshot {self.snapshot_id}: already an ancestor")
-        wap_id = pick.summary.get("wap.id")
         for sid in ancestors:
-            s = base.snapshot_by_id(sid)
-            if s.summary.get("source-snapshot-id") == str(self.snapshot_id):
+            if base.snapshot_by_id(sid).summary.get("source-snapshot-id") == str(self.snapshot_id):
                 raise ValidationError(
                     f"Cannot cherrypick snapshot {self.snapshot_id}: already picked to create ancestor {sid}"
                 )
-            if wap_id is not None and s.summary.get("published-wap-id") == wap_id:
-                raise ValidationError(f"Duplicate request to cherry pick wap id that was published already: {wap_id}")
-        op = pick.summary.get("operation")
         fast_forward = pick.parent_snapshot_id == head
         if fast_forward:
             self.current_snapshot_id = self.snapshot_id

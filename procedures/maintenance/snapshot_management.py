@@ -79,23 +79,6 @@ def set_current_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int | N
     return [(op.previous_snapshot_id, op.snapshot_id)]
 
 
-def _check_wap_not_published(md, snapshot_id: int) -> None:
-    """Java validates a WAP publish when the cherry-pick is requested, before the ancestry checks of the
-    commit, so a re-published WAP id reports the duplicate rather than 'already picked'."""
-    pick = md.snapshot_by_id(snapshot_id)
-    wap_id = pick.summary.get("wap.id") if pick is not None else None
-    if wap_id is None:
-        return
-    op = pick.summary.get("operation")
-    if op != "append" and not (op == "overwrite" and pick.summary.get("replace-partitions") == "true"):
-        return
-    main = md.refs.get("main")
-    head = main.snapshot_id if main is not None else md.current_snapshot_id
-    for sid in ancestor_ids(md, head):
-        if md.snapshot_by_id(sid).summary.get("published-wap-id") == wap_id:
-            raise ValidationError(f"Duplicate request to cherry pick wap id that was published already: {wap_id}")
-
-
 @register(
     "cherrypick_snapshot",
     parameters=[_TABLE, P("snapshot_id", "BIGINT", True, doc="Snapshot whose changes are applied to main.")],
@@ -104,7 +87,6 @@ def _check_wap_not_published(md, snapshot_id: int) -> None:
 def cherrypick_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int) -> list[tuple]:
     """Apply an append, a dynamic overwrite or a fast-forward snapshot to ``main``."""
     t = ctx.load_table(table)
-    _check_wap_not_published(t.metadata, snapshot_id)
     op = CherryPick(snapshot_id)
     ctx.commit(t, [op])
     return [(snapshot_id, op.current_snapshot_id)]
@@ -119,7 +101,6 @@ def publish_changes(ctx: ProcedureContext, table: str, wap_id: str) -> list[tupl
     """Cherry-pick the one snapshot staged with ``wap.id = wap_id`` onto ``main``."""
     t = ctx.load_table(table)
     staged = wap_snapshot(t.metadata, wap_id)
-    _check_wap_not_published(t.metadata, staged.snapshot_id)
     op = CherryPick(staged.snapshot_id)
     ctx.commit(t, [op])
     return [(staged.snapshot_id, op.current_snapshot_id)]
