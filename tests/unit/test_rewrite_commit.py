@@ -227,3 +227,30 @@ def test_strategy_decisions(table):
                            "sort_orders": (SortOrder(0, ()),), "default_sort_order_id": 0})
     with pytest.raises(ValidationError, match="table 'cat.db.t' is unsorted and no sort order is provided"):
         parse_strategy(unsorted, "cat.db.t", "sort", None)
+
+
+def test_rewrite_position_delete_files_drops_dangling_positions(tmp_path):
+    from procedures.io.delete_writers import DeleteTarget, read_position_deletes, write_position_delete_files
+    from procedures.maintenance.rewrite_position_delete_files import rewrite_position_deletes
+
+    cat = HadoopCatalog("ours", str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{cat.warehouse}/db/p", spec=SPEC, format_version=2)
+    t = cat.create_table(("db", "p"), md)
+    files = [DataFile(f"{t.location}/data/cat=a/f{i}.parquet", FileFormat.PARQUET, ("a",), 10, 100, spec_id=0)
+             for i in range(3)]
+    t = commit(t, [FastAppend(files)], policy=FAST)
+    for i in range(3):
+        dels = write_position_delete_files(t.io, t.metadata, {DeleteTarget.of(files[i]): [i, i + 1],
+                                                               DeleteTarget.of(files[0]): [9]})
+        t = commit(t, [RowDelta(add_deletes=dels)], policy=FAST)
+    t = commit(t, [DeleteFiles([files[2].file_path])], policy=FAST)
+    with pytest.raises(ValidationError, match=r"Cannot use options \[max-files-to-rewrite\]"):
+        rewrite_position_deletes(t, {"max-files-to-rewrite": "1"})
+    assert rewrite_position_deletes(t, {"min-input-files": "4"}) == (0, 0, 0, 0)
+    rewritten, added, rbytes, abytes = rewrite_position_deletes(t, {"min-input-files": "2"})
+    assert (rewritten, added) == (3, 1) and rbytes > 0 and abytes > 0
+    t = t.refresh()
+    (new,) = [e.data_file for e in live(t).values() if e.data_file.content == FileContent.POSITION_DELETES]
+    assert read_position_deletes(t.io, new) == {files[0].file_path: [9], files[1].file_path: [1, 2]}
+    assert t.metadata.current_snapshot().summary["operation"] == "replace"
