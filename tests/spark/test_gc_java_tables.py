@@ -36,13 +36,12 @@ def ours(spark, java_warehouse):
                                           "spark.sql.catalog.ours.warehouse": str(java_warehouse)})
 
 
-@pytest.fixture(params=["driver", "spark"])
-def mode(request, monkeypatch):
-    """Run ours once with driver-side reachability/listing and once with everything as Spark jobs."""
-    if request.param == "spark":
-        monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
-        monkeypatch.setattr(O, "DRIVER_MAX_DIRS", 1)
-    return request.param
+def _spark_path(mp: pytest.MonkeyPatch, calls: list) -> None:
+    """Force reachability and listing of ours onto Spark (thresholds to zero), counting Spark reads."""
+    mp.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
+    mp.setattr(O, "DRIVER_MAX_DIRS", 1)
+    real = R.content_paths_spark
+    mp.setattr(R, "content_paths_spark", lambda *a: calls.append(1) or real(*a))
 
 
 def build(spark, name: str, steps: list[str]) -> None:
@@ -82,13 +81,21 @@ class Twin:
         return rows, schema, before - files(self.location), shape
 
     def compare(self, args: str, proc: str = "expire_snapshots"):
+        """Java's CALL, then ours on the restored folder with driver-side and with Spark reachability."""
         java = self.run(f"CALL jcat.system.{proc}(table => 'db.{self.name}'{args})", java=True)
-        self.restore()
-        mine = self.run(f"CALL ours.system.{proc}(table => 'db.{self.name}'{args})", java=False)
-        assert mine[1] == java[1], "output schema"
-        assert mine[0] == java[0], "output rows"
-        assert mine[2] == java[2], "deleted paths"
-        assert mine[3] == java[3], "refs, snapshot count, specs, schemas"
+        for path in ("spark", "driver"):  # the driver run last leaves the table as ours left it
+            self.restore()
+            calls: list = []
+            with pytest.MonkeyPatch.context() as mp:
+                if path == "spark":
+                    _spark_path(mp, calls)
+                mine = self.run(f"CALL ours.system.{proc}(table => 'db.{self.name}'{args})", java=False)
+            assert mine[1] == java[1], f"output schema ({path})"
+            assert mine[0] == java[0], f"output rows ({path})"
+            assert mine[2] == java[2], f"deleted paths ({path})"
+            assert mine[3] == java[3], f"refs, snapshot count, specs, schemas ({path})"
+            if path == "spark" and (proc != "expire_snapshots" or java[0][0][3] > 0):
+                assert calls, "the Spark path read no manifest"
         return mine
 
 
@@ -104,8 +111,8 @@ MOR_V2 = [
 ]
 
 
-def test_expire_v2_merge_on_read_history(spark, ours, tmp_path, mode):
-    name = f"gc_v2_{mode}"
+def test_expire_v2_merge_on_read_history(spark, ours, tmp_path):
+    name = f"gc_v2"
     build(spark, name, MOR_V2 + ["DELETE FROM {t} WHERE id = 7"])
     twin = Twin(spark, ours, name, tmp_path)
     rows, _, deleted, _ = twin.compare(f", older_than => {FUTURE}, retain_last => 2")
@@ -116,8 +123,8 @@ def test_expire_v2_merge_on_read_history(spark, ours, tmp_path, mode):
         (3, "c"), (4, "d"), (5, "z"), (6, "f")]
 
 
-def test_expire_v3_deletion_vectors(spark, ours, tmp_path, mode):
-    name = f"gc_v3_{mode}"
+def test_expire_v3_deletion_vectors(spark, ours, tmp_path):
+    name = f"gc_v3"
     build(spark, name, [
         "CREATE TABLE {t} (id bigint, data string) USING iceberg "
         "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read')",
@@ -132,8 +139,8 @@ def test_expire_v3_deletion_vectors(spark, ours, tmp_path, mode):
     assert spark.sql(f"SELECT count(*) FROM jcat.db.{name}").collect()[0][0] == 17
 
 
-def test_expire_with_branches_tags_and_explicit_ids(spark, ours, tmp_path, mode):
-    name = f"gc_refs_{mode}"
+def test_expire_with_branches_tags_and_explicit_ids(spark, ours, tmp_path):
+    name = f"gc_refs"
     build(spark, name, [
         "CREATE TABLE {t} (id bigint) USING iceberg TBLPROPERTIES ('format-version'='2')",
         "INSERT INTO {t} VALUES (1)",
@@ -161,8 +168,8 @@ def test_expire_with_branches_tags_and_explicit_ids(spark, ours, tmp_path, mode)
         procedures.sql(spark, f"CALL ours.system.expire_snapshots(table => 'db.{name}', snapshot_ids => array({md.current_snapshot_id}L))")
 
 
-def test_expire_statistics_and_clean_expired_metadata(spark, ours, tmp_path, mode):
-    name = f"gc_meta_{mode}"
+def test_expire_statistics_and_clean_expired_metadata(spark, ours, tmp_path):
+    name = f"gc_meta"
     build(spark, name, [
         "CREATE TABLE {t} (id bigint, data string) USING iceberg PARTITIONED BY (data) TBLPROPERTIES ('format-version'='2')",
         "INSERT INTO {t} VALUES (1, 'a'), (2, 'b')",
@@ -206,8 +213,8 @@ def _age(root: str, seconds: float = 5 * 24 * 3600) -> None:
             os.utime(os.path.join(d, f), (old, old))
 
 
-def test_remove_orphan_files_like_java(spark, ours, tmp_path, mode):
-    name = f"gc_orphans_{mode}"
+def test_remove_orphan_files_like_java(spark, ours, tmp_path):
+    name = f"gc_orphans"
     build(spark, name, MOR_V2)
     loc = ours.load_table(("db", name)).location.replace("file:", "")
     for rel in ("data/id_bucket=0/orphan.parquet", "data/id_bucket=1/x/y/deep.parquet", "metadata/stray-m0.avro",
@@ -220,7 +227,9 @@ def test_remove_orphan_files_like_java(spark, ours, tmp_path, mode):
     dry = twin.compare(", dry_run => true", "remove_orphan_files")
     assert {os.path.relpath(r[0].replace("file:", ""), loc) for r in dry[0]} == {
         "data/id_bucket=0/orphan.parquet", "data/id_bucket=1/x/y/deep.parquet", "metadata/stray-m0.avro", "stray.txt"}
-    twin.compare("", "remove_orphan_files")
+    deleted = twin.run(f"CALL ours.system.remove_orphan_files(table => 'db.{name}')", java=False)[2]
+    assert deleted == {"data/id_bucket=0/orphan.parquet", "data/id_bucket=1/x/y/deep.parquet", "metadata/stray-m0.avro",
+                       "stray.txt"}
     assert spark.sql(f"SELECT count(*) FROM jcat.db.{name}").collect()[0][0] == 5
 
 
