@@ -1,0 +1,96 @@
+"""expire_snapshots: ours beside Iceberg Java's procedure on the same table state, in the same run.
+
+For each size (default 10, 100 and 1,000 snapshots, times --scale) a table gets one small append per
+snapshot (copies of one Java-written Parquet file, committed through our core) and then a
+merge-on-read DELETE by Java.  The table folder is saved; before every timed run it is restored, so
+Java's ``CALL jcat.system.expire_snapshots`` and ours (``CALL ours.system.expire_snapshots``)
+expire exactly the same snapshots (``older_than`` in the future, ``retain_last => 1``) and delete
+the same files.  Both outputs are checked to be equal.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import (  # noqa: E402
+    Figure, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, start_spark, time_call, timing_figures,
+)
+
+import procedures  # noqa: E402
+from procedures.core.operations import FastAppend  # noqa: E402
+from procedures.core.transaction import commit  # noqa: E402
+from procedures.maintenance import registry  # noqa: E402
+
+CALL = "CALL {cat}.system.expire_snapshots(table => 'db.{name}', older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)"
+
+
+def build(spark, ours, name: str, snapshots: int) -> Path:
+    """The table with ``snapshots`` appends and one MOR delete; returns its folder."""
+    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
+    spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, data string) USING iceberg "
+              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+    spark.sql(f"INSERT INTO jcat.db.{name} VALUES (0, 'a'), (1, 'b')")
+    t = ours.load_table(("db", name))
+    template = next(iter(t.metadata.snapshots))
+    from procedures.spec.manifest import read_manifest, read_manifest_list  # noqa: PLC0415
+
+    first = next(read_manifest(t.io, read_manifest_list(t.io, template.manifest_list)[0]))
+    src = first.data_file.file_path.replace("file:", "")
+    for i in range(snapshots - 1):
+        dst = src.replace(".parquet", f"-copy{i}.parquet")
+        shutil.copyfile(src, dst)
+        f = first.data_file
+        copy = type(f)(**{**{k: getattr(f, k) for k in f.__dataclass_fields__}, "file_path": dst})
+        t = commit(t, [FastAppend([copy])])
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    spark.sql(f"DELETE FROM jcat.db.{name} WHERE id = 0")
+    return Path(t.location.replace("file:", ""))
+
+
+def main() -> None:
+    parser = arg_parser(__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,100,1000", help="snapshot counts (comma-separated)")
+    args = parser.parse_args()
+    warehouse = Path(args.warehouse or tempfile.mkdtemp(prefix="bench-expire-"))
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
+    spark = start_spark(warehouse, extra_conf=conf)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    ours = registry.open_catalog("ours", conf)
+    figures: list[Figure] = []
+    for size in (int(s) * args.scale for s in args.sizes.split(",")):
+        name = f"expire_{size}"
+        folder = build(spark, ours, name, size)
+        saved = warehouse / f"saved-{name}"
+        shutil.rmtree(saved, ignore_errors=True)
+        shutil.copytree(folder, saved)
+
+        def restore() -> None:
+            shutil.rmtree(folder)
+            shutil.copytree(saved, folder)
+            spark.sql(f"REFRESH TABLE jcat.db.{name}")
+
+        reset_peak_rss(spark)
+        ref = time_call(lambda: [tuple(r) for r in spark.sql(CALL.format(cat="jcat", name=name)).collect()],
+                        name="java", repeat=args.repeat, warmup=args.warmup, setup=restore)
+        java_rss = jvm_peak_rss_mb(spark)
+        reset_peak_rss(spark)
+        mine = time_call(lambda: [tuple(r) for r in procedures.sql(spark, CALL.format(cat="ours", name=name)).collect()],
+                         name="ours", repeat=args.repeat, warmup=args.warmup, setup=restore)
+        ours_rss = jvm_peak_rss_mb(spark)
+        assert mine.result == ref.result, (mine.result, ref.result)
+        case = f"{size} snapshots"
+        figures += timing_figures(case, mine, ref)
+        figures.append(Figure(case, "files deleted", sum(mine.result[0]), sum(ref.result[0]), "files"))
+        figures.append(Figure(case, "JVM peak RSS", ours_rss, java_rss, "MiB"))
+    print_figures(figures, title="expire_snapshots: ours vs Iceberg Java 1.10.2 (reference) on the same table state")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
