@@ -1,0 +1,79 @@
+"""rewrite_data_files: 1,000 small files -> 10 (bin-pack), and the sort strategy on the same table.
+
+Per case, three sides run in the same Spark session: ours (on one table), Iceberg Java 1.10.2's
+CALL (on a twin table with the same files), and a plain Spark Parquet read + write of the same
+bytes into 10 files (the floor any rewrite pays).  Tables are rebuilt untimed before every run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import Figure, arg_parser, print_figures, start_spark, time_call, timing_figures  # noqa: E402
+
+from procedures.maintenance import registry  # noqa: E402
+
+
+def main() -> None:
+    args = arg_parser(__doc__).parse_args()
+    warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="bench-rewrite-"))
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
+    spark = start_spark(warehouse, extra_conf=conf)
+    n_files = 1000 * args.scale
+    rows = 200 * n_files
+
+    def build(name: str) -> None:
+        spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
+        spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, data string) USING iceberg "
+                  "TBLPROPERTIES ('format-version'='2')")
+        (spark.range(rows).selectExpr("id", "concat('row-', cast(id * 7 % 1000 as string)) as data")
+         .repartition(n_files).writeTo(f"jcat.db.{name}").append())
+
+    def total_bytes(name: str) -> int:
+        row = spark.sql(f"SELECT sum(file_size_in_bytes) FROM jcat.db.{name}.files").collect()[0]
+        return int(row[0])
+
+    build("src")
+    target = total_bytes("src") // 10 + 1
+    options = {"target-file-size-bytes": str(target)}
+    java_options = f"map('target-file-size-bytes', '{target}')"
+    files = [r[0] for r in spark.sql("SELECT file_path FROM jcat.db.src.files").collect()]
+    out_dir = Path(tempfile.mkdtemp(prefix="bench-rewrite-plain-"))
+
+    figures: list[Figure] = []
+    for case, ours_args, java_args, plain in (
+        ("binpack 1000->10", {}, "", lambda df: df.coalesce(10)),
+        ("sort 1000->10", {"strategy": "sort", "sort_order": "data ASC NULLS FIRST, id DESC"},
+         ", strategy => 'sort', sort_order => 'data ASC NULLS FIRST, id DESC'",
+         lambda df: df.repartitionByRange(10, "data", df.id.desc()).sortWithinPartitions("data", df.id.desc())),
+    ):
+        ours = time_call(
+            lambda: registry.run("rewrite_data_files", kwargs={"table": "db.ours", "options": options, **ours_args},
+                                 catalog="ours", conf=conf, spark=spark).rows[0],
+            name="ours", repeat=args.repeat, warmup=args.warmup, setup=lambda: build("ours"))
+        java = time_call(
+            lambda: tuple(spark.sql(f"CALL jcat.system.rewrite_data_files(table => 'db.twin', "
+                                    f"options => {java_options}{java_args})").collect()[0]),
+            name="java", repeat=args.repeat, warmup=args.warmup, setup=lambda: build("twin"))
+
+        def plain_run() -> None:
+            shutil.rmtree(out_dir, ignore_errors=True)
+            plain(spark.read.parquet(*files)).write.parquet(str(out_dir))
+
+        floor = time_call(plain_run, name="plain", repeat=args.repeat, warmup=args.warmup)
+        figures += timing_figures(case, ours, java)
+        figures += timing_figures(f"{case} (plain spark)", ours, floor)
+        figures.append(Figure(case, "files in -> out", float(ours.result[0]), float(java.result[0]), "files"))
+        figures.append(Figure(case, "files added", float(ours.result[1]), float(java.result[1]), "files"))
+    print_figures(figures, title=f"rewrite_data_files, {n_files} files of ~{rows // n_files} rows")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
