@@ -373,7 +373,7 @@ def plan_expiration(
         heads.setdefault(ref.snapshot_id, []).append(name)
     for sid in explicit:
         if sid in heads:
-            raise ValidationError(f"Cannot expire {sid}. Still referenced by refs: {sorted(heads[sid])}")
+            raise ValidationError(f"Cannot expire {sid}. Still referenced by refs: [{', '.join(sorted(heads[sid]))}]")
 
     retain: set[int] = set(heads)
     for ref in retained_refs.values():
@@ -389,9 +389,13 @@ def plan_expiration(
                 kept += 1
             else:
                 break
+    # as Java: a branch references its whole ancestry, a tag only its head
     reachable: set[int] = set()
     for ref in retained_refs.values():
-        reachable.update(ancestor_ids(base, ref.snapshot_id))
+        if ref.ref_type == SnapshotRefType.BRANCH:
+            reachable.update(ancestor_ids(base, ref.snapshot_id))
+        else:
+            reachable.add(ref.snapshot_id)
     for s in base.snapshots:
         if s.snapshot_id not in reachable and s.timestamp_ms >= older_than_ms:
             retain.add(s.snapshot_id)
@@ -414,7 +418,8 @@ class ExpireSnapshots:
 
     def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
         """Recompute the plan on the fresh base."""
-        if base.properties.get("gc.enabled", "true").lower() == "false":
+        # Java parses the property as a boolean: anything but "true" disables GC
+        if base.properties.get("gc.enabled", "true").strip().lower() != "true":
             raise ValidationError("Cannot expire snapshots: GC is disabled (deleting files may corrupt other tables)")
         self.plan = plan_expiration(base, **self.plan_args)
         self.base = base

@@ -231,6 +231,10 @@ def _int_prop(props, key: str, default: int) -> int:
 
 
 # ------------------------------------------------------------------------------ removing files
+def _file_key(f: DataFile) -> tuple[str, int | None]:
+    return (f.file_path, f.content_offset)
+
+
 class RowFilterMatcher:
     """Decides, for each file, whether all, none or only some of its rows match a row filter.
 
@@ -289,6 +293,7 @@ class _RemovingProducer(SnapshotProducer):
         *,
         add_files: Iterable[DataFile] = (),
         remove_paths: Iterable[str] = (),
+        remove_files: Iterable[DataFile] = (),
         require_removed_exist: bool = True,
         data_sequence_number: int | None = None,
         row_filter=None,
@@ -300,6 +305,9 @@ class _RemovingProducer(SnapshotProducer):
         self.case_sensitive = case_sensitive
         self.add_files = list(add_files)
         self.remove_paths = set(remove_paths)
+        # files named as DataFile objects are matched by (path, content offset): deletion vectors
+        # share one Puffin file, and removing one must not remove its neighbours
+        self.remove_keys = {_file_key(f) for f in remove_files}
         self.require_removed_exist = require_removed_exist
         self.data_sequence_number = data_sequence_number
         self._rewriter = ManifestRewriter(self)
@@ -319,11 +327,11 @@ class _RemovingProducer(SnapshotProducer):
             for m in self._added:
                 ctx.reuse(m.manifest_path)
         extra = self.extra_remove(base, parent, ctx)
-        paths = self.remove_paths
+        paths, keys = self.remove_paths, self.remove_keys
         matcher = RowFilterMatcher(base, self.row_filter, self.case_sensitive) if self.row_filter is not None else None
 
         def should_remove(e: ManifestEntry) -> bool:
-            if e.data_file.file_path in paths or (extra is not None and extra(e)):
+            if e.data_file.file_path in paths or _file_key(e.data_file) in keys or (extra is not None and extra(e)):
                 return True
             if matcher is None:
                 return False
@@ -335,12 +343,14 @@ class _RemovingProducer(SnapshotProducer):
                 )
             return verdict == RowFilterMatcher.ALL
 
-        might_match = (lambda m: True) if matcher is None or paths or extra is not None else matcher.might_match
+        might_match = (lambda m: True) if matcher is None or paths or keys or extra is not None else matcher.might_match
         kept, removed = self._rewriter.rewrite(
             base, ctx, snapshot_manifests(ctx.io, parent), should_remove, summary, might_match,
         )
         if self.require_removed_exist:
-            missing = paths - {f.file_path for f in removed}
+            missing = (paths - {f.file_path for f in removed}) | {
+                k[0] for k in keys - {_file_key(f) for f in removed}
+            }
             if missing:
                 raise ValidationError(
                     f"Cannot commit to {ctx.identifier}: {len(missing)} file(s) to remove are no longer in the "
@@ -466,7 +476,7 @@ class RewriteFiles(_RemovingProducer):
     ) -> None:
         remove = list(remove_files)
         super().__init__(
-            add_files=add_files, remove_paths=[f.file_path for f in remove],
+            add_files=add_files, remove_files=remove,
             data_sequence_number=data_sequence_number, **kwargs,
         )
         self.remove_files = remove
@@ -528,7 +538,7 @@ class RowDelta(_RemovingProducer):
         for f in deletes:
             if f.content == FileContent.DATA:
                 raise ValidationError(f"Cannot add {f.file_path} as deletes: it is a data file")
-        super().__init__(add_files=rows + deletes, remove_paths=[f.file_path for f in remove_deletes], **kwargs)
+        super().__init__(add_files=rows + deletes, remove_files=remove_deletes, **kwargs)
         self.add_deletes = deletes
         self.starting_snapshot_id = starting_snapshot_id
         self.conflict_filter = conflict_filter

@@ -320,3 +320,45 @@ def test_delete_by_row_filter_removes_whole_files_and_refuses_partial_ones(catal
     t = commit(t, [OverwriteFiles(add_files=[with_ids(5, 21, 22)], row_filter="id >= 20 AND id < 30")], policy=FAST)
     assert live_paths(t) == {data_file(t, 1).file_path, data_file(t, 5).file_path}
     assert t.metadata.current_snapshot().summary["operation"] == "overwrite"
+
+
+def test_removing_one_dv_keeps_its_neighbours_in_the_shared_puffin_file(catalog):
+    t = make_table(catalog, "dv", fv=3)
+    a, b = data_file(t, 1), data_file(t, 2)
+    t = commit(t, [FastAppend([a, b])], policy=FAST)
+
+    def dv(target: DataFile, offset: int) -> DataFile:
+        return DataFile(f"{t.location}/data/dvs.puffin", FileFormat.PUFFIN, target.partition, 1, 200,
+                        content=FileContent.POSITION_DELETES, referenced_data_file=target.file_path,
+                        content_offset=offset, content_size_in_bytes=44, spec_id=0)
+
+    t = commit(t, [RowDelta(add_deletes=[dv(a, 4), dv(b, 48)])], policy=FAST)
+    t = commit(t, [RowDelta(remove_deletes=[dv(a, 4)])], policy=FAST)
+    snap = t.metadata.current_snapshot()
+    specs = {s.spec_id: s for s in t.metadata.partition_specs}
+    live = [
+        (e.data_file.referenced_data_file, e.data_file.content_offset)
+        for m in read_manifest_list(t.io, snap.manifest_list)
+        for e in read_manifest(t.io, m, specs=specs)
+        if e.status != ManifestEntryStatus.DELETED and e.data_file.content != FileContent.DATA
+    ]
+    assert live == [(b.file_path, 48)]
+    assert snap.summary["removed-dvs"] == "1"
+
+
+def test_expiration_treats_tags_as_referencing_only_their_head(catalog):
+    from procedures.core.manage import plan_expiration
+
+    t = make_table(catalog)
+    for i in range(3):
+        t = commit(t, [FastAppend([data_file(t, i)])], policy=FAST)
+    s1, s2, s3 = (s.snapshot_id for s in t.metadata.snapshots)
+    t = commit(t, [ManageRef("create", "v3", SnapshotRefType.TAG, snapshot_id=s3), RollbackTo(s1)], policy=FAST)
+    now = t.metadata.snapshots[-1].timestamp_ms + 10
+    # s2 is only an ancestor of the tag: unreferenced, so kept while young and expired once old (Java)
+    young = plan_expiration(t.metadata, now_ms=now, older_than_ms=now - 60_000)
+    assert young.expired_snapshot_ids == frozenset()
+    old = plan_expiration(t.metadata, now_ms=now, older_than_ms=now)
+    assert old.expired_snapshot_ids == {s2}
+    with pytest.raises(ValidationError, match=r"Still referenced by refs: \[v3\]"):
+        plan_expiration(t.metadata, now_ms=now, snapshot_ids=[s3])
