@@ -19,7 +19,7 @@ from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
 from procedures.spec.schema import Schema
-from procedures.spec.snapshots import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef, SnapshotRefType
+from procedures.spec.snapshots import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRefType
 from procedures.spec.sorting import UNSORTED_SORT_ORDER, SortOrder
 
 __all__ = ["MetadataBuilder", "new_table_metadata", "SUPPORTED_FORMAT_VERSIONS", "MAIN_BRANCH"]

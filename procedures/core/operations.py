@@ -486,27 +486,28 @@ class RewriteFiles(_RemovingProducer):
         if self.starting_snapshot_id is None:
             return
         new = snapshots_since(base, parent, self.starting_snapshot_id)
-        if not new:
-            return
-        data_paths = {f.file_path for f in self.remove_files if f.content == FileContent.DATA}
-        if not data_paths:
+        removed = [f for f in self.remove_files if f.content == FileContent.DATA]
+        if not new or not removed:
             return
         unpartitioned = {s.spec_id for s in base.partition_specs if s.is_unpartitioned()}
-        removed_data = [f for f in self.remove_files if f.content == FileContent.DATA]
+        by_path = {d.file_path: d for d in removed}
         for snap, e in added_entries_since(ctx.io, base, new, ManifestContent.DELETES):
             f = e.data_file
-            for d in removed_data:
-                if f.content == FileContent.POSITION_DELETES:
-                    hit = f.referenced_data_file == d.file_path if f.referenced_data_file else (
-                        f.spec_id == d.spec_id and f.partition == d.partition
-                    )
-                else:
-                    hit = f.spec_id in unpartitioned or (f.spec_id == d.spec_id and f.partition == d.partition)
-                if hit:
-                    raise ValidationError(
-                        f"Cannot commit rewrite of {d.file_path}: found new delete file {f.file_path} added by "
-                        f"snapshot {snap.snapshot_id} after the rewrite started"
-                    )
+            if f.content == FileContent.EQUALITY_DELETES:
+                # rewritten rows keep the starting sequence number, so newer equality deletes still
+                # apply to them: not a conflict (Java ignores them too)
+                if self.data_sequence_number is not None:
+                    continue
+                hits = [d for d in removed if f.spec_id in unpartitioned or (f.spec_id, f.partition) == (d.spec_id, d.partition)]
+            elif f.referenced_data_file is not None:
+                hits = [by_path[f.referenced_data_file]] if f.referenced_data_file in by_path else []
+            else:
+                hits = [d for d in removed if (f.spec_id, f.partition) == (d.spec_id, d.partition)]
+            if hits:
+                raise ValidationError(
+                    f"Cannot commit rewrite of {hits[0].file_path}: found new delete file {f.file_path} added by "
+                    f"snapshot {snap.snapshot_id} after the rewrite started from snapshot {self.starting_snapshot_id}"
+                )
 
     def operation_for(self, summary):
         return "replace"

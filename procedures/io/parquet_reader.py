@@ -48,7 +48,6 @@ from procedures.spec.metadata_columns import (
     IS_DELETED,
     LAST_UPDATED_SEQUENCE_NUMBER,
     LAST_UPDATED_SEQUENCE_NUMBER_ID,
-    PARTITION_ID,
     ROW_ID,
     ROW_ID_ID,
     ROW_POSITION,

@@ -36,7 +36,6 @@ from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortOrder
 from procedures.spec.types import (
     BinaryType,
-    DateType,
     DecimalType,
     DoubleType,
     FixedType,
@@ -47,11 +46,6 @@ from procedures.spec.types import (
     NestedField,
     StringType,
     StructType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
     UnknownType,
     UUIDType,
     VariantType,

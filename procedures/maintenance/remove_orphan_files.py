@@ -29,7 +29,7 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from procedures.errors import ValidationError
 from procedures.io.fileio import local_path

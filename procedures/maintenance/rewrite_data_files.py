@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from procedures.catalog.base import Table
-from procedures.core.operations import RewriteFiles, snapshots_since, added_entries_since
+from procedures.core.operations import RewriteFiles
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.summary import is_dv
 from procedures.core.transaction import commit
@@ -46,7 +46,7 @@ from procedures.spec.metadata import TableMetadata
 from procedures.spec.sorting import SortOrder, parse_sort_order
 
 __all__ = [
-    "rewrite_data_files", "RewriteResult", "RewriteDataFilesAction", "CompactionRewrite",
+    "rewrite_data_files", "RewriteResult", "RewriteDataFilesAction", "compaction_rewrite",
     "parse_strategy", "find_dangling_deletes", "remove_dangling_deletes",
 ]
 
@@ -182,50 +182,10 @@ def _sort_order_id(md: TableMetadata, order: SortOrder | None) -> int:
 
 
 # ------------------------------------------------------------------------------ commits
-class CompactionRewrite(RewriteFiles):
-    """``RewriteFiles`` as the rewrite commit manager needs it.
-
-    * Delete files are removed by identity (path and, for DVs, blob offset), never by path alone,
-      because one Puffin file holds the DVs of many data files.
-    * With an explicit data sequence number, concurrent equality deletes are not a conflict (they
-      still apply to the rewritten rows, which keep the old sequence number), as in Java.
-    """
-
-    def __init__(self, *, remove_deletes: Iterable[DataFile] = (), **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.remove_deletes = list(remove_deletes)
-        self._delete_keys = {(d.file_path, d.content_offset) for d in self.remove_deletes}
-
-    def extra_remove(self, base, parent, ctx):
-        keys = self._delete_keys
-        if not keys:
-            return None
-        return lambda e: e.data_file.content != FileContent.DATA and (e.data_file.file_path, e.data_file.content_offset) in keys
-
-    def validate(self, base, parent, ctx):
-        if self.starting_snapshot_id is None:
-            return
-        new = snapshots_since(base, parent, self.starting_snapshot_id)
-        removed = [f for f in self.remove_files if f.content == FileContent.DATA]
-        if not new or not removed:
-            return
-        unpartitioned = {s.spec_id for s in base.partition_specs if s.is_unpartitioned()}
-        by_path = {d.file_path: d for d in removed}
-        for snap, e in added_entries_since(ctx.io, base, new, ManifestContent.DELETES):
-            f = e.data_file
-            if f.content == FileContent.EQUALITY_DELETES:
-                if self.data_sequence_number is not None:
-                    continue
-                hits = [d for d in removed if f.spec_id in unpartitioned or (f.spec_id, f.partition) == (d.spec_id, d.partition)]
-            elif f.referenced_data_file is not None:
-                hits = [by_path[f.referenced_data_file]] if f.referenced_data_file in by_path else []
-            else:
-                hits = [d for d in removed if (f.spec_id, f.partition) == (d.spec_id, d.partition)]
-            if hits:
-                raise ValidationError(
-                    f"Cannot commit rewrite of {hits[0].file_path}: found new delete file {f.file_path} added by "
-                    f"snapshot {snap.snapshot_id} after the rewrite started from snapshot {self.starting_snapshot_id}"
-                )
+def compaction_rewrite(*, remove_deletes: Iterable[DataFile] = (), remove_files: Iterable[DataFile] = (), **kwargs) -> RewriteFiles:
+    """The ``RewriteFiles`` a compaction commits: data files and delete files it replaces (delete files
+    by path and blob offset, so one DV leaves a shared Puffin file alone)."""
+    return RewriteFiles(remove_files=[*remove_files, *remove_deletes], **kwargs)
 
 
 @dataclass
@@ -297,7 +257,7 @@ class RewriteDataFilesAction:
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- commit manager
-    def _operation(self, outcomes: Sequence[GroupOutcome], start: TableMetadata, starting_id: int) -> CompactionRewrite:
+    def _operation(self, outcomes: Sequence[GroupOutcome], start: TableMetadata, starting_id: int) -> RewriteFiles:
         removed: dict[str, DataFile] = {}
         added: list[DataFile] = []
         dvs: dict[tuple, DataFile] = {}
@@ -310,7 +270,7 @@ class RewriteDataFilesAction:
         seq = None
         if self.options.use_starting_sequence_number and start.format_version > 1:
             seq = start.snapshot_by_id(starting_id).sequence_number
-        return CompactionRewrite(
+        return compaction_rewrite(
             remove_files=list(removed.values()), add_files=added, remove_deletes=list(dvs.values()),
             starting_snapshot_id=starting_id, data_sequence_number=seq,
             snapshot_properties=self.snapshot_properties,
@@ -482,7 +442,7 @@ def remove_dangling_deletes(table: Table, committer: Callable[[Table, list], Tab
     dangling = find_dangling_deletes(table)
     if not dangling:
         return table, 0
-    op = CompactionRewrite(remove_deletes=dangling)
+    op = compaction_rewrite(remove_deletes=dangling)
     table = (committer or (lambda t, ops: commit(t, ops)))(table, [op])
     return table, len(dangling)
 

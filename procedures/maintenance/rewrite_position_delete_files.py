@@ -29,7 +29,7 @@ from procedures.io.delete_writers import (
 )
 from procedures.maintenance.params import OutputColumn as Col, Parameter as P
 from procedures.maintenance.registry import ProcedureContext, register
-from procedures.maintenance.rewrite_data_files import CompactionRewrite, _filter
+from procedures.maintenance.rewrite_data_files import compaction_rewrite, _filter
 from procedures.maintenance.rewrite_planner import FileGroup, parse_position_delete_options, plan_groups
 from procedures.spec.evaluators import Evaluator
 from procedures.spec.expressions import ALWAYS_TRUE
@@ -128,7 +128,7 @@ def rewrite_position_deletes(table: Any, options: dict | None = None, where=None
         batch = written[start:start + per_commit]
         removed = [f for g, _, _ in batch for f in g.files] + [d for _, _, r in batch for d in r]
         added = [f for _, a, _ in batch for f in a]
-        op = CompactionRewrite(remove_deletes=removed, add_files=added, starting_snapshot_id=starting)
+        op = compaction_rewrite(remove_deletes=removed, add_files=added, starting_snapshot_id=starting)
         try:
             current = do_commit(current.refresh(), [op])
         except CommitStateUnknownError:

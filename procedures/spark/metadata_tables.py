@@ -12,14 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import uuid as _uuid
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from procedures.catalog.base import Table
 from procedures.errors import ValidationError
 from procedures.spec.conversions import from_bytes, to_human_string
 from procedures.spec.manifest import FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, read_manifest
 from procedures.spec.metadata import TableMetadata
-from procedures.spec.snapshots import Snapshot
 from procedures.spec.types import (
     DateType,
     IcebergType,

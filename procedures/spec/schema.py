@@ -18,7 +18,6 @@ from procedures.spec.types import (
     ListType,
     MapType,
     NestedField,
-    NestedType,
     PrimitiveType,
     StructType,
     parse_primitive,

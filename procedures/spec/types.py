@@ -28,7 +28,7 @@ list / map             ``list`` / ``dict``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Iterator
 
 from procedures.errors import InvalidMetadataError
