@@ -199,22 +199,21 @@ def _merge_on_read_delete(spark: Any, t: Table, match: FilterMatch, filter: str 
     remove_deletes: list[DataFile] = []
     deletes: dict[DeleteTarget, list[int]] = {}
     if md.format_version >= 3:
-        carried = _carry_dvs(t, match, set(hits))
         for path, positions in hits.items():
             old = [d for d in match.deletes.get(path, ()) if d.referenced_data_file in (None, path)]
             existing = [read_position_deletes(t.io, d).get(path, ()) for d in old]
             deletes[DeleteTarget.of(by_path[path])] = merge_positions(positions, *existing)
             # old DVs and file-scoped position deletes are absorbed into the new DV
             remove_deletes += [d for d in old if d.referenced_data_file == path]
-        for target, positions in carried.items():
-            deletes[target] = positions
     else:
         for path, positions in hits.items():
             deletes[DeleteTarget.of(by_path[path])] = positions
     new_deletes = write_deletes(t.io, md, deletes) if deletes else []
     removed_data = match.full
     removed_data_scoped = _file_scoped_deletes(match, removed_data)
-    remove = list({d.file_path: d for d in remove_deletes}.values())
+    # one DV per (Puffin file, blob offset): the core removes exactly those blobs and leaves the
+    # neighbours that share the Puffin file in place
+    remove = list({(d.file_path, d.content_offset): d for d in remove_deletes}.values())
     op = RowDelta(
         add_deletes=new_deletes,
         # fully matched data files go by path with the replaced deletes
@@ -230,29 +229,3 @@ def _by_path(match: FilterMatch, path: str) -> list[DataFile]:
             if d.file_path == path:
                 return [d]
     return []
-
-
-def _carry_dvs(t: Table, match: FilterMatch, rewritten: set[str]) -> dict[DeleteTarget, list[int]]:
-    """DVs of other data files that share a Puffin file with a DV being replaced.
-
-    Deletes are removed from manifests by path, so such neighbours would vanish with the replaced
-    DV; they are copied into the new Puffin file unchanged instead.
-    """
-    from procedures.core.scan import iter_file_scan_tasks  # noqa: PLC0415
-
-    old_puffins = {
-        d.file_path for p in rewritten for d in match.deletes.get(p, ())
-        if d.file_format == FileFormat.PUFFIN and d.referenced_data_file == p
-    }
-    if not old_puffins:
-        return {}
-    out: dict[DeleteTarget, list[int]] = {}
-    for task in iter_file_scan_tasks(t.metadata, t.io):
-        path = task.data_file.file_path
-        if path in rewritten:
-            continue
-        for d in task.deletes:
-            f = d.data_file
-            if f.file_format == FileFormat.PUFFIN and f.file_path in old_puffins and f.referenced_data_file == path:
-                out[DeleteTarget.of(task.data_file)] = read_position_deletes(t.io, f)[path]
-    return out
