@@ -15,6 +15,7 @@ import uuid as uuidlib
 from typing import Iterable
 
 from procedures.core import updates as U
+from procedures.core.properties import int_property
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
@@ -340,7 +341,7 @@ class MetadataBuilder:
         mlog = list(md["metadata_log"])
         if self._base_location is not None:
             mlog.append(MetadataLogEntry(self._base.last_updated_ms, self._base_location))
-        keep = _int_property(md["properties"], "write.metadata.previous-versions-max", 100)
+        keep = int_property(md["properties"], "write.metadata.previous-versions-max", 100)
         keep = max(keep, 1)
         self._removed_metadata_log = mlog[:-keep] if len(mlog) > keep else []
         md["metadata_log"] = mlog[-keep:]
@@ -353,16 +354,6 @@ class MetadataBuilder:
                     "metadata_log", "statistics", "partition_statistics"):
             out[key] = tuple(out[key])
         return TableMetadata(**out)
-
-
-def _int_property(props: dict, key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"Table property {key} must be an integer, got {raw!r}") from None
 
 
 def new_table_metadata(

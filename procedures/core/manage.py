@@ -14,6 +14,7 @@ from typing import Iterable
 
 from procedures.core import updates as U
 from procedures.core.builder import MAIN_BRANCH
+from procedures.core.properties import int_property
 from procedures.core.operations import FastAppend, ReplacePartitions, snapshots_since
 from procedures.core.snapshot_producer import snapshot_manifests
 from procedures.core.transaction import CommitContext
@@ -42,11 +43,6 @@ def ancestor_ids(md: TableMetadata, snapshot_id: int | None) -> list[int]:
 def is_ancestor(md: TableMetadata, snapshot_id: int, of: int | None) -> bool:
     """True when ``snapshot_id`` is ``of`` or one of its ancestors."""
     return snapshot_id in ancestor_ids(md, of)
-
-
-def _main_head(md: TableMetadata) -> int | None:
-    ref = md.refs.get(MAIN_BRANCH)
-    return ref.snapshot_id if ref is not None else md.current_snapshot_id
 
 
 def _move(md: TableMetadata, name: str, snapshot_id: int) -> U.SetSnapshotRef:
@@ -87,7 +83,7 @@ class RollbackTo(SetBranchHead):
 
     def check(self, base: TableMetadata) -> None:
         super().check(base)
-        if not is_ancestor(base, self.snapshot_id, _main_head(base)):
+        if not is_ancestor(base, self.snapshot_id, base.current_snapshot_id):
             raise ValidationError(
                 f"Cannot roll back to snapshot, not an ancestor of the current state: {self.snapshot_id}"
             )
@@ -104,7 +100,7 @@ class RollbackToTime:
 
     def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
         """Pick the target on the fresh base and move main to it."""
-        head = _main_head(base)
+        head = base.current_snapshot_id
         target = None
         for sid in ancestor_ids(base, head):
             if base.snapshot_by_id(sid).timestamp_ms < self.timestamp_ms:
@@ -156,7 +152,7 @@ class CherryPick:
         pick = base.snapshot_by_id(self.snapshot_id)
         if pick is None:
             raise NoSuchSnapshotError(f"Cannot cherry-pick unknown snapshot ID: {self.snapshot_id}")
-        head = _main_head(base)
+        head = base.current_snapshot_id
         ancestors = ancestor_ids(base, head)
         op = pick.summary.get("operation")
         wap_id = pick.summary.get("wap.id")
@@ -296,7 +292,7 @@ class ManageRef:
                 raise NoSuchRefError(f"{kind.capitalize()} does not exist: {self.name}")
             sid = existing.snapshot_id
         elif sid is None:
-            sid = _main_head(base)
+            sid = base.current_snapshot_id
             if sid is None:
                 raise ValidationError(f"Cannot create {kind} {self.name}: the table has no current snapshot")
         if base.snapshot_by_id(sid) is None:
@@ -325,16 +321,6 @@ class ExpirePlan:
     retained_snapshot_ids: frozenset[int]
 
 
-def _prop_int(md: TableMetadata, key: str, default: int) -> int:
-    raw = md.properties.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"Table property {key} must be an integer, got {raw!r}") from None
-
-
 def plan_expiration(
     base: TableMetadata,
     *,
@@ -347,12 +333,12 @@ def plan_expiration(
     age, tag heads, unreferenced snapshots by age, plus explicitly named snapshots."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if older_than_ms is None:
-        older_than_ms = now - _prop_int(base, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS)
+        older_than_ms = now - int_property(base.properties, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS)
     if retain_last is None:
-        retain_last = _prop_int(base, "history.expire.min-snapshots-to-keep", DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
+        retain_last = int_property(base.properties, "history.expire.min-snapshots-to-keep", DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
     if retain_last < 1:
         raise ValidationError(f"Number of snapshots to retain must be at least 1, cannot be: {retain_last}")
-    default_max_ref_age = _prop_int(base, "history.expire.max-ref-age-ms", 2**63 - 1)
+    default_max_ref_age = int_property(base.properties, "history.expire.max-ref-age-ms", 2**63 - 1)
 
     retained_refs: dict[str, SnapshotRef] = {}
     for name, ref in base.refs.items():

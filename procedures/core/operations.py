@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
+from procedures.core.properties import int_property
 from procedures.core.snapshot_producer import (
     ManifestRewriter,
     SnapshotProducer,
@@ -152,8 +153,8 @@ class MergeAppend(FastAppend):
         props = base.properties
         if props.get("commit.manifest-merge.enabled", "true").lower() != "true":
             return new + existing
-        min_count = _int_prop(props, "commit.manifest.min-count-to-merge", 100)
-        target = _int_prop(props, "commit.manifest.target-size-bytes", 8 * 1024 * 1024)
+        min_count = int_property(props, "commit.manifest.min-count-to-merge", 100)
+        target = int_property(props, "commit.manifest.target-size-bytes", 8 * 1024 * 1024)
         return merge_manifests(self, base, ctx, new + existing, {m.manifest_path for m in new}, min_count, target, self._merged)
 
 
@@ -218,16 +219,6 @@ def _merge_bin(producer: SnapshotProducer, base: TableMetadata, ctx: CommitConte
                     w.existing(e.data_file, e.snapshot_id, e.sequence_number, e.file_sequence_number)
 
     return producer.write_manifest(base, ctx, spec_id, ManifestContent.DATA, write)
-
-
-def _int_prop(props, key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"Table property {key} must be an integer, got {raw!r}") from None
 
 
 # ------------------------------------------------------------------------------ removing files

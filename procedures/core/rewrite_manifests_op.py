@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifests
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext
+from procedures.core.properties import int_property
 from procedures.errors import ValidationError
 from procedures.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile, read_manifest
 from procedures.spec.metadata import TableMetadata
@@ -115,14 +116,7 @@ class RewriteManifests(SnapshotProducer):
     def _target(self, base: TableMetadata) -> int:
         if self.target_size_bytes is not None:
             return self.target_size_bytes
-        raw = base.properties.get(TARGET_SIZE_PROPERTY, str(TARGET_SIZE_DEFAULT))
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValidationError(f"Table property {TARGET_SIZE_PROPERTY} must be an integer, got {raw!r}") from None
-        if value <= 0:
-            raise ValidationError(f"Table property {TARGET_SIZE_PROPERTY} must be positive, got {value}")
-        return value
+        return int_property(base.properties, TARGET_SIZE_PROPERTY, TARGET_SIZE_DEFAULT, minimum=1)
 
     def _plan(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> None:
         spec = self._spec(base)

@@ -244,7 +244,8 @@ class ManifestRewriter:
         removed: list[DataFile] = []
         specs = {s.spec_id: s for s in base.partition_specs}
         for m in manifests:
-            if not _has_live_files(m):
+            # a null v1 count means unknown: such manifests are kept
+            if not (m.has_added_files() or m.has_existing_files()):
                 continue
             if not might_match(m):
                 out.append(m)
@@ -279,11 +280,3 @@ class ManifestRewriter:
         for f in removed:
             summary.removed_file(f)
         return out, removed
-
-
-def _has_live_files(m: ManifestFile) -> bool:
-    # v1 manifests may have null counts, which means "unknown": keep them
-    added, existing = m.added_files_count, m.existing_files_count
-    if added is None or existing is None:
-        return True
-    return added > 0 or existing > 0

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 from procedures.core import updates as U
 from procedures.core.builder import MetadataBuilder
-from procedures.errors import CommitFailedError, CommitStateUnknownError, ValidationError
+from procedures.core.properties import int_property
+from procedures.errors import CommitFailedError, CommitStateUnknownError
 
 if TYPE_CHECKING:  # pragma: no cover
     from procedures.catalog.base import Table
@@ -117,23 +118,11 @@ class RetryPolicy:
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> "RetryPolicy":
         """Read the policy from table properties; a non-integer value is a ValidationError."""
-        def num(key: str, default: int) -> int:
-            raw = props.get(key)
-            if raw is None:
-                return default
-            try:
-                value = int(raw)
-            except (TypeError, ValueError):
-                raise ValidationError(f"Table property {key} must be an integer, got {raw!r}") from None
-            if value < 0:
-                raise ValidationError(f"Table property {key} must not be negative, got {value}")
-            return value
-
         return cls(
-            num("commit.retry.num-retries", cls.num_retries),
-            num("commit.retry.min-wait-ms", cls.min_wait_ms),
-            num("commit.retry.max-wait-ms", cls.max_wait_ms),
-            num("commit.retry.total-timeout-ms", cls.total_timeout_ms),
+            int_property(props, "commit.retry.num-retries", cls.num_retries, minimum=0),
+            int_property(props, "commit.retry.min-wait-ms", cls.min_wait_ms, minimum=0),
+            int_property(props, "commit.retry.max-wait-ms", cls.max_wait_ms, minimum=0),
+            int_property(props, "commit.retry.total-timeout-ms", cls.total_timeout_ms, minimum=0),
         )
 
     def backoff_ms(self, attempt: int) -> float:

@@ -362,3 +362,11 @@ def test_expiration_treats_tags_as_referencing_only_their_head(catalog):
     assert old.expired_snapshot_ids == {s2}
     with pytest.raises(ValidationError, match=r"Still referenced by refs: \[v3\]"):
         plan_expiration(t.metadata, now_ms=now, snapshot_ids=[s3])
+
+
+def test_bad_numeric_table_properties_are_named():
+    with pytest.raises(ValidationError, match="commit.retry.num-retries must be an integer, got 'many'"):
+        RetryPolicy.from_properties({"commit.retry.num-retries": "many"})
+    with pytest.raises(ValidationError, match="commit.retry.min-wait-ms must be at least 0, got -1"):
+        RetryPolicy.from_properties({"commit.retry.min-wait-ms": "-1"})
+    assert RetryPolicy.from_properties({"commit.retry.num-retries": "7"}).num_retries == 7
