@@ -25,6 +25,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
+from procedures.core.summary import is_dv
 from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
 from procedures.spec.evaluators import Evaluator, InclusiveMetricsEvaluator, ManifestEvaluator
 from procedures.spec.expression_parser import parse_filter
@@ -43,7 +44,6 @@ from procedures.spec.expressions import (
 from procedures.spec.manifest import (
     DataFile,
     FileContent,
-    FileFormat,
     ManifestContent,
     ManifestFile,
     read_manifest,
@@ -79,7 +79,7 @@ class DeleteFileEntry:
     @property
     def is_dv(self) -> bool:
         """True for a deletion vector (a Puffin blob)."""
-        return self.data_file.file_format == FileFormat.PUFFIN
+        return is_dv(self.data_file)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,20 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from procedures.spec.manifest import DataFile, FileContent
+from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.snapshots import apply_totals
 
-__all__ = ["SummaryBuilder", "summary_with_totals", "is_dv", "ENGINE_PROPERTIES"]
+__all__ = ["SummaryBuilder", "summary_with_totals", "is_dv", "content_size", "ENGINE_PROPERTIES"]
 
 ENGINE_PROPERTIES = {"engine-name": "iceberg-procedures", "iceberg-version": "iceberg-procedures 0.1.0"}
 
 def is_dv(f: DataFile) -> bool:
     """True for a deletion vector (a position-delete entry stored in Puffin)."""
-    return f.content == FileContent.POSITION_DELETES and str(f.file_format).upper().endswith("PUFFIN")
+    return f.content == FileContent.POSITION_DELETES and f.file_format == FileFormat.PUFFIN
 
 
-def _size(f: DataFile) -> int:
-    # Java counts a deletion vector by its blob, not by the whole shared Puffin file
+def content_size(f: DataFile) -> int:
+    """Bytes a file contributes: a deletion vector counts its blob, not the whole shared Puffin file
+    (as Java counts it in summaries and rewrite sizes)."""
     if is_dv(f) and f.content_size_in_bytes is not None:
         return f.content_size_in_bytes
     return f.file_size_in_bytes
@@ -50,7 +51,7 @@ class SummaryBuilder:
     def _file(self, f: DataFile, kind: str) -> None:
         self.partitions.add((f.spec_id, f.partition))
         added = kind == "added"
-        self._inc("added-files-size" if added else "removed-files-size", _size(f))
+        self._inc("added-files-size" if added else "removed-files-size", content_size(f))
         if f.content == FileContent.DATA:
             self._inc("added-data-files" if added else "deleted-data-files", 1)
             self._inc("added-records" if added else "deleted-records", f.record_count)

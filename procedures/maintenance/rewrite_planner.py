@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from procedures.core.scan import FileScanTask, iter_file_scan_tasks, partition_key
+from procedures.core.summary import content_size
 from procedures.errors import ValidationError
 from procedures.spec.manifest import FileContent, FileFormat
 from procedures.spec.metadata import TableMetadata
@@ -447,10 +448,7 @@ class RewritePlan:
 
 
 def _length(task: Any) -> int:
-    f = task.data_file if hasattr(task, "data_file") else task
-    if f.file_format == FileFormat.PUFFIN and f.content_size_in_bytes is not None:
-        return f.content_size_in_bytes
-    return f.file_size_in_bytes
+    return content_size(task.data_file if hasattr(task, "data_file") else task)
 
 
 def _order_key(order: str):

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
-from procedures.core.summary import is_dv
+from procedures.core.summary import content_size, is_dv
 from procedures.core.transaction import commit
 from procedures.errors import CommitStateUnknownError, IcebergError, ValidationError
 from procedures.io.delete_writers import (
@@ -143,11 +143,7 @@ def rewrite_position_deletes(table: Any, options: dict | None = None, where=None
         results.extend((g, a) for g, a, _ in batch)
     rewritten = [f for g, _ in results for f in g.files]
     added = [f for _, a in results for f in a]
-    return (len(rewritten), len(added), sum(_size(f) for f in rewritten), sum(_size(f) for f in added))
-
-
-def _size(f: DataFile) -> int:
-    return f.content_size_in_bytes if is_dv(f) and f.content_size_in_bytes is not None else f.file_size_in_bytes
+    return (len(rewritten), len(added), sum(content_size(f) for f in rewritten), sum(content_size(f) for f in added))
 
 
 def _cleanup(table: Any, files: list[DataFile]) -> None:
