@@ -165,11 +165,12 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
             raise
         except CommitFailedError as e:
             elapsed_ms = (time.monotonic() - started) * 1000
-            if not _retryable(e) or ctx.attempt >= policy.num_retries or elapsed_ms >= policy.total_timeout_ms:
+            # a requirement broken by a concurrent commit is final; a lost swap is worth another try
+            if not e.retryable or ctx.attempt >= policy.num_retries or elapsed_ms >= policy.total_timeout_ms:
                 _delete_quietly(ctx, ctx.all_written())
                 raise CommitFailedError(
                     f"Cannot commit to {ctx.identifier} after {ctx.attempt + 1} attempt(s): {e}",
-                    table=ctx.identifier, attempts=ctx.attempt + 1, retryable=_retryable(e),
+                    table=ctx.identifier, attempts=ctx.attempt + 1, retryable=e.retryable,
                 ) from e
             ctx.attempt += 1
             ctx.reused.clear()
@@ -184,11 +185,6 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
         _delete_quietly(ctx, ctx.discarded())
         _delete_old_metadata(committed, builder)
         return committed
-
-
-def _retryable(e: CommitFailedError) -> bool:
-    # a requirement broken by a concurrent commit is final; a lost swap is worth another try
-    return e.retryable
 
 
 def _delete_quietly(ctx: CommitContext, paths: list[str]) -> None:
