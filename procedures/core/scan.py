@@ -89,6 +89,8 @@ class FileScanTask:
     ``residual`` is the row filter simplified with the file's partition values (``ALWAYS_TRUE`` when
     the partition alone proves every row matches); readers may apply it, engines re-filter anyway.
     ``schema`` is the schema the scan projects from (the snapshot's for time travel).
+    ``start``/``length`` make the task a split: only the row groups whose first byte lies in
+    ``[start, start + length)`` are read (``length`` None = the whole file).
     """
 
     data_file: DataFile
@@ -99,6 +101,8 @@ class FileScanTask:
     partition: tuple
     schema: Schema
     file_sequence_number: int | None = None
+    start: int = 0
+    length: int | None = None
 
     @property
     def file_path(self) -> str:

@@ -342,8 +342,39 @@ def deleted_positions(io: Any, data_file_path: str, deletes: Iterable[Any]) -> n
     return np.unique(np.concatenate(parts)) if len(parts) > 1 else np.unique(parts[0])
 
 
+class _EqualityDeletes:
+    """The key rows of one equality delete file, projected to the table's types.
+
+    A single key column is matched with Arrow's ``is_in`` (nulls match nulls, as the spec's
+    null-safe equality asks); several columns fall back to a set of Python tuples.
+    """
+
+    def __init__(self, ids: tuple[int, ...], arrays: list[pa.Array]) -> None:
+        self.ids = ids
+        self.arrays = arrays
+        self.empty = not arrays or len(arrays[0]) == 0
+        self._tuples: set | None = None
+
+    def matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray:
+        """Which of ``n`` rows (their key columns, in ``ids`` order) the file deletes."""
+        if len(columns) == 1 and columns[0].type == self.arrays[0].type:
+            try:
+                hit = pc.is_in(columns[0], value_set=self.arrays[0], skip_nulls=False)
+                return hit.to_numpy(zero_copy_only=False)
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
+                pass  # e.g. extension types: compare as Python values below
+        if self._tuples is None:
+            self._tuples = set(zip(*(a.to_pylist() for a in self.arrays)))
+        values = self._tuples
+        cols = [c.to_pylist() for c in columns]
+        return np.fromiter((t in values for t in zip(*cols)), dtype=bool, count=n)
+
+
+_eq_cache: "OrderedDict[tuple, _EqualityDeletes]" = OrderedDict()
+
+
 def _equality_delete_sets(io: Any, deletes: Iterable[Any], table_schema: Schema,
-                          name_mapping: NameMapping | None) -> list[tuple[tuple[int, ...], set]]:
+                          name_mapping: NameMapping | None) -> list[_EqualityDeletes]:
     out = []
     for d in deletes:
         df = getattr(d, "data_file", d)
@@ -353,13 +384,23 @@ def _equality_delete_sets(io: Any, deletes: Iterable[Any], table_schema: Schema,
         if not ids:
             raise InvalidMetadataError("equality delete file has no equality_ids", location=df.file_path)
         fields = [_field_for_id(table_schema, fid) for fid in ids]
-        with io.new_input(df.file_path).open() as f:
-            pf = pq.ParquetFile(f)
-            table = pf.read()
-        batch = table.combine_chunks().to_batches()
-        arrays = _project_batch(batch[0] if batch else None, table.schema, fields, table.num_rows, {}, name_mapping)
-        values = [a.to_pylist() for a in arrays]
-        out.append((ids, set(zip(*values)) if values else set()))
+        # a split of a file, and the other files of a partition, reuse the same delete files
+        key = (df.file_path, tuple((f.field_id, str(f.field_type)) for f in fields))
+        with _cache_lock:
+            hit = _eq_cache.get(key)
+            if hit is not None:
+                _eq_cache.move_to_end(key)
+        if hit is None:
+            with io.new_input(df.file_path).open() as f:
+                table = pq.ParquetFile(f).read()
+            batch = table.combine_chunks().to_batches()
+            arrays = _project_batch(batch[0] if batch else None, table.schema, fields, table.num_rows, {}, name_mapping)
+            hit = _EqualityDeletes(ids, arrays)
+            with _cache_lock:
+                _eq_cache[key] = hit
+                while len(_eq_cache) > _POS_CACHE_FILES:
+                    _eq_cache.popitem(last=False)
+        out.append(hit)
     return out
 
 
@@ -442,7 +483,7 @@ def read_task(
     want_lineage = [c for c in metadata_columns if c in ("_row_id", "_last_updated_sequence_number")]
 
     # Everything read from the file: the projection, equality-delete columns, stored lineage columns.
-    eq_ids = sorted({i for ids, _ in eq_sets for i in ids})
+    eq_ids = sorted({i for eq in eq_sets for i in eq.ids})
     read_fields = list(projected.fields)
     have = {f.field_id for f in read_fields}
     extra = [_field_for_id(task.schema, i) for i in eq_ids if i not in have]
@@ -455,17 +496,16 @@ def read_task(
         ids = _FileIds(file_schema, name_mapping)
         wanted = {fld.field_id for fld in all_fields}
         columns = _top_level_needed(file_schema, ids, wanted)
-        offset = 0
-        for batch, n in _batches(pf, columns, batch_size):
+        row_groups, offset = _row_groups_in_range(pf.metadata, getattr(task, "start", 0), getattr(task, "length", None))
+        for batch, n in _batches(pf, columns, batch_size, row_groups):
             arrays = _project_batch(batch, file_schema, all_fields, n, constants, name_mapping)
             deleted = _delete_mask(dpos, offset, n)
             if eq_sets:
                 by_id = {fld.field_id: a for fld, a in zip(all_fields, arrays)}
-                for eq_ids_, values in eq_sets:
-                    if not values:
+                for eq in eq_sets:
+                    if eq.empty:
                         continue
-                    cols = [by_id[i].to_pylist() for i in eq_ids_]
-                    hit = np.fromiter((t in values for t in zip(*cols)), dtype=bool, count=n)
+                    hit = eq.matches([by_id[i] for i in eq.ids], n)
                     deleted = hit if deleted is None else (deleted | hit)
             positions = None
             out_cols = arrays[:len(read_fields)]
@@ -517,17 +557,47 @@ def _delete_mask(dpos: np.ndarray, offset: int, n: int) -> np.ndarray | None:
     return mask
 
 
-def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int) -> Iterator[tuple[pa.RecordBatch | None, int]]:
+def _row_group_start(rg: Any) -> int:
+    """Where a row group's bytes begin: its first column chunk's dictionary page, else data page."""
+    col = rg.column(0)
+    dict_off = col.dictionary_page_offset
+    if dict_off is not None and 0 < dict_off < col.data_page_offset:
+        return dict_off
+    return col.data_page_offset
+
+
+def _row_groups_in_range(meta: Any, start: int, length: int | None) -> tuple[list[int] | None, int]:
+    """(row groups of a split, position of its first row); ``None`` = every row group from row 0."""
+    if length is None:
+        return None, 0
+    end = start + length
+    chosen: list[int] = []
+    first_row = 0
+    rows_before = 0
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        if start <= _row_group_start(rg) < end:
+            if not chosen:
+                first_row = rows_before
+            chosen.append(i)
+        rows_before += rg.num_rows
+    return chosen, first_row
+
+
+def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int,
+             row_groups: list[int] | None = None) -> Iterator[tuple[pa.RecordBatch | None, int]]:
+    if row_groups is not None and not row_groups:
+        return
     if not columns:
         # nothing to read but the row count (count(*), metadata columns only)
-        for rg in range(pf.metadata.num_row_groups):
+        for rg in (range(pf.metadata.num_row_groups) if row_groups is None else row_groups):
             remaining = pf.metadata.row_group(rg).num_rows
             while remaining > 0:
                 n = min(batch_size, remaining)
                 remaining -= n
                 yield None, n
         return
-    for batch in pf.iter_batches(batch_size=batch_size, columns=columns, use_threads=True):
+    for batch in pf.iter_batches(batch_size=batch_size, columns=columns, row_groups=row_groups, use_threads=True):
         yield batch, batch.num_rows
 
 

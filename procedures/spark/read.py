@@ -83,6 +83,9 @@ __all__ = [
     "spark_schema",
     "unified_partition_type",
     "to_spark_arrow",
+    "plan_read_groups",
+    "tasks_frame",
+    "light_task",
 ]
 
 
@@ -262,7 +265,7 @@ def unified_partition_type(md: TableMetadata, schema: Schema | None = None) -> S
 
 
 # ------------------------------------------------------------------------------ tasks
-def _light(task: FileScanTask) -> FileScanTask:
+def light_task(task: FileScanTask) -> FileScanTask:
     """The task without what executors do not need (column metrics, the schema)."""
     def strip(df: DataFile) -> DataFile:
         return replace(df, column_sizes=None, value_counts=None, null_value_counts=None, nan_value_counts=None,
@@ -287,11 +290,19 @@ def read_tasks(
     scan_schema: Schema | None = None,
     metadata_columns: Sequence[str] = (),
     apply_deletes: bool = True,
+    split_size: int | None = None,
+    open_file_cost: int | None = None,
 ) -> Any:
     """A DataFrame of planned tasks read on the executors (the building block of the readers).
 
     ``projected`` is the Iceberg schema of the output columns; ``scan_schema`` is the schema the
     tasks were planned with (equality deletes are resolved in it; defaults to ``projected``).
+
+    Tasks become Spark partitions as Iceberg Java's scans do (:mod:`procedures.core.splits`): large
+    files are split at row groups and small ones packed together, by the table's
+    ``read.split.target-size`` / ``read.split.open-file-cost`` / ``read.split.planning-lookback``
+    unless ``split_size`` / ``open_file_cost`` are given.  Without an explicit ``split_size`` a
+    small scan is spread so every core of the session gets a partition.
     """
     md = table.metadata
     for name in metadata_columns:
@@ -301,7 +312,8 @@ def read_tasks(
     ptype = unified_partition_type(md)
     fields = list(projected.fields) + _meta_fields(metadata_columns, ptype)
     out_schema = spark_schema(pa.schema([]), fields)
-    payloads = [pickle.dumps(_light(t), protocol=pickle.HIGHEST_PROTOCOL) for t in tasks]
+    groups = plan_read_groups(spark, md, list(tasks), split_size, open_file_cost)
+    payloads = [pickle.dumps([light_task(t) for t in g], protocol=pickle.HIGHEST_PROTOCOL) for g in groups]
     mapping_text = md.property(DEFAULT_NAME_MAPPING_PROPERTY)
     specs = dict(md.specs_by_id)
     io_props = dict(getattr(table.io, "properties", {}) or {})
@@ -315,20 +327,44 @@ def read_tasks(
         mapping = parse_name_mapping(mapping_text) if mapping_text else None
         for b in batches:
             for raw in b.column(0).to_pylist():
-                task = replace(pickle.loads(raw), schema=schema_for_tasks)
-                for out in read_task(io, task, projected, specs=specs, name_mapping=mapping,
-                                     metadata_columns=meta_cols, partition_type=ptype, apply_deletes=apply_deletes):
-                    yield to_spark_arrow(out, fields)
+                for light in pickle.loads(raw):
+                    task = replace(light, schema=schema_for_tasks)
+                    for out in read_task(io, task, projected, specs=specs, name_mapping=mapping, metadata_columns=meta_cols,
+                                         partition_type=ptype, apply_deletes=apply_deletes):
+                        yield to_spark_arrow(out, fields)
 
-    sc = spark.sparkContext
     if not payloads:
-        return spark.createDataFrame(sc.emptyRDD(), out_schema)
-    slices = max(1, min(len(payloads), 10_000))
-    rdd = sc.parallelize([(p,) for p in payloads], slices)
+        return spark.createDataFrame(spark.sparkContext.emptyRDD(), out_schema)
+    return tasks_frame(spark, payloads).mapInArrow(read_partition, out_schema)
+
+
+def tasks_frame(spark: Any, payloads: Sequence[bytes]) -> Any:
+    """A DataFrame with one partition per payload holding it as its only row (column ``task``).
+
+    Built without a Python RDD (whose every partition would cost a Python worker round trip): a
+    range of exactly one id per partition joined with the payloads broadcast from the driver.
+    """
+    from pyspark.sql import functions as F  # noqa: PLC0415
     from pyspark.sql import types as T  # noqa: PLC0415
 
-    tasks_df = spark.createDataFrame(rdd, T.StructType([T.StructField("task", T.BinaryType(), False)]))
-    return tasks_df.mapInArrow(read_partition, out_schema)
+    n = len(payloads)
+    schema = T.StructType([T.StructField("task_index", T.LongType(), False), T.StructField("task", T.BinaryType(), False)])
+    local = spark.createDataFrame([(i, bytearray(p)) for i, p in enumerate(payloads)], schema)
+    ids = spark.range(0, n, 1, n)
+    return ids.join(F.broadcast(local), ids["id"] == local["task_index"]).select("task")
+
+
+def plan_read_groups(spark: Any, md: TableMetadata, tasks: list[FileScanTask], split_size: int | None = None,
+                     open_file_cost: int | None = None) -> list[list[FileScanTask]]:
+    """The tasks cut and packed into the groups one Spark partition reads (see :func:`read_tasks`)."""
+    from procedures.core.splits import SplitOptions, adjust_split_size, plan_task_groups, task_weight  # noqa: PLC0415
+
+    options = SplitOptions.from_properties(md.properties, split_size=split_size, open_file_cost=open_file_cost)
+    if split_size is None and tasks:
+        scan_size = sum(task_weight(t, options.open_file_cost) for t in tasks)
+        adjusted = adjust_split_size(scan_size, spark.sparkContext.defaultParallelism, options.split_size)
+        options = replace(options, split_size=adjusted)
+    return plan_task_groups(tasks, options)
 
 
 def _as_of_ms(value: Any) -> int | None:

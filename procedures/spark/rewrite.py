@@ -5,9 +5,10 @@ on the tasks planned from the starting snapshot), optionally clustered, and writ
 files with the write half's writer (:func:`procedures.spark.write.write_dataframe`); nothing is
 committed here.  The three rewriters follow Iceberg Java 1.10's runners:
 
-* BIN-PACK: no shuffle; the read's partitions are coalesced to the group's expected number of output
-  files (a shuffle only when more files must come out than go in, or when the output spec differs
-  from the input spec: then rows are range-partitioned by the output partition values);
+* BIN-PACK: no shuffle; the group is read in splits of its input split size (small files packed
+  together, large ones cut at row groups) and each split is written by the task that read it; only
+  when the output spec differs from the input spec are rows range-partitioned by the output
+  partition values first;
 * SORT: rows are range-partitioned into ``expected files x shuffle-partitions-per-file`` partitions
   by the sort order (prefixed by the output spec's partition values when the spec changes) and sorted
   within them; sort keys with transforms are computed with Iceberg's own transforms;
@@ -183,6 +184,52 @@ def _sorted_df(df: Any, schema: Any, fields: Sequence[SortField], partitions: in
     return df, temp
 
 
+def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: FileGroup, spec_id: int) -> list[DataFile]:
+    """Bin-pack without a shuffle, as Java's runner: the group is read in splits of its input split
+    size (small files packed, large ones cut at row groups) and each split is written by the task
+    that read it, rolling at the group's max output size.  Rows stay inside the Python worker: no
+    trip through the JVM between reading and writing."""
+    import pickle  # noqa: PLC0415
+    import uuid  # noqa: PLC0415
+
+    from procedures.io.fileio import FileIO  # noqa: PLC0415
+    from procedures.io.parquet_reader import read_task  # noqa: PLC0415
+    from procedures.spark.read import light_task, plan_read_groups, tasks_frame  # noqa: PLC0415
+    from procedures.spark.write import OUTPUT_COLUMN, files_batch, write_in_task, write_settings  # noqa: PLC0415
+    from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, parse_name_mapping  # noqa: PLC0415
+
+    md = table.metadata
+    schema = md.schema()
+    settings = write_settings(md, spec_id=spec_id,
+                              properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
+    splits = plan_read_groups(spark, md, list(tasks), max(1, group.input_split_size), 0)
+    payloads = [pickle.dumps([light_task(t) for t in split], protocol=pickle.HIGHEST_PROTOCOL) for split in splits]
+    if not payloads:
+        return []
+    specs = dict(md.specs_by_id)
+    mapping_text = md.property(DEFAULT_NAME_MAPPING_PROPERTY)
+    io_props = dict(getattr(table.io, "properties", {}) or {})
+    operation_id = str(uuid.uuid4())
+
+    def rewrite_split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        io = FileIO(io_props)
+        mapping = parse_name_mapping(mapping_text) if mapping_text else None
+
+        def live_rows(split: list[Any]) -> Iterator[pa.RecordBatch]:
+            for light in split:
+                yield from read_task(io, dataclasses.replace(light, schema=schema), schema, specs=specs,
+                                     name_mapping=mapping)
+
+        for b in batches:
+            for raw in b.column(0).to_pylist():
+                files = write_in_task(io_props, settings, operation_id, live_rows(pickle.loads(raw)))
+                if files:
+                    yield files_batch(files)
+
+    rows = tasks_frame(spark, payloads).mapInArrow(rewrite_split, f"{OUTPUT_COLUMN} binary").collect()
+    return [pickle.loads(r[0]) for r in rows]
+
+
 def rewrite_group(
     spark: Any,
     table: Table,
@@ -209,17 +256,15 @@ def rewrite_group(
     repartition = any(t.data_file.spec_id != output_spec.spec_id for t in tasks)
     text = description or f"Rewriting {len(tasks)} files ({how.rewriter}) in {table.name}"
     with job_description(spark, text):
-        df = read_tasks(spark, table, tasks, schema, scan_schema=schema)
         temp: list[str] = []
+        if how.rewriter == BIN_PACK and not _sort_fields(SortOrder(0, ()), output_spec, repartition):
+            files = _bin_pack_splits(spark, table, tasks, group, output_spec.spec_id)
+            return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
+        df = read_tasks(spark, table, tasks, schema, scan_schema=schema,
+                        split_size=max(1, group.input_split_size), open_file_cost=0)
         if how.rewriter == BIN_PACK:
-            by_partition = _sort_fields(SortOrder(0, ()), output_spec, repartition)
-            if by_partition:
-                # Java's RANGE distribution when the data moves to another spec
-                df, temp = _sorted_df(df, schema, by_partition, n_out)
-            elif n_out > len(tasks):
-                df = df.repartition(n_out)
-            elif n_out < len(tasks):
-                df = df.coalesce(n_out)
+            # Java's RANGE distribution when the data moves to another spec
+            df, temp = _sorted_df(df, schema, _sort_fields(SortOrder(0, ()), output_spec, repartition), n_out)
         elif how.rewriter == SORT:
             if how.sort_order is None or how.sort_order.is_unsorted():
                 raise ValidationError("Cannot sort data without a valid sort order, the provided sort order is null or empty")

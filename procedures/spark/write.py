@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pickle
 import uuid as _uuid
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -36,7 +36,8 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["write_dataframe", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN"]
+__all__ = ["write_dataframe", "write_settings", "write_in_task", "files_batch", "partition_expressions",
+           "sort_expressions", "OUTPUT_COLUMN"]
 
 #: the column of the task output that holds each pickled DataFile
 OUTPUT_COLUMN = "data_file"
@@ -139,10 +140,7 @@ def write_dataframe(
     """
     t = load_table(spark, table)
     md = t.metadata
-    settings = WriteSettings.from_metadata(md, spec_id=spec_id)
-    if properties:
-        merged = {**settings.properties, **properties}
-        settings = WriteSettings.from_metadata(_with_properties(md, merged), spec_id=spec_id)
+    settings = write_settings(md, spec_id=spec_id, properties=properties)
     check_writable(df, settings)
     order = md.sort_order() if md.sort_order().fields else None
     if (cluster or sort) and settings.spec.fields:
@@ -160,25 +158,44 @@ def write_dataframe(
     io_props = dict(getattr(t.io, "properties", {}) or {})
 
     def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext  # noqa: PLC0415
-
-        from procedures.io.fileio import FileIO  # noqa: PLC0415
-
-        ctx = TaskContext.get()
-        partition_id = ctx.partitionId() if ctx is not None else 0
-        task_id = ctx.taskAttemptId() if ctx is not None else 0
-        files = write_data_files(
-            FileIO(io_props), settings, batches,
-            partition_id=partition_id, task_id=task_id, operation_id=operation_id,
-        )
+        files = write_in_task(io_props, settings, operation_id, batches)
         if files:
-            payload = [pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL) for f in files]
-            yield pa.RecordBatch.from_arrays([pa.array(payload, pa.binary())], names=[OUTPUT_COLUMN])
+            yield files_batch(files)
 
     text = description or f"Write data files to {t.name}"
     with job_description(spark, text):
         rows = df.mapInArrow(write_task, f"{OUTPUT_COLUMN} binary").collect()
     return [pickle.loads(r[0]) for r in rows]
+
+
+def write_settings(md: Any, *, spec_id: int | None = None, properties: dict[str, str] | None = None) -> WriteSettings:
+    """The writer settings of a table, with ``properties`` overriding its write properties."""
+    settings = WriteSettings.from_metadata(md, spec_id=spec_id)
+    if properties:
+        merged = {**settings.properties, **properties}
+        settings = WriteSettings.from_metadata(_with_properties(md, merged), spec_id=spec_id)
+    return settings
+
+
+def write_in_task(io_props: dict[str, str], settings: WriteSettings, operation_id: str,
+                  batches: Iterable[pa.RecordBatch]) -> list[DataFile]:
+    """Write Arrow batches as data files from inside a Spark task (file names carry the task's
+    partition and attempt ids); everything written is deleted if the task fails."""
+    from pyspark import TaskContext  # noqa: PLC0415
+
+    from procedures.io.fileio import FileIO  # noqa: PLC0415
+
+    ctx = TaskContext.get()
+    partition_id = ctx.partitionId() if ctx is not None else 0
+    task_id = ctx.taskAttemptId() if ctx is not None else 0
+    return write_data_files(FileIO(io_props), settings, batches,
+                            partition_id=partition_id, task_id=task_id, operation_id=operation_id)
+
+
+def files_batch(files: Sequence[DataFile]) -> pa.RecordBatch:
+    """The task output row batch for written files (one pickled DataFile per row)."""
+    payload = [pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL) for f in files]
+    return pa.RecordBatch.from_arrays([pa.array(payload, pa.binary())], names=[OUTPUT_COLUMN])
 
 
 def _with_properties(md: Any, properties: dict[str, str]) -> Any:

@@ -1,0 +1,160 @@
+"""Turning planned file scan tasks into read splits and packing them into engine tasks.
+
+A scan engine should neither start one task per tiny file nor read a huge file in a single task.
+Iceberg Java solves both with the table properties ``read.split.target-size`` (bytes per engine
+task), ``read.split.open-file-cost`` (the minimum weight a file counts for, so many tiny files do not
+pile into one task) and ``read.split.planning-lookback`` (how many partly filled bins stay open).
+This module does the same on plain :class:`~procedures.core.scan.FileScanTask` objects:
+
+* :func:`split_task` cuts a data file at its ``split_offsets`` (row-group starts) into byte ranges of
+  about the target size; a reader keeps a row group when its first byte lies in the range, so
+  contiguous ranges read every row group exactly once;
+* :func:`plan_task_groups` bin-packs the pieces by weight (bytes read, deletes included) with a
+  bounded look-back, emitting the fullest open bin when a new one is needed;
+* :func:`adjust_split_size` shrinks the target for small scans so every core gets work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Mapping
+
+from procedures.core.properties import int_property
+from procedures.core.scan import FileScanTask
+from procedures.errors import ValidationError
+from procedures.spec.manifest import FileFormat
+
+__all__ = [
+    "SPLIT_SIZE",
+    "SPLIT_OPEN_FILE_COST",
+    "SPLIT_LOOKBACK",
+    "SplitOptions",
+    "valid_split_offsets",
+    "split_task",
+    "task_weight",
+    "plan_task_groups",
+    "adjust_split_size",
+]
+
+SPLIT_SIZE = "read.split.target-size"
+SPLIT_OPEN_FILE_COST = "read.split.open-file-cost"
+SPLIT_LOOKBACK = "read.split.planning-lookback"
+
+_DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+_DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
+_DEFAULT_LOOKBACK = 10
+#: a small scan is spread over the cores, but never into ranges smaller than this
+_MIN_ADAPTIVE_SPLIT_SIZE = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitOptions:
+    """How a scan is cut into engine tasks (defaults are Iceberg's)."""
+
+    split_size: int = _DEFAULT_SPLIT_SIZE
+    open_file_cost: int = _DEFAULT_OPEN_FILE_COST
+    lookback: int = _DEFAULT_LOOKBACK
+
+    def __post_init__(self) -> None:
+        for name, low in (("split_size", 1), ("open_file_cost", 0), ("lookback", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValidationError(f"Invalid {name} {value!r}: must be an integer >= {low}")
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str], **overrides: int | None) -> "SplitOptions":
+        """Options from table properties; keyword overrides (``None`` = not given) win."""
+        values = {
+            "split_size": int_property(properties, SPLIT_SIZE, _DEFAULT_SPLIT_SIZE),
+            "open_file_cost": int_property(properties, SPLIT_OPEN_FILE_COST, _DEFAULT_OPEN_FILE_COST),
+            "lookback": int_property(properties, SPLIT_LOOKBACK, _DEFAULT_LOOKBACK),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+def valid_split_offsets(task: FileScanTask) -> tuple[int, ...] | None:
+    """The data file's split offsets when they can be trusted: strictly ascending, non-negative
+    and inside the file (Java ignores the whole list otherwise, and so do we)."""
+    df = task.data_file
+    offsets = df.split_offsets
+    if not offsets or df.file_format != FileFormat.PARQUET:
+        return None
+    offsets = tuple(offsets)
+    if offsets[0] < 0 or offsets[-1] >= df.file_size_in_bytes:
+        return None
+    if any(b <= a for a, b in zip(offsets, offsets[1:])):
+        return None
+    return offsets
+
+
+def split_task(task: FileScanTask, split_size: int) -> list[FileScanTask]:
+    """``task`` cut at its row-group offsets into byte ranges of at most about ``split_size``
+    (a single row group larger than that stays whole).  Ranges are contiguous and cover the file
+    from byte 0, so a reader that keeps a row group when its start lies in ``[start, start+length)``
+    reads each row group exactly once.  Files without usable offsets stay whole."""
+    if task.length is not None:
+        return [task]  # already a split
+    offsets = valid_split_offsets(task)
+    size = task.data_file.file_size_in_bytes
+    if offsets is None or len(offsets) < 2 or size <= split_size:
+        return [task]
+    ends = list(offsets[1:]) + [size]
+    out: list[FileScanTask] = []
+    start, first = 0, offsets[0]
+    for rg_start, rg_end in zip(offsets, ends):
+        if rg_start > first and rg_end - first > split_size:
+            # this row group does not fit: the range ends where it begins
+            out.append(dataclasses.replace(task, start=start, length=rg_start - start))
+            start = first = rg_start
+    out.append(dataclasses.replace(task, start=start, length=size - start))
+    return out
+
+
+def task_weight(task: FileScanTask, open_file_cost: int) -> int:
+    """Bytes a task costs to read: its range plus its delete files, at least the open-file cost
+    for each file it opens."""
+    length = task.length if task.length is not None else task.data_file.file_size_in_bytes
+    deletes = sum(d.data_file.content_size_in_bytes or d.data_file.file_size_in_bytes for d in task.deletes)
+    return max(length + deletes, (1 + len(task.deletes)) * open_file_cost)
+
+
+def plan_task_groups(tasks: Iterable[FileScanTask], options: SplitOptions) -> list[list[FileScanTask]]:
+    """Split large files and bin-pack the pieces into groups of about ``options.split_size``.
+
+    Up to ``options.lookback`` bins stay open; a piece goes into the first open bin it fits, and
+    when none has room the fullest open bin is emitted to make space.  Pieces heavier than the
+    target get a bin of their own.  Order within a bin follows the input order.
+    """
+    target = options.split_size
+    bins: list[tuple[list[FileScanTask], list[int]]] = []  # (tasks, [weight]) kept mutable
+    out: list[list[FileScanTask]] = []
+    for task in tasks:
+        for piece in split_task(task, target):
+            w = task_weight(piece, options.open_file_cost)
+            placed = False
+            for items, weight in bins:
+                if weight[0] + w <= target:
+                    items.append(piece)
+                    weight[0] += w
+                    placed = True
+                    break
+            if placed:
+                continue
+            if len(bins) >= options.lookback:
+                fullest = max(range(len(bins)), key=lambda i: bins[i][1][0])
+                out.append(bins.pop(fullest)[0])
+            bins.append(([piece], [w]))
+    out.extend(items for items, _ in bins)
+    return out
+
+
+def adjust_split_size(scan_size: int, parallelism: int, split_size: int) -> int:
+    """A smaller split size when the scan would not give every one of ``parallelism`` cores a
+    task, down to a 1 MiB floor; otherwise ``split_size`` unchanged."""
+    if parallelism <= 1 or scan_size <= 0:
+        return split_size
+    if -(-scan_size // split_size) >= parallelism:
+        return split_size
+    return max(_MIN_ADAPTIVE_SPLIT_SIZE, min(split_size, -(-scan_size // parallelism)))
+
