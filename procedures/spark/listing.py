@@ -40,6 +40,9 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
     dirs = list(dirs)
 
     def list_partition(rows: Iterable[str]) -> Iterator[str]:
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+
+        prepare_python_worker()
         files, _ = walk(list(rows), cutoff, path_filter)
         return iter(files)
 
@@ -59,7 +62,9 @@ def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manife
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from procedures.io.fileio import FileIO  # noqa: PLC0415
         from procedures.maintenance.reachability import manifest_content_paths, manifest_from_row  # noqa: PLC0415
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
 
+        prepare_python_worker()
         io = FileIO(props)
         for batch in batches:
             cols = batch.to_pydict()
@@ -88,7 +93,9 @@ def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_aut
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from procedures.maintenance.remove_orphan_files import file_uri  # noqa: PLC0415
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
 
+        prepare_python_worker()
         for batch in batches:
             uris = [file_uri(p, schemes, auths) for p in batch.column(0).to_pylist() if p is not None]
             yield pa.RecordBatch.from_arrays(

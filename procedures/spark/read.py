@@ -322,6 +322,9 @@ def read_tasks(
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from procedures.io.fileio import FileIO  # noqa: PLC0415
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+
+        prepare_python_worker()
 
         io = FileIO(io_props)
         mapping = parse_name_mapping(mapping_text) if mapping_text else None

@@ -129,6 +129,9 @@ def _with_keys(df: Any, keys: list[tuple[str, list[str], Any, Any]], zorder: tup
     out_schema = T.StructType(fields)
 
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+
+        prepare_python_worker()
         for b in batches:
             arrays = list(b.columns)
             names = list(b.schema.names)
@@ -212,6 +215,9 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     operation_id = str(uuid.uuid4())
 
     def rewrite_split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+
+        prepare_python_worker()
         io = FileIO(io_props)
         mapping = parse_name_mapping(mapping_text) if mapping_text else None
 
@@ -260,8 +266,9 @@ def rewrite_group(
         if how.rewriter == BIN_PACK and not _sort_fields(SortOrder(0, ()), output_spec, repartition):
             files = _bin_pack_splits(spark, table, tasks, group, output_spec.spec_id)
             return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
-        df = read_tasks(spark, table, tasks, schema, scan_schema=schema,
-                        split_size=max(1, group.input_split_size), open_file_cost=0)
+        # the read only feeds a shuffle: scan-sized splits (spread over the cores for a small group)
+        # rather than one per output file; files are cheap to open here, so no open-file cost
+        df = read_tasks(spark, table, tasks, schema, scan_schema=schema, open_file_cost=0)
         if how.rewriter == BIN_PACK:
             # Java's RANGE distribution when the data moves to another spec
             df, temp = _sorted_df(df, schema, _sort_fields(SortOrder(0, ()), output_spec, repartition), n_out)

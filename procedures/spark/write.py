@@ -158,6 +158,9 @@ def write_dataframe(
     io_props = dict(getattr(t.io, "properties", {}) or {})
 
     def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+
+        prepare_python_worker()
         files = write_in_task(io_props, settings, operation_id, batches)
         if files:
             yield files_batch(files)
