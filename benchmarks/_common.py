@@ -29,6 +29,7 @@ __all__ = [
     "reset_peak_rss",
     "start_spark",
     "time_call",
+    "time_pair",
     "timing_figures",
 ]
 
@@ -86,6 +87,50 @@ def time_call(
         result = fn()
         runs.append(time.perf_counter() - start)
     return Timing(name or getattr(fn, "__name__", "call"), tuple(runs), result)
+
+
+def time_pair(
+    ours: Callable[[], Any],
+    reference: Callable[[], Any],
+    *,
+    repeat: int = 3,
+    warmup: int = 1,
+    setup_ours: Callable[[], Any] | None = None,
+    setup_reference: Callable[[], Any] | None = None,
+    between: Callable[[], Any] | None = None,
+) -> tuple[Timing, Timing]:
+    """Time two callables in alternation (reference, ours, ours, reference, ...), so JVM warm-up,
+    page cache and background noise fall on both sides alike rather than on whichever ran second.
+
+    All warm-up runs of the reference come first, then ``between()`` (e.g. to read a memory baseline),
+    then ours' warm-ups, then the alternating timed runs.
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    sides = {"ours": (ours, setup_ours, []), "reference": (reference, setup_reference, [])}
+    results: dict[str, Any] = {}
+
+    def run(side: str, timed: bool) -> None:
+        fn, setup, runs = sides[side]
+        if setup is not None:
+            setup()
+        start = time.perf_counter()
+        results[side] = fn()
+        if timed:
+            runs.append(time.perf_counter() - start)
+
+    for _ in range(warmup):
+        run("reference", False)
+    if between is not None:
+        between()
+    for _ in range(warmup):
+        run("ours", False)
+    for i in range(repeat):
+        order = ("reference", "ours") if i % 2 == 0 else ("ours", "reference")
+        for side in order:
+            run(side, True)
+    return (Timing("ours", tuple(sides["ours"][2]), results["ours"]),
+            Timing("reference", tuple(sides["reference"][2]), results["reference"]))
 
 
 # --------------------------------------------------------------------------------------------- memory

@@ -22,7 +22,7 @@ from _common import (  # noqa: E402
     print_figures,
     reset_peak_rss,
     start_spark,
-    time_call,
+    time_pair,
     timing_figures,
 )
 
@@ -55,13 +55,19 @@ def main() -> None:
     def java():
         df.writeTo(java_ident).append()
 
+    # Memory first, each side alone (peak RSS covers a whole phase); then timings in alternation.
+    create(java_ident)
     reset_peak_rss(spark)
-    t_ref = time_call(java, name="java", repeat=args.repeat, warmup=args.warmup, setup=lambda: create(java_ident))
+    java()
     jvm_ref = jvm_peak_rss_mb(spark)
     rss_before = driver_peak_rss_mb()
+    create(ours_ident)
     reset_peak_rss(spark)
-    t_ours = time_call(ours, name="ours", repeat=args.repeat, warmup=args.warmup, setup=lambda: create(ours_ident))
+    ours()
     jvm_ours = jvm_peak_rss_mb(spark)
+    rss_ours = driver_peak_rss_mb()
+    t_ours, t_ref = time_pair(ours, java, repeat=args.repeat, warmup=args.warmup,
+                              setup_ours=lambda: create(ours_ident), setup_reference=lambda: create(java_ident))
     spark.sql(f"REFRESH TABLE {ours_ident}")
     got_java = spark.table(ours_ident).selectExpr(*AGG).collect()[0]
     got_ours = read_table(spark, ours_ident).selectExpr(*AGG).collect()[0]
@@ -70,7 +76,7 @@ def main() -> None:
         raise SystemExit(f"results differ: ours read by Java {got_java}, by us {got_ours}; Java's table {ref}")
     case = f"append {rows // 1_000_000}M rows, 8 partitions"
     figures = timing_figures(case, t_ours, t_ref)
-    figures.append(Figure(case, "driver (py) peak RSS", driver_peak_rss_mb(), rss_before, "MiB"))
+    figures.append(Figure(case, "driver (py) peak RSS", rss_ours, rss_before, "MiB"))
     figures.append(Figure(case, "JVM peak RSS", jvm_ours, jvm_ref, "MiB"))
     print_figures(figures, title="DataFrame append: ours vs Iceberg Java INSERT")
     spark.stop()

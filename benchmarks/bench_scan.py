@@ -22,7 +22,7 @@ from _common import (  # noqa: E402
     print_figures,
     reset_peak_rss,
     start_spark,
-    time_call,
+    time_pair,
     timing_figures,
 )
 
@@ -48,18 +48,21 @@ def main() -> None:
     def java():
         return spark.table(ident).selectExpr(*AGG).collect()[0]
 
+    # Memory first, each side alone (peak RSS covers a whole phase); then timings in alternation.
     reset_peak_rss(spark)
-    t_ref = time_call(java, name="java", repeat=args.repeat, warmup=args.warmup)
+    java()
     jvm_ref = jvm_peak_rss_mb(spark)
     rss_before = driver_peak_rss_mb()
     reset_peak_rss(spark)
-    t_ours = time_call(ours, name="ours", repeat=args.repeat, warmup=args.warmup)
+    ours()
     jvm_ours = jvm_peak_rss_mb(spark)
+    rss_ours = driver_peak_rss_mb()
+    t_ours, t_ref = time_pair(ours, java, repeat=args.repeat, warmup=args.warmup)
     if t_ours.result != t_ref.result or t_ours.result["n"] != rows - rows // 20:
         raise SystemExit(f"results differ: ours {t_ours.result} vs Java {t_ref.result}")
     case = f"scan {rows // 1_000_000}M, 5% pos-deleted"
     figures = timing_figures(case, t_ours, t_ref)
-    figures.append(Figure(case, "driver (py) peak RSS", driver_peak_rss_mb(), rss_before, "MiB"))
+    figures.append(Figure(case, "driver (py) peak RSS", rss_ours, rss_before, "MiB"))
     figures.append(Figure(case, "JVM peak RSS", jvm_ours, jvm_ref, "MiB"))
     print_figures(figures, title="Full table scan with position deletes")
     spark.stop()
