@@ -198,7 +198,13 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     from procedures.io.fileio import FileIO  # noqa: PLC0415
     from procedures.io.parquet_reader import read_task  # noqa: PLC0415
     from procedures.spark.read import light_task, plan_read_groups, tasks_frame  # noqa: PLC0415
-    from procedures.spark.write import OUTPUT_COLUMN, files_batch, write_in_task, write_settings  # noqa: PLC0415
+    from procedures.spark.write import (  # noqa: PLC0415
+        OUTPUT_COLUMN,
+        WrittenFiles,
+        files_batch,
+        write_in_task,
+        write_settings,
+    )
     from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, parse_name_mapping  # noqa: PLC0415
 
     md = table.metadata
@@ -213,6 +219,7 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     mapping_text = md.property(DEFAULT_NAME_MAPPING_PROPERTY)
     io_props = dict(getattr(table.io, "properties", {}) or {})
     operation_id = str(uuid.uuid4())
+    written = WrittenFiles(spark)
 
     def rewrite_split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
@@ -229,11 +236,13 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
         for b in batches:
             for raw in b.column(0).to_pylist():
                 files = write_in_task(io_props, settings, operation_id, live_rows(pickle.loads(raw)))
+                written.record(files)
                 if files:
                     yield files_batch(files)
 
-    rows = tasks_frame(spark, payloads).mapInArrow(rewrite_split, f"{OUTPUT_COLUMN} binary").collect()
-    return [pickle.loads(r[0]) for r in rows]
+    with written.cleanup(table.io):
+        rows = tasks_frame(spark, payloads).mapInArrow(rewrite_split, f"{OUTPUT_COLUMN} binary").collect()
+        return written.returned(table.io, [pickle.loads(r[0]) for r in rows])
 
 
 def rewrite_group(
@@ -246,7 +255,8 @@ def rewrite_group(
 ) -> list[DataFile]:
     """Rewrite one group's files (deletes applied) into new, uncommitted data files.
 
-    On failure the files written by tasks that failed are removed by the writer; the error propagates.
+    If the job fails, every file its tasks wrote is removed (a failing task removes its own, the
+    driver those of tasks that had finished); the error propagates.
     """
     from procedures.spark.read import read_tasks  # noqa: PLC0415
     from procedures.spark.session import job_description  # noqa: PLC0415

@@ -13,6 +13,8 @@ the table's sort order.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import pickle
 import uuid as _uuid
 from typing import Any, Iterable, Iterator, Sequence
@@ -36,8 +38,10 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["write_dataframe", "write_settings", "write_in_task", "files_batch", "partition_expressions",
+__all__ = ["write_dataframe", "WrittenFiles", "write_settings", "write_in_task", "files_batch", "partition_expressions",
            "sort_expressions", "OUTPUT_COLUMN"]
+
+log = logging.getLogger(__name__)
 
 #: the column of the task output that holds each pickled DataFile
 OUTPUT_COLUMN = "data_file"
@@ -156,19 +160,76 @@ def write_dataframe(
         settings = _replace_order(settings, 0)
     operation_id = str(_uuid.uuid4())
     io_props = dict(getattr(t.io, "properties", {}) or {})
+    written = WrittenFiles(spark)
 
     def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
 
         prepare_python_worker()
         files = write_in_task(io_props, settings, operation_id, batches)
+        written.record(files)
         if files:
             yield files_batch(files)
 
     text = description or f"Write data files to {t.name}"
-    with job_description(spark, text):
+    with job_description(spark, text), written.cleanup(t.io):
         rows = df.mapInArrow(write_task, f"{OUTPUT_COLUMN} binary").collect()
-    return [pickle.loads(r[0]) for r in rows]
+        return written.returned(t.io, [pickle.loads(r[0]) for r in rows])
+
+
+class WrittenFiles:
+    """Paths of the files a Spark job's tasks wrote, gathered with an accumulator.
+
+    A task that fails deletes its own files; the accumulator covers the others: tasks that finished
+    before another one failed the job (:meth:`cleanup` deletes their files when the job raises) and
+    duplicate attempts whose output the driver did not collect (:meth:`returned` deletes those).
+    """
+
+    def __init__(self, spark: Any) -> None:
+        from pyspark.accumulators import AccumulatorParam  # noqa: PLC0415
+
+        class _Paths(AccumulatorParam):
+            def zero(self, value: list[str]) -> list[str]:
+                return []
+
+            def addInPlace(self, v1: list[str], v2: list[str]) -> list[str]:
+                v1.extend(v2)
+                return v1
+
+        self._acc = spark.sparkContext.accumulator([], _Paths())
+
+    def record(self, files: Sequence[DataFile]) -> None:
+        """Called in a task after its files are closed."""
+        if files:
+            self._acc.add([f.file_path for f in files])
+
+    def paths(self) -> list[str]:
+        """Every path recorded so far (driver side)."""
+        return list(self._acc.value)
+
+    @contextlib.contextmanager
+    def cleanup(self, io: Any) -> Iterator[None]:
+        """Delete every recorded file if the block raises (the job failed or was cancelled)."""
+        try:
+            yield
+        except BaseException:
+            _delete_quietly(io, self.paths())
+            raise
+
+    def returned(self, io: Any, files: list[DataFile]) -> list[DataFile]:
+        """``files`` (what the job returned), after deleting recorded files that are not among them."""
+        keep = {f.file_path for f in files}
+        _delete_quietly(io, [p for p in self.paths() if p not in keep])
+        return files
+
+
+def _delete_quietly(io: Any, paths: Sequence[str]) -> None:
+    if not paths:
+        return
+    try:
+        io.delete_many(list(paths))
+    except Exception as e:  # noqa: BLE001 - cleanup must not hide the job's own error
+        log.warning("Could not delete %d uncommitted file(s) of a failed write: %s", len(paths), e)
 
 
 def write_settings(md: Any, *, spec_id: int | None = None, properties: dict[str, str] | None = None) -> WriteSettings:

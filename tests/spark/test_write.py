@@ -120,3 +120,30 @@ def load_table_rows(spark, t):
     from procedures.spark.read import read_table
 
     return read_table(spark, load_table(spark, t)).select("id").collect()
+
+
+def test_failed_job_leaves_no_files_of_tasks_that_finished(spark, tmp_path):
+    import os
+    import time
+
+    from pyspark.sql import functions as F
+
+    t = _table(spark, "w_failed_job", partitioned=False)
+
+    def slow_failure(i):
+        if i >= 1000:
+            time.sleep(3)  # the other task finishes and writes its file first
+            raise RuntimeError("boom in the second task")
+        return i
+
+    boom = F.udf(slow_failure, "long")
+    df = (spark.range(0, 2000, 1, 2).select(boom("id").alias("id"), F.lit("a").alias("cat")))
+    with pytest.raises(Exception, match="boom in the second task"):
+        write_dataframe(spark, t, df)
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+    left = [f for _, _, files in os.walk(data_dir) for f in files] if os.path.isdir(data_dir) else []
+    assert left == []
+    # the same write without the failure leaves exactly the files it returns
+    files = write_dataframe(spark, t, spark.range(0, 2000, 1, 2).selectExpr("id", "'a' AS cat"))
+    left = sorted(os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs)
+    assert left == sorted(f.file_path.removeprefix("file:") for f in files) and len(files) == 2
