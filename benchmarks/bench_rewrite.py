@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import Figure, arg_parser, print_figures, start_spark, time_call, timing_figures  # noqa: E402
+from _common import Figure, arg_parser, print_figures, start_spark, time_call, time_pair, timing_figures  # noqa: E402
 
 from procedures.catalog.config import load_catalog  # noqa: E402
 from procedures.core.operations import FastAppend  # noqa: E402
@@ -74,14 +74,13 @@ def main() -> None:
          ", strategy => 'sort', sort_order => 'data ASC NULLS FIRST, id DESC'",
          lambda df: df.repartitionByRange(10, "data", df.id.desc()).sortWithinPartitions("data", df.id.desc())),
     ):
-        ours = time_call(
+        ours, java = time_pair(
             lambda: registry.run("rewrite_data_files", kwargs={"table": "db.ours", "options": options, **ours_args},
                                  catalog="ours", conf=conf, spark=spark).rows[0],
-            name="ours", repeat=args.repeat, warmup=args.warmup, setup=lambda: build("ours"))
-        java = time_call(
             lambda: tuple(spark.sql(f"CALL jcat.system.rewrite_data_files(table => 'db.twin', "
                                     f"options => {java_options}{java_args})").collect()[0]),
-            name="java", repeat=args.repeat, warmup=args.warmup, setup=lambda: build("twin"))
+            repeat=args.repeat, warmup=args.warmup,
+            setup_ours=lambda: build("ours"), setup_reference=lambda: build("twin"))
 
         def plain_run() -> None:
             shutil.rmtree(out_dir, ignore_errors=True)

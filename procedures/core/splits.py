@@ -17,7 +17,7 @@ This module does the same on plain :class:`~procedures.core.scan.FileScanTask` o
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from procedures.core.properties import int_property
 from procedures.core.scan import FileScanTask
@@ -34,6 +34,7 @@ __all__ = [
     "task_weight",
     "plan_task_groups",
     "adjust_split_size",
+    "spread_groups",
 ]
 
 SPLIT_SIZE = "read.split.target-size"
@@ -158,3 +159,23 @@ def adjust_split_size(scan_size: int, parallelism: int, split_size: int) -> int:
         return split_size
     return max(_MIN_ADAPTIVE_SPLIT_SIZE, min(split_size, -(-scan_size // parallelism)))
 
+
+def spread_groups(groups: Sequence[Sequence[FileScanTask]], slots: int,
+                  open_file_cost: int = 0) -> list[list[int]]:
+    """Indexes of ``groups`` dealt into at most ``slots`` engine tasks of balanced weight.
+
+    For work whose output is per group (a compaction writes each split's files) but whose engine
+    tasks have a fixed cost: the heaviest group goes to the lightest task first (longest-processing-
+    time order); each task lists its groups in their original order.
+    """
+    if slots < 1:
+        raise ValidationError(f"Invalid slots {slots!r}: must be at least 1")
+    weights = [sum(task_weight(t, open_file_cost) for t in g) for g in groups]
+    n = min(slots, len(groups))
+    loads = [0] * n
+    members: list[list[int]] = [[] for _ in range(n)]
+    for i in sorted(range(len(groups)), key=lambda i: -weights[i]):
+        j = min(range(n), key=lambda j: (loads[j], j))
+        loads[j] += weights[i]
+        members[j].append(i)
+    return [sorted(m) for m in members]

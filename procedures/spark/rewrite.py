@@ -195,6 +195,7 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     import pickle  # noqa: PLC0415
     import uuid  # noqa: PLC0415
 
+    from procedures.core.splits import spread_groups  # noqa: PLC0415
     from procedures.io.fileio import FileIO  # noqa: PLC0415
     from procedures.io.parquet_reader import read_task  # noqa: PLC0415
     from procedures.spark.read import light_task, plan_read_groups, tasks_frame  # noqa: PLC0415
@@ -212,9 +213,14 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     settings = write_settings(md, spec_id=spec_id,
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
     splits = plan_read_groups(spark, md, list(tasks), max(1, group.input_split_size), 0)
-    payloads = [pickle.dumps([light_task(t) for t in split], protocol=pickle.HIGHEST_PROTOCOL) for split in splits]
-    if not payloads:
+    if not splits:
         return []
+    # A Python task has a fixed cost of tens of milliseconds, so splits are dealt over at most twice
+    # the session's cores (balanced by bytes) rather than one task per split; each split still
+    # becomes its own file(s), as in Java, and a cluster with enough cores runs one split per task.
+    slots = max(1, 2 * spark.sparkContext.defaultParallelism)
+    payloads = [pickle.dumps([(i, [light_task(t) for t in splits[i]]) for i in members], protocol=pickle.HIGHEST_PROTOCOL)
+                for members in spread_groups(splits, slots)]
     specs = dict(md.specs_by_id)
     mapping_text = md.property(DEFAULT_NAME_MAPPING_PROPERTY)
     io_props = dict(getattr(table.io, "properties", {}) or {})
@@ -235,10 +241,12 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
 
         for b in batches:
             for raw in b.column(0).to_pylist():
-                files = write_in_task(io_props, settings, operation_id, live_rows(pickle.loads(raw)))
-                written.record(files)
-                if files:
-                    yield files_batch(files)
+                for index, split in pickle.loads(raw):
+                    # one operation id per split keeps file names unique within the task
+                    files = write_in_task(io_props, settings, f"{operation_id}-{index}", live_rows(split))
+                    written.record(files)
+                    if files:
+                        yield files_batch(files)
 
     with written.cleanup(table.io):
         rows = tasks_frame(spark, payloads).mapInArrow(rewrite_split, f"{OUTPUT_COLUMN} binary").collect()

@@ -143,3 +143,18 @@ def test_adaptive_split_size_and_options():
         SplitOptions(split_size=0)
     with pytest.raises(ValidationError, match="read.split.target-size"):
         SplitOptions.from_properties({"read.split.target-size": "big"})
+
+
+def test_spread_groups_balances_by_weight_and_keeps_every_group_once():
+    from procedures.core.splits import spread_groups
+
+    groups = [[_task(_file(f"g{i}", w * MIB))] for i, w in enumerate([8, 1, 1, 1, 1, 4, 4])]
+    slots = spread_groups(groups, 2)
+    assert sorted(i for s in slots for i in s) == list(range(7))
+    loads = [sum(groups[i][0].data_file.file_size_in_bytes for i in s) // MIB for s in slots]
+    assert sorted(loads) == [10, 10]
+    assert all(s == sorted(s) for s in slots)
+    assert spread_groups(groups, 50) == [[0], [5], [6], [1], [2], [3], [4]]  # never more tasks than groups
+    assert spread_groups([], 3) == []
+    with pytest.raises(ValidationError, match="slots"):
+        spread_groups(groups, 0)
