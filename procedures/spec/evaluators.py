@@ -355,6 +355,18 @@ class _MetricsVisitor(_BoolVisitor):
     def _upper(self, ref: BoundReference) -> Any:
         return self._bound("upper_bounds", ref)
 
+    def _any_within_bounds(self, ref: BoundReference, values: Iterable[Any]) -> bool:
+        """Whether some value lies inside the file's [lower, upper] bounds (missing bounds do not
+        exclude anything)."""
+        remaining = list(values)
+        lower = self._lower(ref)
+        if lower is not None:
+            remaining = [v for v in remaining if compare_values(lower, v) <= 0]
+        upper = self._upper(ref)
+        if upper is not None and remaining:
+            remaining = [v for v in remaining if compare_values(upper, v) >= 0]
+        return bool(remaining)
+
     def _raw(self, name: str, ref: BoundReference) -> bytes | None:
         bounds = getattr(self._file, name)
         if not bounds:
@@ -450,18 +462,7 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
             return False
         if len(values) > IN_PREDICATE_LIMIT:
             return True
-        remaining: Iterable[Any] = values
-        lower = self._lower(ref)
-        if lower is not None:
-            remaining = [v for v in remaining if compare_values(lower, v) <= 0]
-            if not remaining:
-                return False
-        upper = self._upper(ref)
-        if upper is not None:
-            remaining = [v for v in remaining if compare_values(upper, v) >= 0]
-            if not remaining:
-                return False
-        return True
+        return self._any_within_bounds(ref, values)
 
     def not_in(self, ref: BoundReference, values: frozenset) -> bool:
         return True
@@ -592,18 +593,7 @@ class StrictMetricsEvaluator(_MetricsVisitor):
         fid = ref.field_id
         if self._contains_nulls_only(fid) or self._contains_nans_only(fid):
             return True
-        remaining: Iterable[Any] = values
-        lower = self._lower(ref)
-        if lower is not None:
-            remaining = [v for v in remaining if compare_values(lower, v) <= 0]
-            if not remaining:
-                return True
-        upper = self._upper(ref)
-        if upper is not None:
-            remaining = [v for v in remaining if compare_values(upper, v) >= 0]
-            if not remaining:
-                return True
-        return False
+        return not self._any_within_bounds(ref, values)
 
     def starts_with(self, ref: BoundReference, value: str) -> bool:
         if self._undecidable(ref) or not isinstance(ref.type, StringType):
