@@ -256,9 +256,33 @@ def _cast_primitive(arr: pa.Array, t: IcebergType, path: tuple[str, ...]) -> pa.
 
 
 # ------------------------------------------------------------------------------ deletes
-_cache_lock = threading.Lock()
-_pos_cache: "OrderedDict[str, dict[str, np.ndarray]]" = OrderedDict()
-_POS_CACHE_FILES = 8
+class _RecentFiles:
+    """A small thread-safe least-recently-used cache of parsed delete files, per process: a
+    partition-scoped delete file serves every data file (and split) of its partition."""
+
+    def __init__(self, capacity: int = 8) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._capacity = capacity
+
+    def get(self, key: Any) -> Any:
+        """The cached value, or None."""
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def put(self, key: Any, value: Any) -> None:
+        """Cache ``value``, evicting the least recently used entries beyond capacity."""
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+
+
+_pos_cache = _RecentFiles()
+_eq_cache = _RecentFiles()
 
 
 def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
@@ -268,11 +292,9 @@ def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
     every data file of its partition.
     """
     key = delete.file_path
-    with _cache_lock:
-        hit = _pos_cache.get(key)
-        if hit is not None:
-            _pos_cache.move_to_end(key)
-            return hit
+    hit = _pos_cache.get(key)
+    if hit is not None:
+        return hit
     if delete.file_format != FileFormat.PARQUET:
         raise ValidationError(f"Cannot read {delete.file_format.value} position delete file {delete.file_path}; "
                               "only Parquet is supported")
@@ -290,10 +312,7 @@ def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
         codes = enc.indices.to_numpy()
         for i, p in enumerate(enc.dictionary.to_pylist()):
             out[p] = np.sort(pos[codes == i])
-    with _cache_lock:
-        _pos_cache[key] = out
-        while len(_pos_cache) > _POS_CACHE_FILES:
-            _pos_cache.popitem(last=False)
+    _pos_cache.put(key, out)
     return out
 
 
@@ -370,9 +389,6 @@ class _EqualityDeletes:
         return np.fromiter((t in values for t in zip(*cols)), dtype=bool, count=n)
 
 
-_eq_cache: "OrderedDict[tuple, _EqualityDeletes]" = OrderedDict()
-
-
 def _equality_delete_sets(io: Any, deletes: Iterable[Any], table_schema: Schema,
                           name_mapping: NameMapping | None) -> list[_EqualityDeletes]:
     out = []
@@ -386,20 +402,14 @@ def _equality_delete_sets(io: Any, deletes: Iterable[Any], table_schema: Schema,
         fields = [_field_for_id(table_schema, fid) for fid in ids]
         # a split of a file, and the other files of a partition, reuse the same delete files
         key = (df.file_path, tuple((f.field_id, str(f.field_type)) for f in fields))
-        with _cache_lock:
-            hit = _eq_cache.get(key)
-            if hit is not None:
-                _eq_cache.move_to_end(key)
+        hit = _eq_cache.get(key)
         if hit is None:
             with io.new_input(df.file_path).open() as f:
                 table = pq.ParquetFile(f).read()
             batch = table.combine_chunks().to_batches()
             arrays = _project_batch(batch[0] if batch else None, table.schema, fields, table.num_rows, {}, name_mapping)
             hit = _EqualityDeletes(ids, arrays)
-            with _cache_lock:
-                _eq_cache[key] = hit
-                while len(_eq_cache) > _POS_CACHE_FILES:
-                    _eq_cache.popitem(last=False)
+            _eq_cache.put(key, hit)
         out.append(hit)
     return out
 
