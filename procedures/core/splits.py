@@ -128,25 +128,25 @@ def plan_task_groups(tasks: Iterable[FileScanTask], options: SplitOptions) -> li
     target get a bin of their own.  Order within a bin follows the input order.
     """
     target = options.split_size
-    bins: list[tuple[list[FileScanTask], list[int]]] = []  # (tasks, [weight]) kept mutable
+    bins: list[list[FileScanTask]] = []
+    weights: list[int] = []  # of the open bins, index for index
     out: list[list[FileScanTask]] = []
     for task in tasks:
         for piece in split_task(task, target):
             w = task_weight(piece, options.open_file_cost)
-            placed = False
-            for items, weight in bins:
-                if weight[0] + w <= target:
-                    items.append(piece)
-                    weight[0] += w
-                    placed = True
+            for i in range(len(bins)):
+                if weights[i] + w <= target:
+                    bins[i].append(piece)
+                    weights[i] += w
                     break
-            if placed:
-                continue
-            if len(bins) >= options.lookback:
-                fullest = max(range(len(bins)), key=lambda i: bins[i][1][0])
-                out.append(bins.pop(fullest)[0])
-            bins.append(([piece], [w]))
-    out.extend(items for items, _ in bins)
+            else:
+                if len(bins) >= options.lookback:
+                    fullest = max(range(len(bins)), key=weights.__getitem__)
+                    out.append(bins.pop(fullest))
+                    weights.pop(fullest)
+                bins.append([piece])
+                weights.append(w)
+    out.extend(bins)
     return out
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import pickle
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -86,6 +86,7 @@ __all__ = [
     "plan_read_groups",
     "tasks_frame",
     "light_task",
+    "TaskReader",
 ]
 
 
@@ -281,6 +282,41 @@ def _meta_fields(metadata_columns: Sequence[str], ptype: StructType) -> list[Nes
     return [_meta_field(n, ptype) for n in metadata_columns]
 
 
+@dataclass(frozen=True)
+class TaskReader:
+    """Everything a Python task needs to read planned tasks of one table: built on the driver,
+    pickled with the task function, used on the executors."""
+
+    io_properties: dict[str, str]
+    specs: dict[int, Any]
+    name_mapping_text: str | None
+    scan_schema: Schema
+    projected: Schema
+    metadata_columns: tuple[str, ...] = ()
+    partition_type: StructType | None = None
+    apply_deletes: bool = True
+
+    @classmethod
+    def for_table(cls, table: Table, projected: Schema, scan_schema: Schema | None = None, **kwargs: Any) -> "TaskReader":
+        """A reader of ``table``'s tasks into ``projected``; ``scan_schema`` (default ``projected``)
+        is the schema the tasks were planned with."""
+        md = table.metadata
+        return cls(dict(getattr(table.io, "properties", {}) or {}), dict(md.specs_by_id),
+                   md.property(DEFAULT_NAME_MAPPING_PROPERTY), scan_schema or projected, projected, **kwargs)
+
+    def batches(self, tasks: Iterable[FileScanTask]) -> Iterator[pa.RecordBatch]:
+        """The rows of ``tasks`` (light tasks, as shipped) with deletes applied, in
+        :func:`procedures.io.parquet_reader.output_schema` form."""
+        from procedures.io.fileio import FileIO  # noqa: PLC0415
+
+        io = FileIO(self.io_properties)
+        mapping = parse_name_mapping(self.name_mapping_text) if self.name_mapping_text else None
+        for light in tasks:
+            yield from read_task(io, replace(light, schema=self.scan_schema), self.projected, specs=self.specs,
+                                 name_mapping=mapping, metadata_columns=self.metadata_columns,
+                                 partition_type=self.partition_type, apply_deletes=self.apply_deletes)
+
+
 def read_tasks(
     spark: Any,
     table: Table,
@@ -314,27 +350,17 @@ def read_tasks(
     out_schema = spark_schema(pa.schema([]), fields)
     groups = plan_read_groups(spark, md, list(tasks), split_size, open_file_cost)
     payloads = [pickle.dumps([light_task(t) for t in g], protocol=pickle.HIGHEST_PROTOCOL) for g in groups]
-    mapping_text = md.property(DEFAULT_NAME_MAPPING_PROPERTY)
-    specs = dict(md.specs_by_id)
-    io_props = dict(getattr(table.io, "properties", {}) or {})
-    schema_for_tasks = scan_schema or projected
-    meta_cols = tuple(metadata_columns)
+    reader = TaskReader.for_table(table, projected, scan_schema, metadata_columns=tuple(metadata_columns),
+                                  partition_type=ptype, apply_deletes=apply_deletes)
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.io.fileio import FileIO  # noqa: PLC0415
         from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
 
         prepare_python_worker()
-
-        io = FileIO(io_props)
-        mapping = parse_name_mapping(mapping_text) if mapping_text else None
         for b in batches:
             for raw in b.column(0).to_pylist():
-                for light in pickle.loads(raw):
-                    task = replace(light, schema=schema_for_tasks)
-                    for out in read_task(io, task, projected, specs=specs, name_mapping=mapping, metadata_columns=meta_cols,
-                                         partition_type=ptype, apply_deletes=apply_deletes):
-                        yield to_spark_arrow(out, fields)
+                for out in reader.batches(pickle.loads(raw)):
+                    yield to_spark_arrow(out, fields)
 
     if not payloads:
         return spark.createDataFrame(spark.sparkContext.emptyRDD(), out_schema)

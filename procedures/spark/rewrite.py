@@ -196,9 +196,7 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     import uuid  # noqa: PLC0415
 
     from procedures.core.splits import spread_groups  # noqa: PLC0415
-    from procedures.io.fileio import FileIO  # noqa: PLC0415
-    from procedures.io.parquet_reader import read_task  # noqa: PLC0415
-    from procedures.spark.read import light_task, plan_read_groups, tasks_frame  # noqa: PLC0415
+    from procedures.spark.read import TaskReader, light_task, plan_read_groups, tasks_frame  # noqa: PLC0415
     from procedures.spark.write import (  # noqa: PLC0415
         OUTPUT_COLUMN,
         WrittenFiles,
@@ -206,7 +204,6 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
         write_in_task,
         write_settings,
     )
-    from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, parse_name_mapping  # noqa: PLC0415
 
     md = table.metadata
     schema = md.schema()
@@ -221,9 +218,7 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     slots = max(1, 2 * spark.sparkContext.defaultParallelism)
     payloads = [pickle.dumps([(i, [light_task(t) for t in splits[i]]) for i in members], protocol=pickle.HIGHEST_PROTOCOL)
                 for members in spread_groups(splits, slots)]
-    specs = dict(md.specs_by_id)
-    mapping_text = md.property(DEFAULT_NAME_MAPPING_PROPERTY)
-    io_props = dict(getattr(table.io, "properties", {}) or {})
+    reader = TaskReader.for_table(table, schema)
     operation_id = str(uuid.uuid4())
     written = WrittenFiles(spark)
 
@@ -231,26 +226,17 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
         from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
 
         prepare_python_worker()
-        io = FileIO(io_props)
-        mapping = parse_name_mapping(mapping_text) if mapping_text else None
-
-        def live_rows(split: list[Any]) -> Iterator[pa.RecordBatch]:
-            for light in split:
-                yield from read_task(io, dataclasses.replace(light, schema=schema), schema, specs=specs,
-                                     name_mapping=mapping)
-
         for b in batches:
             for raw in b.column(0).to_pylist():
                 for index, split in pickle.loads(raw):
                     # one operation id per split keeps file names unique within the task
-                    files = write_in_task(io_props, settings, f"{operation_id}-{index}", live_rows(split))
+                    files = write_in_task(reader.io_properties, settings, f"{operation_id}-{index}",
+                                          reader.batches(split))
                     written.record(files)
                     if files:
                         yield files_batch(files)
 
-    with written.cleanup(table.io):
-        rows = tasks_frame(spark, payloads).mapInArrow(rewrite_split, f"{OUTPUT_COLUMN} binary").collect()
-        return written.returned(table.io, [pickle.loads(r[0]) for r in rows])
+    return written.collect(table.io, tasks_frame(spark, payloads).mapInArrow(rewrite_split, f"{OUTPUT_COLUMN} binary"))
 
 
 def rewrite_group(

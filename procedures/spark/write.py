@@ -13,7 +13,6 @@ the table's sort order.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import pickle
 import uuid as _uuid
@@ -172,17 +171,16 @@ def write_dataframe(
             yield files_batch(files)
 
     text = description or f"Write data files to {t.name}"
-    with job_description(spark, text), written.cleanup(t.io):
-        rows = df.mapInArrow(write_task, f"{OUTPUT_COLUMN} binary").collect()
-        return written.returned(t.io, [pickle.loads(r[0]) for r in rows])
+    with job_description(spark, text):
+        return written.collect(t.io, df.mapInArrow(write_task, f"{OUTPUT_COLUMN} binary"))
 
 
 class WrittenFiles:
     """Paths of the files a Spark job's tasks wrote, gathered with an accumulator.
 
     A task that fails deletes its own files; the accumulator covers the others: tasks that finished
-    before another one failed the job (:meth:`cleanup` deletes their files when the job raises) and
-    duplicate attempts whose output the driver did not collect (:meth:`returned` deletes those).
+    before another one failed the job and duplicate attempts whose output the driver did not collect
+    (:meth:`collect` deletes both).
     """
 
     def __init__(self, spark: Any) -> None:
@@ -207,17 +205,16 @@ class WrittenFiles:
         """Every path recorded so far (driver side)."""
         return list(self._acc.value)
 
-    @contextlib.contextmanager
-    def cleanup(self, io: Any) -> Iterator[None]:
-        """Delete every recorded file if the block raises (the job failed or was cancelled)."""
+    def collect(self, io: Any, written_df: Any) -> list[DataFile]:
+        """Run the job (a DataFrame of :func:`files_batch` rows) and return its DataFiles.
+
+        If the job fails or is cancelled every recorded file is deleted; after success, recorded
+        files that the job did not return are deleted."""
         try:
-            yield
+            files = [pickle.loads(r[0]) for r in written_df.collect()]
         except BaseException:
             _delete_quietly(io, self.paths())
             raise
-
-    def returned(self, io: Any, files: list[DataFile]) -> list[DataFile]:
-        """``files`` (what the job returned), after deleting recorded files that are not among them."""
         keep = {f.file_path for f in files}
         _delete_quietly(io, [p for p in self.paths() if p not in keep])
         return files
