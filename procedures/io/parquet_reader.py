@@ -22,6 +22,7 @@ uuid, timestamps in micros).  Engines convert to their own types afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -77,6 +78,7 @@ __all__ = [
     "METADATA_COLUMN_NAMES",
     "read_task",
     "read_task_table",
+    "open_parquet",
     "output_schema",
     "deleted_positions",
     "read_position_deletes",
@@ -298,8 +300,7 @@ def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
     if delete.file_format != FileFormat.PARQUET:
         raise ValidationError(f"Cannot read {delete.file_format.value} position delete file {delete.file_path}; "
                               "only Parquet is supported")
-    with io.new_input(delete.file_path).open() as f:
-        pf = pq.ParquetFile(f)
+    with open_parquet(io, delete.file_path, delete.file_size_in_bytes) as pf:
         names = _columns_by_id(pf.schema_arrow, {DELETE_FILE_PATH_ID: "file_path", DELETE_FILE_POS_ID: "pos"})
         table = pf.read(columns=[names[DELETE_FILE_PATH_ID], names[DELETE_FILE_POS_ID]])
     paths = table.column(0)
@@ -404,8 +405,8 @@ def _equality_delete_sets(io: Any, deletes: Iterable[Any], table_schema: Schema,
         key = (df.file_path, tuple((f.field_id, str(f.field_type)) for f in fields))
         hit = _eq_cache.get(key)
         if hit is None:
-            with io.new_input(df.file_path).open() as f:
-                table = pq.ParquetFile(f).read()
+            with open_parquet(io, df.file_path, df.file_size_in_bytes) as pf:
+                table = pf.read()
             batch = table.combine_chunks().to_batches()
             arrays = _project_batch(batch[0] if batch else None, table.schema, fields, table.num_rows, {}, name_mapping)
             hit = _EqualityDeletes(ids, arrays)
@@ -429,6 +430,25 @@ def _project_batch(batch: pa.RecordBatch | None, file_schema: pa.Schema, fields:
     if batch is None:
         return [proj.missing(f, n) for f in fields]
     return proj.struct_children(batch.columns, list(batch.schema), (), fields, n)
+
+
+# ------------------------------------------------------------------------------ opening
+#: Files up to this size are fetched with one read and parsed from memory.  Parquet is read as a
+#: footer and then column chunks, each its own request; for the small files compaction exists for,
+#: those requests cost more than the bytes (about half the time of reading a 2 KB file).
+WHOLE_FILE_READ_BYTES = 8 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def open_parquet(io: Any, path: str, size_hint: int | None = None) -> Iterator[pq.ParquetFile]:
+    """A :class:`pyarrow.parquet.ParquetFile` of ``path``: read whole into memory when
+    ``size_hint`` (the file's recorded size) is at most :data:`WHOLE_FILE_READ_BYTES`, otherwise
+    streamed from storage."""
+    if size_hint is not None and 0 < size_hint <= WHOLE_FILE_READ_BYTES:
+        yield pq.ParquetFile(pa.BufferReader(io.new_input(path).read()))
+        return
+    with io.new_input(path).open() as f:
+        yield pq.ParquetFile(f)
 
 
 # ------------------------------------------------------------------------------ reading
@@ -500,14 +520,17 @@ def read_task(
     lineage_fields = [f for f in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if f.name in want_lineage]
     all_fields = read_fields + extra + [NestedField(f.field_id, f.name, f.field_type, False) for f in lineage_fields]
 
-    with io.new_input(df.file_path).open() as f:
-        pf = pq.ParquetFile(f)
+    # a split of a large file streams its row groups; a small file is one read
+    size_hint = df.file_size_in_bytes if getattr(task, "length", None) is None else None
+    with open_parquet(io, df.file_path, size_hint) as pf:
         file_schema = pf.schema_arrow
         ids = _FileIds(file_schema, name_mapping)
         wanted = {fld.field_id for fld in all_fields}
         columns = _top_level_needed(file_schema, ids, wanted)
         row_groups, offset = _row_groups_in_range(pf.metadata, getattr(task, "start", 0), getattr(task, "length", None))
-        for batch, n in _batches(pf, columns, batch_size, row_groups):
+        # decoding columns on threads only pays off for large files
+        threads = size_hint is None or size_hint > WHOLE_FILE_READ_BYTES
+        for batch, n in _batches(pf, columns, batch_size, row_groups, threads):
             arrays = _project_batch(batch, file_schema, all_fields, n, constants, name_mapping)
             deleted = _delete_mask(dpos, offset, n)
             if eq_sets:
@@ -595,7 +618,7 @@ def _row_groups_in_range(meta: Any, start: int, length: int | None) -> tuple[lis
 
 
 def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int,
-             row_groups: list[int] | None = None) -> Iterator[tuple[pa.RecordBatch | None, int]]:
+             row_groups: list[int] | None = None, use_threads: bool = True) -> Iterator[tuple[pa.RecordBatch | None, int]]:
     if row_groups is not None and not row_groups:
         return
     if not columns:
@@ -607,7 +630,7 @@ def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int,
                 remaining -= n
                 yield None, n
         return
-    for batch in pf.iter_batches(batch_size=batch_size, columns=columns, row_groups=row_groups, use_threads=True):
+    for batch in pf.iter_batches(batch_size=batch_size, columns=columns, row_groups=row_groups, use_threads=use_threads):
         yield batch, batch.num_rows
 
 

@@ -4,6 +4,7 @@ deletes and the metadata columns."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from decimal import Decimal
 
@@ -106,6 +107,44 @@ def test_projection_by_id_with_renames_promotions_defaults_and_partition_values(
     assert rows[3]["props"] == [("a", 2), ("b", 3)] and rows[1]["props"] is None
     assert {r["added"] for r in rows} == {7}
     assert {r["region"] for r in rows} == {"eu"}
+
+
+def test_small_files_are_fetched_in_one_read_and_large_ones_streamed(tmp_path, monkeypatch):
+    import procedures.io.fileio as fileio
+    import procedures.io.parquet_reader as reader
+
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    pos = _pos_delete_file(tmp_path / "pos.parquet", [(df.file_path, 1)])
+    schema = _evolved()
+    task = _task(df, schema, [DeleteFileEntry(pos, 2)])
+    calls = []
+    for name in ("read", "open"):
+        original = getattr(fileio.InputFile, name)
+        monkeypatch.setattr(fileio.InputFile, name,
+                            lambda self, _o=original, _n=name: calls.append(_n) or _o(self))
+
+    whole = read_task_table(IO, task, schema, specs={0: SPEC}, metadata_columns=("_pos",))
+    assert calls == ["read", "read"]  # the delete file and the data file, one read each
+    calls.clear()
+    monkeypatch.setattr(reader, "_pos_cache", reader._RecentFiles())
+    monkeypatch.setattr(reader, "WHOLE_FILE_READ_BYTES", 16)
+    streamed = read_task_table(IO, task, schema, specs={0: SPEC}, metadata_columns=("_pos",))
+    assert calls == ["open", "open"]
+    assert whole.equals(streamed) and whole.num_rows == 4
+    # a split of a file is streamed whatever the file's size
+    calls.clear()
+    monkeypatch.setattr(reader, "WHOLE_FILE_READ_BYTES", 1 << 30)
+    split = dataclasses.replace(task, deletes=(), start=0, length=df.file_size_in_bytes)
+    assert read_task_table(IO, split, schema, specs={0: SPEC}).num_rows == 5
+    assert calls == ["open"]
+
+    from procedures.io.fileio import FileNotFoundInStorageError
+
+    gone = dataclasses.replace(task, deletes=(), data_file=dataclasses.replace(df, file_path=str(tmp_path / "gone.parquet")))
+    for limit in (16, 1 << 30):
+        monkeypatch.setattr(reader, "WHOLE_FILE_READ_BYTES", limit)
+        with pytest.raises(FileNotFoundInStorageError):
+            read_task_table(IO, gone, schema)
 
 
 def test_name_mapping_resolves_files_without_ids(tmp_path):
