@@ -12,7 +12,7 @@ import pytest
 from procedures.core.scan import DeleteFileEntry, FileScanTask
 from procedures.core.splits import (
     SplitOptions,
-    adjust_split_size,
+    plan_spread_groups,
     plan_task_groups,
     split_task,
     task_weight,
@@ -131,11 +131,25 @@ def test_deletes_weigh_in_and_big_files_are_split_while_packing():
         ("/t/big.parquet", 0), ("/t/big.parquet", 10 * MIB), ("/t/big.parquet", 20 * MIB), ("/t/d.parquet", 0)]
 
 
-def test_adaptive_split_size_and_options():
-    assert adjust_split_size(12 * MIB, 2, 128 * MIB) == 6 * MIB
-    assert adjust_split_size(512 * MIB, 2, 128 * MIB) == 128 * MIB
-    assert adjust_split_size(100, 8, 128 * MIB) == MIB  # never below the floor
-    assert adjust_split_size(12 * MIB, 1, 128 * MIB) == 128 * MIB
+def test_small_scans_are_dealt_evenly_over_the_cores():
+    small = [_task(_file(f"s{i}", 1800 + (i % 7) * 10)) for i in range(1000)]
+    opts = SplitOptions(open_file_cost=0)
+    groups = plan_spread_groups(small, opts, 2)
+    assert len(groups) == 2
+    assert sorted(t.data_file.file_path for g in groups for t in g) == sorted(t.data_file.file_path for t in small)
+    loads = [sum(task_weight(t, 0) for t in g) for g in groups]
+    assert max(loads) - min(loads) <= sum(loads) // 100  # not 564 files against 436, as packing gave
+    # with the open-file cost, tiny files weigh the same: dealt by count
+    assert sorted(len(g) for g in plan_spread_groups(small[:40], SplitOptions(), 4)) == [10, 10, 10, 10]
+    # a scan that already fills the cores, a single core, and a single file are planned as usual
+    large = [_task(_file(f"l{i}", 100 * MIB)) for i in range(3)]
+    assert plan_spread_groups(large, opts, 2) == plan_task_groups(large, opts)
+    assert plan_spread_groups(small, opts, 1) == plan_task_groups(small, opts)
+    assert len(plan_spread_groups(small[:1], opts, 8)) == 1
+    assert plan_spread_groups([], opts, 2) == []
+
+
+def test_split_options():
     opts = SplitOptions.from_properties({"read.split.target-size": "1000", "read.split.planning-lookback": "3"},
                                         open_file_cost=7)
     assert (opts.split_size, opts.open_file_cost, opts.lookback) == (1000, 7, 3)
