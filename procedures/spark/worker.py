@@ -1,23 +1,41 @@
 """Setup run at the start of every Python task function of the package (inside Spark's Python
 workers, never on the driver's own path).
 
-PySpark's worker calls ``importlib.invalidate_caches()`` before every task.  Since Python 3.10 that
-makes every ``zipimporter`` re-read its archive's central directory, and a worker's ``sys.path``
-holds ``pyspark.zip``, the py4j zip and the Spark core jar (5,000+ entries): tens of milliseconds
-per task, the largest part of a Python task's fixed cost.  Reused workers keep what we set here,
-so from their second task on an archive is only re-read when its size or modification time
-changed, which keeps ``invalidate_caches``' meaning (new or replaced archives are still seen).
+A reused PySpark worker pays three fixed costs per task that have nothing to do with the task's
+data; together they made an empty Python task take about 60 ms against 2 ms for a JVM task:
+
+* **Zip archives re-read.**  The worker calls ``importlib.invalidate_caches()`` before every task.
+  Since Python 3.10 that makes every ``zipimporter`` re-read its archive's central directory, and a
+  worker's ``sys.path`` holds ``pyspark.zip``, the py4j zip and the Spark core jar (5,000+ entries).
+  From the worker's second task on an archive is only re-read when its size or modification time
+  changed, which keeps ``invalidate_caches``' meaning (new or replaced archives are still seen).
+* **A full garbage collection after each task.**  The daemon calls ``gc.collect()`` between tasks,
+  walking every object of pyarrow, pandas and this package each time.  Objects alive when a task
+  starts (modules, classes, caches) are frozen out of later collections; anything a task creates
+  is still collected.
+* **A delayed acknowledgement on every task start.**  The JVM sends a task in two writes; Nagle's
+  algorithm holds the second until the first is acknowledged, and the worker's socket, having just
+  answered the previous task, delays that acknowledgement by Linux's 40 ms minimum.  After the
+  between-task collection (that is, after the previous answer went out) the worker's connection to
+  the JVM is switched to quick acknowledgements, so the next task's first write is acknowledged at
+  once.
+
+With all three an empty task takes about 20 ms.
 """
 
 from __future__ import annotations
 
+import gc
 import os
+import socket
 import zipimport
 from typing import Any
 
 __all__ = ["prepare_python_worker"]
 
 _MARK = "_procedures_stat_checked"
+#: whether this process already switches its JVM links to quick acknowledgements
+_quick_acks_installed = False
 
 
 def _stamp(archive: str) -> tuple[int, int] | None:
@@ -29,7 +47,13 @@ def _stamp(archive: str) -> tuple[int, int] | None:
 
 
 def prepare_python_worker() -> None:
-    """Make ``zipimporter.invalidate_caches`` skip archives that did not change (idempotent)."""
+    """Remove the per-task fixed costs of a reused Python worker (idempotent; see the module)."""
+    _skip_unchanged_archives()
+    _quick_acks_between_tasks()
+    gc.freeze()
+
+
+def _skip_unchanged_archives() -> None:
     cls: Any = zipimport.zipimporter
     if getattr(cls, _MARK, False) or not hasattr(cls, "invalidate_caches"):
         return
@@ -46,3 +70,47 @@ def prepare_python_worker() -> None:
 
     cls.invalidate_caches = invalidate_caches
     setattr(cls, _MARK, True)
+
+
+def _loopback_tcp_sockets() -> list[socket.socket]:
+    """Duplicates of this process's TCP connections to a loopback address (a worker's link to its
+    JVM; the duplicates keep addressing the same connections whatever the worker does with its
+    own descriptors)."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fd = int(name)
+            s = socket.socket(fileno=os.dup(fd))
+        except (ValueError, OSError):
+            continue
+        try:
+            peer = s.getpeername() if s.family in (socket.AF_INET, socket.AF_INET6) and s.type == socket.SOCK_STREAM else None
+        except OSError:
+            peer = None
+        if peer and peer[0] in ("127.0.0.1", "::1", "::ffff:127.0.0.1"):
+            found.append(s)
+        else:
+            s.close()
+    return found
+
+
+def _quick_acks_between_tasks() -> None:
+    global _quick_acks_installed
+    # Linux only (TCP_QUICKACK and /proc); elsewhere the worker keeps the default behaviour
+    if _quick_acks_installed or not hasattr(socket, "TCP_QUICKACK") or not os.path.isdir("/proc/self/fd"):
+        return
+    _quick_acks_installed = True
+    links = _loopback_tcp_sockets()
+    if not links:
+        return
+
+    def after_collection(phase: str, info: dict[str, int]) -> None:
+        if phase != "stop":
+            return
+        for s in links:
+            try:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+            except OSError:
+                pass
+
+    gc.callbacks.append(after_collection)
