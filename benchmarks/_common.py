@@ -8,8 +8,10 @@ the same Spark session, and prints ``print_figures(...)``.  Benchmarks are never
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -188,6 +190,14 @@ def iceberg_runtime_jar() -> str:
     return str(jar)
 
 
+def scratch_dir(prefix: str) -> Path:
+    """A new temporary folder, removed when the script exits (warehouses of thousands of files
+    would otherwise pile up in /tmp run after run)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 def start_spark(
     warehouse: str | Path | None = None,
     *,
@@ -206,7 +216,7 @@ def start_spark(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    warehouse = Path(warehouse) if warehouse is not None else Path(tempfile.mkdtemp(prefix="bench-warehouse-"))
+    warehouse = Path(warehouse) if warehouse is not None else scratch_dir("bench-warehouse-")
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -216,6 +226,7 @@ def start_spark(
         .config("spark.sql.catalog.jcat.type", "hadoop")
         .config("spark.sql.catalog.jcat.warehouse", str(warehouse))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.memory", driver_memory)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    Figure, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, start_spark, time_call, timing_figures,
+    Figure, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, scratch_dir, start_spark, time_call,
+    timing_figures,
 )
 
 import procedures  # noqa: E402
@@ -57,7 +57,7 @@ def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000", help="snapshot counts (comma-separated)")
     args = parser.parse_args()
-    warehouse = Path(args.warehouse or tempfile.mkdtemp(prefix="bench-expire-"))
+    warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-expire-")
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
     spark = start_spark(warehouse, extra_conf=conf)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")

@@ -9,14 +9,13 @@ Goal (issue 2): at least PyIceberg's rate.
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import Figure, arg_parser, driver_peak_rss_mb, print_figures, time_call  # noqa: E402
+from _common import Figure, arg_parser, driver_peak_rss_mb, print_figures, scratch_dir, time_call  # noqa: E402
 
 from procedures.io.fileio import FileIO  # noqa: E402
 from procedures.spec.conversions import to_bytes  # noqa: E402
@@ -83,7 +82,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1000)
     args = parser.parse_args()
     manifests, entries = args.manifests * args.scale, args.entries
-    root = Path(args.warehouse or tempfile.mkdtemp(prefix="bench-manifests-"))
+    root = Path(args.warehouse) if args.warehouse else scratch_dir("bench-manifests-")
     root.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     list_path = build(root, manifests, entries)

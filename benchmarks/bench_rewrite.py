@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import Figure, arg_parser, print_figures, start_spark, time_call, time_pair, timing_figures  # noqa: E402
+from _common import (  # noqa: E402
+    Figure, arg_parser, print_figures, scratch_dir, start_spark, time_call, time_pair, timing_figures,
+)
 
 from procedures.catalog.config import load_catalog  # noqa: E402
 from procedures.core.operations import FastAppend  # noqa: E402
@@ -30,7 +31,7 @@ from procedures.maintenance import registry  # noqa: E402
 
 def main() -> None:
     args = arg_parser(__doc__).parse_args()
-    warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="bench-rewrite-"))
+    warehouse = args.warehouse or scratch_dir("bench-rewrite-")
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
     spark = start_spark(warehouse, extra_conf=conf)
     n_files = 1000 * args.scale
@@ -65,7 +66,7 @@ def main() -> None:
     options = {"target-file-size-bytes": str(target)}
     java_options = f"map('target-file-size-bytes', '{target}')"
     files = [r[0] for r in spark.sql("SELECT file_path FROM jcat.db.src.files").collect()]
-    out_dir = Path(tempfile.mkdtemp(prefix="bench-rewrite-plain-"))
+    out_dir = scratch_dir("bench-rewrite-plain-")
 
     figures: list[Figure] = []
     for case, ours_args, java_args, plain in (
