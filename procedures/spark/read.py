@@ -370,29 +370,31 @@ def read_tasks(
 def tasks_frame(spark: Any, payloads: Sequence[bytes]) -> Any:
     """A DataFrame with one partition per payload holding it as its only row (column ``task``).
 
-    Built without a Python RDD (whose every partition would cost a Python worker round trip): a
-    range of exactly one id per partition joined with the payloads broadcast from the driver.
+    Each payload travels inside its own partition, so a task receives only its own.  The frame is
+    built in the JVM from the pickled rows (as ``createDataFrame`` does, minus the Python pass it
+    adds to re-batch them): no Python worker round trip, no job to broadcast a table of payloads,
+    and no temporary file left behind for the session's lifetime.
     """
-    from pyspark.sql import functions as F  # noqa: PLC0415
+    from pyspark.sql import DataFrame  # noqa: PLC0415
     from pyspark.sql import types as T  # noqa: PLC0415
 
     n = len(payloads)
-    schema = T.StructType([T.StructField("task_index", T.LongType(), False), T.StructField("task", T.BinaryType(), False)])
-    local = spark.createDataFrame([(i, bytearray(p)) for i, p in enumerate(payloads)], schema)
-    ids = spark.range(0, n, 1, n)
-    return ids.join(F.broadcast(local), ids["id"] == local["task_index"]).select("task")
+    schema = T.StructType([T.StructField("task", T.BinaryType(), False)])
+    sc = spark.sparkContext
+    # one row per slice; the JVM unpickles the rows itself
+    rows = sc.parallelize([(bytearray(p),) for p in payloads], n)
+    java_rows = sc._jvm.SerDeUtil.toJavaArray(sc._jvm.SerDeUtil.pythonToJava(rows._jrdd, True))
+    return DataFrame(spark._jsparkSession.applySchemaToPythonRDD(java_rows.rdd(), schema.json()), spark)
 
 
 def plan_read_groups(spark: Any, md: TableMetadata, tasks: list[FileScanTask], split_size: int | None = None,
                      open_file_cost: int | None = None) -> list[list[FileScanTask]]:
     """The tasks cut and packed into the groups one Spark partition reads (see :func:`read_tasks`)."""
-    from procedures.core.splits import SplitOptions, adjust_split_size, plan_task_groups, task_weight  # noqa: PLC0415
+    from procedures.core.splits import SplitOptions, plan_spread_groups, plan_task_groups  # noqa: PLC0415
 
     options = SplitOptions.from_properties(md.properties, split_size=split_size, open_file_cost=open_file_cost)
-    if split_size is None and tasks:
-        scan_size = sum(task_weight(t, options.open_file_cost) for t in tasks)
-        adjusted = adjust_split_size(scan_size, spark.sparkContext.defaultParallelism, options.split_size)
-        options = replace(options, split_size=adjusted)
+    if split_size is None:
+        return plan_spread_groups(tasks, options, spark.sparkContext.defaultParallelism)
     return plan_task_groups(tasks, options)
 
 
