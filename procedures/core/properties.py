@@ -10,7 +10,10 @@ from typing import Mapping
 
 from procedures.errors import ValidationError
 
-__all__ = ["int_property"]
+__all__ = ["int_property", "DELETE_GRANULARITY", "file_scoped_deletes"]
+
+#: how finely position deletes are grouped into files: one file per data file, or per partition
+DELETE_GRANULARITY = "write.delete.granularity"
 
 
 def int_property(props: Mapping[str, str], key: str, default: int, *, minimum: int | None = None) -> int:
@@ -25,3 +28,14 @@ def int_property(props: Mapping[str, str], key: str, default: int, *, minimum: i
     if minimum is not None and value < minimum:
         raise ValidationError(f"Table property {key} must be at least {minimum}, got {value}")
     return value
+
+
+def file_scoped_deletes(props: Mapping[str, str]) -> bool:
+    """Whether position deletes go to one file per data file (``write.delete.granularity`` =
+    ``file``, the effective default of Iceberg's Spark writers since 1.8) rather than one per
+    partition (``partition``)."""
+    raw = props.get(DELETE_GRANULARITY, "file")
+    value = str(raw).strip().lower()
+    if value not in ("file", "partition"):
+        raise ValidationError(f"Table property {DELETE_GRANULARITY} must be 'file' or 'partition', got {raw!r}")
+    return value == "file"

@@ -1,7 +1,8 @@
 """Position delete files (v2) and deletion vectors (v3): spec "Position Delete Files",
 "Deletion Vectors"; on-disk notes 8.1 and 8.3.
 
-* :func:`write_position_delete_files` writes one Parquet file per partition with the reserved
+* :func:`write_position_delete_files` writes one Parquet file per data file or per partition
+  (``write.delete.granularity``) with the reserved
   ``file_path`` / ``pos`` columns, rows sorted by path then position, full untruncated bounds on
   both columns and ``referenced_data_file`` when the file targets a single data file.
 * :func:`write_deletion_vectors` writes one Puffin file holding one ``deletion-vector-v1`` blob
@@ -140,15 +141,20 @@ def write_position_delete_files(
     partition_id: int = 0,
     task_id: int = 0,
     operation_id: str | None = None,
-    file_scoped: bool = False,
+    file_scoped: bool | None = None,
 ) -> list[DataFile]:
     """v2 position delete files for ``deletes`` (target data file -> deleted positions).
 
-    One file per (spec, partition) of the targets, placed under the partition's data directory;
-    with ``file_scoped`` one file per data file (each then has ``referenced_data_file``).
+    One file per data file (each then has ``referenced_data_file``) when ``file_scoped``, else one
+    per (spec, partition) of the targets; by default as the table's ``write.delete.granularity``
+    says.  Files go under the partition's data directory.
     """
     if metadata.format_version < 2:
         raise ValidationError(f"table {metadata.location} is format v1, which has no delete files; upgrade it to v2")
+    if file_scoped is None:
+        from procedures.core.properties import file_scoped_deletes  # noqa: PLC0415
+
+        file_scoped = file_scoped_deletes(metadata.properties)
     operation_id = operation_id or str(_uuid.uuid4())
     groups: dict[Any, dict[str, Iterable[int]]] = {}
     targets: dict[Any, DeleteTarget] = {}

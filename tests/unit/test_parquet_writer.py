@@ -253,6 +253,13 @@ def test_position_delete_files(tmp_path):
     a = DeleteTarget(f"{tmp_path}/data/cat=x/a.parquet", ("x",), 1)
     b = DeleteTarget(f"{tmp_path}/data/cat=x/b.parquet", ("x",), 1)
     c = DeleteTarget(f"{tmp_path}/data/cat=y/c.parquet", ("y",), 1)
+    # by default (write.delete.granularity = file, as Java's Spark writers) one file per data file
+    scoped = write_position_delete_files(FileIO(), meta, {b: [9, 2], a: [5, 1, 5], c: [0]}, operation_id="f")
+    assert sorted(f.referenced_data_file for f in scoped) == sorted([a.file_path, b.file_path, c.file_path])
+    meta.properties = {"write.delete.granularity": "nonsense"}
+    with pytest.raises(ValidationError, match="write.delete.granularity"):
+        write_position_delete_files(FileIO(), meta, {a: [1]})
+    meta.properties = {"write.delete.granularity": "partition"}
     files = write_position_delete_files(FileIO(), meta, {b: [9, 2], a: [5, 1, 5], c: [0]}, operation_id="op")
     assert len(files) == 2
     fx = next(f for f in files if f.partition == ("x",))
