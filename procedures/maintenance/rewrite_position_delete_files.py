@@ -7,16 +7,19 @@ bin-packed with the size rules of the data rewrite (target ``write.delete.target
 and each kept group is rewritten into new files holding only the positions of *live* data files.
 On a v3 table where every position delete is already a deletion vector there is nothing to do; v2
 position delete files of a v3 table are rewritten into DVs (merged with a data file's existing DV,
-which is replaced).  Each group's rows are small (path, position), so groups are rewritten on the
-driver with :mod:`procedures.io.delete_writers`; commits go through the same ``RewriteFiles`` path as
-``rewrite_data_files``, all at once or, with partial progress, in batches (a failed batch is logged
-and skipped, as in Java).
+which is replaced).  As in Java, a group keeps only the deletes of live data files of its own
+partition.  With a Spark session each group is rewritten by one Spark task (groups run as concurrent
+jobs, up to ``max-concurrent-file-group-rewrites``; files of a failed job are deleted); without one,
+on the driver.  Commits go through the same ``RewriteFiles`` path as ``rewrite_data_files``, all at
+once or, with partial progress, in batches (a failed batch is logged and skipped, as in Java).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -50,34 +53,98 @@ class _DeleteTask:
         self.data_file = f
 
 
-def _write_group(table: Any, group: FileGroup, data_files: dict[str, DataFile], dvs: dict[str, DataFile]
-                 ) -> tuple[list[DataFile], list[DataFile]]:
-    """New delete files for a group, and the existing DVs they replace."""
-    md = table.metadata
+@dataclasses.dataclass(frozen=True)
+class _GroupInput:
+    """What rewriting one group needs: its delete files, the live data files they may keep deletes
+    for (those of the group's partition), and those files' current DVs (v3)."""
+
+    files: tuple[DataFile, ...]
+    targets: dict[str, DeleteTarget]
+    dvs: dict[str, DataFile]
+
+
+def _rewrite_group(io: Any, md: Any, group: _GroupInput, *, partition_id: int = 0, task_id: int = 0,
+                   operation_id: str | None = None) -> list[DataFile]:
+    """New delete files for a group; deletes of data files that are not live targets are dangling
+    and dropped.  On v3 each new DV absorbs the data file's current DV (see :func:`_replaced_dvs`)."""
     positions: dict[str, list[int]] = {}
     for f in group.files:
-        for path, pos in read_position_deletes(table.io, f).items():
-            if path in data_files:  # deletes of removed data files are dangling: dropped
+        for path, pos in read_position_deletes(io, f).items():
+            if path in group.targets:
                 positions[path] = merge_positions(positions.get(path, ()), pos)
     if not positions:
-        return [], []
-    targets = {DeleteTarget.of(data_files[p]): pos for p, pos in positions.items()}
+        return []
+    names = {"partition_id": partition_id, "task_id": task_id, "operation_id": operation_id}
     if md.format_version >= 3:
-        replaced = []
         merged = {}
-        for target, pos in targets.items():
-            old = dvs.get(target.file_path)
+        for path, pos in positions.items():
+            old = group.dvs.get(path)
             if old is not None:
-                replaced.append(old)
-                pos = merge_positions(pos, read_position_deletes(table.io, old).get(target.file_path, ()))
-            merged[target] = pos
-        return write_deletion_vectors(table.io, md, merged), replaced
-    return write_position_delete_files(table.io, md, targets), []
+                pos = merge_positions(pos, read_position_deletes(io, old).get(path, ()))
+            merged[group.targets[path]] = pos
+        return write_deletion_vectors(io, md, merged, **names)
+    return write_position_delete_files(io, md, {group.targets[p]: pos for p, pos in positions.items()}, **names)
+
+
+def _replaced_dvs(group: _GroupInput, added: list[DataFile]) -> list[DataFile]:
+    """The current DVs that the group's new DVs absorbed (every new DV replaces its file's old one)."""
+    return [group.dvs[f.referenced_data_file] for f in added
+            if f.referenced_data_file is not None and f.referenced_data_file in group.dvs]
+
+
+def _rewrite_group_in_spark(spark: Any, table: Any, group: _GroupInput, description: str) -> list[DataFile]:
+    """:func:`_rewrite_group` as a one-task Spark job; its files are deleted if the job fails."""
+    import pickle  # noqa: PLC0415
+
+    from procedures.spark.read import tasks_frame  # noqa: PLC0415
+    from procedures.spark.session import job_description  # noqa: PLC0415
+    from procedures.spark.write import OUTPUT_COLUMN, WrittenFiles, files_batch  # noqa: PLC0415
+
+    md = table.metadata
+    io_props = dict(getattr(table.io, "properties", {}) or {})
+    operation_id = str(uuid.uuid4())
+    written = WrittenFiles(spark)
+
+    def rewrite(batches: Any) -> Any:
+        from pyspark import TaskContext  # noqa: PLC0415
+
+        from procedures.io.fileio import FileIO  # noqa: PLC0415
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+
+        prepare_python_worker()
+        ctx = TaskContext.get()
+        for b in batches:
+            for raw in b.column(0).to_pylist():
+                files = _rewrite_group(FileIO(io_props), md, pickle.loads(raw), partition_id=ctx.partitionId(),
+                                       task_id=ctx.taskAttemptId(), operation_id=operation_id)
+                written.record(files)
+                if files:
+                    yield files_batch(files)
+
+    payload = pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)
+    with job_description(spark, description):
+        frame = tasks_frame(spark, [payload]).mapInArrow(rewrite, f"{OUTPUT_COLUMN} binary")
+        return written.collect(table.io, frame)
+
+
+def _group_inputs(md: Any, groups: list[FileGroup], data_files: list[DataFile], dvs: dict[str, DataFile]
+                  ) -> list[_GroupInput]:
+    # Java keeps a group's deletes only for live data files of the same partition (and spec)
+    by_partition: dict[tuple, dict[str, DeleteTarget]] = {}
+    for f in data_files:
+        by_partition.setdefault((f.spec_id, tuple(f.partition)), {})[f.file_path] = DeleteTarget.of(f)
+    out = []
+    for g in groups:
+        key = (g.files[0].spec_id, tuple(g.files[0].partition)) if g.files else (md.default_spec_id, ())
+        targets = by_partition.get(key, {})
+        out.append(_GroupInput(tuple(g.files), targets, {p: dvs[p] for p in targets if p in dvs}))
+    return out
 
 
 def rewrite_position_deletes(table: Any, options: dict | None = None, where=None, *, committer=None,
-                             case_sensitive: bool = False) -> tuple[int, int, int, int]:
-    """Plan, rewrite and commit; returns the procedure's output row."""
+                             case_sensitive: bool = False, spark: Any = None) -> tuple[int, int, int, int]:
+    """Plan, rewrite (in Spark tasks when ``spark`` is given, else on the driver) and commit;
+    returns the procedure's output row."""
     md = table.metadata
     snap = md.current_snapshot()
     if snap is None:
@@ -85,8 +152,7 @@ def rewrite_position_deletes(table: Any, options: dict | None = None, where=None
     opts = parse_position_delete_options(options, table_properties=md.properties)
     expr = where if where is not None else ALWAYS_TRUE
     manifests = snapshot_manifests(table.io, snap)
-    data_files = {e.data_file.file_path: e.data_file
-                  for e in live_entries(table.io, md, [m for m in manifests if m.content == ManifestContent.DATA])}
+    data_files = [e.data_file for e in live_entries(table.io, md, [m for m in manifests if m.content == ManifestContent.DATA])]
     deletes = [e.data_file for e in live_entries(table.io, md, [m for m in manifests if m.content == ManifestContent.DELETES])
                if e.data_file.content == FileContent.POSITION_DELETES]
     dvs = {f.referenced_data_file: f for f in deletes if is_dv(f)}
@@ -117,11 +183,30 @@ def rewrite_position_deletes(table: Any, options: dict | None = None, where=None
     starting = snap.snapshot_id
     results: list[tuple[FileGroup, list[DataFile]]] = []
 
-    def run(group: FileGroup):
-        return group, *_write_group(table, group, data_files, dvs)
+    inputs = _group_inputs(md, plan.groups, data_files, dvs)
+
+    def run(index: int) -> tuple[FileGroup, list[DataFile], list[DataFile]]:
+        group, given = plan.groups[index], inputs[index]
+        if spark is None:
+            added = _rewrite_group(table.io, md, given)
+        else:
+            text = (f"Rewriting {len(given.files)} position delete files (file group {index + 1}/{len(inputs)}) "
+                    f"in {table.name}")
+            added = _rewrite_group_in_spark(spark, table, given, text)
+        log.info("Rewrote position delete file group %d/%d of %s", index + 1, len(inputs), table.name)
+        return group, added, _replaced_dvs(given, added)
 
     with ThreadPoolExecutor(opts.max_concurrent, thread_name_prefix="Rewrite-Position-Delete-Service") as pool:
-        written = list(pool.map(run, plan.groups))
+        futures = [pool.submit(run, i) for i in range(len(plan.groups))]
+        outcomes = [(f.result() if f.exception() is None else f.exception()) for f in futures]
+    written = [o for o in outcomes if not isinstance(o, BaseException)]
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    if failures and not opts.partial_progress:
+        # nothing is committed: the files of the groups that did finish go too
+        _cleanup(table, [f for _, added, _ in written for f in added])
+        raise failures[0]
+    for error in failures:
+        log.error("Failure during rewrite of a position delete file group of %s: %s", table.name, error)
     per_commit = math.ceil(plan.total_group_count / opts.max_commits) if opts.partial_progress else len(written)
     current = table
     for start in range(0, len(written), max(1, per_commit)):
@@ -172,4 +257,7 @@ def rewrite_position_delete_files(ctx: ProcedureContext, table: str, options: di
     t = ctx.load_table(table)
     cs = str(ctx.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
     expr = _filter(t.metadata, where, cs)
-    return [rewrite_position_deletes(t, options, expr, committer=ctx.commit, case_sensitive=cs)]
+    from procedures.spark.session import active_session  # noqa: PLC0415
+
+    return [rewrite_position_deletes(t, options, expr, committer=ctx.commit, case_sensitive=cs,
+                                     spark=active_session(ctx.spark))]

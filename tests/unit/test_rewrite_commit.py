@@ -242,15 +242,17 @@ def test_rewrite_position_delete_files_drops_dangling_positions(tmp_path):
     t = commit(t, [FastAppend(files)], policy=FAST)
     for i in range(3):
         dels = write_position_delete_files(t.io, t.metadata, {DeleteTarget.of(files[i]): [i, i + 1],
-                                                               DeleteTarget.of(files[0]): [9]})
+                                                               DeleteTarget.of(files[0]): [9]}, file_scoped=False)
         t = commit(t, [RowDelta(add_deletes=dels)], policy=FAST)
     t = commit(t, [DeleteFiles([files[2].file_path])], policy=FAST)
     with pytest.raises(ValidationError, match=r"Cannot use options \[max-files-to-rewrite\]"):
         rewrite_position_deletes(t, {"max-files-to-rewrite": "1"})
     assert rewrite_position_deletes(t, {"min-input-files": "4"}) == (0, 0, 0, 0)
     rewritten, added, rbytes, abytes = rewrite_position_deletes(t, {"min-input-files": "2"})
-    assert (rewritten, added) == (3, 1) and rbytes > 0 and abytes > 0
+    # one new file per live data file (write.delete.granularity defaults to file, as in Java)
+    assert (rewritten, added) == (3, 2) and rbytes > 0 and abytes > 0
     t = t.refresh()
-    (new,) = [e.data_file for e in live(t).values() if e.data_file.content == FileContent.POSITION_DELETES]
-    assert read_position_deletes(t.io, new) == {files[0].file_path: [9], files[1].file_path: [1, 2]}
+    new = [e.data_file for e in live(t).values() if e.data_file.content == FileContent.POSITION_DELETES]
+    assert {f.referenced_data_file: read_position_deletes(t.io, f) for f in new} == {
+        files[0].file_path: {files[0].file_path: [9]}, files[1].file_path: {files[1].file_path: [1, 2]}}
     assert t.metadata.current_snapshot().summary["operation"] == "replace"
