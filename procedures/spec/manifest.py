@@ -27,6 +27,7 @@ from uuid import UUID
 import fastavro
 
 from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.spec import avro_codecs
 from procedures.spec.avro_schemas import (
     _check_version,
     manifest_entry_avro_schema,
@@ -235,6 +236,7 @@ def _codec(name: str) -> str:
 
 def _write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], metadata: dict[str, str],
                 codec: str, level: int | None) -> bytes:
+    avro_codecs.install()
     buf = _io.BytesIO()
     fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=_codec(codec),
                     metadata=metadata, codec_compression_level=level)
@@ -253,6 +255,7 @@ def _read_bytes(io: _FileIO, path: str) -> bytes:
 def _open_avro(data: bytes, path: str, strip: bool) -> tuple[Any, Any]:
     """A fastavro reader over ``data`` and the file's original schema; with ``strip`` values come
     back as raw ints and bytes (our representation, or cheap to convert) instead of datetimes."""
+    avro_codecs.install()
     try:
         if strip:
             data, schema = without_logical_types(data)
