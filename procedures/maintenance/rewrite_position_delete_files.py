@@ -96,35 +96,22 @@ def _rewrite_group_in_spark(spark: Any, table: Any, group: _GroupInput, descript
     """:func:`_rewrite_group` as a one-task Spark job; its files are deleted if the job fails."""
     import pickle  # noqa: PLC0415
 
-    from procedures.spark.read import tasks_frame  # noqa: PLC0415
     from procedures.spark.session import job_description  # noqa: PLC0415
-    from procedures.spark.write import OUTPUT_COLUMN, WrittenFiles, files_batch  # noqa: PLC0415
+    from procedures.spark.write import task_ids, write_payloads  # noqa: PLC0415
 
     md = table.metadata
     io_props = dict(getattr(table.io, "properties", {}) or {})
     operation_id = str(uuid.uuid4())
-    written = WrittenFiles(spark)
 
-    def rewrite(batches: Any) -> Any:
-        from pyspark import TaskContext  # noqa: PLC0415
-
+    def rewrite(payload: bytes) -> list[list[DataFile]]:
         from procedures.io.fileio import FileIO  # noqa: PLC0415
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
 
-        prepare_python_worker()
-        ctx = TaskContext.get()
-        for b in batches:
-            for raw in b.column(0).to_pylist():
-                files = _rewrite_group(FileIO(io_props), md, pickle.loads(raw), partition_id=ctx.partitionId(),
-                                       task_id=ctx.taskAttemptId(), operation_id=operation_id)
-                written.record(files)
-                if files:
-                    yield files_batch(files)
+        partition_id, task_id = task_ids()
+        return [_rewrite_group(FileIO(io_props), md, pickle.loads(payload), partition_id=partition_id,
+                               task_id=task_id, operation_id=operation_id)]
 
-    payload = pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)
     with job_description(spark, description):
-        frame = tasks_frame(spark, [payload]).mapInArrow(rewrite, f"{OUTPUT_COLUMN} binary")
-        return written.collect(table.io, frame)
+        return write_payloads(spark, table.io, [pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)], rewrite)
 
 
 def _group_inputs(md: Any, groups: list[FileGroup], data_files: list[DataFile], dvs: dict[str, DataFile]

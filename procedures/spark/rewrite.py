@@ -196,17 +196,10 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     import uuid  # noqa: PLC0415
 
     from procedures.core.splits import spread_groups  # noqa: PLC0415
-    from procedures.spark.read import TaskReader, light_task, plan_read_groups, tasks_frame  # noqa: PLC0415
-    from procedures.spark.write import (  # noqa: PLC0415
-        OUTPUT_COLUMN,
-        WrittenFiles,
-        files_batch,
-        write_in_task,
-        write_settings,
-    )
+    from procedures.spark.read import TaskReader, light_task, plan_read_groups  # noqa: PLC0415
+    from procedures.spark.write import write_in_task, write_payloads, write_settings  # noqa: PLC0415
 
     md = table.metadata
-    schema = md.schema()
     settings = write_settings(md, spec_id=spec_id,
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
     splits = plan_read_groups(spark, md, list(tasks), max(1, group.input_split_size), 0)
@@ -218,25 +211,15 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     slots = max(1, 2 * spark.sparkContext.defaultParallelism)
     payloads = [pickle.dumps([(i, [light_task(t) for t in splits[i]]) for i in members], protocol=pickle.HIGHEST_PROTOCOL)
                 for members in spread_groups(splits, slots)]
-    reader = TaskReader.for_table(table, schema)
+    reader = TaskReader.for_table(table, md.schema())
     operation_id = str(uuid.uuid4())
-    written = WrittenFiles(spark)
 
-    def rewrite_split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+    def write_splits(payload: bytes) -> Iterator[list[DataFile]]:
+        for index, split in pickle.loads(payload):
+            # one operation id per split keeps file names unique within the task
+            yield write_in_task(reader.io_properties, settings, f"{operation_id}-{index}", reader.batches(split))
 
-        prepare_python_worker()
-        for b in batches:
-            for raw in b.column(0).to_pylist():
-                for index, split in pickle.loads(raw):
-                    # one operation id per split keeps file names unique within the task
-                    files = write_in_task(reader.io_properties, settings, f"{operation_id}-{index}",
-                                          reader.batches(split))
-                    written.record(files)
-                    if files:
-                        yield files_batch(files)
-
-    return written.collect(table.io, tasks_frame(spark, payloads).mapInArrow(rewrite_split, f"{OUTPUT_COLUMN} binary"))
+    return write_payloads(spark, table.io, payloads, write_splits)
 
 
 def rewrite_group(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import pickle
 import uuid as _uuid
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -37,8 +37,8 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["write_dataframe", "WrittenFiles", "write_settings", "write_in_task", "files_batch", "partition_expressions",
-           "sort_expressions", "OUTPUT_COLUMN"]
+__all__ = ["write_dataframe", "WrittenFiles", "write_payloads", "write_settings", "write_in_task", "task_ids",
+           "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN"]
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +220,41 @@ class WrittenFiles:
         return files
 
 
+def write_payloads(spark: Any, io: Any, payloads: Sequence[bytes],
+                   write_payload: Callable[[bytes], Iterable[list[DataFile]]]) -> list[DataFile]:
+    """Run one Python task per payload and return every file written.
+
+    ``write_payload(payload)`` runs inside the task and yields lists of files as it closes them.
+    If a task fails, the files it already yielded are deleted there (a failed task's accumulator
+    updates never reach the driver); if the job fails, :class:`WrittenFiles` deletes those of the
+    tasks that had finished.
+    """
+    from procedures.spark.read import tasks_frame  # noqa: PLC0415
+
+    io_props = dict(getattr(io, "properties", {}) or {})
+    written = WrittenFiles(spark)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from procedures.io.fileio import FileIO  # noqa: PLC0415
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+
+        prepare_python_worker()
+        done: list[str] = []
+        try:
+            for b in batches:
+                for raw in b.column(0).to_pylist():
+                    for files in write_payload(raw):
+                        done.extend(f.file_path for f in files)
+                        written.record(files)
+                        if files:
+                            yield files_batch(files)
+        except BaseException:
+            _delete_quietly(FileIO(io_props), done)
+            raise
+
+    return written.collect(io, tasks_frame(spark, payloads).mapInArrow(run, f"{OUTPUT_COLUMN} binary"))
+
+
 def _delete_quietly(io: Any, paths: Sequence[str]) -> None:
     if not paths:
         return
@@ -242,15 +277,20 @@ def write_in_task(io_props: dict[str, str], settings: WriteSettings, operation_i
                   batches: Iterable[pa.RecordBatch]) -> list[DataFile]:
     """Write Arrow batches as data files from inside a Spark task (file names carry the task's
     partition and attempt ids); everything written is deleted if the task fails."""
-    from pyspark import TaskContext  # noqa: PLC0415
-
     from procedures.io.fileio import FileIO  # noqa: PLC0415
 
-    ctx = TaskContext.get()
-    partition_id = ctx.partitionId() if ctx is not None else 0
-    task_id = ctx.taskAttemptId() if ctx is not None else 0
+    partition_id, task_id = task_ids()
     return write_data_files(FileIO(io_props), settings, batches,
                             partition_id=partition_id, task_id=task_id, operation_id=operation_id)
+
+
+def task_ids() -> tuple[int, int]:
+    """(partition id, task attempt id) of the running Spark task, for unique file names; (0, 0)
+    outside a task."""
+    from pyspark import TaskContext  # noqa: PLC0415
+
+    ctx = TaskContext.get()
+    return (ctx.partitionId(), ctx.taskAttemptId()) if ctx is not None else (0, 0)
 
 
 def files_batch(files: Sequence[DataFile]) -> pa.RecordBatch:

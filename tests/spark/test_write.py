@@ -147,3 +147,29 @@ def test_failed_job_leaves_no_files_of_tasks_that_finished(spark, tmp_path):
     files = write_dataframe(spark, t, spark.range(0, 2000, 1, 2).selectExpr("id", "'a' AS cat"))
     left = sorted(os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs)
     assert left == sorted(f.file_path.removeprefix("file:") for f in files) and len(files) == 2
+
+
+def test_task_failing_after_some_files_deletes_them(spark):
+    """A task that writes several file sets (bin-pack splits) and then fails leaves none of them:
+    a failed task's accumulator updates never reach the driver, so the task cleans up itself."""
+    import os
+
+    import pyarrow as pa
+
+    from procedures.spark.write import write_in_task, write_payloads, write_settings
+
+    t = _table(spark, "w_failed_payload", partitioned=False)
+    settings = write_settings(t.metadata)
+    io_props = dict(t.io.properties)
+
+    def two_splits_then_boom(payload: bytes):
+        batch = pa.RecordBatch.from_pydict({"id": pa.array([1, 2], pa.int64()), "cat": ["a", "b"]})
+        for index in range(2):
+            yield write_in_task(io_props, settings, f"{payload.decode()}-{index}", [batch])
+        raise RuntimeError("boom after two splits")
+
+    with pytest.raises(Exception, match="boom after two splits"):
+        write_payloads(spark, t.io, [b"op"], two_splits_then_boom)
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+    left = [f for _, _, files in os.walk(data_dir) for f in files] if os.path.isdir(data_dir) else []
+    assert left == []
