@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
@@ -262,12 +261,10 @@ def read_position_deletes(io: FileIO, delete_file: DataFile) -> dict[str, list[i
         from procedures.spec.deletion_vector import deserialize_dv  # noqa: PLC0415
 
         return {delete_file.referenced_data_file or "": deserialize_dv(pf.read_blob(blob), location=delete_file.file_path)}
-    with io.new_input(delete_file.file_path).open() as f:
-        table = pq.read_table(f, columns=["file_path", "pos"])
-    out: dict[str, list[int]] = {}
-    for p, pos in zip(table.column("file_path").to_pylist(), table.column("pos").to_pylist()):
-        out.setdefault(p, []).append(pos)
-    return out
+    # the scan's reader: columns found by field id, small files in one read, recent files cached
+    from procedures.io.parquet_reader import read_position_deletes as read_parquet_positions  # noqa: PLC0415
+
+    return {path: pos.tolist() for path, pos in read_parquet_positions(io, delete_file).items()}
 
 
 def read_existing_positions(io: FileIO, delete_files: Iterable[DataFile], data_file_path: str) -> list[int]:
