@@ -31,10 +31,12 @@ from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from procedures.core import updates as U
+from procedures.core.paths import PathSet, path_keys
 from procedures.core.manage import ExpireSnapshots
 from procedures.core.transaction import CommitContext, commit
 from procedures.errors import ValidationError
 from procedures.maintenance import reachability as R
+from procedures.maintenance.delete_guard import DeleteGuard, table_roots
 from procedures.maintenance.params import OutputColumn as Col, Parameter as P, micros_to_millis
 from procedures.maintenance.registry import ProcedureContext, register
 from procedures.spec.metadata import TableMetadata
@@ -99,6 +101,10 @@ class ExpireSnapshotsResult:
     removed_refs: tuple[str, ...] = ()
     #: True when the content files were compared as Spark jobs (large metadata)
     used_spark: bool = False
+    #: files only expired snapshots reached that lie outside the table's folders: kept (and logged)
+    kept_outside_location: tuple[str, ...] = ()
+    #: files that became reachable again (a concurrent commit) before they were deleted: kept
+    kept_reachable: tuple[str, ...] = ()
 
     def row(self) -> tuple[int, ...]:
         """The procedure's single output row."""
@@ -154,6 +160,9 @@ class ExpiredFiles:
 
     driver: dict[str, str]
     content_frame: Any = None
+    #: manifest lists and manifests of the retained snapshots (already known reachable)
+    retained_lists: tuple[str, ...] = ()
+    retained_manifests: tuple[str, ...] = ()
 
     def iterate(self, stream: bool) -> Iterator[tuple[str, str]]:
         """Every ``(path, kind)``; a Spark frame is streamed with ``toLocalIterator`` when ``stream``."""
@@ -180,42 +189,48 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
     old = R.read_snapshot_manifests(io, before, expired_ids)
     kept = R.read_snapshot_manifests(io, after, retained_ids)
     kept_manifests = kept.distinct()
-    only_expired = {p: m for p, m in old.distinct().items() if p not in kept_manifests}
+    # every comparison is by normalised path: another spelling of a retained file keeps it
+    kept_manifest_paths = PathSet(kept_manifests)
+    only_expired = {p: m for p, m in old.distinct().items() if p not in kept_manifest_paths}
 
     driver: dict[str, str] = {}
-    kept_lists = {p for p in kept.manifest_lists.values() if p}
+    kept_lists = PathSet(p for p in kept.manifest_lists.values() if p)
     for path in old.manifest_lists.values():
         if path and path not in kept_lists:
             driver[path] = R.MANIFEST_LIST
     for path in only_expired:
         driver[path] = R.MANIFEST
-    kept_stats = R.statistics_paths(after)
+    kept_stats = PathSet(R.statistics_paths(after))
     for path, kind in R.statistics_paths(before, expired_ids).items():
         if path not in kept_stats:
             driver[path] = kind
 
+    retained = {"retained_lists": tuple(p for p in kept.manifest_lists.values() if p),
+                "retained_manifests": tuple(kept_manifests)}
     if not only_expired:
-        return ExpiredFiles(driver)
+        return ExpiredFiles(driver, **retained)
     if R.use_spark(spark, chain(only_expired.values(), kept_manifests.values())):
         candidates = R.content_paths_spark(spark, io, only_expired.values())
         valid = R.content_paths_spark(spark, io, kept_manifests.values())
-        # an anti-join on the path alone: a path any retained entry names is never deleted
-        frame = candidates.join(valid.select("path"), on="path", how="left_anti").select("path", "kind")
-        return ExpiredFiles(driver, frame)
+        return ExpiredFiles(driver, R.unreached_paths_spark(candidates, valid), **retained)
     candidates = R.content_paths_driver(io, only_expired.values())
     if candidates:
         _drop_reachable(io, candidates, kept_manifests.values())
     driver.update(candidates)
-    return ExpiredFiles(driver)
+    return ExpiredFiles(driver, **retained)
 
 
 def _drop_reachable(io: Any, candidates: dict[str, str], manifests: Iterable[Any]) -> None:
-    """Remove from ``candidates`` every path a live entry of ``manifests`` names, without keeping
-    the retained paths themselves in memory."""
+    """Remove from ``candidates`` every path a live entry of ``manifests`` names (under any
+    spelling), without keeping the retained paths themselves in memory."""
     ms = list(manifests)
+    by_key: dict[str, list[str]] = {}
+    for c in candidates:
+        for k in path_keys(c):
+            by_key.setdefault(k.path, []).append(c)
 
     def one(m: Any) -> list[str]:
-        return [p for p, _ in R.manifest_content_paths(io, m) if p in candidates]
+        return [c for p, _ in R.manifest_content_paths(io, m) for k in path_keys(p) for c in by_key.get(k.path, ())]
 
     if len(ms) <= 1:
         hits: Iterable[list[str]] = map(one, ms)
@@ -244,21 +259,32 @@ def _delete_one(io: Any, path: str, retries: int) -> bool:
 
 def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_deletes: int | None = None,
                  retries: int = DELETE_RETRIES, batch: int = DELETE_BATCH,
-                 protect: Callable[[str], bool] | None = R.is_table_metadata_file) -> Counter:
+                 protect: Callable[[str], bool] | None = R.is_table_metadata_file,
+                 guard: DeleteGuard | None = None, dry_run: bool = False,
+                 accepted: Callable[[str, str], None] | None = None) -> Counter:
     """Delete ``(path, kind)`` items; returns the number of successful deletions per kind.
 
     Without ``max_concurrent_deletes`` the deletes run on the calling thread (Java's direct
     executor).  Paths ``protect`` selects (by default table metadata files, which snapshot
-    expiration must never touch) are skipped whatever asked for them.
+    expiration must never touch) are skipped whatever asked for them.  ``guard`` checks each
+    batch right before it is deleted (:class:`DeleteGuard`); ``accepted(path, kind)`` is told of
+    every item that passed, and with ``dry_run`` nothing is deleted after that point.
     """
     counts: Counter = Counter()
-    pool = (ThreadPoolExecutor(max_workers=max_concurrent_deletes, thread_name_prefix="expire-delete")
-            if max_concurrent_deletes else None)
+    pool = (ThreadPoolExecutor(max_workers=max_concurrent_deletes, thread_name_prefix="gc-delete")
+            if max_concurrent_deletes and not dry_run else None)
     try:
         it = iter(items)
         while chunk := list(islice(it, batch)):
             if protect is not None:
                 chunk = [(p, k) for p, k in chunk if not protect(p)]
+            if guard is not None:
+                chunk = guard.check(chunk)
+            if accepted is not None:
+                for p, k in chunk:
+                    accepted(p, k)
+            if dry_run:
+                continue
             if pool is None:
                 outcomes: Iterable[bool] = [_delete_one(io, p, retries) for p, _ in chunk]
             else:
@@ -310,14 +336,17 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
     name = getattr(table, "name", "table")
     with _job(spark, f"expire_snapshots: files of {len(plan.expired_snapshot_ids)} expired snapshot(s) of {name}"):
         files = expired_files(table.io, op.base, after, plan.expired_snapshot_ids, spark=spark)
+        guard = DeleteGuard(committed, table_roots(after), metadata_location=getattr(committed, "metadata_location", None),
+                            manifest_lists=files.retained_lists, manifests=files.retained_manifests,
+                            procedure=f"expire_snapshots on {name}")
         counts = delete_files(table.io, files.iterate(params.stream_results),
-                              max_concurrent_deletes=params.max_concurrent_deletes)
+                              max_concurrent_deletes=params.max_concurrent_deletes, guard=guard)
     log.info("expire_snapshots on %s: expired %d snapshot(s), deleted %d file(s)", name,
              len(plan.expired_snapshot_ids), sum(counts.values()))
     return ExpireSnapshotsResult(
         counts[R.DATA], counts[R.POSITION_DELETE], counts[R.EQUALITY_DELETE], counts[R.MANIFEST],
         counts[R.MANIFEST_LIST], counts[R.STATISTICS], plan.expired_snapshot_ids, plan.removed_refs,
-        files.content_frame is not None,
+        files.content_frame is not None, tuple(guard.report.outside), tuple(guard.report.reachable),
     )
 
 

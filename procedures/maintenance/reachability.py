@@ -34,6 +34,7 @@ __all__ = [
     "DATA", "POSITION_DELETE", "EQUALITY_DELETE", "MANIFEST", "MANIFEST_LIST", "STATISTICS", "KINDS",
     "DRIVER_MAX_MANIFESTS", "DRIVER_MAX_MANIFEST_BYTES", "SnapshotManifests", "read_snapshot_manifests",
     "use_spark", "content_kind", "manifest_content_paths", "content_paths_driver", "content_paths_spark",
+    "unreached_paths_spark",
     "statistics_paths", "metadata_file_paths", "is_table_metadata_file",
 ]
 
@@ -160,6 +161,14 @@ def content_paths_spark(spark: Any, io: Any, manifests: Iterable[ManifestFile]) 
     from procedures.spark.listing import manifest_content_dataframe  # noqa: PLC0415 -- Spark only here
 
     return manifest_content_dataframe(spark, dict(io.properties), list(manifests))
+
+
+def unreached_paths_spark(candidates: Any, valid: Any) -> Any:
+    """Rows ``(path, kind)`` of ``candidates`` whose path, under any normalised reading, no row of
+    ``valid`` names (both DataFrames with a ``path`` column)."""
+    from procedures.spark.listing import unreached_paths  # noqa: PLC0415 -- Spark only here
+
+    return unreached_paths(candidates, valid)
 
 
 def statistics_paths(md: TableMetadata, snapshot_ids: Iterable[int] | None = None) -> dict[str, str]:

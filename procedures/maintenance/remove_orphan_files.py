@@ -25,23 +25,24 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from procedures.core.paths import flatten_equal_map, path_keys, relative_path
 from procedures.errors import ValidationError
-from procedures.io.fileio import local_path
+from procedures.io.fileio import join_path, local_path
 from procedures.maintenance import reachability as R
+from procedures.maintenance.delete_guard import DeleteGuard
 from procedures.maintenance.expire_snapshots import _job, delete_files, gc_enabled
 from procedures.maintenance.params import OutputColumn as Col, Parameter as P, micros_to_millis
 from procedures.maintenance.registry import ProcedureContext, register
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
-    "RemoveOrphanFilesParams", "RemoveOrphanFilesResult", "remove_orphan_files", "FileURI", "file_uri",
-    "flatten_map", "HiddenPathFilter", "walk", "find_orphans", "valid_paths", "PREFIX_MISMATCH_MODES",
+    "RemoveOrphanFilesParams", "RemoveOrphanFilesResult", "remove_orphan_files", "listing_location",
+    "HiddenPathFilter", "walk", "find_orphans", "valid_paths", "ValidFiles", "PREFIX_MISMATCH_MODES",
 ]
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,6 @@ CONFLICTS = (
     "will be impossible to recover deleted files. Conflicting authorities/schemes: {}."
 )
 PREFIX_MISMATCH_MODES = ("ERROR", "IGNORE", "DELETE")
-EQUAL_SCHEMES_DEFAULT = {"s3n,s3a": "s3"}
 DEFAULT_OLDER_THAN_MS = 3 * 24 * 60 * 60 * 1000
 MIN_INTERVAL_MS = 24 * 60 * 60 * 1000
 #: directories the driver lists before handing the rest of the tree to Spark tasks
@@ -71,66 +71,27 @@ DRIVER_MAX_DIRS = 64
 MAX_STREAMED_RESULTS = 20_000
 
 
-# ------------------------------------------------------------------------------------ URIs
-@dataclass(frozen=True, slots=True)
-class FileURI:
-    """A path split like Hadoop's ``Path.toUri()``: scheme, authority (None when empty), normalised
-    path, and the original text."""
+# ------------------------------------------------------------------------------------ location
+def listing_location(table_location: str, location: str | None) -> str:
+    """The folder to list: ``location`` re-spelled under the table location, after checking that it
+    is the table location or a folder below it (:func:`procedures.core.paths.is_within`).
 
-    scheme: str | None
-    authority: str | None
-    path: str
-    uri: str
-
-
-_MULTI_SLASH = re.compile(r"/{2,}")
-
-
-def file_uri(text: str, equal_schemes: Mapping[str, str] | None = None,
-             equal_authorities: Mapping[str, str] | None = None) -> FileURI:
-    """Parse ``text`` as Hadoop's ``Path`` does and map its scheme and authority."""
-    scheme = authority = None
-    start = 0
-    colon, slash = text.find(":"), text.find("/")
-    if colon > 0 and (slash == -1 or colon < slash):
-        scheme, start = text[:colon], colon + 1
-    if text.startswith("//", start) and len(text) - start > 2:
-        end = text.find("/", start + 2)
-        end = end if end > 0 else len(text)
-        authority, start = text[start + 2:end] or None, end
-    path = _MULTI_SLASH.sub("/", text[start:])
-    if len(path) > 1 and path.endswith("/"):
-        path = path[:-1]
-    if equal_schemes:
-        scheme = equal_schemes.get(scheme, scheme)  # type: ignore[arg-type]
-    if equal_authorities:
-        authority = equal_authorities.get(authority, authority)  # type: ignore[arg-type]
-    return FileURI(scheme, authority, path, text)
-
-
-def flatten_map(mapping: Mapping[str, str] | None) -> dict[str, str]:
-    """Split comma-separated keys (``{'s3a,s3n': 's3'}`` -> two entries), trimming keys and values."""
-    out: dict[str, str] = {}
-    for key, value in (mapping or {}).items():
-        for k in str(key).split(","):
-            out[k.strip()] = str(value).strip()
-    return out
-
-
-def _component_match(valid: str | None, actual: str | None) -> bool:
-    return not valid or (actual is not None and valid.lower() == actual.lower())
-
-
-def _under(location: FileURI, f: FileURI) -> bool:
-    """Whether ``f`` lies below ``location`` (directory boundary; scheme/authority must agree when
-    both name one)."""
-    base = location.path.rstrip("/")
-    if not (f.path == base or f.path.startswith(base + "/")):
-        return False
-    for a, b in ((location.scheme, f.scheme), (location.authority, f.authority)):
-        if a and b and a.lower() != b.lower():
-            return False
-    return True
+    Raises :class:`ValidationError` naming both locations otherwise -- Iceberg Java lists any
+    location it is given, which lets one call delete other tables' files.
+    """
+    table_location = table_location.rstrip("/") or "/"
+    if location is None:
+        return table_location
+    if not location.strip():
+        raise ValidationError("Invalid location '': pass the table location or a folder below it, or omit location")
+    rel = relative_path(table_location, location)
+    if rel is None:
+        raise ValidationError(
+            f"Cannot remove orphan files from location {location!r}: it is not the table location "
+            f"{table_location!r} or a folder below it (compared after resolving '.', '..', doubled slashes "
+            "and percent-escapes). Pass a folder inside the table, or omit location to clean the whole table."
+        )
+    return join_path(table_location, rel) if rel else table_location
 
 
 # ------------------------------------------------------------------------------------ listing
@@ -214,10 +175,11 @@ def walk(dirs: Sequence[str], older_than_ms: int, path_filter: HiddenPathFilter,
 
 def _list_with_prefix(io: Any, location: str, older_than_ms: int, path_filter: HiddenPathFilter) -> list[str]:
     """``prefix_listing``: the FileIO's recursive listing, filtered by age and hidden segments."""
-    base = file_uri(location).path.rstrip("/")
     out = []
     for info in io.list_prefix(location):
-        rel = file_uri(info.path).path[len(base):].strip("/")
+        rel = relative_path(location, info.path)
+        if rel is None:
+            continue
         if info.mtime_ms is not None and info.mtime_ms < older_than_ms and all(path_filter.accept(s) for s in rel.split("/")):
             out.append(info.path)
     return out
@@ -228,14 +190,15 @@ def find_orphans(actual: Iterable[str], valid: Iterable[str], *, equal_schemes: 
                  equal_authorities: Mapping[str, str], mode: str) -> list[str]:
     """Orphans among ``actual`` (driver implementation of Java's ``findOrphanFiles``).
 
-    Raises :class:`ValidationError` listing the conflicting ``(valid, actual)`` schemes and
-    authorities when ``mode`` is ``ERROR`` and some file matched a valid path only under another
-    scheme or authority.
+    Both sides are compared under every normalised reading (:func:`procedures.core.paths.path_keys`):
+    a file is valid when any reading of it matches a valid path on scheme and authority.  Raises
+    :class:`ValidationError` listing the conflicting ``(valid, actual)`` schemes and authorities when
+    ``mode`` is ``ERROR`` and some file matched a valid path only under another scheme or authority.
     """
     index: dict[str, set[tuple[str | None, str | None]]] = {}
     for v in valid:
-        u = file_uri(v, equal_schemes, equal_authorities)
-        index.setdefault(u.path, set()).add((u.scheme, u.authority))
+        for k in path_keys(v, equal_schemes, equal_authorities):
+            index.setdefault(k.path, set()).add((k.scheme, k.authority))
     orphans: list[str] = []
     conflicts: set[tuple[str | None, str | None]] = set()
     seen: set[str] = set()
@@ -243,24 +206,27 @@ def find_orphans(actual: Iterable[str], valid: Iterable[str], *, equal_schemes: 
         if a in seen:
             continue
         seen.add(a)
-        u = file_uri(a, equal_schemes, equal_authorities)
-        entries = index.get(u.path)
-        if not entries:
+        pairs = [(k, e) for k in path_keys(a, equal_schemes, equal_authorities) for e in index.get(k.path, ())]
+        if not pairs:
             orphans.append(a)
             continue
-        if any(_component_match(s, u.scheme) and _component_match(au, u.authority) for s, au in entries):
+        if any(_component_match(s, k.scheme) and _component_match(au, k.authority) for k, (s, au) in pairs):
             continue
         if mode == "DELETE":
             orphans.append(a)
         elif mode == "ERROR":
-            for s, au in entries:
-                if not _component_match(s, u.scheme):
-                    conflicts.add((s, u.scheme))
-                if not _component_match(au, u.authority):
-                    conflicts.add((au, u.authority))
+            for k, (s, au) in pairs:
+                if not _component_match(s, k.scheme):
+                    conflicts.add((s, k.scheme))
+                if not _component_match(au, k.authority):
+                    conflicts.add((au, k.authority))
     if conflicts:
         raise ValidationError(CONFLICTS.format(_format_pairs(conflicts)))
     return orphans
+
+
+def _component_match(valid: str | None, actual: str | None) -> bool:
+    return not valid or (actual is not None and valid.lower() == actual.lower())
 
 
 def _format_pairs(pairs: Iterable[tuple[str | None, str | None]]) -> str:
@@ -270,21 +236,33 @@ def _format_pairs(pairs: Iterable[tuple[str | None, str | None]]) -> str:
     return "[" + ", ".join(f"({s(a)}, {s(b)})" for a, b in sorted(pairs, key=lambda p: (s(p[0]), s(p[1])))) + "]"
 
 
-def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *, spark: Any = None) -> tuple[list[str], Any]:
-    """Everything the metadata references: ``(driver paths, Spark DataFrame of content paths or None)``.
+@dataclass(frozen=True)
+class ValidFiles:
+    """Everything the metadata references: paths on the driver, content paths as a Spark DataFrame
+    for large metadata (else None), and the manifest lists and manifests that were read."""
 
-    Content files are read on the driver for small metadata and in Spark tasks for large metadata.
-    """
+    paths: list[str]
+    content_frame: Any
+    manifest_lists: tuple[str, ...]
+    manifests: tuple[str, ...]
+
+
+def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *, spark: Any = None) -> ValidFiles:
+    """Everything the metadata references (content files are read on the driver for small metadata
+    and in Spark tasks for large metadata)."""
     sm = R.read_snapshot_manifests(io, md)
     manifests = sm.distinct()
-    driver = [p for p in sm.manifest_lists.values() if p]
+    lists = tuple(p for p in sm.manifest_lists.values() if p)
+    driver = list(lists)
     driver.extend(manifests)
     driver.extend(R.statistics_paths(md))
     driver.extend(R.metadata_file_paths(md, metadata_location))
+    frame = None
     if R.use_spark(spark, manifests.values()):
-        return driver, R.content_paths_spark(spark, io, manifests.values()).select("path")
-    driver.extend(R.content_paths_driver(io, manifests.values()))
-    return driver, None
+        frame = R.content_paths_spark(spark, io, manifests.values()).select("path")
+    else:
+        driver.extend(R.content_paths_driver(io, manifests.values()))
+    return ValidFiles(driver, frame, lists, tuple(manifests))
 
 
 # ------------------------------------------------------------------------------------ entry point
@@ -348,27 +326,28 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
     if params.older_than_ms is not None and not params.testing and now - params.older_than_ms < MIN_INTERVAL_MS:
         raise ValidationError(INTERVAL_TOO_SHORT)
     older_than = params.older_than_ms if params.older_than_ms is not None else now - DEFAULT_OLDER_THAN_MS
-    location = (params.location or table.location).rstrip("/") or "/"
+    location = listing_location(table.location, params.location)
     if params.file_list_view is not None and spark is None:
         raise ValidationError(f"file_list_view {params.file_list_view!r} needs a Spark session to be read")
-    schemes = flatten_map(EQUAL_SCHEMES_DEFAULT)
-    schemes.update(flatten_map(params.equal_schemes))
-    auths = flatten_map(params.equal_authorities)
+    schemes = flatten_equal_map(params.equal_schemes)
+    auths = flatten_equal_map(params.equal_authorities)
     path_filter = HiddenPathFilter.for_metadata(md)
     name = getattr(table, "name", "table")
 
     with _job(spark, f"remove_orphan_files: {name} older_than={older_than} location={location}"):
         actual_list, actual_df = _actual_files(table, params, location, older_than, path_filter, spark)
-        valid_list, valid_df = valid_paths(table.io, md, table.metadata_location, spark=spark)
-        used_spark = actual_df is not None or valid_df is not None
+        valid = valid_paths(table.io, md, table.metadata_location, spark=spark)
+        used_spark = actual_df is not None or valid.content_frame is not None
         if not used_spark:
-            orphans: Iterable[str] = find_orphans(actual_list, valid_list, equal_schemes=schemes,
+            orphans: Iterable[str] = find_orphans(actual_list, valid.paths, equal_schemes=schemes,
                                                   equal_authorities=auths, mode=mode)
         else:
-            orphans = _find_orphans_spark(spark, actual_list, actual_df, valid_list, valid_df, schemes, auths,
-                                          mode, params.stream_results)
-        loc = file_uri(location, schemes, auths)
-        result = _delete(table.io, orphans, loc, schemes, auths, params)
+            orphans = _find_orphans_spark(spark, actual_list, actual_df, valid.paths, valid.content_frame, schemes,
+                                          auths, mode, params.stream_results)
+        guard = DeleteGuard(table, (location,), metadata_location=table.metadata_location,
+                            manifest_lists=valid.manifest_lists, manifests=valid.manifests,
+                            procedure=f"remove_orphan_files on {name}")
+        result = _delete(table.io, orphans, guard, params)
     return RemoveOrphanFilesResult(*result, used_spark=used_spark)
 
 
@@ -389,6 +368,8 @@ def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, ol
 def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
     from pyspark.sql import functions as F, types as T  # noqa: PLC0415
 
+    from procedures.spark.listing import within_dataframe  # noqa: PLC0415
+
     df = spark.table(view)
     fields = {f.name: f.dataType for f in df.schema.fields}
     for col, kind, want in (("file_path", "string", T.StringType), ("last_modified", "timestamp", T.TimestampType)):
@@ -398,9 +379,9 @@ def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
             )
         if not isinstance(fields[col], want):
             raise ValidationError(f"Invalid {col} column: {fields[col].simpleString()} is not a {kind}")
-    return (df.where(F.col("file_path").startswith(location))
-              .where(F.col("last_modified") < F.expr(f"timestamp_micros({int(older_than) * 1000})"))
-              .select("file_path"))
+    young = df.where(F.col("last_modified") < F.expr(f"timestamp_micros({int(older_than) * 1000})"))
+    # the view may list any spelling of any folder: keep what lies inside the location once normalised
+    return within_dataframe(young.select("file_path"), "file_path", location)
 
 
 def _find_orphans_spark(spark: Any, actual_list: list[str], actual_df: Any, valid_list: list[str], valid_df: Any,
@@ -422,34 +403,25 @@ def _find_orphans_spark(spark: Any, actual_list: list[str], actual_df: Any, vali
     return (r[0] for r in rows)
 
 
-def _delete(io: Any, orphans: Iterable[str], loc: FileURI, schemes: dict[str, str], auths: dict[str, str],
+def _delete(io: Any, orphans: Iterable[str], guard: DeleteGuard,
             params: RemoveOrphanFilesParams) -> tuple[tuple[str, ...], int, int]:
+    """Delete (unless ``dry_run``) the orphans that pass the guard; a dry run reports exactly those."""
     kept: list[str] = []
-    total = deleted = 0
+    total = 0
     limit = MAX_STREAMED_RESULTS if params.stream_results else None
 
-    def safe() -> Iterator[tuple[str, str]]:
+    def accepted(path: str, _kind: str) -> None:
         nonlocal total
-        for p in orphans:
-            if not _under(loc, file_uri(p, schemes, auths)):
-                log.warning("remove_orphan_files: %s is outside %s; not touched", p, loc.uri)
-                continue
-            total += 1
-            if limit is None or len(kept) < limit:
-                kept.append(p)
-            yield p, "orphan"
+        total += 1
+        if limit is None or len(kept) < limit:
+            kept.append(path)
 
-    if params.dry_run:
-        for _ in safe():
-            pass
-    else:
-        # untracked metadata.json files are orphans too; the tracked ones are valid and never get here
-        counts = delete_files(io, safe(), max_concurrent_deletes=params.max_concurrent_deletes, retries=0,
-                              protect=None)
-        deleted = counts["orphan"]
+    # untracked metadata.json files are orphans too; the tracked ones are valid and never get here
+    counts = delete_files(io, ((p, "orphan") for p in orphans), max_concurrent_deletes=params.max_concurrent_deletes,
+                          retries=0, protect=None, guard=guard, dry_run=params.dry_run, accepted=accepted)
     if limit is not None and total > limit:
         log.info("remove_orphan_files: %d orphan files; the result holds the first %d", total, limit)
-    return tuple(kept), total, deleted
+    return tuple(kept), total, counts["orphan"]
 
 
 @register(

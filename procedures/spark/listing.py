@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow as pa
 
 __all__ = ["list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe",
-           "find_orphans_dataframe"]
+           "find_orphans_dataframe", "unreached_paths", "within_dataframe"]
 
 _PATH_KIND = "path string, kind string"
 _URI = "scheme string, authority string, path string, uri string"
@@ -87,23 +87,53 @@ def paths_dataframe(spark: Any, paths: Iterable[str], column: str = "file_path")
 
 
 def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
-    """``(scheme, authority, path, uri)`` of the paths in ``df[column]``, normalised with the same
-    rules as :func:`procedures.maintenance.remove_orphan_files.file_uri`."""
+    """``(scheme, authority, path, uri)`` of the paths in ``df[column]``: one row per normalised
+    reading of each path (:func:`procedures.core.paths.path_keys`), so a join on ``path`` matches
+    any spelling."""
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.maintenance.remove_orphan_files import file_uri  # noqa: PLC0415
+        from procedures.core.paths import path_keys  # noqa: PLC0415
         from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
 
         prepare_python_worker()
         for batch in batches:
-            uris = [file_uri(p, schemes, auths) for p in batch.column(0).to_pylist() if p is not None]
+            rows = [(k, p) for p in batch.column(0).to_pylist() if p is not None for k in path_keys(p, schemes, auths)]
             yield pa.RecordBatch.from_arrays(
-                [pa.array([u.scheme for u in uris], pa.string()), pa.array([u.authority for u in uris], pa.string()),
-                 pa.array([u.path for u in uris], pa.string()), pa.array([u.uri for u in uris], pa.string())],
+                [pa.array([k.scheme for k, _ in rows], pa.string()),
+                 pa.array([k.authority for k, _ in rows], pa.string()),
+                 pa.array([k.path for k, _ in rows], pa.string()), pa.array([p for _, p in rows], pa.string())],
                 names=["scheme", "authority", "path", "uri"])
 
     return df.select(column).mapInArrow(convert, _URI)
+
+
+def unreached_paths(candidates: Any, valid: Any) -> Any:
+    """Rows ``(path, kind)`` of ``candidates`` whose path no row of ``valid`` names under any
+    normalised reading (scheme and authority ignored: a false match only keeps a file)."""
+    cand = uri_dataframe(candidates, "path", {}, {})
+    reached = (cand.join(uri_dataframe(valid, "path", {}, {}).select("path").distinct(), "path")
+               .selectExpr("uri AS path").distinct())
+    return candidates.join(reached, "path", "left_anti").select("path", "kind")
+
+
+def within_dataframe(df: Any, column: str, location: str) -> Any:
+    """The rows of ``df`` whose ``column`` lies inside ``location`` (:func:`procedures.core.paths.is_within`)."""
+    loc = str(location)
+    fields = df.schema.fields
+
+    def keep(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc  # noqa: PLC0415
+
+        from procedures.core.paths import is_within  # noqa: PLC0415
+        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
+
+        prepare_python_worker()
+        for batch in batches:
+            mask = [p is not None and is_within(loc, p) for p in batch.column(column).to_pylist()]
+            yield pc.filter(batch, pa.array(mask, pa.bool_()))
+
+    return df.mapInArrow(keep, df.schema) if fields else df
 
 
 def find_orphans_dataframe(actual: Any, valid: Any, mode: str) -> tuple[Any, list[tuple[str | None, str | None]]]:

@@ -18,7 +18,8 @@ import pytest
 from procedures.maintenance import registry
 from procedures.maintenance.expire_snapshots import ExpireSnapshotsParams, expire_snapshots
 from procedures.maintenance.reachability import metadata_file_paths
-from procedures.maintenance.remove_orphan_files import RemoveOrphanFilesParams, file_uri, remove_orphan_files
+from procedures.core.paths import normalize_path
+from procedures.maintenance.remove_orphan_files import RemoveOrphanFilesParams, remove_orphan_files
 from procedures.spec.manifest import read_manifest, read_manifest_list
 
 pytestmark = pytest.mark.spark
@@ -74,7 +75,7 @@ def referenced(table) -> set[str]:
             out.add(m.manifest_path)
             out.update(e.data_file.file_path for e in read_manifest(table.io, m, skip_deleted=True))
     out.update(f.statistics_path for f in md.statistics)
-    return {file_uri(p).path for p in out}
+    return {normalize_path(p).path for p in out}
 
 
 @pytest.mark.parametrize("seed", [7, 2024])

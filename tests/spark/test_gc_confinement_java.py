@@ -1,0 +1,181 @@
+"""Issue 12 end to end: remove_orphan_files and expire_snapshots never leave the table, on tables written
+by Iceberg Java (hadoop catalog ``jcat``, opened by ours as ``ours``) and by us (jdbc/SQLite catalog
+``oursj``), through ``CALL`` on Spark with the Spark listing and reachability paths forced.  After
+every call each referenced file exists and Iceberg Java, PyIceberg and DuckDB read the rows they read
+before."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+import procedures
+from procedures.core.paths import normalize_path
+from procedures.errors import ValidationError
+from procedures.maintenance import reachability as R
+from procedures.maintenance import registry
+from procedures.maintenance import remove_orphan_files as O
+from procedures.spark.dml import append, delete_where
+from procedures.spark.session import catalog_for
+from tests.oracles import assert_rows_equal, java_read, read_all
+
+pytestmark = pytest.mark.spark
+
+FUTURE = "TIMESTAMP '2100-01-01 00:00:00'"
+OLD = time.time() - 5 * 24 * 3600
+
+
+@pytest.fixture(scope="module")
+def catalogs(spark, java_warehouse, tmp_path_factory):
+    spark.conf.set("spark.sql.catalog.ours.type", "hadoop")
+    spark.conf.set("spark.sql.catalog.ours.warehouse", str(java_warehouse))
+    wh = tmp_path_factory.mktemp("jdbc-wh")
+    spark.conf.set("spark.sql.catalog.oursj.type", "jdbc")
+    spark.conf.set("spark.sql.catalog.oursj.uri", f"jdbc:sqlite:{wh / 'catalog.db'}")
+    spark.conf.set("spark.sql.catalog.oursj.warehouse", str(wh))
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    j = catalog_for(spark, "oursj")
+    if not j.namespace_exists(("db",)):
+        j.create_namespace(("db",))
+    return {"ours": registry.open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
+                                                   "spark.sql.catalog.ours.warehouse": str(java_warehouse)}),
+            "oursj": j}
+
+
+def _age(root: str) -> None:
+    for d, _, fs in os.walk(root):
+        for f in fs:
+            os.utime(os.path.join(d, f), (OLD, OLD))
+
+
+def _touch(path: str) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b"x")
+    os.utime(path, (OLD, OLD))
+    return path
+
+
+def _java_table(spark, catalogs, name: str):
+    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
+    t = f"jcat.db.{name}"
+    spark.sql(f"CREATE TABLE {t} (id bigint, data string) USING iceberg PARTITIONED BY (data) "
+              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+    # partition values that Java writes percent-encoded into folder names
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a b'), (2, 'c/d'), (3, 'e%f')")
+    spark.sql(f"INSERT INTO {t} VALUES (4, 'a b'), (5, 'plain')")
+    spark.sql(f"DELETE FROM {t} WHERE id = 4")
+    return "ours", ("db", name), t
+
+
+def _our_table(spark, catalogs, name: str):
+    cat = catalogs["oursj"]
+    if cat.table_exists(("db", name)):
+        cat.drop_table(("db", name), purge=True)
+    procedures.sql(spark, f"CREATE TABLE oursj.db.{name} (id bigint, data string) USING iceberg "
+                          "PARTITIONED BY (data) TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+    t = append(spark, f"oursj.db.{name}", spark.createDataFrame([(1, "a b"), (2, "c/d"), (3, "e%f")], "id bigint, data string"))
+    t = append(spark, t, spark.createDataFrame([(4, "a b"), (5, "plain")], "id bigint, data string"))
+    delete_where(spark, t, "id = 4")
+    return "oursj", ("db", name), None
+
+
+def _state(spark, catalogs, cat: str, ident, java_ident):
+    t = catalogs[cat].load_table(ident)
+    reads = read_all(spark, java_ident or t.metadata_location.replace("file:", ""), t.metadata_location.replace("file:", ""))
+    return t, reads
+
+
+def _referenced_exist(t) -> None:
+    md = t.refresh().metadata
+    sm = R.read_snapshot_manifests(t.io, md)
+    paths = [p for p in sm.manifest_lists.values() if p] + list(sm.distinct())
+    paths += list(R.content_paths_driver(t.io, sm.distinct().values()))
+    paths += [p for p in R.metadata_file_paths(md, t.metadata_location) if not p.endswith("version-hint.text")]
+    missing = [p for p in paths if not os.path.exists(normalize_path(p).path)]
+    assert not missing, missing
+
+
+def _same_rows(before, after) -> None:
+    for reader in before:
+        assert_rows_equal(after[reader], before[reader], key="id", label=reader)
+
+
+@pytest.mark.parametrize("writer", ["java", "ours"])
+def test_orphan_removal_stays_inside_the_table(spark, catalogs, writer, monkeypatch):
+    name = f"conf_{writer}"
+    cat, ident, java_ident = (_java_table if writer == "java" else _our_table)(spark, catalogs, name)
+    other_cat, other_ident, _ = (_java_table if writer == "java" else _our_table)(spark, catalogs, f"{name}_other")
+    t, before = _state(spark, catalogs, cat, ident, java_ident)
+    loc = normalize_path(t.location).path
+    other_loc = normalize_path(catalogs[other_cat].load_table(other_ident).location).path
+    orphan = _touch(f"{loc}/data/orphan.parquet")
+    other_orphan = _touch(f"{other_loc}/data/orphan-of-other.parquet")
+    _age(loc)
+    _age(other_loc)
+    # the Spark listing and reachability paths, as on a large table
+    monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
+    monkeypatch.setattr(O, "DRIVER_MAX_DIRS", 1)
+    call = f"CALL {cat}.system.remove_orphan_files(table => '{'.'.join(ident)}'"
+    warehouse = os.path.dirname(os.path.dirname(loc))
+    for bad in (f"{loc}/..", f"{loc}/data/../../{os.path.basename(other_loc)}", other_loc, warehouse,
+                f"{loc}/data/%2E%2E/%2E%2E", f"file:{loc}x"):
+        for dry in ("true", "false"):
+            with pytest.raises(ValidationError, match="is not the table location"):
+                procedures.sql(spark, f"{call}, location => '{bad}', dry_run => {dry})")
+    assert os.path.exists(other_orphan)
+    for spelling in (f"{loc}/data/..", f"file:{loc}/", f"{loc}//data/"):
+        dry = sorted(r[0] for r in procedures.sql(spark, f"{call}, location => '{spelling}', dry_run => true)").collect())
+        assert [normalize_path(p).path for p in dry] == [orphan]
+    rows = procedures.sql(spark, f"{call}, location => '{loc}/data/..')").collect()
+    assert [normalize_path(r[0]).path for r in rows] == [orphan] and not os.path.exists(orphan)
+    assert os.path.exists(other_orphan)
+    _referenced_exist(t)
+    _same_rows(before, _state(spark, catalogs, cat, ident, java_ident)[1])
+
+
+def test_file_list_view_spellings_outside_the_table_are_not_deleted(spark, catalogs):
+    cat, ident, java_ident = _java_table(spark, catalogs, "conf_view")
+    t, before = _state(spark, catalogs, cat, ident, java_ident)
+    loc = normalize_path(t.location).path
+    orphan = _touch(f"{loc}/data/orphan.parquet")
+    outside = _touch(f"{os.path.dirname(loc)}/not-this-table.parquet")
+    live = [r[0] for r in spark.sql(f"SELECT file_path FROM {java_ident}.files").collect()]
+    listed = [f"file:{orphan}", f"{loc}/data/../../{os.path.basename(outside)}", f"{loc}/%2E%2E/x", outside]
+    # the live files in other spellings: plain, doubled slash, with a '.'
+    listed += [normalize_path(p).path for p in live] + [p.replace("/data/", "//data/./") for p in live]
+    spark.createDataFrame([(p,) for p in listed], "file_path string").selectExpr(
+        "file_path", "timestamp '2000-01-01 00:00:00' AS last_modified").createOrReplaceTempView("conf_listing")
+    call = (f"CALL {cat}.system.remove_orphan_files(table => '{'.'.join(ident)}', file_list_view => 'conf_listing'")
+    dry = [r[0] for r in procedures.sql(spark, call + ", dry_run => true)").collect()]
+    real = [r[0] for r in procedures.sql(spark, call + ")").collect()]
+    assert dry == real == [f"file:{orphan}"]
+    assert not os.path.exists(orphan) and os.path.exists(outside)
+    _referenced_exist(t)
+    _same_rows(before, _state(spark, catalogs, cat, ident, java_ident)[1])
+
+
+def test_expire_keeps_files_add_files_brought_from_another_folder(spark, catalogs, tmp_path):
+    """Java's add_files registers a Parquet file in place; once a rewrite replaced it and the snapshot
+    expired, Java's expire_snapshots deletes the source file -- ours keeps it."""
+    name = "conf_added"
+    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
+    t = f"jcat.db.{name}"
+    spark.sql(f"CREATE TABLE {t} (id bigint, data string) USING iceberg TBLPROPERTIES ('format-version'='2')")
+    src = tmp_path / "source"
+    spark.createDataFrame([(10, "x"), (11, "y")], "id bigint, data string").coalesce(1).write.parquet(str(src))
+    spark.sql(f"CALL jcat.system.add_files(table => 'db.{name}', source_table => '`parquet`.`{src}`')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    spark.sql(f"DELETE FROM {t} WHERE id = 10")  # copy-on-write: the added file is replaced
+    source_files = [str(p) for p in src.glob("*.parquet")]
+    assert source_files
+    table, before = _state(spark, catalogs, "ours", ("db", name), t)
+    rows = procedures.sql(spark, f"CALL ours.system.expire_snapshots(table => 'db.{name}', older_than => {FUTURE}, "
+                                 "retain_last => 1)").collect()
+    assert rows[0][0] == 0  # the only data file the expired snapshots alone reached lies outside the table
+    assert all(os.path.exists(p) for p in source_files)
+    _referenced_exist(table)
+    _same_rows(before, _state(spark, catalogs, "ours", ("db", name), t)[1])
+    assert sorted(java_read(spark, t).column("id").to_pylist()) == [1, 11]

@@ -1,0 +1,300 @@
+"""Garbage collection stays inside the table (issue 12): path normalisation, the ``location`` check of
+remove_orphan_files, files outside the table referenced by expired snapshots, and the re-read of the
+metadata right before deleting -- on the hadoop and the jdbc (SQLite) catalogs.
+
+After every call the test checks that each file the metadata references still exists."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.catalog.jdbc import JdbcCatalog
+from procedures.core.builder import new_table_metadata
+from procedures.core.operations import DeleteFiles, FastAppend
+from procedures.core.paths import PathSet, is_within, normalize_path, path_keys, relative_path
+from procedures.core.transaction import RetryPolicy, commit
+from procedures.errors import ValidationError
+from procedures.maintenance import expire_snapshots as E
+from procedures.maintenance import reachability as R
+from procedures.maintenance import remove_orphan_files as O
+from procedures.maintenance.expire_snapshots import ExpireSnapshotsParams, expire_snapshots
+from procedures.maintenance.remove_orphan_files import RemoveOrphanFilesParams, remove_orphan_files
+from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.partitioning import PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.types import LONG, NestedField
+
+FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
+SCHEMA = Schema((NestedField(1, "id", LONG, True),))
+OLD = time.time() - 5 * 24 * 3600
+FUTURE_MS = int(time.time() * 1000) + 3600_000
+
+
+# ------------------------------------------------------------------------------------ normalisation
+@pytest.mark.parametrize("text, expected", [
+    ("/wh/t/data/..", ("/wh/t", None)),
+    ("/wh/t/./data//x/", ("/wh/t/data/x", None)),
+    ("file:/wh/t", ("/wh/t", "file")),
+    ("file:///wh/t/", ("/wh/t", "file")),
+    ("FILE:/wh/../../t", ("/t", "file")),  # '..' never climbs above the root
+    ("s3a://b/k/../j", ("/j", "s3")),
+    ("s3n://b", ("", "s3")),
+    ("hdfs://nn:8020/a//b", ("/a/b", "hdfs")),
+    ("rel/../../x", ("../x", None)),
+])
+def test_normalize_path(text, expected):
+    n = normalize_path(text)
+    assert (n.path, n.scheme) == expected
+
+
+def test_both_readings_of_percent_escapes():
+    lit, dec = path_keys("/wh/t/a%20b/%2E%2E/c")
+    assert lit.path == "/wh/t/a%20b/%2E%2E/c" and dec.path == "/wh/t/c"
+    assert len(path_keys("/wh/t/plain")) == 1
+    assert "/wh/t/c" in PathSet(["file:///wh/t/a%20b/%2E%2E/c"])
+    assert "/wh/t/a b" in PathSet(["s3://b/wh/t/a%20b"])
+    assert "/wh/t/other" not in PathSet(["/wh/t/a%20b"])
+
+
+@pytest.mark.parametrize("location, path, inside", [
+    ("/wh/t", "/wh/t/data/x.parquet", True),
+    ("/wh/t", "file:/wh/t/data/x.parquet", True),      # file: and plain paths are the same file system
+    ("file:///wh/t/", "/wh/t", True),
+    ("/wh/t", "/wh/tt/x", False),                      # a sibling sharing the prefix
+    ("/wh/t", "/wh/t/data/../../u/x", False),          # '..' escaping the table
+    ("/wh/t", "/wh/t/%2E%2E/u/x", False),              # the same escape, percent-encoded
+    ("/wh/t", "/wh/x%2F..%2Ft/f", False),              # outside literally, inside only once decoded
+    ("/wh/t", "s3://b/wh/t/x", False),                 # another scheme
+    ("s3://b/wh/t", "s3a://b/wh/t/x", True),           # s3a and s3 are one store
+    ("s3://b/wh/t", "s3://c/wh/t/x", False),           # another bucket
+    ("/wh/t", "wh/t/x", False),                        # relative paths are nowhere
+])
+def test_is_within(location, path, inside):
+    assert is_within(location, path) is inside
+
+
+def test_relative_path():
+    assert relative_path("file:/wh/t", "/wh/t/data/../metadata/") == "metadata"
+    assert relative_path("/wh/t", "/wh/t//") == ""
+    assert relative_path("/wh/t", "/wh/u") is None
+
+
+# ------------------------------------------------------------------------------------ tables
+@pytest.fixture(params=["hadoop", "jdbc"])
+def catalog(request, tmp_path):
+    wh = str(tmp_path / "wh")
+    if request.param == "hadoop":
+        cat = HadoopCatalog("local", wh)
+    else:
+        cat = JdbcCatalog("local", f"jdbc:sqlite:{tmp_path / 'catalog.db'}", wh)
+    cat.create_namespace("db")
+    return cat
+
+
+def touch(path: str) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b"x")
+    os.utime(path, (OLD, OLD))
+    return path
+
+
+def age(root: str) -> None:
+    for d, _, fs in os.walk(root):
+        for f in fs:
+            os.utime(os.path.join(d, f), (OLD, OLD))
+
+
+def all_files(root: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
+
+
+def data_file(path: str) -> DataFile:
+    return DataFile(path, FileFormat.PARQUET, (), 1, 1)
+
+
+def make_table(catalog, name: str = "t", properties: dict | None = None):
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{catalog.warehouse}/db/{name}", spec=PartitionSpec(0, ()),
+                               format_version=2, properties=properties or {})
+    t = catalog.create_table(("db", name), md)
+    for i in range(3):
+        t = commit(t, [FastAppend([data_file(touch(f"{t.location}/data/f{i}.parquet"))])], policy=FAST)
+    age(t.location)
+    return t
+
+
+def referenced(t) -> set[str]:
+    """Every file the table's metadata references, as local paths."""
+    md = t.metadata
+    sm = R.read_snapshot_manifests(t.io, md)
+    paths = [p for p in sm.manifest_lists.values() if p]
+    paths += list(sm.distinct())
+    paths += list(R.content_paths_driver(t.io, sm.distinct().values()))
+    paths += R.metadata_file_paths(md, t.metadata_location)
+    return {normalize_path(p).path for p in paths if not p.endswith("version-hint.text")}
+
+
+def assert_intact(t) -> None:
+    t.refresh()
+    missing = {p for p in referenced(t) if not os.path.exists(p)}
+    assert not missing, f"referenced files deleted: {sorted(missing)}"
+
+
+def test_dotdot_inside_the_table_is_the_table(catalog):
+    t = make_table(catalog)
+    orphan = touch(f"{t.location}/data/orphan.parquet")
+    stray = touch(f"{t.location}/metadata/stray.avro")
+    # this call deleted half of the table's live files when '..' was compared as text
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(location=f"{t.location}/data/.."))
+    assert {normalize_path(p).path for p in result.orphan_file_locations} == {orphan, stray}
+    assert not os.path.exists(orphan) and not os.path.exists(stray)
+    assert_intact(t)
+
+
+@pytest.mark.parametrize("where", ["escape", "escape_deep", "other_table", "warehouse", "percent", "sibling",
+                                   "elsewhere", "scheme", "empty"])
+def test_locations_outside_the_table_are_refused(catalog, tmp_path, where):
+    t = make_table(catalog)
+    other = make_table(catalog, "u")
+    touch(f"{other.location}/data/orphan-of-u.parquet")
+    touch(f"{catalog.warehouse}/db/stray.parquet")
+    touch(str(tmp_path / "elsewhere" / "x.parquet"))
+    location = {
+        "escape": f"{t.location}/..",
+        "escape_deep": f"{t.location}/data/../../u",
+        "other_table": other.location,
+        "warehouse": catalog.warehouse,
+        "percent": f"{t.location}/data/%2E%2E/%2E%2E",
+        "sibling": f"{t.location}x",
+        "elsewhere": str(tmp_path / "elsewhere"),
+        "scheme": f"s3://bucket{t.location}",
+        "empty": "  ",
+    }[where]
+    before = all_files(str(tmp_path))
+    md_before = t.metadata_location
+    for dry_run in (True, False):
+        with pytest.raises(ValidationError) as e:
+            remove_orphan_files(t, RemoveOrphanFilesParams(location=location, dry_run=dry_run))
+        assert "location" in str(e.value) and (where == "empty" or t.location in str(e.value))
+    assert all_files(str(tmp_path)) == before
+    assert catalog.load_table(("db", "t")).metadata_location == md_before
+
+
+@pytest.mark.parametrize("spelling", ["file:{loc}/data", "{loc}/data/", "{loc}//data", "file://{loc}/./data/x/.."])
+def test_other_spellings_of_a_folder_inside_the_table(catalog, spelling):
+    t = make_table(catalog)
+    orphan = touch(f"{t.location}/data/orphan.parquet")
+    outside_data = touch(f"{t.location}/metadata/stray.avro")
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(location=spelling.format(loc=t.location)))
+    assert [normalize_path(p).path for p in result.orphan_file_locations] == [orphan]
+    assert os.path.exists(outside_data)
+    assert_intact(t)
+
+
+def test_percent_encoded_names_are_one_file(catalog):
+    """Metadata naming ``a%20b.parquet`` and a listing that shows ``a b.parquet`` (a layer decoded it)
+    are the same file under one reading: it is kept."""
+    t = make_table(catalog)
+    decoded = touch(f"{t.location}/data/a b.parquet")
+    encoded = touch(f"{t.location}/data/c%2Fd.parquet")
+    t = commit(t, [FastAppend([data_file(f"{t.location}/data/a%20b.parquet"), data_file(encoded)])], policy=FAST)
+    age(t.location)
+    orphan = touch(f"{t.location}/data/e%20f.parquet")
+    result = remove_orphan_files(t, RemoveOrphanFilesParams())
+    assert [normalize_path(p).path for p in result.orphan_file_locations] == [orphan]
+    assert os.path.exists(decoded) and os.path.exists(encoded)
+
+
+def test_dry_run_lists_exactly_what_a_real_run_deletes(catalog):
+    t = make_table(catalog)
+    for rel in ("data/o1.parquet", "data/x/o2.parquet", "o3.txt", "metadata/o4.avro"):
+        touch(f"{t.location}/{rel}")
+    for location in (f"{t.location}/data/../data", f"file:{t.location}/"):
+        dry = remove_orphan_files(t, RemoveOrphanFilesParams(location=location, dry_run=True))
+        before = all_files(t.location)
+        real = remove_orphan_files(t, RemoveOrphanFilesParams(location=location))
+        assert sorted(real.orphan_file_locations) == sorted(dry.orphan_file_locations)
+        gone = before - all_files(t.location)
+        assert gone == {normalize_path(p).path for p in dry.orphan_file_locations}
+        assert_intact(t)
+
+
+def test_a_commit_during_orphan_removal_keeps_what_it_references(catalog, monkeypatch):
+    """A concurrent writer commits a file the listing saw as an orphan, after matching and before the
+    delete: the re-read right before deleting keeps it."""
+    t = make_table(catalog)
+    late = touch(f"{t.location}/data/late.parquet")
+    orphan = touch(f"{t.location}/data/orphan.parquet")
+    real = O.find_orphans
+
+    def find_then_commit(*args, **kwargs):
+        found = real(*args, **kwargs)
+        commit(catalog.load_table(("db", "t")), [FastAppend([data_file(late)])], policy=FAST)
+        return found
+
+    monkeypatch.setattr(O, "find_orphans", find_then_commit)
+    for dry_run in (True, False):
+        result = remove_orphan_files(catalog.load_table(("db", "t")), RemoveOrphanFilesParams(dry_run=dry_run))
+        assert [normalize_path(p).path for p in result.orphan_file_locations] == [orphan]
+    assert os.path.exists(late) and not os.path.exists(orphan)
+    assert_intact(t)
+
+
+# ------------------------------------------------------------------------------------ expire_snapshots
+def test_expire_never_deletes_outside_the_table(catalog, tmp_path):
+    """A file brought in from another folder (as add_files does) and then removed is reported and kept."""
+    t = make_table(catalog)
+    foreign = touch(str(tmp_path / "source" / "part-0.parquet"))
+    escaping = touch(f"{catalog.warehouse}/db/u-data.parquet")
+    t = commit(t, [FastAppend([data_file(foreign), data_file(f"{t.location}/data/../../u-data.parquet")])], policy=FAST)
+    t = commit(t, [DeleteFiles([foreign, f"{t.location}/data/../../u-data.parquet", f"{t.location}/data/f0.parquet"])],
+               policy=FAST)
+    result = expire_snapshots(t, ExpireSnapshotsParams(older_than_ms=FUTURE_MS, retain_last=1))
+    assert result.deleted_data_files_count == 1 and not os.path.exists(f"{t.location}/data/f0.parquet")
+    assert os.path.exists(foreign) and os.path.exists(escaping)
+    assert sorted(result.kept_outside_location) == sorted([foreign, f"{t.location}/data/../../u-data.parquet"])
+    assert_intact(t)
+
+
+def test_expire_deletes_in_the_tables_own_write_data_path(catalog, tmp_path):
+    data_root = str(tmp_path / "elsewhere-data")
+    t = make_table(catalog, properties={"write.data.path": data_root})
+    mine = touch(f"{data_root}/d.parquet")
+    t = commit(t, [FastAppend([data_file(mine)])], policy=FAST)
+    t = commit(t, [DeleteFiles([mine])], policy=FAST)
+    result = expire_snapshots(t, ExpireSnapshotsParams(older_than_ms=FUTURE_MS, retain_last=1))
+    assert result.deleted_data_files_count == 1 and not os.path.exists(mine)
+    assert_intact(t)
+
+
+def test_expire_keeps_a_file_recommitted_before_the_delete(catalog, monkeypatch):
+    t = make_table(catalog)
+    f0 = f"{t.location}/data/f0.parquet"
+    t = commit(t, [DeleteFiles([f0])], policy=FAST)
+    real = E.expired_files
+
+    def plan_then_commit(*args, **kwargs):
+        planned = real(*args, **kwargs)
+        assert f0 in planned.driver
+        commit(catalog.load_table(("db", "t")), [FastAppend([data_file(f0)])], policy=FAST)
+        return planned
+
+    monkeypatch.setattr(E, "expired_files", plan_then_commit)
+    result = expire_snapshots(t, ExpireSnapshotsParams(older_than_ms=FUTURE_MS, retain_last=1))
+    assert os.path.exists(f0) and result.kept_reachable == (f0,) and result.deleted_data_files_count == 0
+    assert_intact(t)
+
+
+def test_expire_compares_spellings_of_retained_files(catalog):
+    """A retained snapshot naming a file as ``file:/x`` keeps the ``/x`` an expired one named."""
+    t = make_table(catalog)
+    f0 = f"{t.location}/data/f0.parquet"
+    t = commit(t, [DeleteFiles([f0])], policy=FAST)
+    t = commit(t, [FastAppend([data_file(f"file://{t.location}/data/./f0.parquet")])], policy=FAST)
+    result = expire_snapshots(t, ExpireSnapshotsParams(older_than_ms=FUTURE_MS, retain_last=1))
+    assert result.deleted_data_files_count == 0 and os.path.exists(f0)
+    assert_intact(t)
