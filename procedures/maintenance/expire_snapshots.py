@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 GC_DISABLED = "Cannot expire snapshots: GC is disabled (deleting files may corrupt other tables)"
 #: paths handed to the delete pool at a time, so streamed results never pile up on the driver
-DELETE_BATCH = 10_000
+DELETE_BATCH = 1_000
 DELETE_RETRIES = 3
 
 

@@ -7,7 +7,6 @@ before."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
@@ -19,12 +18,12 @@ from procedures.maintenance import registry
 from procedures.maintenance import remove_orphan_files as O
 from procedures.spark.dml import append, delete_where
 from procedures.spark.session import catalog_for
+from tests.helpers.files import age_everything, touch
 from tests.oracles import assert_rows_equal, java_read, read_all
 
 pytestmark = pytest.mark.spark
 
 FUTURE = "TIMESTAMP '2100-01-01 00:00:00'"
-OLD = time.time() - 5 * 24 * 3600
 
 
 @pytest.fixture(scope="module")
@@ -42,20 +41,6 @@ def catalogs(spark, java_warehouse, tmp_path_factory):
     return {"ours": registry.open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
                                                    "spark.sql.catalog.ours.warehouse": str(java_warehouse)}),
             "oursj": j}
-
-
-def _age(root: str) -> None:
-    for d, _, fs in os.walk(root):
-        for f in fs:
-            os.utime(os.path.join(d, f), (OLD, OLD))
-
-
-def _touch(path: str) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(b"x")
-    os.utime(path, (OLD, OLD))
-    return path
 
 
 def _java_table(spark, catalogs, name: str):
@@ -111,10 +96,10 @@ def test_orphan_removal_stays_inside_the_table(spark, catalogs, writer, monkeypa
     t, before = _state(spark, catalogs, cat, ident, java_ident)
     loc = normalize_path(t.location).path
     other_loc = normalize_path(catalogs[other_cat].load_table(other_ident).location).path
-    orphan = _touch(f"{loc}/data/orphan.parquet")
-    other_orphan = _touch(f"{other_loc}/data/orphan-of-other.parquet")
-    _age(loc)
-    _age(other_loc)
+    orphan = touch(f"{loc}/data/orphan.parquet")
+    other_orphan = touch(f"{other_loc}/data/orphan-of-other.parquet")
+    age_everything(loc)
+    age_everything(other_loc)
     # the Spark listing and reachability paths, as on a large table
     monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
     monkeypatch.setattr(O, "DRIVER_MAX_DIRS", 1)
@@ -140,8 +125,8 @@ def test_file_list_view_spellings_outside_the_table_are_not_deleted(spark, catal
     cat, ident, java_ident = _java_table(spark, catalogs, "conf_view")
     t, before = _state(spark, catalogs, cat, ident, java_ident)
     loc = normalize_path(t.location).path
-    orphan = _touch(f"{loc}/data/orphan.parquet")
-    outside = _touch(f"{os.path.dirname(loc)}/not-this-table.parquet")
+    orphan = touch(f"{loc}/data/orphan.parquet")
+    outside = touch(f"{os.path.dirname(loc)}/not-this-table.parquet")
     live = [r[0] for r in spark.sql(f"SELECT file_path FROM {java_ident}.files").collect()]
     listed = [f"file:{orphan}", f"{loc}/data/../../{os.path.basename(outside)}", f"{loc}/%2E%2E/x", outside]
     # the live files in other spellings: plain, doubled slash, with a '.'

@@ -27,10 +27,10 @@ from procedures.spec.manifest import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
+from tests.helpers.files import age_everything, all_files, touch
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True),))
-OLD = time.time() - 5 * 24 * 3600
 FUTURE_MS = int(time.time() * 1000) + 3600_000
 
 
@@ -95,24 +95,6 @@ def catalog(request, tmp_path):
     return cat
 
 
-def touch(path: str) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(b"x")
-    os.utime(path, (OLD, OLD))
-    return path
-
-
-def age(root: str) -> None:
-    for d, _, fs in os.walk(root):
-        for f in fs:
-            os.utime(os.path.join(d, f), (OLD, OLD))
-
-
-def all_files(root: str) -> set[str]:
-    return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
-
-
 def data_file(path: str) -> DataFile:
     return DataFile(path, FileFormat.PARQUET, (), 1, 1)
 
@@ -123,7 +105,7 @@ def make_table(catalog, name: str = "t", properties: dict | None = None):
     t = catalog.create_table(("db", name), md)
     for i in range(3):
         t = commit(t, [FastAppend([data_file(touch(f"{t.location}/data/f{i}.parquet"))])], policy=FAST)
-    age(t.location)
+    age_everything(t.location)
     return t
 
 
@@ -202,7 +184,7 @@ def test_percent_encoded_names_are_one_file(catalog):
     decoded = touch(f"{t.location}/data/a b.parquet")
     encoded = touch(f"{t.location}/data/c%2Fd.parquet")
     t = commit(t, [FastAppend([data_file(f"{t.location}/data/a%20b.parquet"), data_file(encoded)])], policy=FAST)
-    age(t.location)
+    age_everything(t.location)
     orphan = touch(f"{t.location}/data/e%20f.parquet")
     result = remove_orphan_files(t, RemoveOrphanFilesParams())
     assert [normalize_path(p).path for p in result.orphan_file_locations] == [orphan]

@@ -26,11 +26,11 @@ from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import LONG, NestedField
+from tests.helpers.files import age_everything, all_files, touch
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "_p", LONG)))
 SPEC = PartitionSpec(0, (PartitionField(2, 1000, parse_transform("identity"), "_p"),))
-OLD = time.time() - 5 * 24 * 3600  # older than the default 3-day cutoff
 
 
 @pytest.fixture()
@@ -38,21 +38,6 @@ def catalog(tmp_path):
     cat = HadoopCatalog("local", str(tmp_path / "wh"))
     cat.create_namespace("db")
     return cat
-
-
-def touch(path: str, mtime: float | None = OLD) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(b"x")
-    if mtime is not None:
-        os.utime(path, (mtime, mtime))
-    return path
-
-
-def age_everything(root: str) -> None:
-    for d, _, fs in os.walk(root):
-        for f in fs:
-            os.utime(os.path.join(d, f), (OLD, OLD))
 
 
 def make_table(catalog, name="t", properties=None):
@@ -65,10 +50,6 @@ def make_table(catalog, name="t", properties=None):
     t = commit(t, [FastAppend(files[2:])], policy=FAST)
     age_everything(t.location)
     return t
-
-
-def all_files(root: str) -> set[str]:
-    return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
 
 
 def q(path: str) -> str:
