@@ -54,8 +54,10 @@ from procedures.spec.types import (
     NestedField,
     StructType,
 )
+from tests.helpers.references import import_reference, shared_file
 
-SPEC_NOTES = Path("/work/shared/reference/spec-onfile.md")
+# the shared reference folder beside the clone (``../shared`` from the repository root)
+SPEC_NOTES = "reference/spec-onfile.md"
 
 
 class MemIO:
@@ -117,9 +119,7 @@ U1 = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
 
 
 def _appendix_schemas() -> dict[tuple[str, int], dict]:
-    if not SPEC_NOTES.exists():
-        pytest.skip(f"{SPEC_NOTES} not present")
-    text = SPEC_NOTES.read_text()
+    text = shared_file(SPEC_NOTES).read_text()
     app = text[text.index("## Appendix A"):]
     blocks = re.findall(r"#### manifest (list|file), v(\d)[^\n]*\n\n```json\n(.*?)```", app, re.S)
     assert len(blocks) == 6
@@ -426,7 +426,7 @@ def test_corrupt_manifest_names_file() -> None:
 
 
 def test_pyiceberg_reads_our_files() -> None:
-    pyi_manifest = pytest.importorskip("pyiceberg.manifest")
+    pyi_manifest = import_reference("pyiceberg.manifest", "PyIceberg not installed: pip install -e '.[test]'")
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     import tempfile
