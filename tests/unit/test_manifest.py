@@ -417,6 +417,21 @@ def test_codecs(codec: str, avro_name: str) -> None:
     assert e.data_file == f
 
 
+# An Avro data file Iceberg Java 1.10.2 wrote (table property write.avro.compression-codec=snappy,
+# 'write.format.default'='avro', rows ``range(0, 300)`` with cat = 'c' || id % 3, partition cat=c1):
+# Apache Avro's own snappy codec and CRC, so our codec reads bytes another writer produced.
+JAVA_SNAPPY_AVRO = Path(__file__).parent / "data" / "java-1.10.2-snappy-data.avro"
+
+
+def test_snappy_avro_written_by_java() -> None:
+    from procedures.spec import avro_codecs
+
+    avro_codecs.install()
+    reader = fastavro.reader(io.BytesIO(JAVA_SNAPPY_AVRO.read_bytes()))
+    assert reader.metadata["avro.codec"] == "snappy"
+    assert list(reader) == [{"id": i, "cat": "c1"} for i in range(1, 300, 3)]
+
+
 def test_corrupt_manifest_names_file() -> None:
     mio = MemIO()
     mio.files["s3://b/bad.avro"] = b"Obj\x01garbage"
