@@ -1,6 +1,10 @@
 """Shared fixtures.  One Spark session per test run (local[2], UI off, two shuffle partitions) with the
 Iceberg Java 1.10.2 runtime on ``spark.jars`` and a Java ``hadoop`` catalog named ``jcat`` whose
-warehouse is a temporary folder.  Unit tests never touch these fixtures, so they run without a JVM."""
+warehouse is a temporary folder.  Unit tests never touch these fixtures, so they run without a JVM.
+
+Skips because a reference (Iceberg jar, PyIceberg, DuckDB, PostgreSQL, the shared golden files...) is
+missing are listed at the end of the run, and fail the session when ``CI=true`` (see
+``tests/helpers/references.py``)."""
 
 from __future__ import annotations
 
@@ -10,16 +14,22 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "golden" / "iceberg-java"
+from tests.helpers.references import SHARED, is_missing_reference, skip_missing_reference
+
+GOLDEN = SHARED / "golden" / "iceberg-java"
 
 
 def iceberg_runtime_jar() -> str:
     """Path of the Iceberg Java 1.10.2 Spark 3.5 runtime jar shipped by the test extra."""
-    import snowpark_connect_deps_iceberg as pkg
+    try:
+        import snowpark_connect_deps_iceberg as pkg
+    except ImportError:
+        skip_missing_reference("snowpark-connect-deps-iceberg (the Iceberg Java runtime jar) not installed: "
+                               "pip install -e '.[test]'")
 
     jar = Path(list(pkg.__path__)[0]) / "jars" / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
     if not jar.exists():
-        pytest.skip(f"Iceberg runtime jar not installed at {jar}")
+        skip_missing_reference(f"Iceberg runtime jar not installed at {jar}")
     return str(jar)
 
 
@@ -27,7 +37,7 @@ def iceberg_runtime_jar() -> str:
 def golden_dir() -> Path:
     """Iceberg Java's golden test files (read in place, never copied)."""
     if not GOLDEN.is_dir():
-        pytest.skip(f"golden files not found at {GOLDEN}")
+        skip_missing_reference(f"golden files not found at {GOLDEN}")
     return GOLDEN
 
 
@@ -71,3 +81,43 @@ def table_name(request: pytest.FixtureRequest) -> str:
     import re
 
     return "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:60]
+
+
+# ------------------------------------------------------------------ skips for a missing reference
+_missing_references: list[tuple[str, str]] = []
+
+
+def _note_skip(report) -> None:
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if is_missing_reference(reason):
+        _missing_references.append((report.nodeid, reason.removeprefix("Skipped: ")))
+
+
+def pytest_runtest_logreport(report) -> None:
+    _note_skip(report)
+
+
+def pytest_collectreport(report) -> None:
+    _note_skip(report)
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    # a green CI run must mean every conformance test ran
+    if _missing_references and _ci() and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if not _missing_references:
+        return
+    verdict = "FAILED (CI=true)" if _ci() else "reported (set CI=true to fail on them)"
+    terminalreporter.section(f"{len(_missing_references)} skipped for a missing reference: {verdict}",
+                             sep="=", red=_ci(), yellow=not _ci())
+    for nodeid, reason in _missing_references:
+        terminalreporter.write_line(f"SKIPPED {nodeid}: {reason}")

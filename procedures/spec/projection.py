@@ -10,7 +10,8 @@ deletes drop whole files.  Each transform projects the operations it can (Java's
 * ``bucket`` projects ``=``/``IN`` (inclusive) and ``!=``/``NOT IN`` (strict);
 * ``truncate`` and ``year``/``month``/``day``/``hour`` project range predicates by moving the
   boundary by one unit before transforming; time projections widen for values before 1970 because
-  old writers truncated toward zero there, so a partition value may be one greater than correct;
+  old writers truncated toward zero there, so a partition value may be one greater than correct
+  (except ``day`` of a date, which is the date itself);
 * ``void`` and unknown transforms project nothing (always true inclusive, always false strict).
 
 Results are unbound expressions on partition field names; bind them to ``spec.partition_type``.
@@ -274,9 +275,13 @@ def _time(name: str, pred: BoundPredicate, t: TimeTransform, strict: bool) -> Ex
         return None
     rtype = t.result_type(source)
     apply = lambda v: t.apply(v, source)  # noqa: E731
+    # day(date) is the date itself: old writers never got it wrong, so Java (Dates.DAY) does not widen it
+    exact = isinstance(source, DateType) and isinstance(rtype, DateType)
     if strict:
-        return _fix_strict_time(_range_strict(name, pred, apply, 1, rtype), rtype)
-    return _fix_inclusive_time(_range_inclusive(name, pred, apply, 1, rtype), rtype)
+        projected = _range_strict(name, pred, apply, 1, rtype)
+        return projected if exact else _fix_strict_time(projected, rtype)
+    projected = _range_inclusive(name, pred, apply, 1, rtype)
+    return projected if exact else _fix_inclusive_time(projected, rtype)
 
 
 def _fix_inclusive_time(projected: Expression | None, rtype: IcebergType) -> Expression | None:

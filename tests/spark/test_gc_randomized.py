@@ -2,15 +2,21 @@
 
 For a few fixed seeds, Java builds a history of appends, merge-on-read deletes, overwrites,
 branches (with writes to them), tags and rollbacks.  Every snapshot is read through Java
-(``spark.read.option("snapshot-id", ...)``).  Then ours expires with a random cutoff and
-``retain_last`` and removes orphans with a cutoff in the future.  Afterwards every retained snapshot
-must read exactly as before, and nothing any retained snapshot or metadata file references is gone.
+(``spark.read.option("snapshot-id", ...)``).  Iceberg Java's ``expire_snapshots`` runs first with a
+random cutoff and ``retain_last`` on the table folder, which is then restored byte for byte, and ours
+expires the same table with the same arguments: the expired snapshots, the deleted files and the
+counts must be Java's (every file of these histories lies under the table location, so our
+confinement to it changes nothing here).  Then ours removes orphans with a cutoff in the future.
+Afterwards every retained snapshot must read exactly as before, and nothing any retained snapshot or
+metadata file references is gone.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 import random
+import shutil
 import time
 
 import pytest
@@ -78,8 +84,30 @@ def referenced(table) -> set[str]:
     return {normalize_path(p).path for p in out}
 
 
-@pytest.mark.parametrize("seed", [7, 2024])
-def test_random_histories_survive_expire_and_orphan_removal(spark, ours, seed):
+def files(root: str) -> set[str]:
+    return {os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+            if not f.startswith(".")}  # Hadoop's .crc sidecars are not table files
+
+
+def java_expire(spark, ours, name: str, location: str, saved: str, cutoff_ms: int, retain_last: int):
+    """Java's CALL on the table folder: (output row, expired snapshot ids, deleted paths); the folder
+    is restored from a copy at ``saved`` afterwards."""
+    shutil.copytree(location, saved)
+    ids = {s.snapshot_id for s in ours.load_table(("db", name)).metadata.snapshots}
+    existing = files(location)
+    ts = datetime.datetime.fromtimestamp(cutoff_ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    row = tuple(spark.sql(f"CALL jcat.system.expire_snapshots(table => 'db.{name}', older_than => TIMESTAMP '{ts}', "
+                          f"retain_last => {retain_last})").collect()[0])
+    expired = ids - {s.snapshot_id for s in ours.load_table(("db", name)).metadata.snapshots}
+    deleted = existing - files(location)
+    shutil.rmtree(location)
+    shutil.move(saved, location)
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    return row, expired, deleted
+
+
+@pytest.mark.parametrize("seed", [7, 2024, 31])
+def test_random_histories_survive_expire_and_orphan_removal(spark, ours, seed, tmp_path):
     rng = random.Random(seed)
     name = f"gc_random_{seed}"
     random_history(spark, ours, name, rng, steps=9)
@@ -88,11 +116,23 @@ def test_random_histories_survive_expire_and_orphan_removal(spark, ours, seed):
     before = {s.snapshot_id: read_snapshot(spark, name, s.snapshot_id) for s in snaps}
 
     cutoff = snaps[rng.randint(len(snaps) // 2, len(snaps) - 1)].timestamp_ms + 1
-    result = expire_snapshots(table, ExpireSnapshotsParams(older_than_ms=cutoff, retain_last=rng.randint(1, 3)))
+    retain_last = rng.randint(1, 3)
+    location = table.location.removeprefix("file:")
+    java_row, java_expired, java_deleted = java_expire(spark, ours, name, location, str(tmp_path / "saved"), cutoff,
+                                                           retain_last)
+    assert files(location) >= java_deleted, "the folder was not restored"
+
+    existing = files(location)
+    table = ours.load_table(("db", name))
+    result = expire_snapshots(table, ExpireSnapshotsParams(older_than_ms=cutoff, retain_last=retain_last))
     table = ours.load_table(("db", name))
     kept = {s.snapshot_id for s in table.metadata.snapshots}
     assert result.expired_snapshot_ids, "the history should have something to expire"
     assert kept == set(before) - set(result.expired_snapshot_ids)
+    # the same decisions as Iceberg Java's procedure on the identical table
+    assert set(result.expired_snapshot_ids) == java_expired
+    assert existing - files(location) == java_deleted
+    assert result.row() == java_row
     assert {r.snapshot_id for r in table.metadata.refs.values()} <= kept
 
     orphans = remove_orphan_files(table, RemoveOrphanFilesParams(older_than_ms=int(time.time() * 1000) + 5000,

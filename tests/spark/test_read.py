@@ -33,12 +33,27 @@ def test_columns_keep_requested_order_and_filter_columns_need_not_be_selected(sp
     assert [r[0] for r in nested.collect()] == [3.0]
 
 
+FIRST = [{"id": 1, "name": "a", "loc": {"lat": 1.0, "lon": 2.0}}]
+SECOND = FIRST + [{"id": 2, "name": "b", "loc": None}, {"id": 3, "name": None, "loc": {"lat": 3.0, "lon": None}}]
+
+
+def _rows(df) -> list[dict]:
+    return sorted(spark_df_to_arrow(df).to_pylist(), key=lambda r: r["id"])
+
+
 def test_snapshot_choice_by_tag_id_and_time(spark, table):
     snaps = spark.sql(f"SELECT snapshot_id, committed_at FROM {table}.snapshots ORDER BY committed_at").collect()
-    assert read_table(spark, table, ref="first").count() == 1
-    assert read_table(spark, table, snapshot_id=snaps[0][0]).count() == 1
-    assert read_table(spark, table, as_of_timestamp=snaps[1][1]).count() == 3
-    assert read_table(spark, table).count() == 3
+    first, second = snaps[0][0], snaps[1][0]
+    assert _rows(read_table(spark, table, ref="first")) == FIRST
+    assert _rows(read_table(spark, table, snapshot_id=first)) == FIRST
+    assert _rows(read_table(spark, table, as_of_timestamp=snaps[0][1])) == FIRST
+    assert _rows(read_table(spark, table, snapshot_id=second)) == SECOND
+    assert _rows(read_table(spark, table, as_of_timestamp=snaps[1][1])) == SECOND
+    assert _rows(read_table(spark, table)) == SECOND
+    # and as Java reads the same snapshots
+    assert _rows(spark.sql(f"SELECT * FROM {table} VERSION AS OF 'first'")) == FIRST
+    assert _rows(spark.sql(f"SELECT * FROM {table} VERSION AS OF {second}")) == SECOND
+    assert _rows(read_table(spark, table, ref="first", columns=["name", "id"])) == [{"name": "a", "id": 1}]
     with pytest.raises(NoSuchRefError):
         read_table(spark, table, ref="missing")
 

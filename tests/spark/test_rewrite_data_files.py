@@ -123,7 +123,8 @@ def test_evolved_table_where_and_errors(spark, java_warehouse):
 def test_sort_and_zorder(spark, java_warehouse):
     name = "rw_sort"
     ddl = "(id bigint, x int, y int) USING iceberg TBLPROPERTIES ('format-version'='2')"
-    rows = [(i * 37 % 400, (i * 13) % 20, (i * 7) % 20) for i in range(400)]
+    # the 400 (x, y) pairs of a 20 x 20 grid, in an order unrelated to id
+    rows = [(i * 37 % 400, (i * 13) % 20, (i // 20 * 7) % 20) for i in range(400)]
     chunks = [", ".join(f"({a}, {b}, {c})" for a, b, c in rows[k:k + 40]) for k in range(0, 400, 40)]
     _twins(spark, name, ddl, chunks, after=["ALTER TABLE {t} WRITE ORDERED BY id"])
     before = _snapshot_all(spark, java_warehouse, name)
@@ -146,26 +147,39 @@ def test_sort_and_zorder(spark, java_warehouse):
     _ours(spark, java_warehouse, table=f"db.{name}", strategy="sort", options=opts)
     t, files = _live_data_files(java_warehouse, name)
     assert {f.sort_order_id for f in files} == {t.metadata.default_sort_order_id}
-    # z-order over (x, y) clusters better than bin-pack: fewer files per 2-d range predicate
-    _ours(spark, java_warehouse, table=f"db.{name}", strategy="sort", sort_order="zorder(x, y)",
-          options={**opts, "target-file-size-bytes": str(target // 2)})
+    # z-order over (x, y) clusters: as in Java's TestRewriteDataFilesAction (testZOrderSort), a lookup on
+    # x, on y and on both must need a smaller share of the files than before.  "Before" is the same
+    # rows sorted by id into files of the same size (each spans nearly the whole grid).
+    small = {"target-file-size-bytes": str(sum(f.file_size_in_bytes for f in files) // 6), "rewrite-all": "true"}
+    _ours(spark, java_warehouse, table=f"db.{name}", strategy="sort", options=small)
+    t, idfiles = _live_data_files(java_warehouse, name)
+    # as many z-ordered files as id-sorted ones: a share of more, smaller files would be smaller anyway
+    same = {"target-file-size-bytes": str(sum(f.file_size_in_bytes for f in idfiles) // len(idfiles)),
+            "rewrite-all": "true"}
+    _ours(spark, java_warehouse, table=f"db.{name}", strategy="sort", sort_order="zorder(x, y)", options=same)
     _assert_same(spark, java_warehouse, name, before, "id")
     t, zfiles = _live_data_files(java_warehouse, name)
-    _ours(spark, java_warehouse, table=f"db.{name}", options={**opts, "target-file-size-bytes": str(target // 2)})
-    t, bfiles = _live_data_files(java_warehouse, name)
+    assert len(idfiles) >= 4 and len(idfiles) - 1 <= len(zfiles) <= len(idfiles) + 1, (len(idfiles), len(zfiles))
+    before_z, after_z = _files_required(idfiles), _files_required(zfiles)
+    assert min(before_z) > 0.85, before_z
+    # (measured: 1.0 for all three before; about 0.53, 0.73 and 0.40 after)
+    assert all(a < 0.85 * b for a, b in zip(after_z, before_z)) and after_z[2] < 0.6 * before_z[2], (before_z, after_z)
 
-    def touched(files):
-        from procedures.spec.conversions import from_bytes
-        from procedures.spec.types import INT
 
-        n = 0
-        for f in files:
-            xl, xu = from_bytes(f.lower_bounds[2], INT), from_bytes(f.upper_bounds[2], INT)
-            yl, yu = from_bytes(f.lower_bounds[3], INT), from_bytes(f.upper_bounds[3], INT)
-            n += xl <= 4 and xu >= 0 and yl <= 4 and yu >= 0
-        return n
+def _files_required(files) -> tuple[float, float, float]:
+    """Mean share of the files whose x bounds, y bounds, and both, admit a lookup ``x = a``, ``y = b``
+    and ``x = a AND y = b``, over every a, b of the 20 x 20 grid (1.0: no file can be skipped)."""
+    from procedures.spec.conversions import from_bytes
+    from procedures.spec.types import INT
 
-    assert touched(zfiles) < touched(bfiles) or len(zfiles) == 1
+    boxes = [(from_bytes(f.lower_bounds[2], INT), from_bytes(f.upper_bounds[2], INT),
+              from_bytes(f.lower_bounds[3], INT), from_bytes(f.upper_bounds[3], INT)) for f in files]
+    n = len(boxes)
+    on_x = sum(sum(xl <= a <= xu for xl, xu, _, _ in boxes) for a in range(20)) / (20 * n)
+    on_y = sum(sum(yl <= b <= yu for _, _, yl, yu in boxes) for b in range(20)) / (20 * n)
+    on_xy = sum(sum(xl <= a <= xu and yl <= b <= yu for xl, xu, yl, yu in boxes)
+                for a in range(20) for b in range(20)) / (400 * n)
+    return on_x, on_y, on_xy
 
 
 def test_concurrent_append_kept_and_concurrent_delete_fails_cleanly(spark, java_warehouse, monkeypatch):

@@ -1,7 +1,8 @@
 """rewrite_position_delete_files on Java-written merge-on-read tables: our procedure on one table,
 Java's CALL on a twin built by the same statements.  Both rewrite the same delete files into the
 same number, drop the deletes of data files that are gone, and Java, PyIceberg and DuckDB read the
-same rows before and after."""
+same rows before and after.  The v3 case is a v2 table with position delete files upgraded to v3
+(Java 1.10 writes only deletion vectors into v3 tables): both rewrite those files into DVs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.summary import is_dv
 from procedures.io.delete_writers import read_position_deletes
 from procedures.maintenance import registry
 from procedures.spec.manifest import FileContent, ManifestContent
@@ -22,7 +24,7 @@ pytestmark = pytest.mark.spark
 def _build(spark, name: str, fv: int) -> None:
     spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name}")
     spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, cat string) USING iceberg PARTITIONED BY (cat) "
-              f"TBLPROPERTIES ('format-version'='{fv}', 'write.delete.mode'='merge-on-read', "
+              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read', "
               "'write.update.mode'='merge-on-read')")
     for i in range(4):
         spark.sql(f"INSERT INTO jcat.db.{name} SELECT id, concat('c', cast(id % 2 as string)) "
@@ -33,6 +35,8 @@ def _build(spark, name: str, fv: int) -> None:
     # compacting partition c0's data files leaves its position deletes dangling
     spark.sql(f"CALL jcat.system.rewrite_data_files(table => 'db.{name}', where => \"cat = 'c0'\", "
               "options => map('rewrite-all', 'true'))")
+    if fv == 3:  # the v2 position delete files stay: a v3 table's rewrite must turn them into DVs
+        spark.sql(f"ALTER TABLE jcat.db.{name} SET TBLPROPERTIES ('format-version'='3')")
 
 
 def _deletes(table):
@@ -54,20 +58,18 @@ def test_rewrite_position_delete_files_matches_java(spark, java_warehouse, fv):
     assert before["java"].num_rows == 400 - 4 * 11
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
     table = HadoopCatalog("ours", str(java_warehouse)).load_table(("db", name))
+    assert table.metadata.format_version == fv
     live, deletes = _deletes(table)
-    if fv == 2:
-        # the fixture really has dangling deletes to drop
-        assert any(p not in live for f in deletes for p in read_position_deletes(table.io, f))
+    # the fixture really has position delete files (no DVs yet) and dangling deletes to drop
+    assert len(deletes) >= 4 and not any(is_dv(f) for f in deletes)
+    assert any(p not in live for f in deletes for p in read_position_deletes(table.io, f))
 
     ours = registry.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
                         catalog="ours", conf=conf, spark=spark).rows
     java = [tuple(r) for r in spark.sql(f"CALL jcat.system.rewrite_position_delete_files(table => 'db.{name}_twin', "
                                         "options => map('rewrite-all', 'true'))").collect()]
     assert [r[:2] for r in ours] == [r[:2] for r in java]
-    if fv == 2:
-        assert ours[0][0] == len(deletes) and ours[0][1] >= 1
-    else:
-        assert ours == [(0, 0, 0, 0)]  # Java 1.10 already wrote deletion vectors: nothing to do
+    assert ours[0][0] == len(deletes) and ours[0][1] >= 1 and ours[0][2] > 0
 
     spark.sql(f"REFRESH TABLE jcat.db.{name}")
     metadata = java_metadata_location(java_warehouse, "db", name)
@@ -77,8 +79,17 @@ def test_rewrite_position_delete_files_matches_java(spark, java_warehouse, fv):
     live, deletes = _deletes(table)
     kept = {p for f in deletes for p in read_position_deletes(table.io, f)}
     assert kept and kept <= live  # every remaining delete points at a live data file
-    if fv == 2:
-        assert table.metadata.current_snapshot().summary["operation"] == "replace"
+    assert table.metadata.current_snapshot().summary["operation"] == "replace"
+    twin = HadoopCatalog("ours", str(java_warehouse)).load_table(("db", name + "_twin"))
+    _, twin_deletes = _deletes(twin)
+
+    def positions(t, files):  # data file names differ between the twins: compare partitions and positions
+        return sorted((tuple(f.partition), tuple(pos)) for f in files for pos in read_position_deletes(t.io, f).values())
+
+    assert positions(table, deletes) == positions(twin, twin_deletes)
+    if fv == 3:  # the v2 files became one DV per data file, as in Java's twin
+        assert all(is_dv(f) for f in deletes) and all(is_dv(f) for f in twin_deletes)
+        assert len(deletes) == len(twin_deletes)
 
 
 def test_unreadable_delete_file_fails_cleanly(spark, java_warehouse):

@@ -22,6 +22,7 @@ from procedures.errors import (
 )
 from procedures.spec.metadata import metadata_from_json
 from procedures.spec.snapshots import MetadataLogEntry
+from tests.helpers.references import import_reference, skip_missing_reference
 
 
 def make_metadata(location, **props):
@@ -53,8 +54,8 @@ def pg_server(tmp_path_factory):
     import postgres_server
 
     if postgres_server.find_bindir() is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
-    pytest.importorskip("psycopg", reason="psycopg 3 not installed: pip install 'iceberg-procedures[postgres]'")
+        skip_missing_reference("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
+    import_reference("psycopg", "psycopg 3 not installed: pip install 'iceberg-procedures[postgres]'")
     server = postgres_server.start()
     yield server
     postgres_server.stop(server)
@@ -275,7 +276,7 @@ def test_bad_jdbc_config_names_the_key(props, key, tmp_path):
 
 
 def test_pyiceberg_sees_our_tables_and_we_see_its(tmp_path):
-    pytest.importorskip("sqlalchemy")
+    import_reference("sqlalchemy", "sqlalchemy (for PyIceberg's SqlCatalog) not installed: pip install -e '.[test]'")
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField

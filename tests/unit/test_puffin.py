@@ -12,6 +12,7 @@ import pytest
 from procedures.errors import InvalidMetadataError
 from procedures.spec.deletion_vector import deserialize_bitmap, deserialize_dv, serialize_bitmap, serialize_dv
 from procedures.spec.puffin import BlobMetadata, PuffinFile, PuffinWriter
+from tests.helpers.references import import_reference
 
 BITMAP_OFFSET = 1 << 32
 CONTAINER_OFFSET = 1 << 16
@@ -87,7 +88,7 @@ def test_dense_keys_like_java() -> None:
 
 
 def test_encoder_matches_pyroaring_for_random_sets() -> None:
-    pyroaring = pytest.importorskip("pyroaring")
+    pyroaring = import_reference("pyroaring", "pyroaring (the reference Roaring encoder) not installed: pip install -e '.[test]'")
     rng = random.Random(1234)
     for _ in range(40):
         n = rng.choice([1, 3, 100, 4096, 5000, 60000])
@@ -120,7 +121,7 @@ SECOND_BLOB = "some blob \u0000 binary data 🤯 that is not very very very very
                                         ("sample-metric-data-compressed-zstd.bin", "zstd")])
 def test_sample_metric_data(golden_dir: Path, name: str, codec: str | None) -> None:
     if codec == "zstd":
-        pytest.importorskip("zstandard")
+        import_reference("zstandard", "zstandard not installed: the golden zstd Puffin file cannot be read")
     p = _puffin(golden_dir, name)
     assert p.properties == {"created-by": "Test 1234"}
     first, second = p.blobs

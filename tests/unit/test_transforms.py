@@ -1,5 +1,6 @@
 """Transforms against the spec's hash and transform vectors (spec-onfile §6, §7)."""
 
+import datetime
 import uuid
 from decimal import Decimal
 
@@ -209,3 +210,72 @@ def test_apply_arrow_result_types():
     assert HOUR.apply_arrow(ts, TIMESTAMP).type == pa.int32()
     assert BucketTransform(4).apply_arrow(ts, TIMESTAMP).type == pa.int32()
     assert BucketTransform(16).apply_arrow(pa.array([34, None], pa.int32()), INT).to_pylist() == [3, None]
+
+
+# ---------------------------------------------------------------- apply_arrow on the spec's literal vectors
+# The expectations above come from ``apply``; these come from the spec.  bucket[2147483647] exposes a
+# hash: (h & 0x7FFFFFFF) % 2147483647 is h & 0x7FFFFFFF for every h of these vectors.
+MAX_INT = 2**31 - 1
+PST = datetime.timezone(datetime.timedelta(hours=-8))
+ARROW_HASH_VECTORS = [  # the spec's Appendix B ("32-bit Hash Requirements"), value written as the spec does
+    (INT, pa.array([34], pa.int32()), 2017239379),
+    (LONG, pa.array([34], pa.int64()), 2017239379),
+    (DecimalType(9, 2), pa.array([Decimal("14.20")], pa.decimal128(9, 2)), -500754589),
+    (DATE, pa.array([datetime.date(2017, 11, 16)], pa.date32()), -653330422),
+    (TIME, pa.array([datetime.time(22, 31, 8)], pa.time64("us")), -662762989),
+    (TIMESTAMP, pa.array([datetime.datetime(2017, 11, 16, 22, 31, 8)], pa.timestamp("us")), -2047944441),
+    (TIMESTAMP, pa.array([datetime.datetime(2017, 11, 16, 22, 31, 8, 1)], pa.timestamp("us")), -1207196810),
+    (TIMESTAMPTZ, pa.array([datetime.datetime(2017, 11, 16, 14, 31, 8, tzinfo=PST)], pa.timestamp("us", tz="UTC")),
+     -2047944441),
+    (TIMESTAMPTZ, pa.array([datetime.datetime(2017, 11, 16, 14, 31, 8, 1, tzinfo=PST)], pa.timestamp("us", tz="UTC")),
+     -1207196810),
+    (TIMESTAMP_NS, pa.array(["2017-11-16T22:31:08"], pa.string()).cast(pa.timestamp("ns")), -2047944441),
+    (TIMESTAMP_NS, pa.array(["2017-11-16T22:31:08.000001001"], pa.string()).cast(pa.timestamp("ns")), -1207196810),
+    (TIMESTAMPTZ_NS, pa.array(["2017-11-16T14:31:08.000001001-08:00"], pa.string()).cast(pa.timestamp("ns", tz="UTC")),
+     -1207196810),
+    (STRING, pa.array(["iceberg"], pa.string()), 1210000089),
+    (UUID, pa.array([bytes.fromhex("F79C3E09677C4BBDA4793F349CB785E7")], pa.binary(16)), 1488055340),
+    (FixedType(4), pa.array([bytes([0, 1, 2, 3])], pa.binary(4)), -188683207),
+    (BINARY, pa.array([bytes([0, 1, 2, 3])], pa.binary()), -188683207),
+]
+
+
+@pytest.mark.parametrize("type_,array,spec_hash", ARROW_HASH_VECTORS,
+                         ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(ARROW_HASH_VECTORS)])
+def test_apply_arrow_bucket_on_spec_hash_vectors(type_, array, spec_hash):
+    with_null = pa.concat_arrays([array, pa.nulls(1, array.type)])
+    assert BucketTransform(MAX_INT).apply_arrow(with_null, type_).to_pylist() == [spec_hash & 0x7FFFFFFF, None]
+    assert BucketTransform(16).apply_arrow(with_null, type_).to_pylist() == [(spec_hash & 0x7FFFFFFF) % 16, None]
+
+
+def test_apply_arrow_bucket16_and_truncate_spec_examples():
+    # bucket[16]: 34 -> 3, "iceberg" -> 9, timestamp -1 us and timestamp_ns -1 ns -> 8
+    assert BucketTransform(16).apply_arrow(pa.array([34, 34], pa.int32()), INT).to_pylist() == [3, 3]
+    assert BucketTransform(16).apply_arrow(pa.array(["iceberg"]), STRING).to_pylist() == [9]
+    assert BucketTransform(16).apply_arrow(pa.array([-1], pa.int64()).cast(pa.timestamp("us")), TIMESTAMP).to_pylist() == [8]
+    assert BucketTransform(16).apply_arrow(pa.array([-1], pa.int64()).cast(pa.timestamp("ns")), TIMESTAMP_NS).to_pylist() == [8]
+    # truncate[W] (spec "Truncate Transform Details"): W=10 int/long 1 -> 0, -1 -> -10; decimal W=50
+    # scale 2 10.65 -> 10.50; string W=3 iceberg -> ice; binary W=3 keeps 3 bytes
+    for arrow_type, type_ in ((pa.int32(), INT), (pa.int64(), LONG)):
+        got = TruncateTransform(10).apply_arrow(pa.array([1, -1, -11, 10, None], arrow_type), type_)
+        assert got.type == arrow_type and got.to_pylist() == [0, -10, -20, 10, None]
+    got = TruncateTransform(50).apply_arrow(pa.array([Decimal("10.65"), Decimal("-0.05")], pa.decimal128(9, 2)),
+                                            DecimalType(9, 2))
+    assert [str(v) for v in got.to_pylist()] == ["10.50", "-0.50"]
+    assert TruncateTransform(3).apply_arrow(pa.array(["iceberg", "ic", None]), STRING).to_pylist() == ["ice", "ic", None]
+    assert TruncateTransform(2).apply_arrow(pa.array(["😀ab"]), STRING).to_pylist() == ["😀a"]
+    assert TruncateTransform(3).apply_arrow(pa.array([b"\x01\x02\x03\x04\x05"], pa.binary()), BINARY).to_pylist() == [
+        b"\x01\x02\x03"]
+
+
+@pytest.mark.parametrize("micros,year,month,day,hour", TIME_TABLE)
+def test_apply_arrow_time_transforms_literal(micros, year, month, day, hour):
+    # year/month/day/hour ordinals of the same literal table, through the Arrow path
+    for arrow_type, type_, scale in ((pa.timestamp("us"), TIMESTAMP, 1), (pa.timestamp("us", tz="UTC"), TIMESTAMPTZ, 1),
+                                     (pa.timestamp("ns"), TIMESTAMP_NS, 1000)):
+        array = pa.array([micros * scale, None], pa.int64()).cast(arrow_type)
+        got = [_py(t.apply_arrow(array, type_), type_) for t in (YEAR, MONTH, DAY, HOUR)]
+        assert got == [[year, None], [month, None], [day, None], [hour, None]]
+    days = pa.array([17486, -1, -366, None], pa.int32()).cast(pa.date32())
+    assert [_py(t.apply_arrow(days, DATE), DATE) for t in (YEAR, MONTH, DAY)] == [
+        [47, -1, -2, None], [574, -1, -13, None], [17486, -1, -366, None]]

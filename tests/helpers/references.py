@@ -1,0 +1,44 @@
+"""Skips for a missing reference (an engine, server, library or shared file a conformance test
+compares against).  They carry one recognizable prefix so ``tests/conftest.py`` can list them at the
+end of every run and fail the session when ``CI=true``: a green CI run means the conformance tests
+really ran.  Skips for other reasons (a platform without a feature) use ``pytest.skip`` directly."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+MISSING_REFERENCE = "missing reference:"
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The shared reference folder beside the clone (``../shared`` from the repository root).
+SHARED = REPO_ROOT.parent / "shared"
+
+
+def skip_missing_reference(reason: str) -> NoReturn:
+    """Skip the current test because a reference it compares against is not installed or present."""
+    pytest.skip(f"{MISSING_REFERENCE} {reason}")
+
+
+def import_reference(module: str, reason: str | None = None) -> types.ModuleType:
+    """``pytest.importorskip`` for a reference library, with the missing-reference prefix."""
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError as exc:
+        skip_missing_reference(reason or f"Python module {module!r} not importable ({exc})")
+
+
+def shared_file(relative: str) -> Path:
+    """A file of the shared reference folder, or a missing-reference skip naming where it was looked for."""
+    path = SHARED / relative
+    if not path.exists():
+        skip_missing_reference(f"shared file {path} not present (the shared folder belongs at ../shared "
+                               "beside the repository)")
+    return path
+
+
+def is_missing_reference(reason: str) -> bool:
+    return MISSING_REFERENCE in reason
