@@ -262,8 +262,9 @@ def check_python_executable(executable: str, *, env: dict | None = None, timeout
     driver = driver_info()
     code = _PROBE_SOURCE + "\nimport json\nprint(json.dumps(probe()))\n"
     try:
+        # from the root folder: a checkout in the working directory must not stand in for an install
         run = subprocess.run([executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                             env=env if env is not None else os.environ.copy())
+                             env=env if env is not None else os.environ.copy(), cwd=os.path.abspath(os.sep))
     except (OSError, subprocess.TimeoutExpired) as e:
         raise _failure(e, executable, driver) from e
     if run.returncode != 0:
