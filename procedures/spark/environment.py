@@ -121,7 +121,10 @@ def check_java_version(java_version: str, pyspark_version: str) -> None:
 
 
 def _context(spark: Any) -> Any:
-    return getattr(spark, "sparkContext", None) if spark is not None else None
+    try:
+        return getattr(spark, "sparkContext", None) if spark is not None else None
+    except Exception:  # noqa: BLE001 -- a Spark Connect session has no SparkContext
+        return None
 
 
 def check_versions(spark: Any) -> None:
