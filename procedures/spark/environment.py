@@ -205,6 +205,12 @@ def diagnose_worker(worker: dict, driver: dict | None = None, *, executable: str
     missing = worker.get("missing") or {}
     if missing:
         what = "; ".join(f"{k} ({v})" for k, v in missing.items())
+        if set(missing) <= set(driver.get("missing") or {}):
+            # the driver cannot import them either: the installation lacks them, not the worker set-up
+            exe = worker.get("executable") or executable or "python"
+            fix = (f"the installation is incomplete: {exe} -m pip install {' '.join(sorted(missing))} "
+                   "(a plain pip install of iceberg-procedures brings all of them)")
+            return PythonWorkerError(f"{where} cannot import {what}; {fix}", worker=worker, driver=driver)
         return PythonWorkerError(f"{where} cannot import {what}; {_fix(driver)}", worker=worker, driver=driver)
     if worker.get("procedures_version") != driver.get("procedures_version"):
         return PythonWorkerError(

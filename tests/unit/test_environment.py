@@ -104,6 +104,11 @@ def test_diagnose_worker_names_the_setting_to_fix():
     del without["procedures_version"]
     err = env.diagnose_worker(without, driver)
     assert "cannot import procedures" in str(err) and "PYSPARK_PYTHON" in str(err) and err.worker is without
+    # the driver's own Python without a dependency: an incomplete installation, not a wrong PYSPARK_PYTHON
+    incomplete = {**driver, "missing": {"pandas": "ModuleNotFoundError: No module named 'pandas'"}}
+    err = env.diagnose_worker(incomplete, {**driver, "missing": dict(incomplete["missing"])})
+    assert "cannot import pandas" in str(err) and "/venv/bin/python -m pip install pandas" in str(err)
+    assert "PYSPARK_PYTHON" not in str(err)
     older = {**driver, "procedures_version": "0.0.9"}
     assert "iceberg-procedures 0.0.9" in str(env.diagnose_worker(older, driver))
 
