@@ -104,7 +104,9 @@ def _build_session(conf: dict[str, str]):
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(conf.get("procedures.log.level", "ERROR"))
-    return spark
+    from procedures.spark.environment import check_session
+
+    return check_session(spark)
 
 
 def _print_result(df, out) -> None:

@@ -29,7 +29,12 @@ __all__ = [
     "CommitFailedError",
     "CommitStateUnknownError",
     "CatalogConfigError",
+    "NoSuchCatalogError",
+    "MissingParameterError",
     "SqlSyntaxError",
+    "SparkEnvironmentError",
+    "PythonWorkerError",
+    "UnsupportedVersionError",
 ]
 
 
@@ -138,6 +143,50 @@ class CommitStateUnknownError(CommitError):
 
 class CatalogConfigError(ValidationError):
     """A catalog is configured wrongly (unknown type, malformed uri, bad property value)."""
+
+
+class NoSuchCatalogError(CatalogConfigError):
+    """A catalog name that is not configured as one of ours; ``configured`` lists the ones that are."""
+
+    def __init__(self, message: str, *, catalog: str | None = None, configured: list[str] | None = None) -> None:
+        self.catalog = catalog
+        self.configured = list(configured or [])
+        super().__init__(message)
+
+
+class MissingParameterError(ValidationError):
+    """A procedure was called without a required parameter (``procedure``, ``parameters`` name them)."""
+
+    def __init__(self, message: str, *, procedure: str | None = None, parameters: list[str] | None = None) -> None:
+        self.procedure = procedure
+        self.parameters = list(parameters or [])
+        super().__init__(message)
+
+
+class SparkEnvironmentError(IcebergError, RuntimeError):
+    """The Spark set-up cannot run this package; the message names the setting to change."""
+
+
+class PythonWorkerError(SparkEnvironmentError):
+    """Spark's Python workers run a Python other than the driver's (another minor version, or one
+    without this package); ``worker`` and ``driver`` describe both sides when known."""
+
+    def __init__(self, message: str, *, worker: dict | None = None, driver: dict | None = None) -> None:
+        self.worker = worker
+        self.driver = driver
+        super().__init__(message)
+
+
+class UnsupportedVersionError(SparkEnvironmentError):
+    """pyspark, Java or Python is outside the versions this package supports (``component``,
+    ``version`` and ``supported`` say which)."""
+
+    def __init__(self, message: str, *, component: str | None = None, version: str | None = None,
+                 supported: str | None = None) -> None:
+        self.component = component
+        self.version = version
+        self.supported = supported
+        super().__init__(message)
 
 
 class SqlSyntaxError(ValidationError):

@@ -432,6 +432,9 @@ def sql(spark, text: str):
     :mod:`procedures.sqlddl`; everything else goes to ``spark.sql``.  Statements run in order and
     the first error stops the script.
     """
+    from procedures.spark.environment import check_session
+
+    check_session(spark)
     statements = split_statements(text)
     if not statements:
         raise SqlSyntaxError("Syntax error: the SQL text holds no statement", line=1, column=1, token=None)
@@ -465,9 +468,11 @@ def _line_col_to_pos(text: str, line: int, col: int) -> int:
 
 
 def active_session(spark=None):
-    """``spark`` or the active SparkSession; a clear error when there is none."""
+    """``spark`` or the active SparkSession; a clear error when there is none (versions checked once)."""
+    from procedures.spark.environment import check_session
+
     if spark is not None:
-        return spark
+        return check_session(spark)
     from pyspark.sql import SparkSession
 
     session = SparkSession.getActiveSession()
@@ -475,7 +480,7 @@ def active_session(spark=None):
         from procedures.errors import ValidationError
 
         raise ValidationError("No active SparkSession: create one first or pass spark=...")
-    return session
+    return check_session(session)
 
 
 def call(name: str, *, spark=None, **params):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from procedures.catalog.base import Catalog, Identifier, _split_dotted, parse_identifier
-from procedures.errors import CatalogConfigError, ValidationError
+from procedures.errors import CatalogConfigError, NoSuchCatalogError, ValidationError
 
 __all__ = [
     "load_catalog",
@@ -139,7 +139,13 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
         raise CatalogConfigError(f"Invalid catalog name {name!r}")
     raw, prefix = catalog_properties(name, conf)
     if not raw:
-        raise CatalogConfigError(f"Catalog {name} is not configured: set {SPARK_PREFIX}{name}.type (hadoop or jdbc)")
+        configured = catalog_names(conf)
+        shown = ", ".join(configured) if configured else "none"
+        raise NoSuchCatalogError(
+            f"Catalog {name} is not configured (configured catalogs: {shown}): "
+            f"set {SPARK_PREFIX}{name}.type (hadoop or jdbc)",
+            catalog=name, configured=configured,
+        )
     props = _check_types(raw, prefix)
     kind = props.get("type", "").strip().lower()
     if not kind and props.get("catalog-impl") in _IMPL_TYPES:
@@ -153,11 +159,19 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
             from procedures.catalog.hadoop import HadoopCatalog
 
             if not warehouse:
-                raise CatalogConfigError(f"{prefix}warehouse: a hadoop catalog needs a warehouse location")
+                raise CatalogConfigError(
+                    f"{prefix}warehouse: hadoop catalog {name} has no warehouse; set "
+                    f"{prefix or SPARK_PREFIX + name + '.'}warehouse to its root folder (e.g. /data/warehouse)"
+                )
             return HadoopCatalog(name, warehouse, props)
         from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
 
         uri = props.get("uri", "")
+        if not str(uri).strip():
+            raise CatalogConfigError(
+                f"{prefix}uri: jdbc catalog {name} has no uri; set {prefix or SPARK_PREFIX + name + '.'}uri "
+                "(e.g. jdbc:sqlite:/data/warehouse/catalog.db or jdbc:postgresql://host:5432/db)"
+            )
         parse_jdbc_uri(uri, key=f"{prefix}uri")
         return JdbcCatalog(name, uri, warehouse, props)
     except CatalogConfigError:

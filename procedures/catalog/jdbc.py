@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -190,6 +191,10 @@ class _SqliteBackend(_Backend):
         self.timeout = busy_timeout_ms / 1000.0
 
     def connect(self) -> sqlite3.Connection:
+        folder = os.path.dirname(self.path)
+        if folder and self.path != ":memory:" and "://" not in folder:
+            # SQLite creates the database file but not its folder ("unable to open database file")
+            os.makedirs(folder, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         return conn
 

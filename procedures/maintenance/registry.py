@@ -27,7 +27,10 @@ from procedures.catalog.base import Catalog, Table, _split_dotted
 from procedures.catalog.config import (
     SPARK_PREFIX, catalog_names, catalog_properties, conf_from_spark, default_catalog_name, load_catalog,
 )
-from procedures.errors import CatalogConfigError, NoSuchProcedureError, NoSuchTableError, ValidationError
+from procedures.errors import (
+    CatalogConfigError, MissingParameterError, NoSuchCatalogError, NoSuchProcedureError, NoSuchTableError,
+    ValidationError,
+)
 from procedures.maintenance.params import Literal, OutputColumn, Parameter, coerce, python_literal
 
 __all__ = [
@@ -227,7 +230,11 @@ def bind(
         out[p.name] = p.default if value is None else value
     missing = [p.name for p in proc.parameters if p.required and out[p.name] is None]
     if missing:
-        raise ValidationError(f"Missing required parameters: [{','.join(missing)}] for {proc.signature()}")
+        hint = " (pass table => 'db.table', the table to work on)" if "table" in missing else ""
+        raise MissingParameterError(
+            f"Missing required parameters: [{','.join(missing)}] for {proc.signature()}{hint}",
+            procedure=proc.name, parameters=missing,
+        )
     return out
 
 
@@ -382,13 +389,18 @@ def run(
         if isinstance(table_arg, Literal):
             table_arg = table_arg.value
         catalog = _catalog_for_python_call(table_arg, conf)
-    if catalog not in catalog_names(conf):
-        raise CatalogConfigError(
-            f"Cannot use catalog {catalog}: not an iceberg-procedures catalog "
-            f"(set {SPARK_PREFIX}{catalog}.type to hadoop or jdbc)"
+    # arguments first: a call without its table names the missing parameter, not a catalog
+    tz = conf.get("spark.sql.session.timeZone") or _local_zone()
+    values = bind(proc, args, kwargs, tz=tz, lenient=lenient)
+    configured = catalog_names(conf)
+    if catalog not in configured:
+        shown = ", ".join(configured) if configured else "none"
+        raise NoSuchCatalogError(
+            f"Cannot use catalog {catalog}: not an iceberg-procedures catalog (configured: {shown}); "
+            f"set {SPARK_PREFIX}{catalog}.type to hadoop or jdbc, or name one of the configured catalogs",
+            catalog=catalog, configured=configured,
         )
     ctx = ProcedureContext(proc, catalog, conf, spark)
-    values = bind(proc, args, kwargs, tz=ctx.tz, lenient=lenient)
     rows = [tuple(r) for r in proc.fn(ctx, **values)]
     for row in rows:
         if len(row) != len(proc.output):

@@ -35,6 +35,9 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
     before ``older_than_ms``: a DataFrame with one column ``file_path``."""
     from procedures.maintenance.remove_orphan_files import HiddenPathFilter, walk  # noqa: PLC0415
 
+    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
+
+    check_python_workers(spark)
     path_filter = HiddenPathFilter(tuple(partition_prefixes))
     cutoff = int(older_than_ms)
     dirs = list(dirs)
@@ -54,6 +57,9 @@ def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manife
     """Live content files ``(path, kind)`` of ``manifests``, read on the executors."""
     from procedures.maintenance.reachability import _manifest_row  # noqa: PLC0415
 
+    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
+
+    check_python_workers(spark)
     rows = [_manifest_row(m) for m in manifests]
     props = dict(io_properties)
     df = spark.createDataFrame(rows, "manifest_path string, manifest_length long, spec_id int, content int")
@@ -90,6 +96,9 @@ def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_aut
     """``(scheme, authority, path, uri)`` of the paths in ``df[column]``: one row per normalised
     reading of each path (:func:`procedures.core.paths.path_keys`), so a join on ``path`` matches
     any spelling."""
+    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
+
+    check_python_workers(df.sparkSession)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -119,6 +128,9 @@ def unreached_paths(candidates: Any, valid: Any) -> Any:
 
 def within_dataframe(df: Any, column: str, location: str) -> Any:
     """The rows of ``df`` whose ``column`` lies inside ``location`` (:func:`procedures.core.paths.is_within`)."""
+    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
+
+    check_python_workers(df.sparkSession)
     loc = str(location)
     fields = df.schema.fields
 

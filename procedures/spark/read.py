@@ -93,6 +93,9 @@ __all__ = [
 # ------------------------------------------------------------------------------ tables and jobs
 def load_table(spark: Any, table: str | Table) -> Table:
     """The table named ``cat.db.t`` (or ``db.t`` in the default catalog) through our catalogs."""
+    from procedures.spark.environment import check_session  # noqa: PLC0415
+
+    check_session(spark)
     if isinstance(table, Table):
         return table
     from procedures.catalog.config import load_catalog, resolve_identifier  # noqa: PLC0415
@@ -378,6 +381,9 @@ def tasks_frame(spark: Any, payloads: Sequence[bytes]) -> Any:
     from pyspark.sql import DataFrame  # noqa: PLC0415
     from pyspark.sql import types as T  # noqa: PLC0415
 
+    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
+
+    check_python_workers(spark)
     n = len(payloads)
     schema = T.StructType([T.StructField("task", T.BinaryType(), False)])
     sc = spark.sparkContext

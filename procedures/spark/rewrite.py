@@ -120,6 +120,9 @@ def _with_keys(df: Any, keys: list[tuple[str, list[str], Any, Any]], zorder: tup
 
     if not keys and zorder is None:
         return df
+    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
+
+    check_python_workers(df.sparkSession)
     fields = list(df.schema.fields)
     kinds = [_key_kind(transform.result_type(source_type)) for _, _, transform, source_type in keys]
     for (name, _, _, _), (spark_t, _) in zip(keys, kinds):

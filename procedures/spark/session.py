@@ -27,15 +27,20 @@ _INTERRUPT = "spark.job.interruptOnCancel"
 
 
 def active_session(spark: Any = None) -> Any:
-    """``spark`` when given, else the active SparkSession; raises when there is none."""
+    """``spark`` when given, else the active SparkSession; raises when there is none.
+
+    The first time a session is seen its pyspark and Java versions are checked
+    (:func:`procedures.spark.environment.check_session`)."""
+    from procedures.spark.environment import check_session  # noqa: PLC0415
+
     if spark is not None:
-        return spark
+        return check_session(spark)
     from pyspark.sql import SparkSession  # noqa: PLC0415
 
     session = SparkSession.getActiveSession()
     if session is None:
         raise ValidationError("No active SparkSession: create one (SparkSession.builder...getOrCreate()) first")
-    return session
+    return check_session(session)
 
 
 @contextlib.contextmanager

@@ -141,10 +141,13 @@ def write_dataframe(
     the partition values first so each task writes few files; ``sort`` also sorts rows within
     tasks by partition and the table's sort order (and implies clustering for partitioned tables).
     """
+    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
+
     t = load_table(spark, table)
     md = t.metadata
     settings = write_settings(md, spec_id=spec_id, properties=properties)
     check_writable(df, settings)
+    check_python_workers(spark)
     order = md.sort_order() if md.sort_order().fields else None
     if (cluster or sort) and settings.spec.fields:
         exprs = partition_expressions(df, settings)

@@ -138,12 +138,16 @@ def _decompress(codec: str, data: bytes, location: str | None) -> bytes:
 
 def _compress(codec: str, data: bytes) -> bytes:
     if codec == "zstd":
-        import zstandard  # noqa: PLC0415 - optional
-
+        try:
+            import zstandard  # noqa: PLC0415 - optional
+        except ImportError:
+            raise ValidationError("writing zstd-compressed Puffin blobs needs 'zstandard': pip install zstandard") from None
         return zstandard.ZstdCompressor().compress(data)
     if codec == "lz4":
-        import lz4.frame  # noqa: PLC0415 - optional
-
+        try:
+            import lz4.frame  # noqa: PLC0415 - optional
+        except ImportError:
+            raise ValidationError("writing lz4-compressed Puffin blobs needs 'lz4': pip install lz4") from None
         return lz4.frame.compress(data)
     raise ValidationError(f"unknown Puffin compression codec {codec!r}; use zstd or lz4")
 

@@ -1,0 +1,67 @@
+"""The clean-install flow run by .ci/clean_install_check.sh inside a throwaway venv (no extras, no
+Iceberg Java jar): a table on the embedded SQLite catalog ``local``, three inserts, rewrite_data_files,
+expire_snapshots, the rows read back through the Python API, then one ``procedures-sql`` command.
+Any failure exits non-zero.  Run from an empty working folder (the catalog lives in ./warehouse)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import procedures
+    import pyspark
+    from procedures.cli import EMBEDDED_DEFAULTS
+    from pyspark.sql import SparkSession
+
+    # the package must come from the venv's site-packages, not from a checkout on sys.path
+    assert "site-packages" in procedures.__file__, procedures.__file__
+    print(f"pyspark {pyspark.__version__}, python {sys.version.split()[0]}, procedures at {procedures.__file__}")
+    builder = SparkSession.builder.master("local[2]").appName("clean-install-check")
+    for key, value in EMBEDDED_DEFAULTS.items():
+        if key != "spark.master":
+            builder = builder.config(key, value)
+    builder = builder.config("spark.sql.catalog.local.warehouse", str(Path("warehouse").resolve()))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        procedures.sql(spark, """
+            CREATE NAMESPACE IF NOT EXISTS local.db;
+            CREATE TABLE local.db.events (id bigint NOT NULL, category string, ts timestamp)
+                USING iceberg PARTITIONED BY (days(ts));
+            INSERT INTO local.db.events VALUES (1, 'click', TIMESTAMP '2024-01-01 10:00:00'),
+                                               (2, 'view', TIMESTAMP '2024-01-02 11:00:00');
+            INSERT INTO local.db.events VALUES (3, 'click', TIMESTAMP '2024-01-02 12:00:00');
+            INSERT INTO local.db.events VALUES (4, 'view', TIMESTAMP '2024-01-02 13:00:00');
+        """)
+        rewritten = procedures.call("rewrite_data_files", spark=spark, table="local.db.events",
+                                    options={"min-input-files": "2"}).collect()
+        print("rewrite_data_files:", rewritten)
+        assert rewritten[0]["rewritten_data_files_count"] >= 2, rewritten
+        expired = procedures.call("expire_snapshots", spark=spark, table="local.db.events",
+                                  older_than=datetime.datetime(2999, 1, 1), retain_last=1).collect()
+        print("expire_snapshots:", expired)
+        rows = sorted((r["id"], r["category"]) for r in procedures.read_table(spark, "local.db.events").collect())
+        assert rows == [(1, "click"), (2, "view"), (3, "click"), (4, "view")], rows
+        snapshots = procedures.call("ancestors_of", spark=spark, table="local.db.events").collect()
+        assert len(snapshots) == 1, snapshots
+    finally:
+        spark.stop()
+    console = Path(sys.executable).with_name("procedures-sql")
+    run = subprocess.run([str(console), "-e", "SELECT id, category FROM local.db.events ORDER BY id"],
+                         capture_output=True, text=True, timeout=300)
+    print(run.stdout, run.stderr, sep="\n")
+    assert run.returncode == 0, f"procedures-sql failed with exit code {run.returncode}"
+    assert run.stdout.split() == ["id", "category", "--", "--------", "1", "click", "2", "view", "3", "click",
+                                  "4", "view"], run.stdout
+    print("clean-install flow: OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
