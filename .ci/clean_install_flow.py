@@ -16,7 +16,7 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import procedures
     import pyspark
-    from procedures.cli import EMBEDDED_DEFAULTS
+    from procedures.frontend.cli import EMBEDDED_DEFAULTS
     from pyspark.sql import SparkSession
 
     # the package must come from the venv's site-packages, not from a checkout on sys.path

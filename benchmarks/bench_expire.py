@@ -25,7 +25,7 @@ from _common import (  # noqa: E402
 import procedures  # noqa: E402
 from procedures.core.operations import FastAppend  # noqa: E402
 from procedures.core.transaction import commit  # noqa: E402
-from procedures.maintenance import registry  # noqa: E402
+from procedures.framework.context import open_catalog  # noqa: E402
 
 CALL = "CALL {cat}.system.expire_snapshots(table => 'db.{name}', older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)"
 
@@ -61,7 +61,7 @@ def main() -> None:
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
     spark = start_spark(warehouse, extra_conf=conf)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    ours = registry.open_catalog("ours", conf)
+    ours = open_catalog("ours", conf)
     figures: list[Figure] = []
     for size in (int(s) * args.scale for s in args.sizes.split(",")):
         name = f"expire_{size}"

@@ -26,7 +26,7 @@ from procedures.catalog.config import load_catalog  # noqa: E402
 from procedures.core.operations import FastAppend  # noqa: E402
 from procedures.core.scan import iter_file_scan_tasks  # noqa: E402
 from procedures.core.transaction import commit  # noqa: E402
-from procedures.maintenance import registry  # noqa: E402
+from procedures.frontend import runner  # noqa: E402
 
 
 def main() -> None:
@@ -76,7 +76,7 @@ def main() -> None:
          lambda df: df.repartitionByRange(10, "data", df.id.desc()).sortWithinPartitions("data", df.id.desc())),
     ):
         ours, java = time_pair(
-            lambda: registry.run("rewrite_data_files", kwargs={"table": "db.ours", "options": options, **ours_args},
+            lambda: runner.run("rewrite_data_files", kwargs={"table": "db.ours", "options": options, **ours_args},
                                  catalog="ours", conf=conf, spark=spark).rows[0],
             lambda: tuple(spark.sql(f"CALL jcat.system.rewrite_data_files(table => 'db.twin', "
                                     f"options => {java_options}{java_args})").collect()[0]),

@@ -20,19 +20,13 @@ __all__ = ["errors", "call", "sql", "describe", "list_procedures", "register", "
 __version__ = "0.1.0"
 
 _LAZY = {
-    "call": ("procedures.sqlcall", "call"),
-    "sql": ("procedures.sqlcall", "sql"),
-    "list_procedures": ("procedures.maintenance.registry", "list_procedures"),
-    "register": ("procedures.maintenance.registry", "register"),
+    "call": ("procedures.frontend.sqlcall", "call"),
+    "sql": ("procedures.frontend.sqlcall", "sql"),
+    "describe": ("procedures.frontend.sqlcall", "describe"),
+    "list_procedures": ("procedures.frontend.sqlcall", "list_procedures"),
+    "register": ("procedures.framework.registry", "register"),
     "read_table": ("procedures.spark.read", "read_table"),
 }
-
-
-def describe(name: str):
-    """The registered procedure ``name``: parameters, output columns, doc (``print()`` it to read)."""
-    from procedures.maintenance.registry import get_procedure
-
-    return get_procedure(name.rsplit(".", 1)[-1])
 
 
 def __getattr__(name: str) -> Any:

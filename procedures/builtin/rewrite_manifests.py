@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from procedures.core.rewrite_manifests_op import RewriteManifests
 from procedures.errors import ValidationError
-from procedures.maintenance.params import OutputColumn as Col, Parameter as P
-from procedures.maintenance.registry import ProcedureContext, register
+from procedures.framework.context import ProcedureContext
+from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.registry import register
 
 __all__ = ["rewrite_manifests"]
 

@@ -12,8 +12,10 @@ from procedures.core.manage import (
     CherryPick, FastForward, RollbackTo, RollbackToTime, SetCurrentSnapshot, ancestor_ids, wap_snapshot,
 )
 from procedures.errors import ValidationError
-from procedures.maintenance.params import OutputColumn as Col, Parameter as P, micros_to_millis
-from procedures.maintenance.registry import ProcedureContext, register
+from procedures.framework.context import ProcedureContext
+from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.registry import register
+from procedures.framework.sqltypes import micros_to_millis
 
 __all__ = [
     "rollback_to_snapshot", "rollback_to_timestamp", "set_current_snapshot", "cherrypick_snapshot",

@@ -16,13 +16,11 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Union
+from typing import Iterable, Mapping, Sequence, Union
 
-from procedures.errors import ValidationError
+from procedures.errors import NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
-
-if TYPE_CHECKING:  # the codec module is imported lazily so the catalog layer loads on its own
-    from procedures.spec.metadata import TableMetadata
+from procedures.spec.metadata import TableMetadata, metadata_to_json
 
 __all__ = [
     "Identifier",
@@ -31,6 +29,7 @@ __all__ = [
     "Catalog",
     "NamespacePropertiesUpdate",
     "parse_identifier",
+    "split_dotted",
     "parse_namespace",
     "identifier_to_string",
     "metadata_file_bytes",
@@ -57,7 +56,7 @@ DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 _FORBIDDEN = re.compile(r"[/\\\x00.]")
 
 
-def _split_dotted(text: str) -> list[str]:
+def split_dotted(text: str) -> list[str]:
     """Split on dots outside backticks; a doubled backtick inside quotes is a literal one."""
     parts: list[str] = []
     cur: list[str] = []
@@ -89,7 +88,7 @@ def _split_dotted(text: str) -> list[str]:
 
 def _levels(value: IdentifierLike, what: str) -> Identifier:
     if isinstance(value, str):
-        levels = _split_dotted(value.strip())
+        levels = split_dotted(value.strip())
     elif isinstance(value, Sequence) and all(isinstance(p, str) for p in value):
         levels = list(value)
     else:
@@ -238,8 +237,6 @@ class Catalog(abc.ABC):
 
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether the table exists."""
-        from procedures.errors import NoSuchTableError
-
         try:
             self.load_table(identifier)
             return True
@@ -291,8 +288,6 @@ def metadata_extension(md: "TableMetadata") -> str:
 
 def metadata_file_bytes(md: "TableMetadata", location: str) -> bytes:
     """The serialized file for ``location``: JSON, gzip-compressed when the name says so."""
-    from procedures.spec.metadata import metadata_to_json
-
     data = metadata_to_json(md).encode("utf-8")
     name = location.rsplit("/", 1)[-1]
     if name.endswith(".gz.metadata.json") or name.endswith(".metadata.json.gz"):

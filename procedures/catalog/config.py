@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from procedures.catalog.base import Catalog, Identifier, _split_dotted, parse_identifier
+from procedures.catalog.base import Catalog, Identifier, split_dotted, parse_identifier
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
 from procedures.errors import CatalogConfigError, NoSuchCatalogError, ValidationError
 
 __all__ = [
@@ -156,15 +158,12 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
     warehouse = props.get("warehouse", "").strip() or None
     try:
         if kind == "hadoop":
-            from procedures.catalog.hadoop import HadoopCatalog
-
             if not warehouse:
                 raise CatalogConfigError(
                     f"{prefix}warehouse: hadoop catalog {name} has no warehouse; set "
                     f"{prefix or SPARK_PREFIX + name + '.'}warehouse to its root folder (e.g. /data/warehouse)"
                 )
             return HadoopCatalog(name, warehouse, props)
-        from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
 
         uri = props.get("uri", "")
         if not str(uri).strip():
@@ -198,7 +197,7 @@ def resolve_identifier(
     known.add(default)
     if not isinstance(text, str):
         raise ValidationError(f"Invalid table name {text!r}: expected a string such as db.table")
-    parts = _split_dotted(text.strip())
+    parts = split_dotted(text.strip())
     if len(parts) >= 3 and parts[0] in known:
         return parts[0], parse_identifier(parts[1:])
     return default, parse_identifier(parts)

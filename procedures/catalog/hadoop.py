@@ -42,6 +42,7 @@ from procedures.errors import (
     ValidationError,
 )
 from procedures.io.fileio import FileAlreadyExistsError, FileIO, join_path, local_path
+from procedures.spec.metadata import read_table_metadata
 
 __all__ = ["HadoopCatalog", "VERSION_HINT"]
 
@@ -214,8 +215,6 @@ class HadoopCatalog(Catalog):
 
     def load_table(self, identifier: IdentifierLike) -> Table:
         """Read the newest version of the table's metadata."""
-        from procedures.spec.metadata import read_table_metadata
-
         ident = parse_identifier(identifier)
         found = self._current_version(self._table_path(ident))
         if found is None:
@@ -276,8 +275,6 @@ class HadoopCatalog(Catalog):
         Java's HadoopCatalog refuses registration; path-based tables can only adopt metadata
         that already points at the table's own directory.
         """
-        from procedures.spec.metadata import read_table_metadata
-
         ident = parse_identifier(identifier)
         self._require_namespace(ident[:-1])
         metadata = read_table_metadata(self.io, metadata_location)

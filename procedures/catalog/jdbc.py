@@ -51,6 +51,7 @@ from procedures.errors import (
     ValidationError,
 )
 from procedures.io.fileio import FileIO, join_path
+from procedures.spec.metadata import read_table_metadata
 
 __all__ = ["JdbcCatalog", "parse_jdbc_uri", "JdbcUri"]
 
@@ -474,8 +475,6 @@ class JdbcCatalog(Catalog):
 
     def load_table(self, identifier: IdentifierLike) -> Table:
         """Read the metadata file the table's row points to."""
-        from procedures.spec.metadata import read_table_metadata
-
         ident = parse_identifier(identifier)
         location = self._current_location(ident)
         if not location:
@@ -519,8 +518,6 @@ class JdbcCatalog(Catalog):
 
     def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
         """Insert a row pointing at an existing metadata file (which is read to validate it first)."""
-        from procedures.spec.metadata import read_table_metadata
-
         ident = parse_identifier(identifier)
         self._require_namespace(ident[:-1])
         metadata = read_table_metadata(self.io, metadata_location)

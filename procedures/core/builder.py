@@ -19,7 +19,7 @@ from procedures.core.properties import int_property
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
-from procedures.spec.schema import Schema
+from procedures.spec.schema import assign_fresh_ids, Schema
 from procedures.spec.snapshots import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRefType
 from procedures.spec.sorting import UNSORTED_SORT_ORDER, SortOrder
 
@@ -372,8 +372,6 @@ def new_table_metadata(
     and the spec and order are rebound to the new ids.  Returns the metadata and the updates that
     made it (for catalogs that record them).
     """
-    from procedures.spec.schema import assign_fresh_ids
-
     props = dict(properties or {})
     if "format-version" in props:
         try:

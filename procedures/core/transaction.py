@@ -24,20 +24,36 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from procedures.core import updates as U
 from procedures.core.builder import MetadataBuilder
 from procedures.core.properties import int_property
 from procedures.errors import CommitFailedError, CommitStateUnknownError
+from procedures.spec.metadata import TableMetadata
 
-if TYPE_CHECKING:  # pragma: no cover
-    from procedures.catalog.base import Table
-    from procedures.spec.metadata import TableMetadata
-
-__all__ = ["Operation", "CommitContext", "MetadataChange", "RetryPolicy", "commit"]
+__all__ = ["Operation", "Table", "CommitContext", "MetadataChange", "RetryPolicy", "commit"]
 
 log = logging.getLogger(__name__)
+
+
+class Table(Protocol):
+    """What the core needs of a table: :class:`procedures.catalog.base.Table` is one.  The core
+    never imports the catalog layer; the catalog's table is handed down to it."""
+
+    identifier: Any
+    catalog: Any
+
+    @property
+    def metadata(self) -> TableMetadata: ...  # pragma: no cover
+
+    @property
+    def metadata_location(self) -> str | None: ...  # pragma: no cover
+
+    @property
+    def io(self) -> Any: ...  # pragma: no cover
+
+    def refresh(self) -> "Table": ...  # pragma: no cover
 
 
 class Operation(Protocol):

@@ -1,4 +1,4 @@
-"""Procedure parameters: declarations, Spark SQL types, literals and argument coercion.
+"""The SQL type system of procedure parameters: Spark SQL types, literals and argument coercion.
 
 Iceberg's procedures declare each parameter with a Spark SQL type; Spark 3.5's analyzer then
 accepts an argument only when ``Cast.canUpCast(argType, paramType)`` holds and casts it
@@ -24,7 +24,7 @@ from typing import Any
 from procedures.errors import ValidationError
 
 __all__ = [
-    "SqlType", "Literal", "Parameter", "OutputColumn", "parse_sql_type", "python_literal", "coerce",
+    "SqlType", "Literal", "parse_sql_type", "python_literal", "common_type", "can_up_cast", "coerce",
     "parse_timestamp", "parse_date", "format_value", "micros_to_millis",
     "STRING", "BIGINT", "INT", "SMALLINT", "TINYINT", "BOOLEAN", "DOUBLE", "FLOAT", "DATE", "TIMESTAMP",
     "TIMESTAMP_NTZ", "NULL",
@@ -121,35 +121,6 @@ class Literal:
     pos: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class Parameter:
-    """One declared procedure parameter (Java's ``ProcedureParameter``)."""
-
-    name: str
-    type: SqlType
-    required: bool = False
-    default: Any = None
-    doc: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "type", parse_sql_type(self.type))
-        if not re.fullmatch(r"[a-z_][a-z0-9_]*", self.name):
-            raise ValidationError(f"Invalid parameter name {self.name!r}: use lower-case letters, digits and '_'")
-
-
-@dataclass(frozen=True, slots=True)
-class OutputColumn:
-    """One column of a procedure's output schema."""
-
-    name: str
-    type: SqlType
-    nullable: bool = True
-    doc: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "type", parse_sql_type(self.type))
-
-
 # ------------------------------------------------------------------------------------ Python values
 def python_literal(value: Any) -> Literal:
     """Type a Python value like the literal a SQL user would write for it."""
@@ -175,18 +146,18 @@ def python_literal(value: Any) -> Literal:
         return Literal(DATE, value)
     if isinstance(value, (list, tuple)):
         items = [python_literal(v) for v in value]
-        return Literal(SqlType("ARRAY", element=_common([i.type for i in items], "array")), items)
+        return Literal(SqlType("ARRAY", element=common_type([i.type for i in items], "array")), items)
     if isinstance(value, dict):
         keys = [python_literal(k) for k in value]
         vals = [python_literal(v) for v in value.values()]
         return Literal(
-            SqlType("MAP", key=_common([k.type for k in keys], "map"), value=_common([v.type for v in vals], "map")),
+            SqlType("MAP", key=common_type([k.type for k in keys], "map"), value=common_type([v.type for v in vals], "map")),
             list(zip(keys, vals)),
         )
     raise ValidationError(f"Unsupported argument value {value!r} of Python type {type(value).__name__}")
 
 
-def _common(types: list[SqlType], what: str) -> SqlType:
+def common_type(types: list[SqlType], what: str) -> SqlType:
     """The type Spark's ``array``/``map`` functions give their items (the wider of them)."""
     out = NULL
     for t in types:

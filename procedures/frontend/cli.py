@@ -19,6 +19,11 @@ import sys
 import time
 from typing import Sequence
 
+from procedures.errors import SqlSyntaxError
+from procedures.frontend.parser import split_statements, tokenize
+from procedures.frontend.sqlcall import execute
+from procedures.spark.environment import check_session
+
 __all__ = ["main", "read_properties_file", "format_table", "EMBEDDED_DEFAULTS"]
 
 EMBEDDED_DEFAULTS = {
@@ -97,15 +102,13 @@ def _prepare_local_catalogs(conf: dict[str, str]) -> None:
 
 def _build_session(conf: dict[str, str]):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # noqa: PLC0415 -- after PYSPARK_PYTHON is set
 
     builder = SparkSession.builder.appName("procedures-sql")
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(conf.get("procedures.log.level", "ERROR"))
-    from procedures.spark.environment import check_session
-
     return check_session(spark)
 
 
@@ -128,8 +131,6 @@ def _error_text(e: BaseException) -> str:
 
 
 def _run_text(spark, text: str, out) -> None:
-    from procedures.sqlcall import execute, split_statements
-
     for stmt in split_statements(text):
         _print_result(execute(spark, stmt.text, script=text, offset=stmt.offset), out)
 
@@ -179,9 +180,6 @@ def _interactive(spark, out) -> int:
 
 def _complete(text: str) -> bool:
     """A statement typed at the prompt is complete once it ends with ``;`` outside quotes and comments."""
-    from procedures.errors import SqlSyntaxError
-    from procedures.sqlcall import tokenize
-
     try:
         tokens = tokenize(text)
     except SqlSyntaxError:

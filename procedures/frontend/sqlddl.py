@@ -9,9 +9,9 @@ Spark cannot see our catalogs (they are not Spark catalog plugins), so statement
   [LOCATION '...'] [TBLPROPERTIES ('k' = 'v', ...)]`` -- through the core metadata builder;
 * ``DROP TABLE [IF EXISTS] cat.ns.t [PURGE]``;
 * ``INSERT INTO [TABLE] cat.ns.t <query>`` -- the query (``VALUES ...`` or ``SELECT ...``) runs on
-  Spark, the rows are appended by ``procedures.spark.dml.append``;
+  Spark, the rows are appended by ``:func:`procedures.spark.dml.append`;
 * any other statement (``SELECT ...``) runs on ``spark.sql`` after each of our tables it names
-  is replaced by a temporary view of ``procedures.spark.read.read_table``.
+  is replaced by a temporary view of :func:`procedures.spark.read.read_table`.
 
 Statements that name none of our catalogs go to ``spark.sql`` untouched.
 """
@@ -23,9 +23,15 @@ import uuid
 from typing import Mapping
 
 from procedures.catalog.config import catalog_names
+from procedures.core.builder import new_table_metadata
 from procedures.errors import NoSuchTableError, TableAlreadyExistsError, NamespaceAlreadyExistsError, ValidationError
+from procedures.framework.context import open_catalog
+from procedures.frontend.parser import Parser, Token, tokenize
+from procedures.spark.dml import append
+from procedures.spark.read import read_table
 from procedures.spec import types as IT
-from procedures.sqlcall import Token, _Parser, tokenize
+from procedures.spec.partitioning import PartitionSpecBuilder
+from procedures.spec.schema import Schema
 
 __all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl"]
 
@@ -37,7 +43,7 @@ _PRIMS = {
 }
 
 
-class _DDL(_Parser):
+class _DDL(Parser):
     """Parser for the statements above, on the CALL parser's tokens."""
 
     def __init__(self, text: str) -> None:
@@ -182,8 +188,6 @@ def execute(spark, text: str, conf: Mapping[str, str]):
         parts = p.multipart("a namespace name")
         if parts[0] in ours and len(parts) >= 2:
             p.end()
-            from procedures.maintenance.registry import open_catalog
-
             try:
                 open_catalog(parts[0], conf).create_namespace(tuple(parts[1:]))
             except NamespaceAlreadyExistsError:
@@ -202,22 +206,16 @@ def execute(spark, text: str, conf: Mapping[str, str]):
 
 
 def _empty(spark):
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # noqa: PLC0415 -- pyspark only when a statement runs
 
     return spark.createDataFrame([], T.StructType([]))
 
 
 def _table(conf, parts: list[str]):
-    from procedures.maintenance.registry import open_catalog
-
     return open_catalog(parts[0], conf), tuple(parts[1:])
 
 
 def _create_table(spark, text: str, conf):
-    from procedures.core.builder import new_table_metadata
-    from procedures.spec.partitioning import PartitionSpecBuilder
-    from procedures.spec.schema import Schema
-
     p = _DDL(text)
     p.i = 2
     if_not_exists = p.take_keywords("IF", "NOT", "EXISTS")
@@ -327,45 +325,12 @@ def _drop_table(spark, text: str, conf):
     return _empty(spark)
 
 
-def _spark_module(name: str, what: str):
-    import importlib
-
-    try:
-        return importlib.import_module(f"procedures.spark.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"procedures.spark.{name}":
-            raise
-        raise ValidationError(f"{what} on tables of our catalogs needs procedures.spark.{name}, which is not "
-                              "available in this build") from None
-
-
-def _call_by_names(fn, *, spark, table, df=None):
-    """Call a procedures.spark entry point whose parameter names we know but whose order we do not pin."""
-    import inspect
-
-    by_name = {"spark": spark, "session": spark, "table": table, "df": df, "dataframe": df, "data": df}
-    args, kwargs = [], {}
-    for name, param in inspect.signature(fn).parameters.items():
-        if name not in by_name or (df is None and by_name[name] is None):
-            continue
-        if param.kind == param.POSITIONAL_ONLY:
-            args.append(by_name[name])
-        else:
-            kwargs[name] = by_name[name]
-    return fn(*args, **kwargs)
-
-
-def _read(spark, table):
-    read = _spark_module("read", "Reading")
-    return _call_by_names(read.read_table, spark=spark, table=table)
-
-
 def _substitute_reads(spark, text: str, tokens: list[Token], refs, conf) -> str:
     out, last = [], 0
     for first, lastidx, parts in refs:
         catalog, ident = _table(conf, parts)
         view = f"__procedures_{'_'.join(parts)}_{uuid.uuid4().hex[:8]}".replace("-", "_")
-        _read(spark, catalog.load_table(ident)).createOrReplaceTempView(view)
+        read_table(spark, catalog.load_table(ident)).createOrReplaceTempView(view)
         start, end_tok = tokens[first].pos, tokens[lastidx]
         out.append(text[last:start])
         out.append(f"`{view}`")
@@ -375,7 +340,7 @@ def _substitute_reads(spark, text: str, tokens: list[Token], refs, conf) -> str:
 
 
 def _insert(spark, text: str, tokens: list[Token], refs, conf):
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 -- pyspark only when a statement runs
 
     first, lastidx, parts = refs[0]
     catalog, ident = _table(conf, parts)
@@ -395,7 +360,6 @@ def _insert(spark, text: str, tokens: list[Token], refs, conf):
         )
     df = df.select(*[F.col(f"`{c}`").cast(iceberg_to_spark_ddl(f.field_type)).alias(f.name)
                      for c, f in zip(df.columns, fields)])
-    dml = _spark_module("dml", "INSERT INTO")
-    _call_by_names(dml.append, spark=spark, table=table, df=df)
+    append(spark, table, df)
     return _empty(spark)
 

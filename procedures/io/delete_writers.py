@@ -21,10 +21,13 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
+from procedures.core.properties import file_scoped_deletes
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO, join_path
+from procedures.io.parquet_reader import read_position_deletes as read_parquet_positions
 from procedures.io.parquet_writer import FULL, MetricsConfig, ParquetFileWriter, WriteSettings, data_location
+from procedures.spec.deletion_vector import deserialize_dv
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID
 from procedures.spec.partitioning import PartitionSpec
@@ -151,8 +154,6 @@ def write_position_delete_files(
     if metadata.format_version < 2:
         raise ValidationError(f"table {metadata.location} is format v1, which has no delete files; upgrade it to v2")
     if file_scoped is None:
-        from procedures.core.properties import file_scoped_deletes  # noqa: PLC0415
-
         file_scoped = file_scoped_deletes(metadata.properties)
     operation_id = operation_id or str(_uuid.uuid4())
     groups: dict[Any, dict[str, Iterable[int]]] = {}
@@ -258,11 +259,9 @@ def read_position_deletes(io: FileIO, delete_file: DataFile) -> dict[str, list[i
             raise ValidationError(
                 f"{delete_file.file_path}: no blob at offset {delete_file.content_offset} for {delete_file.referenced_data_file}"
             )
-        from procedures.spec.deletion_vector import deserialize_dv  # noqa: PLC0415
 
         return {delete_file.referenced_data_file or "": deserialize_dv(pf.read_blob(blob), location=delete_file.file_path)}
     # the scan's reader: columns found by field id, small files in one read, recent files cached
-    from procedures.io.parquet_reader import read_position_deletes as read_parquet_positions  # noqa: PLC0415
 
     return {path: pos.tolist() for path, pos in read_parquet_positions(io, delete_file).items()}
 

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from procedures.core.paths import join_path, local_path
 from procedures.errors import AlreadyExistsError, NotFoundError, ValidationError
 
 __all__ = [
@@ -74,44 +75,6 @@ class DeleteResult:
 
     deleted: int
     failures: tuple[tuple[str, BaseException], ...] = ()
-
-
-def local_path(path: str) -> str | None:
-    """The OS path of a local location (``/x``, ``file:/x``, ``file:///x``), else ``None``.
-
-    Hadoop writes paths unescaped (``file:/a b``), so no percent-decoding is done.
-    """
-    if path.startswith("file:"):
-        rest = path[5:]
-        if rest.startswith("//"):
-            authority, _, tail = rest[2:].partition("/")
-            if authority not in ("", "localhost"):
-                raise ValidationError(f"Cannot use file URI {path!r}: only local files (no host) are supported")
-            return "/" + tail
-        if not rest.startswith("/"):
-            raise ValidationError(f"Cannot use file URI {path!r}: the path must be absolute")
-        return rest
-    if _scheme(path):
-        return None
-    if path.startswith("/"):
-        return path
-    raise ValidationError(f"Cannot use relative path {path!r}: Iceberg locations must be absolute paths or URIs")
-
-
-def _scheme(path: str) -> str | None:
-    head, sep, _ = path.partition(":")
-    # one letter is a Windows drive, not a scheme
-    if sep and len(head) > 1 and head[0].isalpha() and all(c.isalnum() or c in "+-." for c in head):
-        return head.lower()
-    return None
-
-
-def join_path(base: str, *parts: str) -> str:
-    """``base`` joined with ``parts`` by ``/``, keeping ``base``'s scheme spelling."""
-    out = base.rstrip("/") if base not in ("/",) else ""
-    for part in parts:
-        out = f"{out}/{part.strip('/')}"
-    return out
 
 
 def _respell(original_prefix: str, os_prefix: str, os_path: str) -> str:

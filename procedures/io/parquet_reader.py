@@ -73,9 +73,11 @@ from procedures.spec.types import (
     TimeType,
     UUIDType,
 )
+from procedures.spec.types import BINARY
 
 __all__ = [
     "METADATA_COLUMN_NAMES",
+    "metadata_field",
     "read_task",
     "read_task_table",
     "open_parquet",
@@ -100,11 +102,13 @@ def output_schema(
     """The Arrow schema :func:`read_task` yields: the projected columns (ids in field metadata)
     followed by the requested metadata columns in the order given."""
     fields = list(schema_to_arrow(projected))
-    meta = [_meta_field(n, partition_type) for n in metadata_columns]
+    meta = [metadata_field(n, partition_type) for n in metadata_columns]
     return pa.schema(fields + list(schema_to_arrow(Schema(tuple(meta)))))
 
 
-def _meta_field(name: str, partition_type: StructType | None) -> NestedField:
+def metadata_field(name: str, partition_type: StructType | None) -> NestedField:
+    """The field of metadata column ``name`` (``_file``, ``_pos``, ``_partition``, ...) for a table
+    whose unified partition type is ``partition_type``."""
     if name == "_partition":
         return partition_column(partition_type or StructType())
     f = _STATIC_META.get(name)
@@ -419,7 +423,6 @@ def _field_for_id(schema: Schema, fid: int) -> NestedField:
     f = schema.find_field_or_none(fid)
     if f is None:
         # a delete column dropped from the table still applies; its values are compared as stored
-        from procedures.spec.types import BINARY  # noqa: PLC0415
         return NestedField(fid, f"_dropped_{fid}", BINARY, False)
     return f
 
@@ -563,7 +566,7 @@ def read_task(
                     inherited = None if df.first_row_id is None else task.data_sequence_number
                     out_cols.append(stored if inherited is None else pc.fill_null(stored, pa.scalar(inherited, pa.int64())))
                 else:
-                    _meta_field(name, partition_type)  # raises naming the column
+                    metadata_field(name, partition_type)  # raises naming the column
             out = pa.RecordBatch.from_arrays(out_cols, schema=out_schema)
             if deleted is not None and not keep_deleted and deleted.any():
                 out = out.filter(pa.array(~deleted))

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from procedures.errors import ValidationError
-from procedures.io.arrow_schema import cast_to_schema, schema_to_arrow
+from procedures.io.arrow_schema import cast_to_schema, primitive_to_arrow, schema_to_arrow
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.conversions import to_bytes, truncate_lower_bound, truncate_upper_bound
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
@@ -307,7 +307,6 @@ def _apply_to_uuids(transform: Any, col: Any, source_type: IcebergType) -> pa.Ar
         out.append(cache[raw])
     if isinstance(result, UUIDType):
         return pa.array(out, pa.binary(16))
-    from procedures.io.arrow_schema import primitive_to_arrow  # noqa: PLC0415
 
     return pa.array(out, primitive_to_arrow(result))
 

@@ -17,9 +17,11 @@ from typing import Any, Iterable
 
 from procedures.catalog.base import Table
 from procedures.core.operations import MergeAppend, OverwriteFiles, ReplacePartitions, RowDelta
+from procedures.core.scan import iter_file_scan_tasks
 from procedures.core.transaction import commit
 from procedures.errors import ValidationError
 from procedures.io.delete_writers import DeleteTarget, merge_positions, read_position_deletes, write_deletes
+from procedures.spark.read import read_files
 from procedures.spark.session import job_description, load_table
 from procedures.spark.write import write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
@@ -78,8 +80,6 @@ def _expression(filter: str | Expression) -> Expression:
 def match_files(table: Table, filter: str | Expression) -> FilterMatch:
     """Files that may hold matching rows, split into those whose every row matches (by strict
     partition projection or strict metrics) and those that only may."""
-    from procedures.core.scan import iter_file_scan_tasks  # noqa: PLC0415
-
     md = table.metadata
     expr = _expression(filter)
     schema = md.schema()
@@ -109,7 +109,6 @@ def _remaining_rows(spark: Any, t: Table, files: list[DataFile], filter: str | E
             f"{len(files)} file(s) of {t.name} only partly match the filter; rewriting them needs the filter as "
             "Spark SQL text, not an expression object"
         )
-    from procedures.spark.read import read_files  # noqa: PLC0415
 
     rows = read_files(spark, t, files, metadata_columns=())
     return rows.where(_not_matching(filter))
@@ -185,8 +184,6 @@ def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mo
 
 
 def _merge_on_read_delete(spark: Any, t: Table, match: FilterMatch, filter: str | Expression) -> Table:
-    from procedures.spark.read import read_files  # noqa: PLC0415
-
     md = t.metadata
     text = filter if isinstance(filter, str) else None
     if text is None:

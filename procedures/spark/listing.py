@@ -17,6 +17,15 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from procedures.core.gc.orphans import HiddenPathFilter
+from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
+from procedures.core.paths import is_within, path_keys
+from procedures.io.fileio import FileIO
+from procedures.io.listing import walk
+from procedures.spark.environment import check_python_workers
+from procedures.spark.worker import prepare_python_worker
 
 __all__ = ["list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe"]
@@ -33,18 +42,12 @@ def _parallelism(spark: Any, n: int) -> int:
 def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partition_prefixes: Sequence[str]) -> Any:
     """Files below ``dirs`` (recursively, on the executors) that are not hidden and were modified
     before ``older_than_ms``: a DataFrame with one column ``file_path``."""
-    from procedures.maintenance.remove_orphan_files import HiddenPathFilter, walk  # noqa: PLC0415
-
-    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
-
     check_python_workers(spark)
     path_filter = HiddenPathFilter(tuple(partition_prefixes))
     cutoff = int(older_than_ms)
     dirs = list(dirs)
 
     def list_partition(rows: Iterable[str]) -> Iterator[str]:
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
-
         prepare_python_worker()
         files, _ = walk(list(rows), cutoff, path_filter)
         return iter(files)
@@ -55,21 +58,13 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
 
 def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any]) -> Any:
     """Live content files ``(path, kind)`` of ``manifests``, read on the executors."""
-    from procedures.maintenance.reachability import _manifest_row  # noqa: PLC0415
-
-    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
-
     check_python_workers(spark)
-    rows = [_manifest_row(m) for m in manifests]
+    rows = [manifest_row(m) for m in manifests]
     props = dict(io_properties)
     df = spark.createDataFrame(rows, "manifest_path string, manifest_length long, spec_id int, content int")
     df = df.repartition(_parallelism(spark, len(rows)))
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.io.fileio import FileIO  # noqa: PLC0415
-        from procedures.maintenance.reachability import manifest_content_paths, manifest_from_row  # noqa: PLC0415
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
-
         prepare_python_worker()
         io = FileIO(props)
         for batch in batches:
@@ -96,15 +91,10 @@ def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_aut
     """``(scheme, authority, path, uri)`` of the paths in ``df[column]``: one row per normalised
     reading of each path (:func:`procedures.core.paths.path_keys`), so a join on ``path`` matches
     any spelling."""
-    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
-
     check_python_workers(df.sparkSession)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.core.paths import path_keys  # noqa: PLC0415
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
-
         prepare_python_worker()
         for batch in batches:
             rows = [(k, p) for p in batch.column(0).to_pylist() if p is not None for k in path_keys(p, schemes, auths)]
@@ -128,17 +118,12 @@ def unreached_paths(candidates: Any, valid: Any) -> Any:
 
 def within_dataframe(df: Any, column: str, location: str) -> Any:
     """The rows of ``df`` whose ``column`` lies inside ``location`` (:func:`procedures.core.paths.is_within`)."""
-    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
-
     check_python_workers(df.sparkSession)
     loc = str(location)
     fields = df.schema.fields
 
     def keep(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.compute as pc  # noqa: PLC0415
 
-        from procedures.core.paths import is_within  # noqa: PLC0415
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
 
         prepare_python_worker()
         for batch in batches:

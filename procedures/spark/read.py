@@ -28,7 +28,6 @@ long, ``_spec_id`` int, ``_partition`` struct of every spec's partition fields (
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import pickle
 from dataclasses import dataclass, replace
@@ -38,9 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
-from procedures.core.scan import FileScanTask, iter_file_scan_tasks
+from procedures.core.scan import FileScanTask, iter_file_scan_tasks, select_snapshot
 from procedures.errors import ValidationError
-from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, read_task
+from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression, referenced_names
 from procedures.spec.manifest import DataFile
@@ -73,6 +72,13 @@ from procedures.spec.types import (
     UnknownType,
     UUIDType,
 )
+from procedures.catalog.config import load_catalog, resolve_identifier
+from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
+from procedures.io.arrow_schema import type_to_arrow
+from procedures.io.fileio import FileIO
+from procedures.spark.environment import check_python_workers, check_session
+from procedures.spark.session import job_description
+from procedures.spark.worker import prepare_python_worker
 
 __all__ = [
     "read_table",
@@ -93,34 +99,12 @@ __all__ = [
 # ------------------------------------------------------------------------------ tables and jobs
 def load_table(spark: Any, table: str | Table) -> Table:
     """The table named ``cat.db.t`` (or ``db.t`` in the default catalog) through our catalogs."""
-    from procedures.spark.environment import check_session  # noqa: PLC0415
-
     check_session(spark)
     if isinstance(table, Table):
         return table
-    from procedures.catalog.config import load_catalog, resolve_identifier  # noqa: PLC0415
 
     catalog_name, ident = resolve_identifier(table, conf=spark)
     return load_catalog(catalog_name, spark).load_table(ident)
-
-
-@contextlib.contextmanager
-def _job(spark: Any, text: str) -> Iterator[None]:
-    try:
-        from procedures.spark.session import job_description  # noqa: PLC0415 - the write half's helper
-    except ImportError:
-        job_description = None
-    if job_description is not None:
-        with job_description(spark, text):
-            yield
-        return
-    sc = spark.sparkContext
-    previous = sc.getLocalProperty("spark.job.description")
-    sc.setJobDescription(text)
-    try:
-        yield
-    finally:
-        sc.setJobDescription(previous)
 
 
 # ------------------------------------------------------------------------------ types
@@ -195,7 +179,6 @@ def _target_arrow(t: IcebergType) -> pa.DataType:
         case MapType():
             return pa.map_(pa.field("key", _target_arrow(t.key_type), False),
                            pa.field("value", _target_arrow(t.value_type), not t.value_required))
-    from procedures.io.arrow_schema import type_to_arrow  # noqa: PLC0415
 
     return type_to_arrow(t)
 
@@ -280,9 +263,7 @@ def light_task(task: FileScanTask) -> FileScanTask:
 
 
 def _meta_fields(metadata_columns: Sequence[str], ptype: StructType) -> list[NestedField]:
-    from procedures.io.parquet_reader import _meta_field  # noqa: PLC0415
-
-    return [_meta_field(n, ptype) for n in metadata_columns]
+    return [metadata_field(n, ptype) for n in metadata_columns]
 
 
 @dataclass(frozen=True)
@@ -310,8 +291,6 @@ class TaskReader:
     def batches(self, tasks: Iterable[FileScanTask]) -> Iterator[pa.RecordBatch]:
         """The rows of ``tasks`` (light tasks, as shipped) with deletes applied, in
         :func:`procedures.io.parquet_reader.output_schema` form."""
-        from procedures.io.fileio import FileIO  # noqa: PLC0415
-
         io = FileIO(self.io_properties)
         mapping = parse_name_mapping(self.name_mapping_text) if self.name_mapping_text else None
         for light in tasks:
@@ -357,8 +336,6 @@ def read_tasks(
                                   partition_type=ptype, apply_deletes=apply_deletes)
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
-
         prepare_python_worker()
         for b in batches:
             for raw in b.column(0).to_pylist():
@@ -381,8 +358,6 @@ def tasks_frame(spark: Any, payloads: Sequence[bytes]) -> Any:
     from pyspark.sql import DataFrame  # noqa: PLC0415
     from pyspark.sql import types as T  # noqa: PLC0415
 
-    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
-
     check_python_workers(spark)
     n = len(payloads)
     schema = T.StructType([T.StructField("task", T.BinaryType(), False)])
@@ -396,8 +371,6 @@ def tasks_frame(spark: Any, payloads: Sequence[bytes]) -> Any:
 def plan_read_groups(spark: Any, md: TableMetadata, tasks: list[FileScanTask], split_size: int | None = None,
                      open_file_cost: int | None = None) -> list[list[FileScanTask]]:
     """The tasks cut and packed into the groups one Spark partition reads (see :func:`read_tasks`)."""
-    from procedures.core.splits import SplitOptions, plan_spread_groups, plan_task_groups  # noqa: PLC0415
-
     options = SplitOptions.from_properties(md.properties, split_size=split_size, open_file_cost=open_file_cost)
     if split_size is None:
         return plan_spread_groups(tasks, options, spark.sparkContext.defaultParallelism)
@@ -449,9 +422,7 @@ def read_table(
     t = load_table(spark, table)
     expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (
         filter if isinstance(filter, Expression) else None)
-    with _job(spark, f"Plan scan of {t.name}"):
-        from procedures.core.scan import select_snapshot  # noqa: PLC0415
-
+    with job_description(spark, f"Plan scan of {t.name}"):
         sel = select_snapshot(t.metadata, snapshot_id=snapshot_id, as_of_timestamp_ms=_as_of_ms(as_of_timestamp),
                               ref=ref)
         tasks = list(iter_file_scan_tasks(
@@ -489,9 +460,7 @@ def read_files(
     wanted = {f if isinstance(f, str) else f.file_path for f in data_files}
     expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (
         filter if isinstance(filter, Expression) else None)
-    with _job(spark, f"Plan reading {len(wanted)} file(s) of {t.name}"):
-        from procedures.core.scan import select_snapshot  # noqa: PLC0415
-
+    with job_description(spark, f"Plan reading {len(wanted)} file(s) of {t.name}"):
         sel = select_snapshot(t.metadata, snapshot_id=snapshot_id)
         tasks = [tk for tk in iter_file_scan_tasks(t.metadata, t.io, snapshot_id=snapshot_id, filter=expr)
                  if tk.data_file.file_path in wanted]

@@ -12,7 +12,7 @@ committed here.  The three rewriters follow Iceberg Java 1.10's runners:
 * SORT: rows are range-partitioned into ``expected files x shuffle-partitions-per-file`` partitions
   by the sort order (prefixed by the output spec's partition values when the spec changes) and sorted
   within them; sort keys with transforms are computed with Iceberg's own transforms;
-* Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.maintenance.zorder`).
+* Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.core.rewrite.zorder`).
 
 Writers roll files at the group's ``max_output_file_size`` (target plus half the way to max).
 """
@@ -25,13 +25,20 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 
 from procedures.catalog.base import Table
+from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup
+from procedures.core.rewrite.zorder import Z_COLUMN, zorder_values
+from procedures.core.splits import spread_groups
 from procedures.errors import ValidationError
-from procedures.maintenance.rewrite_planner import BIN_PACK, SORT, Z_ORDER, FileGroup
-from procedures.maintenance.zorder import Z_COLUMN, zorder_values
+from procedures.spark.environment import check_python_workers
+from procedures.spark.read import light_task, plan_read_groups, read_tasks, TaskReader
+from procedures.spark.session import job_description
+from procedures.spark.worker import prepare_python_worker
+from procedures.spark.write import write_dataframe, write_in_task, write_payloads, write_settings
 from procedures.spec.manifest import DataFile
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.sorting import NullOrder, SortDirection, SortField, SortOrder
 from procedures.spec.transforms import IdentityTransform
+from procedures.spec.types import BinaryType, BooleanType, DecimalType, DoubleType, FixedType, FloatType, StringType
 
 __all__ = ["rewrite_group", "group_description", "RewriteSpec"]
 
@@ -88,8 +95,6 @@ def _key_kind(t: Any) -> tuple[Any, pa.DataType]:
     order is the order of their integer storage), strings and binary as they are."""
     from pyspark.sql import types as T  # noqa: PLC0415
 
-    from procedures.spec.types import BinaryType, BooleanType, DecimalType, DoubleType, FixedType, FloatType, StringType
-
     if isinstance(t, StringType):
         return T.StringType(), pa.string()
     if isinstance(t, (BinaryType, FixedType)):
@@ -120,7 +125,6 @@ def _with_keys(df: Any, keys: list[tuple[str, list[str], Any, Any]], zorder: tup
 
     if not keys and zorder is None:
         return df
-    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
 
     check_python_workers(df.sparkSession)
     fields = list(df.schema.fields)
@@ -132,8 +136,6 @@ def _with_keys(df: Any, keys: list[tuple[str, list[str], Any, Any]], zorder: tup
     out_schema = T.StructType(fields)
 
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
-
         prepare_python_worker()
         for b in batches:
             arrays = list(b.columns)
@@ -198,10 +200,6 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     import pickle  # noqa: PLC0415
     import uuid  # noqa: PLC0415
 
-    from procedures.core.splits import spread_groups  # noqa: PLC0415
-    from procedures.spark.read import TaskReader, light_task, plan_read_groups  # noqa: PLC0415
-    from procedures.spark.write import write_in_task, write_payloads, write_settings  # noqa: PLC0415
-
     md = table.metadata
     settings = write_settings(md, spec_id=spec_id,
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
@@ -238,10 +236,6 @@ def rewrite_group(
     If the job fails, every file its tasks wrote is removed (a failing task removes its own, the
     driver those of tasks that had finished); the error propagates.
     """
-    from procedures.spark.read import read_tasks  # noqa: PLC0415
-    from procedures.spark.session import job_description  # noqa: PLC0415
-    from procedures.spark.write import write_dataframe  # noqa: PLC0415
-
     md = table.metadata
     schema = md.schema()
     output_spec = md.spec_by_id(group.output_spec_id if group.output_spec_id is not None else md.default_spec_id)

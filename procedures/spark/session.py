@@ -10,12 +10,15 @@ import contextlib
 from typing import Any, Iterator
 
 from procedures.catalog.base import Catalog, Identifier, Table
+from procedures.catalog.config import default_catalog_name, load_catalog, resolve_identifier
 from procedures.errors import ValidationError
+from procedures.spark.environment import check_session
 
 __all__ = [
     "active_session",
     "job_description",
     "job_group",
+    "optional_job",
     "catalog_for",
     "resolve_table",
     "load_table",
@@ -31,8 +34,6 @@ def active_session(spark: Any = None) -> Any:
 
     The first time a session is seen its pyspark and Java versions are checked
     (:func:`procedures.spark.environment.check_session`)."""
-    from procedures.spark.environment import check_session  # noqa: PLC0415
-
     if spark is not None:
         return check_session(spark)
     from pyspark.sql import SparkSession  # noqa: PLC0415
@@ -57,6 +58,16 @@ def job_description(spark: Any, text: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def optional_job(spark: Any, text: str) -> Iterator[None]:
+    """:func:`job_description` when there is a session; nothing for a run without one (driver only)."""
+    if spark is None:
+        yield
+        return
+    with job_description(spark, text):
+        yield
+
+
+@contextlib.contextmanager
 def job_group(spark: Any, group_id: str, description: str, *, interrupt_on_cancel: bool = False) -> Iterator[None]:
     """Run the block's Spark jobs in job group ``group_id`` (cancellable together with
     ``sparkContext.cancelJobGroup``); the previous group and description come back afterwards."""
@@ -73,16 +84,12 @@ def job_group(spark: Any, group_id: str, description: str, *, interrupt_on_cance
 def catalog_for(spark: Any, name: str | None = None) -> Catalog:
     """Our catalog ``name`` (default: the session's default catalog) configured from the
     session's ``spark.sql.catalog.<name>.*`` keys."""
-    from procedures.catalog.config import default_catalog_name, load_catalog  # noqa: PLC0415
-
     spark = active_session(spark)
     return load_catalog(name or default_catalog_name(spark), spark)
 
 
 def resolve_table(spark: Any, ident: str) -> tuple[Catalog, Identifier]:
     """The catalog and identifier of ``cat.db.t`` (or ``db.t`` in the default catalog)."""
-    from procedures.catalog.config import resolve_identifier  # noqa: PLC0415
-
     spark = active_session(spark)
     catalog_name, identifier = resolve_identifier(ident, conf=spark)
     return catalog_for(spark, catalog_name), identifier

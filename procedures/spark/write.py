@@ -35,6 +35,10 @@ from procedures.spec.transforms import (
     TruncateTransform,
     YearTransform,
 )
+from procedures.io.fileio import FileIO
+from procedures.spark.environment import check_python_workers
+from procedures.spark.read import tasks_frame
+from procedures.spark.worker import prepare_python_worker
 from procedures.spec.types import IntegerType, LongType, StringType
 
 __all__ = ["write_dataframe", "WrittenFiles", "write_payloads", "write_settings", "write_in_task", "task_ids",
@@ -141,8 +145,6 @@ def write_dataframe(
     the partition values first so each task writes few files; ``sort`` also sorts rows within
     tasks by partition and the table's sort order (and implies clustering for partitioned tables).
     """
-    from procedures.spark.environment import check_python_workers  # noqa: PLC0415
-
     t = load_table(spark, table)
     md = t.metadata
     settings = write_settings(md, spec_id=spec_id, properties=properties)
@@ -165,8 +167,6 @@ def write_dataframe(
     written = WrittenFiles(spark)
 
     def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
-
         prepare_python_worker()
         files = write_in_task(io_props, settings, operation_id, batches)
         written.record(files)
@@ -232,15 +232,10 @@ def write_payloads(spark: Any, io: Any, payloads: Sequence[bytes],
     updates never reach the driver); if the job fails, :class:`WrittenFiles` deletes those of the
     tasks that had finished.
     """
-    from procedures.spark.read import tasks_frame  # noqa: PLC0415
-
     io_props = dict(getattr(io, "properties", {}) or {})
     written = WrittenFiles(spark)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from procedures.io.fileio import FileIO  # noqa: PLC0415
-        from procedures.spark.worker import prepare_python_worker  # noqa: PLC0415
-
         prepare_python_worker()
         done: list[str] = []
         try:
@@ -280,8 +275,6 @@ def write_in_task(io_props: dict[str, str], settings: WriteSettings, operation_i
                   batches: Iterable[pa.RecordBatch]) -> list[DataFile]:
     """Write Arrow batches as data files from inside a Spark task (file names carry the task's
     partition and attempt ids); everything written is deleted if the task fails."""
-    from procedures.io.fileio import FileIO  # noqa: PLC0415
-
     partition_id, task_id = task_ids()
     return write_data_files(FileIO(io_props), settings, batches,
                             partition_id=partition_id, task_id=task_id, operation_id=operation_id)

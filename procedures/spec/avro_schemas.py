@@ -48,6 +48,7 @@ from procedures.spec.types import (
 
 __all__ = [
     "SUPPORTED_FORMAT_VERSIONS",
+    "check_format_version",
     "manifest_list_struct",
     "manifest_entry_struct",
     "data_file_struct",
@@ -62,7 +63,8 @@ __all__ = [
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
 
 
-def _check_version(format_version: int) -> None:
+def check_format_version(format_version: int) -> None:
+    """Raise :class:`UnsupportedFormatVersionError` for a format version manifests cannot use."""
     if format_version not in SUPPORTED_FORMAT_VERSIONS:
         raise UnsupportedFormatVersionError(
             f"manifests of format version {format_version} are not supported; use one of {SUPPORTED_FORMAT_VERSIONS}"
@@ -109,7 +111,7 @@ _ML_COUNTS = (
 
 def manifest_list_struct(format_version: int) -> StructType:
     """The Iceberg struct of a manifest-list row (``manifest_file``) in Java's field order."""
-    _check_version(format_version)
+    check_format_version(format_version)
     f = _ML
     if format_version == 1:
         counts = [_opt(*c) for c in _ML_COUNTS]
@@ -138,7 +140,7 @@ def data_file_struct(format_version: int, partition_type: StructType) -> StructT
 
     Every partition field is made optional, as Java writes it.
     """
-    _check_version(format_version)
+    check_format_version(format_version)
     partition = StructType(tuple(
         NestedField(p.field_id, p.name, p.field_type, False, None) for p in partition_type.fields
     ))

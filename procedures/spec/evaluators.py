@@ -29,6 +29,7 @@ from procedures.spec.expressions import (
     rewrite_not,
     visit,
 )
+from procedures.spec.projection import inclusive_projection
 from procedures.spec.schema import Schema
 from procedures.spec.types import DoubleType, FloatType, StringType, StructType
 
@@ -176,8 +177,6 @@ class ManifestEvaluator(_BoolVisitor):
     def for_row_filter(cls, row_filter: Expression, spec: Any, schema: Schema,
                        case_sensitive: bool = True) -> "ManifestEvaluator":
         """An evaluator for a filter on table columns, projected inclusively onto ``spec``."""
-        from procedures.spec.projection import inclusive_projection  # noqa: PLC0415 - projection imports transforms
-
         projected = inclusive_projection(spec, schema, row_filter, case_sensitive)
         return cls(spec.partition_type(schema), projected, case_sensitive=True)
 

@@ -29,7 +29,7 @@ import fastavro
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec import avro_codecs
 from procedures.spec.avro_schemas import (
-    _check_version,
+    check_format_version,
     manifest_entry_avro_schema,
     manifest_list_avro_schema,
     sanitize_name,
@@ -45,6 +45,8 @@ from procedures.spec.types import (
     UUIDType,
     decimal_required_bytes,
 )
+from procedures.spec.conversions import to_bytes
+from procedures.spec.partitioning import fields_to_json
 
 __all__ = [
     "FileContent",
@@ -329,8 +331,6 @@ class _FieldStats:
             self.upper = v
 
     def summary(self) -> FieldSummary:
-        from procedures.spec.conversions import to_bytes  # noqa: PLC0415 - sibling module, loaded on first use
-
         lower, upper = self.lower, self.upper
         if self.is_float and lower is not None:
             lower, upper = lower[0], upper[0]
@@ -372,7 +372,7 @@ class ManifestWriter:
         compression_level: int | None = None,
         key_metadata: bytes | None = None,
     ) -> None:
-        _check_version(format_version)
+        check_format_version(format_version)
         if format_version == 1 and content != ManifestContent.DATA:
             raise ValidationError(f"{path}: format version 1 has no delete manifests")
         self.io, self.path, self.spec, self.schema = io, path, spec, schema
@@ -480,8 +480,6 @@ class ManifestWriter:
         return rec
 
     def _metadata(self) -> dict[str, str]:
-        from procedures.spec.partitioning import fields_to_json  # noqa: PLC0415 - sibling module
-
         meta = {
             "schema": json.dumps(schema_to_json(self.schema), separators=(",", ":")),
             "schema-id": str(self.schema.schema_id),
@@ -576,7 +574,7 @@ def write_manifest_list(
     ``first_row_id`` and advancing by its existing plus added rows.  The returned next row id is the
     table's new ``next-row-id`` (``first_row_id`` unchanged for v1/v2).
     """
-    _check_version(format_version)
+    check_format_version(format_version)
     if format_version >= 3 and first_row_id is None:
         raise ValidationError(f"{path}: a v3 manifest list needs the snapshot's first-row-id")
     next_row_id = first_row_id

@@ -22,6 +22,7 @@ from procedures.spec.types import (
     StructType,
     parse_primitive,
 )
+from procedures.spec import conversions
 
 __all__ = [
     "Schema",
@@ -298,8 +299,6 @@ def _field_to_json(f: NestedField) -> dict[str, Any]:
     out: dict[str, Any] = {"id": f.field_id, "name": f.name, "required": f.required, "type": type_to_json(f.field_type)}
     if f.doc is not None:
         out["doc"] = f.doc
-    if f.initial_default is not None or f.write_default is not None:
-        from procedures.spec import conversions  # noqa: PLC0415 - conversions imports this module's types only
     if f.initial_default is not None:
         out["initial-default"] = conversions.to_json(f.initial_default, f.field_type)
     if f.write_default is not None:
@@ -339,8 +338,6 @@ def _field_from_json(obj: dict[str, Any]) -> NestedField:
     t = type_from_json(ftype)
     init = obj.get("initial-default")
     write = obj.get("write-default")
-    if init is not None or write is not None:
-        from procedures.spec import conversions  # noqa: PLC0415
     return NestedField(
         fid, name, t, required, obj.get("doc"),
         None if init is None else conversions.from_json(init, t),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from procedures.cli import format_table, read_properties_file
+from procedures.frontend.cli import format_table, read_properties_file
 
 pytestmark = pytest.mark.spark
 
@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def console(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "procedures.cli", *args], cwd=cwd, input=stdin, capture_output=True, text=True,
+        [sys.executable, "-m", "procedures.frontend.cli", *args], cwd=cwd, input=stdin, capture_output=True, text=True,
         timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(REPO)},
     )
 

@@ -13,9 +13,9 @@ import pytest
 import procedures
 from procedures.core.paths import normalize_path
 from procedures.errors import ValidationError
-from procedures.maintenance import reachability as R
-from procedures.maintenance import registry
-from procedures.maintenance import remove_orphan_files as O
+from procedures.core.gc import reachability as R
+from procedures.framework.context import open_catalog
+from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.dml import append, delete_where
 from procedures.spark.session import catalog_for
 from tests.helpers.files import age_everything, touch
@@ -38,7 +38,7 @@ def catalogs(spark, java_warehouse, tmp_path_factory):
     j = catalog_for(spark, "oursj")
     if not j.namespace_exists(("db",)):
         j.create_namespace(("db",))
-    return {"ours": registry.open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
+    return {"ours": open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
                                                    "spark.sql.catalog.ours.warehouse": str(java_warehouse)}),
             "oursj": j}
 

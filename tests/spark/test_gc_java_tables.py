@@ -18,9 +18,10 @@ import pytest
 
 import procedures
 from procedures.errors import IcebergError
-from procedures.maintenance import reachability as R
-from procedures.maintenance import registry
-from procedures.maintenance import remove_orphan_files as O
+from procedures.core.gc import reachability as R
+from procedures.framework.context import open_catalog
+from procedures.spark import listing as L
+from procedures.spark.actions import remove_orphan_files as O
 
 pytestmark = pytest.mark.spark
 
@@ -32,7 +33,7 @@ def ours(spark, java_warehouse):
     spark.conf.set("spark.sql.catalog.ours.type", "hadoop")
     spark.conf.set("spark.sql.catalog.ours.warehouse", str(java_warehouse))
     spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    return registry.open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
+    return open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
                                           "spark.sql.catalog.ours.warehouse": str(java_warehouse)})
 
 
@@ -40,8 +41,8 @@ def _spark_path(mp: pytest.MonkeyPatch, calls: list) -> None:
     """Force reachability and listing of ours onto Spark (thresholds to zero), counting Spark reads."""
     mp.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
     mp.setattr(O, "DRIVER_MAX_DIRS", 1)
-    real = R.content_paths_spark
-    mp.setattr(R, "content_paths_spark", lambda *a: calls.append(1) or real(*a))
+    real = L.manifest_content_dataframe
+    mp.setattr(L, "manifest_content_dataframe", lambda *a: calls.append(1) or real(*a))
 
 
 def build(spark, name: str, steps: list[str]) -> None:

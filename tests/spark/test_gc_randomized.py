@@ -21,11 +21,13 @@ import time
 
 import pytest
 
-from procedures.maintenance import registry
-from procedures.maintenance.expire_snapshots import ExpireSnapshotsParams, expire_snapshots
-from procedures.maintenance.reachability import metadata_file_paths
+from procedures.framework.context import open_catalog
+from procedures.core.gc.expire import ExpireSnapshotsParams
+from procedures.spark.actions.expire_snapshots import expire_snapshots
+from procedures.core.gc.reachability import metadata_file_paths
 from procedures.core.paths import normalize_path
-from procedures.maintenance.remove_orphan_files import RemoveOrphanFilesParams, remove_orphan_files
+from procedures.core.gc.orphans import RemoveOrphanFilesParams
+from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spec.manifest import read_manifest, read_manifest_list
 
 pytestmark = pytest.mark.spark
@@ -34,7 +36,7 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def ours(spark, java_warehouse):
     spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    return registry.open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
+    return open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
                                           "spark.sql.catalog.ours.warehouse": str(java_warehouse)})
 
 

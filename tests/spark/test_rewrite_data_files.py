@@ -13,7 +13,7 @@ import threading
 import pyarrow.parquet as pq
 import pytest
 
-from procedures.maintenance import registry
+from procedures.frontend import runner
 from procedures.spec.manifest import FileContent, read_manifest, read_manifest_list
 from tests.oracles import assert_rows_equal, java_metadata_location, java_read, read_all
 
@@ -30,7 +30,7 @@ def _conf(warehouse) -> dict:
 
 
 def _ours(spark, warehouse, **kwargs):
-    return registry.run("rewrite_data_files", kwargs=kwargs, catalog="ours", conf=_conf(warehouse), spark=spark).rows[0]
+    return runner.run("rewrite_data_files", kwargs=kwargs, catalog="ours", conf=_conf(warehouse), spark=spark).rows[0]
 
 
 def _java(spark, table, args: str):
@@ -186,9 +186,9 @@ def test_concurrent_append_kept_and_concurrent_delete_fails_cleanly(spark, java_
     name = "rw_conc"
     ddl = "(id bigint, cat string) USING iceberg TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')"
     _create(spark, name, ddl, [f"({i}, 'a'), ({i + 100}, 'a')" for i in range(6)])
-    import procedures.spark.rewrite as runner
+    import procedures.spark.actions.rewrite_data_files as action  # where run_rewrite looks rewrite_group up
 
-    original = runner.rewrite_group
+    original = action.rewrite_group
     fired = threading.Event()
 
     def with_append(*args, **kwargs):
@@ -198,7 +198,7 @@ def test_concurrent_append_kept_and_concurrent_delete_fails_cleanly(spark, java_
             spark.sql(f"INSERT INTO jcat.db.{name} VALUES (999, 'a')")
         return out
 
-    monkeypatch.setattr(runner, "rewrite_group", with_append)
+    monkeypatch.setattr(action, "rewrite_group", with_append)
     before = java_read(spark, f"jcat.db.{name}")
     n_input = len(_live_data_files(java_warehouse, name)[1])
     assert _ours(spark, java_warehouse, table=f"db.{name}", options={"min-input-files": "2"})[0] == n_input
@@ -213,7 +213,7 @@ def test_concurrent_append_kept_and_concurrent_delete_fails_cleanly(spark, java_
 
     name = "rw_conc_delete"  # a fresh location: a dropped hadoop table leaves its data files behind
     _create(spark, name, ddl, [f"({i}, 'a'), ({i + 100}, 'a')" for i in range(6)])
-    monkeypatch.setattr(runner, "rewrite_group", with_delete)
+    monkeypatch.setattr(action, "rewrite_group", with_delete)
     t, files_before = _live_data_files(java_warehouse, name)
     import os
 

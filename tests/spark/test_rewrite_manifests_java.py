@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from procedures.maintenance import registry
+from procedures.frontend import runner
 from procedures.spec.manifest import read_manifest_list
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
@@ -26,7 +26,7 @@ def test_rewrite_manifests_matches_java(spark, java_warehouse, fv):
     metadata = java_metadata_location(java_warehouse, "db", name)
     before = read_all(spark, f"jcat.db.{name}", metadata)
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
-    ours = registry.run("rewrite_manifests", kwargs={"table": f"db.{name}"}, catalog="ours", conf=conf, spark=spark).rows
+    ours = runner.run("rewrite_manifests", kwargs={"table": f"db.{name}"}, catalog="ours", conf=conf, spark=spark).rows
     java = [tuple(r) for r in spark.sql(f"CALL jcat.system.rewrite_manifests('db.{name}_twin')").collect()]
     assert ours == java == [(6, 1)]  # 6 data manifests -> 1
     spark.sql(f"REFRESH TABLE jcat.db.{name}")

@@ -14,7 +14,7 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.summary import is_dv
 from procedures.io.delete_writers import read_position_deletes
-from procedures.maintenance import registry
+from procedures.frontend import runner
 from procedures.spec.manifest import FileContent, ManifestContent
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
@@ -64,7 +64,7 @@ def test_rewrite_position_delete_files_matches_java(spark, java_warehouse, fv):
     assert len(deletes) >= 4 and not any(is_dv(f) for f in deletes)
     assert any(p not in live for f in deletes for p in read_position_deletes(table.io, f))
 
-    ours = registry.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
+    ours = runner.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
                         catalog="ours", conf=conf, spark=spark).rows
     java = [tuple(r) for r in spark.sql(f"CALL jcat.system.rewrite_position_delete_files(table => 'db.{name}_twin', "
                                         "options => map('rewrite-all', 'true'))").collect()]
@@ -106,7 +106,7 @@ def test_unreadable_delete_file_fails_cleanly(spark, java_warehouse):
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
     # the failing group's task reports the missing file; the groups that finished lose their files
     with pytest.raises(Exception, match="File does not exist"):
-        registry.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
+        runner.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
                      catalog="ours", conf=conf, spark=spark)
     assert table.refresh().metadata_location == before
     assert {os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs} == files_before

@@ -14,7 +14,7 @@ import pytest
 
 import procedures
 from procedures.errors import IcebergError
-from procedures.maintenance import registry
+from procedures.framework.context import open_catalog
 
 pytestmark = pytest.mark.spark
 
@@ -24,7 +24,7 @@ def ours(spark, java_warehouse):
     spark.conf.set("spark.sql.catalog.ours.type", "hadoop")
     spark.conf.set("spark.sql.catalog.ours.warehouse", str(java_warehouse))
     spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    return registry.open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
+    return open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
                                           "spark.sql.catalog.ours.warehouse": str(java_warehouse)})
 
 

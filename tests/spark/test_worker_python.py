@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from procedures.errors import PythonWorkerError
-from procedures.maintenance import registry
+from procedures.frontend import runner
 from procedures.spark import environment as env
 from tests.oracles import java_metadata_location
 
@@ -50,7 +50,7 @@ def table(spark, java_warehouse, table_name):
 def _run_rewrite(spark, java_warehouse, table_name):
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse),
             "spark.sql.session.timeZone": "UTC"}
-    return registry.run("rewrite_data_files", kwargs={"table": f"db.{table_name}", "options": {"min-input-files": "2"}},
+    return runner.run("rewrite_data_files", kwargs={"table": f"db.{table_name}", "options": {"min-input-files": "2"}},
                         catalog="ours", conf=conf, spark=spark, lenient=True)
 
 

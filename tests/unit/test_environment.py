@@ -18,7 +18,7 @@ from procedures.errors import (
     CatalogConfigError, IcebergError, MissingParameterError, NoSuchCatalogError, PythonWorkerError,
     SparkEnvironmentError, UnsupportedVersionError,
 )
-from procedures.maintenance import registry
+from procedures.frontend import runner
 from procedures.spark import environment as env
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
@@ -172,13 +172,13 @@ def test_a_call_without_table_names_the_missing_parameter(hadoop, catalog):
     conf, cat = hadoop
     before = state(cat)
     with pytest.raises(MissingParameterError) as e:
-        registry.run("expire_snapshots", kwargs={"retain_last": 1}, catalog=catalog, conf=conf, lenient=True)
+        runner.run("expire_snapshots", kwargs={"retain_last": 1}, catalog=catalog, conf=conf, lenient=True)
     assert e.value.procedure == "expire_snapshots" and e.value.parameters == ["table"]
     assert "Missing required parameters: [table] for expire_snapshots(" in str(e.value)
     assert "table =>" in str(e.value)
     # also without any catalog configured at all
     with pytest.raises(MissingParameterError):
-        registry.run("rewrite_data_files", conf={})
+        runner.run("rewrite_data_files", conf={})
     assert state(cat) == before
 
 
@@ -186,14 +186,14 @@ def test_an_unknown_catalog_lists_the_configured_ones(hadoop):
     conf, cat = hadoop
     before = state(cat)
     with pytest.raises(NoSuchCatalogError) as e:
-        registry.run("expire_snapshots", kwargs={"table": "db.t"}, catalog="nope", conf=conf)
+        runner.run("expire_snapshots", kwargs={"table": "db.t"}, catalog="nope", conf=conf)
     assert isinstance(e.value, CatalogConfigError) and e.value.configured == ["other", "ours"]
     assert "Cannot use catalog nope" in str(e.value) and "configured: other, ours" in str(e.value)
     assert "spark.sql.catalog.nope.type" in str(e.value)
     with pytest.raises(NoSuchCatalogError, match="configured catalogs: other, ours"):
         load_catalog("nope", conf)
     with pytest.raises(NoSuchCatalogError, match=r"configured: none"):
-        registry.run("expire_snapshots", kwargs={"table": "db.t"}, conf={})
+        runner.run("expire_snapshots", kwargs={"table": "db.t"}, conf={})
     assert state(cat) == before
 
 
@@ -202,7 +202,7 @@ def test_a_catalog_without_warehouse_or_uri_names_the_key(hadoop):
     before = state(cat)
     no_warehouse = {k: v for k, v in conf.items() if k != "spark.sql.catalog.ours.warehouse"}
     with pytest.raises(CatalogConfigError) as e:
-        registry.run("expire_snapshots", kwargs={"table": "db.t"}, catalog="ours", conf=no_warehouse)
+        runner.run("expire_snapshots", kwargs={"table": "db.t"}, catalog="ours", conf=no_warehouse)
     assert "set spark.sql.catalog.ours.warehouse" in str(e.value)
     no_uri = {k: v for k, v in conf.items() if k != "spark.sql.catalog.other.uri"}
     with pytest.raises(CatalogConfigError) as e:

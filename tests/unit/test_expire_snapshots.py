@@ -19,9 +19,10 @@ from procedures.core.manage import CherryPick, ManageRef
 from procedures.core.operations import DeleteFiles, FastAppend, RewriteFiles, RowDelta
 from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.maintenance import reachability as R
-from procedures.maintenance import registry
-from procedures.maintenance.expire_snapshots import ExpireSnapshotsParams, expire_snapshots
+from procedures.core.gc import reachability as R
+from procedures.frontend import runner
+from procedures.core.gc.expire import ExpireSnapshotsParams
+from procedures.spark.actions.expire_snapshots import expire_snapshots
 from procedures.spec.manifest import DataFile, FileContent, FileFormat, ManifestEntryStatus, read_manifest, read_manifest_list
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
@@ -420,11 +421,11 @@ def test_procedure_through_the_registry(catalog):
     for i in range(3):
         t = c(t, FastAppend([data_file(t, f"f{i}", i)]))
     conf = {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": catalog.warehouse}
-    res = registry.run("expire_snapshots", kwargs={"table": "db.t", "older_than": FUTURE // 1000 * 1000,
+    res = runner.run("expire_snapshots", kwargs={"table": "db.t", "older_than": FUTURE // 1000 * 1000,
                                                    "retain_last": 1}, catalog="local", conf=conf, lenient=True)
     assert [c.name for c in res.columns][0] == "deleted_data_files_count"
     assert res.rows == [(0, 0, 0, 0, 2, 0)]
     with pytest.raises(ValidationError, match="retain_last"):
-        registry.run("expire_snapshots", kwargs={"table": "db.t", "retain_last": "one"}, catalog="local", conf=conf)
+        runner.run("expire_snapshots", kwargs={"table": "db.t", "retain_last": "one"}, catalog="local", conf=conf)
     with pytest.raises(ValidationError, match="max_concurrent_deletes should have value > 0, value: 0"):
-        registry.run("expire_snapshots", args=["db.missing", None, None, 0], catalog="local", conf=conf)
+        runner.run("expire_snapshots", args=["db.missing", None, None, 0], catalog="local", conf=conf)

@@ -18,11 +18,13 @@ from procedures.core.operations import DeleteFiles, FastAppend
 from procedures.core.paths import PathSet, is_within, normalize_path, path_keys, relative_path
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.maintenance import expire_snapshots as E
-from procedures.maintenance import reachability as R
-from procedures.maintenance import remove_orphan_files as O
-from procedures.maintenance.expire_snapshots import ExpireSnapshotsParams, expire_snapshots
-from procedures.maintenance.remove_orphan_files import RemoveOrphanFilesParams, remove_orphan_files
+from procedures.spark.actions import expire_snapshots as E
+from procedures.core.gc import reachability as R
+from procedures.spark.actions import remove_orphan_files as O
+from procedures.core.gc.expire import ExpireSnapshotsParams
+from procedures.spark.actions.expire_snapshots import expire_snapshots
+from procedures.core.gc.orphans import RemoveOrphanFilesParams
+from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spec.manifest import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema

@@ -12,19 +12,23 @@ from procedures.core.builder import new_table_metadata
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import NoSuchProcedureError, NoSuchTableError, ValidationError
-from procedures.maintenance import registry
-from procedures.maintenance.params import Literal, OutputColumn, Parameter, TIMESTAMP, coerce, parse_sql_type
+from procedures.frontend import runner
+from procedures.frontend.binding import bind
+from procedures.framework.context import open_catalog
+from procedures.framework import registry
+from procedures.framework.declaration import OutputColumn, Parameter
+from procedures.framework.sqltypes import Literal, TIMESTAMP, coerce, parse_sql_type
 from procedures.spec.manifest import DataFile, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, STRING, NestedField
-from procedures.sqlcall import parse_call
+from procedures.frontend.parser import parse_call
 
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "data", STRING)))
 
 
 def bind_sql(name: str, args: str) -> dict:
     stmt = parse_call(f"CALL c.system.{name}({args})")
-    return registry.bind(registry.get_procedure(name), stmt.positional, stmt.named)
+    return bind(registry.get_procedure(name), stmt.positional, stmt.named)
 
 
 # ------------------------------------------------------------------------------------ binding
@@ -85,14 +89,14 @@ def test_timestamp_literals_use_the_session_time_zone():
 
 def test_python_arguments_are_lenient_on_integer_width_only():
     proc = registry.get_procedure("ancestors_of")
-    assert registry.bind(proc, named={"table": "a", "snapshot_id": 2**40}, lenient=True)["snapshot_id"] == 2**40
+    assert bind(proc, named={"table": "a", "snapshot_id": 2**40}, lenient=True)["snapshot_id"] == 2**40
     when = dt.datetime(2021, 6, 30, tzinfo=dt.timezone.utc)
     rb = registry.get_procedure("rollback_to_timestamp")
-    assert registry.bind(rb, named={"table": "a", "timestamp": when}, lenient=True)["timestamp"] == 1625011200 * 10**6
+    assert bind(rb, named={"table": "a", "timestamp": when}, lenient=True)["timestamp"] == 1625011200 * 10**6
     with pytest.raises(ValidationError, match="Wrong arg type for snapshot_id: cannot cast STRING to BIGINT"):
-        registry.bind(proc, named={"table": "a", "snapshot_id": "12"}, lenient=True)
+        bind(proc, named={"table": "a", "snapshot_id": "12"}, lenient=True)
     with pytest.raises(ValidationError, match="Wrong arg type for timestamp: cannot cast INT to TIMESTAMP"):
-        registry.bind(rb, named={"table": "a", "timestamp": 5}, lenient=True)
+        bind(rb, named={"table": "a", "timestamp": 5}, lenient=True)
 
 
 def test_map_literals_reject_duplicate_keys():
@@ -143,19 +147,19 @@ def conf(tmp_path):
 
 
 def snapshots(conf) -> list[int]:
-    md = registry.open_catalog("ours", conf).load_table(("db", "t")).metadata
+    md = open_catalog("ours", conf).load_table(("db", "t")).metadata
     return [s.snapshot_id for s in sorted(md.snapshots, key=lambda s: s.sequence_number)]
 
 
 def run(conf, text: str):
     stmt = parse_call(text)
-    return registry.run(stmt.name, args=stmt.positional, kwargs=stmt.named, catalog=stmt.catalog or "ours", conf=conf).rows
+    return runner.run(stmt.name, args=stmt.positional, kwargs=stmt.named, catalog=stmt.catalog or "ours", conf=conf).rows
 
 
 def test_rollback_ancestors_and_set_current(conf):
     s1, s2, s3 = snapshots(conf)
     assert run(conf, "CALL ours.system.ancestors_of('db.t')") == [
-        (sid, registry.open_catalog("ours", conf).load_table(("db", "t")).metadata.snapshot_by_id(sid).timestamp_ms)
+        (sid, open_catalog("ours", conf).load_table(("db", "t")).metadata.snapshot_by_id(sid).timestamp_ms)
         for sid in (s3, s2, s1)
     ]
     assert run(conf, f"CALL ours.system.rollback_to_snapshot('db.t', {s1}L)") == [(s3, s1)]
@@ -188,17 +192,17 @@ def test_table_resolution_like_spark(conf):
     assert len(run(conf, "CALL ours.system.ancestors_of('ours.db.t')")) == 3
     assert len(run(conf, "CALL ours.system.ancestors_of('`db`.`t`')")) == 3
     # a Python call without a catalog takes the table's own catalog
-    assert len(registry.run("ancestors_of", kwargs={"table": "ours.db.t"}, conf=conf, lenient=True).rows) == 3
+    assert len(runner.run("ancestors_of", kwargs={"table": "ours.db.t"}, conf=conf, lenient=True).rows) == 3
 
 
 def test_register_table(conf, tmp_path):
-    t = registry.open_catalog("ours", conf).load_table(("db", "t"))
+    t = open_catalog("ours", conf).load_table(("db", "t"))
     snap = t.metadata.current_snapshot()
     conf = {**conf, "spark.sql.catalog.reg.type": "jdbc", "spark.sql.catalog.reg.uri": f"jdbc:sqlite:{tmp_path}/reg.db",
             "spark.sql.catalog.reg.warehouse": str(tmp_path / "reg")}
-    registry.open_catalog("reg", conf).create_namespace("db")
+    open_catalog("reg", conf).create_namespace("db")
     assert run(conf, f"CALL reg.system.register_table('db.copy', '{t.metadata_location}')") == [(snap.snapshot_id, 33, 3)]
-    assert registry.open_catalog("reg", conf).load_table(("db", "copy")).metadata_location == t.metadata_location
+    assert open_catalog("reg", conf).load_table(("db", "copy")).metadata_location == t.metadata_location
     with pytest.raises(ValidationError, match="Cannot handle an empty argument metadata_file"):
         run(conf, "CALL reg.system.register_table('db.copy2', '')")
     with pytest.raises(ValidationError, match="Cannot handle an empty identifier for argument table"):

@@ -15,12 +15,12 @@ from procedures.core.builder import new_table_metadata
 from procedures.core.operations import DeleteFiles, FastAppend
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.maintenance import registry
-from procedures.maintenance import remove_orphan_files as O
+from procedures.frontend import runner
+from procedures.spark.actions import remove_orphan_files as O
 from procedures.core.paths import flatten_equal_map, normalize_path
-from procedures.maintenance.remove_orphan_files import (
-    HiddenPathFilter, RemoveOrphanFilesParams, find_orphans, remove_orphan_files, walk,
-)
+from procedures.core.gc.orphans import HiddenPathFilter, RemoveOrphanFilesParams, find_orphans
+from procedures.io.listing import walk
+from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spec.manifest import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
@@ -246,13 +246,13 @@ def test_procedure_through_the_registry(catalog):
     conf = {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": catalog.warehouse}
     recent = int(time.time() * 1_000_000)
     with pytest.raises(ValidationError, match="interval less than 24 hours"):
-        registry.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent}, catalog="local", conf=conf,
+        runner.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent}, catalog="local", conf=conf,
                      lenient=True)
-    res = registry.run("remove_orphan_files", kwargs={"table": "db.t", "dry_run": True}, catalog="local", conf=conf)
+    res = runner.run("remove_orphan_files", kwargs={"table": "db.t", "dry_run": True}, catalog="local", conf=conf)
     assert res.rows == [(q(orphan),)] and [c.name for c in res.columns] == ["orphan_file_location"]
-    res = registry.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent + 10**6},
+    res = runner.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent + 10**6},
                        catalog="local", conf={**conf, "spark.testing": "true"}, lenient=True)
     assert res.rows == [(q(orphan),)] and not os.path.exists(orphan)
     with pytest.raises(ValidationError, match="Invalid mode: nope"):
-        registry.run("remove_orphan_files", kwargs={"table": "db.t", "prefix_mismatch_mode": "nope"},
+        runner.run("remove_orphan_files", kwargs={"table": "db.t", "prefix_mismatch_mode": "nope"},
                      catalog="local", conf=conf)

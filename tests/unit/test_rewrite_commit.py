@@ -13,10 +13,10 @@ from procedures.core.builder import new_table_metadata
 from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.maintenance.rewrite_data_files import (
+from procedures.core.rewrite.data_files import (
     RewriteDataFilesAction, find_dangling_deletes, parse_strategy, remove_dangling_deletes,
 )
-from procedures.maintenance.rewrite_planner import SORT, Z_ORDER, parse_rewrite_options, plan_rewrite
+from procedures.core.rewrite.planner import SORT, Z_ORDER, parse_rewrite_options, plan_rewrite
 from procedures.spec.manifest import DataFile, FileContent, FileFormat, read_manifest, read_manifest_list
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
@@ -231,7 +231,7 @@ def test_strategy_decisions(table):
 
 def test_rewrite_position_delete_files_drops_dangling_positions(tmp_path):
     from procedures.io.delete_writers import DeleteTarget, read_position_deletes, write_position_delete_files
-    from procedures.maintenance.rewrite_position_delete_files import rewrite_position_deletes
+    from procedures.spark.actions.rewrite_position_delete_files import rewrite_position_deletes
 
     cat = HadoopCatalog("ours", str(tmp_path / "wh"))
     cat.create_namespace("db")

@@ -11,7 +11,7 @@ from procedures.core.operations import FastAppend, RowDelta
 from procedures.core.rewrite_manifests_op import RewriteManifests, _chunks, target_manifest_count
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.maintenance import registry
+from procedures.frontend import runner
 from procedures.spec.manifest import (
     DataFile, FileContent, FileFormat, ManifestContent, ManifestEntryStatus, read_manifest, read_manifest_list,
 )
@@ -19,7 +19,7 @@ from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import LONG, STRING, NestedField
-from procedures.sqlcall import parse_call
+from procedures.frontend.parser import parse_call
 
 FAST = RetryPolicy(num_retries=2, min_wait_ms=1, max_wait_ms=2)
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "cat", STRING)))
@@ -65,7 +65,7 @@ def _entries(t, m):
 
 def _run(conf, text):
     stmt = parse_call(text)
-    return registry.run(stmt.name, args=stmt.positional, kwargs=stmt.named, catalog="ours", conf=conf).rows
+    return runner.run(stmt.name, args=stmt.positional, kwargs=stmt.named, catalog="ours", conf=conf).rows
 
 
 def test_helpers():

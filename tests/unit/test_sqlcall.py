@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 
 from procedures.errors import SqlSyntaxError
-from procedures.maintenance.params import BIGINT, BOOLEAN, DATE, DOUBLE, FLOAT, INT, NULL, SMALLINT, STRING, TIMESTAMP, TINYINT
-from procedures.sqlcall import is_call, parse_call, split_statements, tokenize
+from procedures.framework.sqltypes import BIGINT, BOOLEAN, DATE, DOUBLE, FLOAT, INT, NULL, SMALLINT, STRING, TIMESTAMP, TINYINT
+from procedures.frontend.parser import is_call, parse_call, split_statements, tokenize
 
 
 def arg(text: str):

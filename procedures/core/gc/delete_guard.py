@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from procedures.core.paths import PathSet, is_within
-from procedures.maintenance import reachability as R
+from procedures.core.gc import reachability as R
 from procedures.spec.metadata import TableMetadata
 
 __all__ = ["DeleteGuard", "table_roots", "GuardReport"]

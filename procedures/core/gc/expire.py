@@ -1,19 +1,17 @@
-"""The ``expire_snapshots`` procedure (procedures.md §3.7; Java 1.10's ``ExpireSnapshotsProcedure``
-and ``ExpireSnapshotsSparkAction``).
+"""Snapshot expiration without an engine: parameters, result, ``CleanExpiredMetadata``, the files
+expired snapshots alone reached, and the guarded delete loop (procedures.md §3.7; Java 1.10's
+``ExpireSnapshotsSparkAction``).
 
-Order of work, as in Java:
-
-1. validate the arguments (``max_concurrent_deletes`` > 0, then ``gc.enabled``, then
-   ``retain_last`` >= 1) -- nothing is read or written before that;
-2. commit the metadata change through the core: :class:`~procedures.core.manage.ExpireSnapshots`
-   (Java's ``RemoveSnapshots`` retention rules, recomputed on every retry) and, with
-   ``clean_expired_metadata``, :class:`CleanExpiredMetadata` dropping the partition specs and
-   schemas no retained snapshot uses;
-3. only after that commit succeeded, delete the files the expired snapshots reached (from the
-   metadata *before* the commit) that no retained snapshot reaches (the metadata *after* it):
-   content files, manifests, manifest lists, statistics and partition-statistics files.
-   Reachability is computed on the driver for small metadata and as Spark jobs for large
-   metadata (:mod:`procedures.maintenance.reachability`).
+The action that runs it (:mod:`procedures.spark.actions.expire_snapshots`) commits the metadata
+change through the core -- :class:`~procedures.core.manage.ExpireSnapshots` (Java's
+``RemoveSnapshots`` retention rules, recomputed on every retry) and, with
+``clean_expired_metadata``, :class:`CleanExpiredMetadata` dropping the partition specs and schemas
+no retained snapshot uses -- and only after that commit succeeded deletes what
+:func:`expired_files` finds: the files the expired snapshots reached (from the metadata *before*
+the commit) that no retained snapshot reaches (the metadata *after* it): content files,
+manifests, manifest lists, statistics and partition-statistics files.  Reachability is computed
+on the driver for small metadata; for large metadata the caller passes an engine step that
+compares the content files as a distributed job (:mod:`procedures.core.gc.reachability`).
 
 Table metadata files and ``version-hint.text`` are never deleted.  Deletes run on the calling
 thread, or on ``max_concurrent_deletes`` threads, with up to three retries per file; a failed
@@ -22,28 +20,25 @@ delete is logged and not counted.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from procedures.core import updates as U
 from procedures.core.paths import PathSet, path_keys
-from procedures.core.manage import ExpireSnapshots
-from procedures.core.transaction import CommitContext, commit
+from procedures.core.gc import reachability as R
+from procedures.core.gc.delete_guard import DeleteGuard
+from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
-from procedures.maintenance import reachability as R
-from procedures.maintenance.delete_guard import DeleteGuard, table_roots
-from procedures.maintenance.params import OutputColumn as Col, Parameter as P, micros_to_millis
-from procedures.maintenance.registry import ProcedureContext, register
+from procedures.spec.manifest import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
-    "ExpireSnapshotsParams", "ExpireSnapshotsResult", "CleanExpiredMetadata", "expire_snapshots",
-    "expired_files", "delete_files", "gc_enabled",
+    "ExpireSnapshotsParams", "ExpireSnapshotsResult", "CleanExpiredMetadata", "ExpiredFiles", "UnreachedStep",
+    "expired_files", "delete_files", "gc_enabled", "GC_DISABLED",
 ]
 
 log = logging.getLogger(__name__)
@@ -153,6 +148,12 @@ class CleanExpiredMetadata:
 
 
 # ------------------------------------------------------------------------------------ files
+#: an engine step: ``(candidate manifests, retained manifests) -> rows (path, kind)`` of the live
+#: content files of the candidates that no live entry of the retained manifests names, computed as
+#: a distributed job -- or None when the manifests are few enough for the driver
+UnreachedStep = Callable[[Sequence[ManifestFile], Sequence[ManifestFile]], Any]
+
+
 @dataclass
 class ExpiredFiles:
     """Files to delete: small driver-side groups plus, for large metadata, a Spark DataFrame of
@@ -174,8 +175,11 @@ class ExpiredFiles:
 
 
 def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_ids: Iterable[int], *,
-                  spark: Any = None) -> ExpiredFiles:
+                  unreached: UnreachedStep | None = None) -> ExpiredFiles:
     """Files reachable from ``expired_ids`` in ``before`` and from no snapshot of ``after``.
+
+    ``unreached`` is the engine's step for large metadata (see :data:`UnreachedStep`); without one,
+    or when it returns None, the content files are compared on the driver.
 
     Manifests shared by an expired and a retained snapshot are never read for content: every live
     entry of a shared manifest is reachable from the retained snapshot.  Only manifests reachable
@@ -209,10 +213,10 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
                 "retained_manifests": tuple(kept_manifests)}
     if not only_expired:
         return ExpiredFiles(driver, **retained)
-    if R.use_spark(spark, chain(only_expired.values(), kept_manifests.values())):
-        candidates = R.content_paths_spark(spark, io, only_expired.values())
-        valid = R.content_paths_spark(spark, io, kept_manifests.values())
-        return ExpiredFiles(driver, R.unreached_paths_spark(candidates, valid), **retained)
+    if unreached is not None:
+        frame = unreached(list(only_expired.values()), list(kept_manifests.values()))
+        if frame is not None:
+            return ExpiredFiles(driver, frame, **retained)
     candidates = R.content_paths_driver(io, only_expired.values())
     if candidates:
         _drop_reachable(io, candidates, kept_manifests.values())
@@ -296,99 +300,3 @@ def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_de
         if pool is not None:
             pool.shutdown(wait=True)
     return counts
-
-
-@contextlib.contextmanager
-def _job(spark: Any, text: str) -> Iterator[None]:
-    if spark is None:
-        yield
-        return
-    from procedures.spark.session import job_description  # noqa: PLC0415
-
-    with job_description(spark, text):
-        yield
-
-
-# ------------------------------------------------------------------------------------ entry point
-def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = None,
-                     committer: Callable[[Any, Sequence[Any]], Any] | None = None) -> ExpireSnapshotsResult:
-    """Expire snapshots of ``table`` and delete the files only they reached.
-
-    ``committer(table, operations)`` defaults to :func:`procedures.core.transaction.commit`.
-    Raises :class:`ValidationError` (table unchanged) for bad arguments, ``gc.enabled=false`` and
-    an explicit snapshot id that a kept branch or tag still points at.
-    """
-    params.validate_deletes()
-    if not gc_enabled(table.metadata):
-        raise ValidationError(GC_DISABLED)
-    params.validate_retain_last()
-    op = ExpireSnapshots(now_ms=params.now_ms, older_than_ms=params.older_than_ms,
-                         retain_last=params.retain_last, snapshot_ids=tuple(params.snapshot_ids))
-    ops: list[Any] = [op]
-    if params.clean_expired_metadata:
-        ops.append(CleanExpiredMetadata())
-    committed = (committer or commit)(table, ops)
-    plan = op.plan
-    if plan is None or op.base is None or not plan.expired_snapshot_ids:
-        return ExpireSnapshotsResult(removed_refs=plan.removed_refs if plan else ())
-    # like Java, compare against the table as it is now: a commit that landed after ours counts
-    after = committed.refresh().metadata if hasattr(committed, "refresh") else committed.metadata
-    name = getattr(table, "name", "table")
-    with _job(spark, f"expire_snapshots: files of {len(plan.expired_snapshot_ids)} expired snapshot(s) of {name}"):
-        files = expired_files(table.io, op.base, after, plan.expired_snapshot_ids, spark=spark)
-        guard = DeleteGuard(committed, table_roots(after), metadata_location=getattr(committed, "metadata_location", None),
-                            manifest_lists=files.retained_lists, manifests=files.retained_manifests,
-                            procedure=f"expire_snapshots on {name}")
-        counts = delete_files(table.io, files.iterate(params.stream_results),
-                              max_concurrent_deletes=params.max_concurrent_deletes, guard=guard)
-    log.info("expire_snapshots on %s: expired %d snapshot(s), deleted %d file(s)", name,
-             len(plan.expired_snapshot_ids), sum(counts.values()))
-    return ExpireSnapshotsResult(
-        counts[R.DATA], counts[R.POSITION_DELETE], counts[R.EQUALITY_DELETE], counts[R.MANIFEST],
-        counts[R.MANIFEST_LIST], counts[R.STATISTICS], plan.expired_snapshot_ids, plan.removed_refs,
-        files.content_frame is not None, tuple(guard.report.outside), tuple(guard.report.reachable),
-    )
-
-
-_COUNT_DOC = "Number of {} deleted (only successful deletions)."
-
-
-@register(
-    "expire_snapshots",
-    parameters=[
-        P("table", "STRING", True, doc="Table to clean (relative to the CALL's catalog)."),
-        P("older_than", "TIMESTAMP", doc="Expire snapshots older than this; default now - history.expire.max-snapshot-age-ms."),
-        P("retain_last", "INT", doc="Ancestors kept per branch whatever their age (>= 1); default history.expire.min-snapshots-to-keep."),
-        P("max_concurrent_deletes", "INT", doc="Threads deleting files (> 0); default: the calling thread."),
-        P("stream_results", "BOOLEAN", doc="Stream the files to delete to the driver partition by partition."),
-        P("snapshot_ids", "ARRAY<BIGINT>", doc="Snapshots to expire in addition to the retention rules."),
-        P("clean_expired_metadata", "BOOLEAN", doc="Also remove partition specs and schemas no kept snapshot uses."),
-    ],
-    output=(
-        Col("deleted_data_files_count", "BIGINT", True, _COUNT_DOC.format("data files")),
-        Col("deleted_position_delete_files_count", "BIGINT", True, _COUNT_DOC.format("position delete files and DV files")),
-        Col("deleted_equality_delete_files_count", "BIGINT", True, _COUNT_DOC.format("equality delete files")),
-        Col("deleted_manifest_files_count", "BIGINT", True, _COUNT_DOC.format("manifests")),
-        Col("deleted_manifest_lists_count", "BIGINT", True, _COUNT_DOC.format("manifest lists")),
-        Col("deleted_statistics_files_count", "BIGINT", True, _COUNT_DOC.format("statistics and partition statistics files")),
-    ),
-)
-def expire_snapshots_procedure(
-    ctx: ProcedureContext, table: str, older_than: int | None, retain_last: int | None,
-    max_concurrent_deletes: int | None, stream_results: bool | None, snapshot_ids: list[int] | None,
-    clean_expired_metadata: bool | None,
-) -> list[tuple]:
-    """Remove old snapshots (and the refs that aged out) from metadata, then delete the data,
-    delete, manifest, manifest-list and statistics files that only they reached."""
-    params = ExpireSnapshotsParams(
-        older_than_ms=micros_to_millis(older_than) if older_than is not None else None,
-        retain_last=retain_last,
-        max_concurrent_deletes=max_concurrent_deletes,
-        stream_results=bool(stream_results),
-        snapshot_ids=tuple(int(i) for i in snapshot_ids or () if i is not None),
-        clean_expired_metadata=bool(clean_expired_metadata),
-    )
-    params.validate_deletes()
-    t = ctx.load_table(table)
-    result = expire_snapshots(t, params, spark=ctx.spark, committer=ctx.commit)
-    return [result.row()]

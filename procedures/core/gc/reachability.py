@@ -17,7 +17,9 @@ Two implementations share one plan:
   The choice is by size, so a small table never starts a Spark job and a large one never has
   every content path on the driver.
 
-Nothing here imports pyspark at module level; the Spark side is imported lazily.
+Nothing here imports pyspark: the Spark side (:func:`procedures.spark.listing.manifest_content_dataframe`,
+:func:`procedures.spark.listing.unreached_paths`) is called by the actions in :mod:`procedures.spark.actions`,
+which decide with :func:`use_spark`.
 """
 
 from __future__ import annotations
@@ -33,9 +35,8 @@ from procedures.spec.metadata import TableMetadata
 __all__ = [
     "DATA", "POSITION_DELETE", "EQUALITY_DELETE", "MANIFEST", "MANIFEST_LIST", "STATISTICS", "KINDS",
     "DRIVER_MAX_MANIFESTS", "DRIVER_MAX_MANIFEST_BYTES", "SnapshotManifests", "read_snapshot_manifests",
-    "use_spark", "content_kind", "manifest_content_paths", "content_paths_driver", "content_paths_spark",
-    "unreached_paths_spark",
-    "statistics_paths", "metadata_file_paths", "is_table_metadata_file",
+    "use_spark", "content_kind", "manifest_content_paths", "content_paths_driver",
+    "statistics_paths", "metadata_file_paths", "is_table_metadata_file", "manifest_row", "manifest_from_row",
 ]
 
 log = logging.getLogger(__name__)
@@ -155,22 +156,6 @@ def content_paths_driver(io: Any, manifests: Iterable[ManifestFile], *,
     return out
 
 
-def content_paths_spark(spark: Any, io: Any, manifests: Iterable[ManifestFile]) -> Any:
-    """Live content files of ``manifests`` as a DataFrame ``(path STRING, kind STRING)``, one
-    Spark task per group of manifests (the manifests are read on the executors)."""
-    from procedures.spark.listing import manifest_content_dataframe  # noqa: PLC0415 -- Spark only here
-
-    return manifest_content_dataframe(spark, dict(io.properties), list(manifests))
-
-
-def unreached_paths_spark(candidates: Any, valid: Any) -> Any:
-    """Rows ``(path, kind)`` of ``candidates`` whose path, under any normalised reading, no row of
-    ``valid`` names (both DataFrames with a ``path`` column)."""
-    from procedures.spark.listing import unreached_paths  # noqa: PLC0415 -- Spark only here
-
-    return unreached_paths(candidates, valid)
-
-
 def statistics_paths(md: TableMetadata, snapshot_ids: Iterable[int] | None = None) -> dict[str, str]:
     """Statistics and partition-statistics files registered for ``snapshot_ids`` (default all)."""
     ids = None if snapshot_ids is None else set(snapshot_ids)
@@ -195,7 +180,8 @@ def metadata_file_paths(md: TableMetadata, metadata_location: str | None) -> lis
     return out
 
 
-def _manifest_row(m: ManifestFile) -> tuple[str, int, int, int]:
+def manifest_row(m: ManifestFile) -> tuple[str, int, int, int]:
+    """The plain values of a manifest an executor needs to list its paths (:func:`manifest_from_row`)."""
     return (m.manifest_path, int(m.manifest_length or 0), int(m.partition_spec_id), int(m.content))
 
 

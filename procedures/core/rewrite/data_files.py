@@ -1,13 +1,15 @@
-"""``rewrite_data_files`` (procedures.md §3.9): compact and optionally sort or Z-order data files.
+"""``rewrite_data_files`` without an engine (procedures.md §3.9): strategy, commit manager, dangling deletes.
 
 Follows Iceberg Java 1.10's procedure and ``RewriteDataFilesSparkAction``:
 
 * the strategy decision table (binpack | sort, with the table's sort order, a column list or
   ``zorder(...)``) and its error texts;
-* options validated up front (:mod:`.rewrite_planner`), ``where`` parsed into an Iceberg filter and
+* options validated up front (:mod:`procedures.core.rewrite.planner`), ``where`` parsed into an Iceberg filter and
   used for file selection only (whole files are rewritten);
-* a pure plan from the starting snapshot, then groups rewritten as Spark jobs on a driver thread
-  pool bounded by ``max-concurrent-file-group-rewrites`` (:mod:`procedures.spark.rewrite`);
+* a pure plan from the starting snapshot (:mod:`procedures.core.rewrite.planner`), then groups
+  rewritten by the engine's ``rewrite`` callable on a driver thread pool bounded by
+  ``max-concurrent-file-group-rewrites`` (the Spark action is
+  :mod:`procedures.spark.actions.rewrite_data_files`);
 * the commit manager: one ``RewriteFiles`` commit (or, with ``partial-progress.enabled``, one per
   batch of ``ceil(groups / max-commits)`` groups) validated from the starting snapshot, new files
   taking the starting snapshot's data sequence number (``use-starting-sequence-number``), the DVs of
@@ -28,17 +30,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from procedures.catalog.base import Table
 from procedures.core.operations import RewriteFiles
+from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup, RewriteOptions, RewritePlan
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.summary import is_dv
-from procedures.core.transaction import commit
+from procedures.core.transaction import Table, commit
 from procedures.errors import CommitFailedError, CommitStateUnknownError, IcebergError, ValidationError
-from procedures.maintenance.params import OutputColumn as Col, Parameter as P
-from procedures.maintenance.registry import ProcedureContext, register
-from procedures.maintenance.rewrite_planner import (
-    BIN_PACK, SORT, Z_ORDER, FileGroup, RewriteOptions, RewritePlan, parse_rewrite_options, plan_rewrite,
-)
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import bind
 from procedures.spec.manifest import DataFile, FileContent, ManifestContent
@@ -46,8 +43,8 @@ from procedures.spec.metadata import TableMetadata
 from procedures.spec.sorting import SortOrder, parse_sort_order
 
 __all__ = [
-    "rewrite_data_files", "RewriteResult", "RewriteDataFilesAction", "compaction_rewrite",
-    "parse_strategy", "find_dangling_deletes", "remove_dangling_deletes",
+    "Strategy", "RewriteResult", "GroupOutcome", "RewriteDataFilesAction", "compaction_rewrite", "parse_strategy",
+    "sort_order_id", "find_dangling_deletes", "remove_dangling_deletes", "parse_where",
 ]
 
 log = logging.getLogger(__name__)
@@ -170,7 +167,7 @@ def _zorder_columns(md: TableMetadata, names: Sequence[str], case_sensitive: boo
     return tuple(out)
 
 
-def _sort_order_id(md: TableMetadata, order: SortOrder | None) -> int:
+def sort_order_id(md: TableMetadata, order: SortOrder | None) -> int:
     """The id of the table's sort order with the same fields, else 0 (files are not tagged as sorted)."""
     if order is None:
         return 0
@@ -235,8 +232,8 @@ def _delete_files(table: Table, files: Iterable[DataFile]) -> None:
 class RewriteDataFilesAction:
     """Plan, rewrite and commit; the engine behind the procedure (usable from Python directly).
 
-    ``rewrite(group) -> list[DataFile]`` writes a group's new files; the default uses Spark
-    (:func:`procedures.spark.rewrite.rewrite_group`).  ``committer(table, operations)`` commits
+    ``rewrite(group, plan) -> list[DataFile]`` writes a group's new files (the Spark action passes
+    :func:`procedures.spark.rewrite.rewrite_group`).  ``committer(table, operations)`` commits
     (default :func:`procedures.core.transaction.commit`).
     """
 
@@ -447,12 +444,9 @@ def remove_dangling_deletes(table: Table, committer: Callable[[Table, list], Tab
     return table, len(dangling)
 
 
-# ------------------------------------------------------------------------------ the procedure
-def _case_sensitive(ctx: ProcedureContext) -> bool:
-    return str(ctx.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
-
-
-def _filter(md: TableMetadata, where: str | None, case_sensitive: bool):
+# ------------------------------------------------------------------------------ where
+def parse_where(md: TableMetadata, where: str | None, case_sensitive: bool):
+    """The ``where`` argument as an Iceberg filter bound to the table schema (None for no filter)."""
     if where is None:
         return None
     try:
@@ -461,88 +455,3 @@ def _filter(md: TableMetadata, where: str | None, case_sensitive: bool):
     except IcebergError as e:
         raise ValidationError(f"Cannot parse predicates in where option: {where} ({e})") from e
     return expr
-
-
-@register(
-    "rewrite_data_files",
-    parameters=[
-        P("table", "STRING", True, doc="Table to compact."),
-        P("strategy", "STRING", doc="binpack or sort (case-insensitive); default binpack, or sort when sort_order is given."),
-        P("sort_order", "STRING", doc="'col ASC NULLS LAST, ...' or 'zorder(c1, c2)'; default: the table's sort order."),
-        P("options", "MAP<STRING,STRING>", doc="Rewrite options (target-file-size-bytes, partial-progress.enabled, ...)."),
-        P("where", "STRING", doc="Predicate selecting the files to consider (whole files are rewritten)."),
-    ],
-    output=(
-        Col("rewritten_data_files_count", "INT", False, "Data files replaced."),
-        Col("added_data_files_count", "INT", False, "Data files written."),
-        Col("rewritten_bytes_count", "BIGINT", False, "Total size of the replaced files."),
-        Col("failed_data_files_count", "INT", False, "Files of groups that failed (partial progress only)."),
-        Col("removed_delete_files_count", "INT", False, "Delete files removed (DVs of rewritten files, dangling deletes)."),
-    ),
-)
-def rewrite_data_files(ctx: ProcedureContext, table: str, strategy: str | None, sort_order: str | None,
-                       options: dict | None, where: str | None) -> list[tuple]:
-    """Rewrite small, large or delete-heavy data files into well-sized (optionally sorted) files."""
-    from procedures.spark.session import active_session  # noqa: PLC0415
-
-    t = ctx.load_table(table)
-    md = t.metadata
-    name = f"{ctx.catalog_name}.{'.'.join(t.identifier)}"
-    cs = _case_sensitive(ctx)
-    how = parse_strategy(md, name, strategy, sort_order, case_sensitive=cs)
-    expr = _filter(md, where, cs)
-    if md.current_snapshot() is None:
-        return [RewriteResult().row()]
-    opts = parse_rewrite_options(
-        options or {}, rewriter=how.rewriter, table_properties=md.properties,
-        spec_ids=[s.spec_id for s in md.partition_specs], current_spec_id=md.default_spec_id,
-    )
-    spark = active_session(ctx.spark)
-    result = run_rewrite(spark, t, opts, how, filter=expr, case_sensitive=cs, committer=ctx.commit)
-    return [result.row()]
-
-
-def run_rewrite(
-    spark: Any,
-    table: Table,
-    opts: RewriteOptions,
-    how: Strategy | None = None,
-    *,
-    filter: Any = None,
-    case_sensitive: bool = False,
-    committer: Callable[[Table, list], Table] | None = None,
-) -> RewriteResult:
-    """Plan from the current snapshot, rewrite groups on Spark, commit; see the module docstring."""
-    from procedures.spark.rewrite import RewriteSpec, group_description, rewrite_group  # noqa: PLC0415
-
-    how = how or Strategy(opts.rewriter)
-    md = table.metadata
-    snap = md.current_snapshot()
-    if snap is None:
-        return RewriteResult()
-    plan = plan_rewrite(md, table.io, opts, filter=filter, snapshot_id=snap.snapshot_id, case_sensitive=case_sensitive)
-    spec = RewriteSpec(
-        rewriter=how.rewriter, sort_order=how.sort_order, zorder_columns=how.zorder_columns,
-        sort_order_id=_sort_order_id(md, how.sort_order) if how.rewriter == SORT else 0,
-        shuffle_partitions_per_file=opts.shuffle_partitions_per_file,
-        var_length_contribution=opts.var_length_contribution, max_output_size=opts.max_output_size,
-    )
-
-    def rewrite(group: FileGroup, p: RewritePlan) -> list[DataFile]:
-        key = tuple(group.partition)
-        text = group_description(table, group, p.total_group_count, how.rewriter,
-                                 p.groups_in_partition.get(_pkey(key), 0))
-        return rewrite_group(spark, table, group, spec, description=text)
-
-    action = RewriteDataFilesAction(table, opts, rewrite=lambda g, p: rewrite(g, p), committer=committer)
-    result = action.execute(plan, snap.snapshot_id)
-    if opts.remove_dangling_deletes:
-        _, removed = remove_dangling_deletes(action.table.refresh(), committer)
-        result.removed_delete_files_count += removed
-    return result
-
-
-def _pkey(partition: tuple) -> tuple:
-    from procedures.core.scan import partition_key  # noqa: PLC0415
-
-    return tuple(partition_key(0, partition)[1])

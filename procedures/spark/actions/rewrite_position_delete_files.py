@@ -1,5 +1,5 @@
-"""``rewrite_position_delete_files`` (procedures.md §3.17): compact position delete files and drop
-deletes that point at data files no longer in the table.
+"""The ``rewrite_position_delete_files`` action (procedures.md §3.17): compact position delete files and
+drop deletes that point at data files no longer in the table.
 
 Follows Iceberg Java 1.10: live position delete files of the current snapshot (restricted by ``where``
 on base-table columns through each file's partition) are bucketed per spec and partition,
@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import pickle
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,16 +31,17 @@ from procedures.errors import CommitStateUnknownError, IcebergError, ValidationE
 from procedures.io.delete_writers import (
     DeleteTarget, merge_positions, read_position_deletes, write_deletion_vectors, write_position_delete_files,
 )
-from procedures.maintenance.params import OutputColumn as Col, Parameter as P
-from procedures.maintenance.registry import ProcedureContext, register
-from procedures.maintenance.rewrite_data_files import compaction_rewrite, _filter
-from procedures.maintenance.rewrite_planner import FileGroup, parse_position_delete_options, plan_groups
+from procedures.core.rewrite.data_files import compaction_rewrite
+from procedures.core.rewrite.planner import FileGroup, parse_position_delete_options, plan_groups
+from procedures.io.fileio import FileIO
+from procedures.spark.session import job_description
+from procedures.spark.write import task_ids, write_payloads
 from procedures.spec.evaluators import Evaluator
 from procedures.spec.expressions import ALWAYS_TRUE
 from procedures.spec.manifest import DataFile, FileContent, ManifestContent
 from procedures.spec.projection import inclusive_projection
 
-__all__ = ["rewrite_position_delete_files", "rewrite_position_deletes"]
+__all__ = ["rewrite_position_deletes"]
 
 log = logging.getLogger(__name__)
 
@@ -94,18 +96,11 @@ def _replaced_dvs(group: _GroupInput, added: list[DataFile]) -> list[DataFile]:
 
 def _rewrite_group_in_spark(spark: Any, table: Any, group: _GroupInput, description: str) -> list[DataFile]:
     """:func:`_rewrite_group` as a one-task Spark job; its files are deleted if the job fails."""
-    import pickle  # noqa: PLC0415
-
-    from procedures.spark.session import job_description  # noqa: PLC0415
-    from procedures.spark.write import task_ids, write_payloads  # noqa: PLC0415
-
     md = table.metadata
     io_props = dict(getattr(table.io, "properties", {}) or {})
     operation_id = str(uuid.uuid4())
 
     def rewrite(payload: bytes) -> list[list[DataFile]]:
-        from procedures.io.fileio import FileIO  # noqa: PLC0415
-
         partition_id, task_id = task_ids()
         return [_rewrite_group(FileIO(io_props), md, pickle.loads(payload), partition_id=partition_id,
                                task_id=task_id, operation_id=operation_id)]
@@ -159,9 +154,7 @@ def rewrite_position_deletes(table: Any, options: dict | None = None, where=None
 
         candidates = [f for f in candidates if matches(f)]
     if md.format_version >= 3:
-        from dataclasses import replace  # noqa: PLC0415
-
-        opts = replace(opts, rewrite_all=True)  # every v2 file must become DVs
+        opts = dataclasses.replace(opts, rewrite_all=True)  # every v2 file must become DVs
     plan = plan_groups([_DeleteTask(f) for f in candidates], opts,
                        bucket_of=lambda t: (t.data_file.spec_id,) + tuple(t.data_file.partition))
     if not plan.groups:
@@ -223,28 +216,3 @@ def _cleanup(table: Any, files: list[DataFile]) -> None:
         table.io.delete_many(sorted({f.file_path for f in files}))
     except Exception as e:  # noqa: BLE001 - cleanup must not hide the failure
         log.warning("could not delete files of a failed position delete rewrite of %s: %s", table.name, e)
-
-
-@register(
-    "rewrite_position_delete_files",
-    parameters=[
-        P("table", "STRING", True, doc="Table whose position delete files are compacted."),
-        P("options", "MAP<STRING,STRING>", doc="Rewrite options (target-file-size-bytes, min-input-files, ...)."),
-        P("where", "STRING", doc="Predicate on base-table columns selecting delete files by partition."),
-    ],
-    output=(
-        Col("rewritten_delete_files_count", "INT", False, "Delete files replaced."),
-        Col("added_delete_files_count", "INT", False, "Delete files written."),
-        Col("rewritten_bytes_count", "BIGINT", False, "Bytes of the replaced delete files."),
-        Col("added_bytes_count", "BIGINT", False, "Bytes of the new delete files."),
-    ),
-)
-def rewrite_position_delete_files(ctx: ProcedureContext, table: str, options: dict | None, where: str | None) -> list[tuple]:
-    """Compact position delete files, dropping deletes of data files that are gone."""
-    t = ctx.load_table(table)
-    cs = str(ctx.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
-    expr = _filter(t.metadata, where, cs)
-    from procedures.spark.session import active_session  # noqa: PLC0415
-
-    return [rewrite_position_deletes(t, options, expr, committer=ctx.commit, case_sensitive=cs,
-                                     spark=active_session(ctx.spark))]

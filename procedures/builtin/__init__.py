@@ -1,0 +1,21 @@
+"""The built-in procedures: one thin module per procedure (declare parameters and output, turn the
+arguments into the action's parameters, call the action, build rows).
+
+Importing this package registers every one of them; the front end
+(:mod:`procedures.frontend.runner`) imports it.  The list is explicit: a module that fails to import
+is a bug and fails loudly.
+"""
+
+from procedures.builtin import (  # imported for their @register side effect
+    expire_snapshots,
+    remove_orphan_files,
+    rewrite_data_files,
+    rewrite_manifests,
+    rewrite_position_delete_files,
+    snapshot_management,
+)
+
+__all__ = [
+    "expire_snapshots", "remove_orphan_files", "rewrite_data_files", "rewrite_manifests",
+    "rewrite_position_delete_files", "snapshot_management",
+]

@@ -1,0 +1,116 @@
+"""What a running procedure sees: :class:`ProcedureContext`, and the catalogs it opens.
+
+Python counterpart of Iceberg's ``BaseProcedure`` helpers: the context resolves table arguments
+relative to the CALL's catalog exactly as Spark does (procedures.md §1.5), refuses other catalogs,
+loads tables and commits only through :func:`procedures.core.transaction.commit`.
+:func:`open_catalog` caches our catalogs per configuration.  Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+from procedures.catalog.base import Catalog, Table, split_dotted
+from procedures.catalog.config import SPARK_PREFIX, catalog_names, catalog_properties, load_catalog
+from procedures.core.transaction import commit
+from procedures.errors import CatalogConfigError, NoSuchTableError, ValidationError
+from procedures.framework.declaration import Procedure
+
+__all__ = ["ProcedureContext", "open_catalog", "known_catalogs", "local_zone"]
+
+_CATALOG_CACHE: dict[tuple, Catalog] = {}
+
+
+def open_catalog(name: str, conf: Mapping[str, str]) -> Catalog:
+    """Our catalog ``name`` from ``conf`` (cached per configuration)."""
+    props, _ = catalog_properties(name, conf)
+    key = (name, tuple(sorted((k, str(v)) for k, v in props.items())))
+    cat = _CATALOG_CACHE.get(key)
+    if cat is None:
+        try:
+            cat = load_catalog(name, conf)
+        except CatalogConfigError as e:
+            raise CatalogConfigError(f"Cannot use catalog {name}: {e}") from e
+        _CATALOG_CACHE[key] = cat
+    return cat
+
+
+def known_catalogs(conf: Mapping[str, str]) -> set[str]:
+    """Every catalog name Spark would recognise: ours, Spark catalog plugins, and ``spark_catalog``."""
+    names = set(catalog_names(conf)) | {"spark_catalog"}
+    for key in conf:
+        if key.startswith(SPARK_PREFIX):
+            rest = key[len(SPARK_PREFIX):]
+            names.add(rest.split(".", 1)[0])
+    return names
+
+
+class ProcedureContext:
+    """What a procedure sees: its catalog, the configuration, the Spark session (may be None),
+    the session time zone, and helpers to resolve/load tables and to commit."""
+
+    def __init__(self, procedure: Procedure, catalog_name: str, conf: Mapping[str, str], spark: Any = None) -> None:
+        self.procedure = procedure
+        self.catalog_name = catalog_name
+        self.conf = dict(conf)
+        self.spark = spark
+        self.tz = self.conf.get("spark.sql.session.timeZone") or local_zone()
+        self.changed_tables: list[tuple[str, tuple[str, ...]]] = []
+
+    @property
+    def case_sensitive(self) -> bool:
+        """Spark's ``spark.sql.caseSensitive`` for the CALL's session (default false)."""
+        return str(self.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+
+    @property
+    def catalog(self) -> Catalog:
+        """The CALL's catalog (one of ours)."""
+        return open_catalog(self.catalog_name, self.conf)
+
+    def default_namespace(self) -> tuple[str, ...]:
+        """The catalog's ``default-namespace`` option (Iceberg's SparkCatalog default: ``default``)."""
+        raw = self.conf.get(f"{SPARK_PREFIX}{self.catalog_name}.default-namespace", "default")
+        return tuple(split_dotted(raw))
+
+    def resolve(self, text: str | None, param: str = "table") -> tuple[str, ...]:
+        """Resolve a table argument relative to the CALL's catalog (procedures.md §1.5); returns the identifier."""
+        if text is None or not str(text).strip():
+            raise ValidationError(f"Cannot handle an empty identifier for parameter '{param}'")
+        try:
+            parts = split_dotted(text.strip())
+        except ValidationError:
+            raise ValidationError(f"Cannot parse identifier for parameter '{param}': {text}") from None
+        if any(not p for p in parts):
+            raise ValidationError(f"Cannot parse identifier for parameter '{param}': {text}")
+        catalog = self.catalog_name
+        if len(parts) > 1 and parts[0] in known_catalogs(self.conf):
+            catalog, parts = parts[0], parts[1:]
+        if catalog != self.catalog_name:
+            raise ValidationError(
+                f"Cannot run procedure in catalog '{self.catalog_name}': '{text}' is a table in catalog '{catalog}'"
+            )
+        if len(parts) == 1:
+            parts = [*self.default_namespace(), parts[0]]
+        return tuple(parts)
+
+    def load_table(self, text: str | None, param: str = "table") -> Table:
+        """Resolve and load a table argument; a missing table names the identifier and the catalog."""
+        ident = self.resolve(text, param)
+        try:
+            return self.catalog.load_table(ident)
+        except NoSuchTableError:
+            raise NoSuchTableError(
+                f"Couldn't load table '{'.'.join(ident)}' in catalog '{self.catalog_name}'"
+            ) from None
+
+    def commit(self, table: Table, operations: Sequence[Any]) -> Table:
+        """Commit through the one transactional path and remember the table as changed."""
+        new = commit(table, list(operations))
+        self.changed_tables.append((self.catalog_name, tuple(table.identifier)))
+        return new
+
+
+def local_zone() -> str:
+    """The machine's UTC offset (``+0100``), the session time zone when Spark's conf names none."""
+    return time.strftime("%z") or "UTC"

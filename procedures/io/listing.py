@@ -1,0 +1,93 @@
+"""Listing a table's folders for orphan-file detection: a breadth-first directory walk (local files
+with ``os.scandir``, other file systems with ``pyarrow.fs``) and the FileIO's recursive prefix listing.
+
+Both apply an age cutoff and a hidden-path filter (an object with ``accept(name)``, in practice
+:class:`procedures.core.gc.orphans.HiddenPathFilter`).  The same :func:`walk` runs on the driver
+and, for the sub-trees the driver hands over, in Spark tasks (:func:`procedures.spark.listing.list_directories`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from typing import Any, Protocol, Sequence
+
+import pyarrow.fs as pafs
+
+from procedures.core.paths import local_path, relative_path
+
+__all__ = ["PathFilter", "walk", "list_with_prefix"]
+
+
+class PathFilter(Protocol):
+    """Whether one path segment is listed (not hidden)."""
+
+    def accept(self, name: str) -> bool: ...  # pragma: no cover
+
+
+def _list_one(directory: str) -> tuple[list[tuple[str, int]], list[str]]:
+    """Direct children of ``directory``: files with mtimes, and sub-directories."""
+    local = local_path(directory)
+    files: list[tuple[str, int]] = []
+    dirs: list[str] = []
+    if local is not None:
+        try:
+            entries = list(os.scandir(local))
+        except (FileNotFoundError, NotADirectoryError):
+            return files, dirs
+        for e in entries:
+            # Hadoop spells local files file:/x; the valid side matches whatever it spells
+            full = "file:" + os.path.join(local, e.name)
+            if e.is_dir(follow_symlinks=False):
+                dirs.append(full)
+            elif e.is_file():
+                files.append((full, e.stat().st_mtime_ns // 1_000_000))
+        return files, dirs
+    fs, p = pafs.FileSystem.from_uri(directory)
+    scheme, _, rest = directory.partition("://")
+    # object stores list "bucket/key"; HDFS lists the path alone, without the authority
+    prefix = f"{scheme}://" + (rest.split("/", 1)[0] if scheme in ("hdfs", "viewfs") else "")
+    for info in fs.get_file_info(pafs.FileSelector(p, recursive=False, allow_not_found=True)):
+        full = prefix + info.path
+        if info.type == pafs.FileType.Directory:
+            dirs.append(full)
+        elif info.type == pafs.FileType.File:
+            files.append((full, (info.mtime_ns or 0) // 1_000_000))
+    return files, dirs
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
+         max_dirs: int | None = None) -> tuple[list[str], list[str]]:
+    """List ``dirs`` breadth-first: ``(files modified before older_than_ms, directories left unlisted)``.
+
+    Hidden files and directories are skipped (hidden directories are not entered).  With
+    ``max_dirs`` the walk stops after listing that many directories and returns the rest.
+    """
+    queue = deque(dirs)
+    files: list[str] = []
+    listed = 0
+    while queue:
+        if max_dirs is not None and listed >= max_dirs:
+            break
+        directory = queue.popleft()
+        listed += 1
+        found, subdirs = _list_one(directory)
+        files.extend(p for p, mtime in found if mtime < older_than_ms and path_filter.accept(_name(p)))
+        queue.extend(d for d in subdirs if path_filter.accept(_name(d)))
+    return files, list(queue)
+
+
+def list_with_prefix(io: Any, location: str, older_than_ms: int, path_filter: PathFilter) -> list[str]:
+    """``prefix_listing``: the FileIO's recursive listing, filtered by age and hidden segments."""
+    out = []
+    for info in io.list_prefix(location):
+        rel = relative_path(location, info.path)
+        if rel is None:
+            continue
+        if info.mtime_ms is not None and info.mtime_ms < older_than_ms and all(path_filter.accept(s) for s in rel.split("/")):
+            out.append(info.path)
+    return out

@@ -1,0 +1,91 @@
+"""The ``expire_snapshots`` action (procedures.md §3.7; Java 1.10's ``ExpireSnapshotsSparkAction``).
+
+Order of work, as in Java:
+
+1. validate the arguments (``max_concurrent_deletes`` > 0, then ``gc.enabled``, then
+   ``retain_last`` >= 1) -- nothing is read or written before that;
+2. commit the metadata change through the core: :class:`~procedures.core.manage.ExpireSnapshots`
+   and, with ``clean_expired_metadata``, :class:`~procedures.core.gc.expire.CleanExpiredMetadata`;
+3. only after that commit succeeded, delete the files only the expired snapshots reached
+   (:func:`procedures.core.gc.expire.expired_files`, guarded by
+   :class:`~procedures.core.gc.delete_guard.DeleteGuard`).  With a session and large metadata the
+   content files are compared as Spark jobs (:func:`_unreached_in_spark`); otherwise on the driver,
+   so ``expire_snapshots(table, params)`` works without Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+from itertools import chain
+from typing import Any, Callable, Sequence
+
+from procedures.core.gc import reachability as R
+from procedures.core.gc.delete_guard import DeleteGuard, table_roots
+from procedures.core.gc.expire import (
+    GC_DISABLED, ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files,
+    expired_files, gc_enabled,
+)
+from procedures.core.manage import ExpireSnapshots
+from procedures.core.transaction import commit
+from procedures.errors import ValidationError
+from procedures.spark import listing as L
+from procedures.spark.session import optional_job
+
+__all__ = ["expire_snapshots"]
+
+log = logging.getLogger(__name__)
+
+
+def _unreached_in_spark(spark: Any, io: Any) -> UnreachedStep:
+    """The engine step of :func:`~procedures.core.gc.expire.expired_files`: a Spark job when the
+    manifests pass the driver's limits (:func:`procedures.core.gc.reachability.use_spark`)."""
+
+    def step(candidates: Sequence[Any], retained: Sequence[Any]) -> Any:
+        if not R.use_spark(spark, chain(candidates, retained)):
+            return None
+        props = dict(io.properties)
+        return L.unreached_paths(L.manifest_content_dataframe(spark, props, list(candidates)),
+                                 L.manifest_content_dataframe(spark, props, list(retained)))
+
+    return step
+
+
+def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = None,
+                     committer: Callable[[Any, Sequence[Any]], Any] | None = None) -> ExpireSnapshotsResult:
+    """Expire snapshots of ``table`` and delete the files only they reached.
+
+    ``committer(table, operations)`` defaults to :func:`procedures.core.transaction.commit`.
+    Raises :class:`ValidationError` (table unchanged) for bad arguments, ``gc.enabled=false`` and
+    an explicit snapshot id that a kept branch or tag still points at.
+    """
+    params.validate_deletes()
+    if not gc_enabled(table.metadata):
+        raise ValidationError(GC_DISABLED)
+    params.validate_retain_last()
+    op = ExpireSnapshots(now_ms=params.now_ms, older_than_ms=params.older_than_ms,
+                         retain_last=params.retain_last, snapshot_ids=tuple(params.snapshot_ids))
+    ops: list[Any] = [op]
+    if params.clean_expired_metadata:
+        ops.append(CleanExpiredMetadata())
+    committed = (committer or commit)(table, ops)
+    plan = op.plan
+    if plan is None or op.base is None or not plan.expired_snapshot_ids:
+        return ExpireSnapshotsResult(removed_refs=plan.removed_refs if plan else ())
+    # like Java, compare against the table as it is now: a commit that landed after ours counts
+    after = committed.refresh().metadata if hasattr(committed, "refresh") else committed.metadata
+    name = getattr(table, "name", "table")
+    with optional_job(spark, f"expire_snapshots: files of {len(plan.expired_snapshot_ids)} expired snapshot(s) of {name}"):
+        files = expired_files(table.io, op.base, after, plan.expired_snapshot_ids,
+                              unreached=_unreached_in_spark(spark, table.io) if spark is not None else None)
+        guard = DeleteGuard(committed, table_roots(after), metadata_location=getattr(committed, "metadata_location", None),
+                            manifest_lists=files.retained_lists, manifests=files.retained_manifests,
+                            procedure=f"expire_snapshots on {name}")
+        counts = delete_files(table.io, files.iterate(params.stream_results),
+                              max_concurrent_deletes=params.max_concurrent_deletes, guard=guard)
+    log.info("expire_snapshots on %s: expired %d snapshot(s), deleted %d file(s)", name,
+             len(plan.expired_snapshot_ids), sum(counts.values()))
+    return ExpireSnapshotsResult(
+        counts[R.DATA], counts[R.POSITION_DELETE], counts[R.EQUALITY_DELETE], counts[R.MANIFEST],
+        counts[R.MANIFEST_LIST], counts[R.STATISTICS], plan.expired_snapshot_ids, plan.removed_refs,
+        files.content_frame is not None, tuple(guard.report.outside), tuple(guard.report.reachable),
+    )

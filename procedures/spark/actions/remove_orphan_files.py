@@ -1,0 +1,159 @@
+"""The ``remove_orphan_files`` action (procedures.md §3.8; Java 1.10's ``DeleteOrphanFilesSparkAction``).
+
+1. **Actual files**: the driver walks the top of the tree (:func:`procedures.io.listing.walk`);
+   when it holds more than :data:`DRIVER_MAX_DIRS` directories the rest is listed in Spark tasks
+   (:func:`procedures.spark.listing.list_directories`).  Alternatively the rows of
+   ``file_list_view`` (``file_path``, ``last_modified``) are used and nothing is listed, or the
+   FileIO's prefix listing with ``prefix_listing``.
+2. **Valid files**: :func:`procedures.core.gc.orphans.valid_paths`, the content files read in
+   Spark tasks for large metadata.
+3. **Matching** on the driver (:func:`procedures.core.gc.orphans.find_orphans`) or, when either
+   side is a Spark frame, as a Spark join (:func:`procedures.spark.listing.find_orphans_dataframe`).
+4. **Deletion** (unless ``dry_run``): one delete per file, no retry, on ``max_concurrent_deletes``
+   threads, each batch checked by :class:`~procedures.core.gc.delete_guard.DeleteGuard`; failures
+   are logged.  A file outside ``location`` is never deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from procedures.core.gc import reachability as R
+from procedures.core.gc.delete_guard import DeleteGuard
+from procedures.core.gc.expire import delete_files, gc_enabled
+from procedures.core.gc.orphans import (
+    CONFLICTS, DEFAULT_OLDER_THAN_MS, GC_DISABLED, INTERVAL_TOO_SHORT, MIN_INTERVAL_MS, HiddenPathFilter,
+    RemoveOrphanFilesParams, RemoveOrphanFilesResult, find_orphans, format_pairs, listing_location, valid_paths,
+)
+from procedures.core.paths import flatten_equal_map
+from procedures.errors import ValidationError
+from procedures.io.listing import list_with_prefix, walk
+from procedures.spark import listing as L
+from procedures.spark.session import optional_job
+
+__all__ = ["remove_orphan_files", "DRIVER_MAX_DIRS", "MAX_STREAMED_RESULTS"]
+
+log = logging.getLogger(__name__)
+
+#: directories the driver lists before handing the rest of the tree to Spark tasks
+DRIVER_MAX_DIRS = 64
+#: rows kept in the output with stream_results (the full count is logged)
+MAX_STREAMED_RESULTS = 20_000
+
+
+def _content_in_spark(spark: Any, io: Any) -> Callable[[Sequence[Any]], Any]:
+    """The engine step of :func:`~procedures.core.gc.orphans.valid_paths`: the manifests' content
+    files as a Spark frame (``path``) when they pass the driver's limits, else None."""
+
+    def step(manifests: Sequence[Any]) -> Any:
+        if not R.use_spark(spark, manifests):
+            return None
+        return L.manifest_content_dataframe(spark, dict(io.properties), list(manifests)).select("path")
+
+    return step
+
+
+def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: Any = None) -> RemoveOrphanFilesResult:
+    """Find (and unless ``dry_run`` delete) files below the location that no metadata references."""
+    params.validate()
+    mode = params.mode()
+    md = table.metadata
+    if not gc_enabled(md):
+        raise ValidationError(GC_DISABLED)
+    now = int(time.time() * 1000) if params.now_ms is None else params.now_ms
+    if params.older_than_ms is not None and not params.testing and now - params.older_than_ms < MIN_INTERVAL_MS:
+        raise ValidationError(INTERVAL_TOO_SHORT)
+    older_than = params.older_than_ms if params.older_than_ms is not None else now - DEFAULT_OLDER_THAN_MS
+    location = listing_location(table.location, params.location)
+    if params.file_list_view is not None and spark is None:
+        raise ValidationError(f"file_list_view {params.file_list_view!r} needs a Spark session to be read")
+    schemes = flatten_equal_map(params.equal_schemes)
+    auths = flatten_equal_map(params.equal_authorities)
+    path_filter = HiddenPathFilter.for_metadata(md)
+    name = getattr(table, "name", "table")
+
+    with optional_job(spark, f"remove_orphan_files: {name} older_than={older_than} location={location}"):
+        actual_list, actual_df = _actual_files(table, params, location, older_than, path_filter, spark)
+        valid = valid_paths(table.io, md, table.metadata_location,
+                            content_frame=_content_in_spark(spark, table.io) if spark is not None else None)
+        used_spark = actual_df is not None or valid.content_frame is not None
+        if not used_spark:
+            orphans: Iterable[str] = find_orphans(actual_list, valid.paths, equal_schemes=schemes,
+                                                  equal_authorities=auths, mode=mode)
+        else:
+            orphans = _find_orphans_spark(spark, actual_list, actual_df, valid.paths, valid.content_frame, schemes,
+                                          auths, mode, params.stream_results)
+        guard = DeleteGuard(table, (location,), metadata_location=table.metadata_location,
+                            manifest_lists=valid.manifest_lists, manifests=valid.manifests,
+                            procedure=f"remove_orphan_files on {name}")
+        result = _delete(table.io, orphans, guard, params)
+    return RemoveOrphanFilesResult(*result, used_spark=used_spark)
+
+
+def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, older_than: int,
+                  path_filter: HiddenPathFilter, spark: Any) -> tuple[list[str], Any]:
+    if params.file_list_view is not None:
+        return [], _view_files(spark, params.file_list_view, location, older_than)
+    if params.prefix_listing:
+        return list_with_prefix(table.io, location, older_than, path_filter), None
+    files, pending = walk([location], older_than, path_filter, max_dirs=DRIVER_MAX_DIRS if spark is not None else None)
+    if not pending:
+        return files, None
+    return files, L.list_directories(spark, pending, older_than, path_filter.partition_prefixes)
+
+
+def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
+    from pyspark.sql import functions as F, types as T  # noqa: PLC0415 -- pyspark only with a session
+
+    df = spark.table(view)
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    for col, kind, want in (("file_path", "string", T.StringType), ("last_modified", "timestamp", T.TimestampType)):
+        if col not in fields:
+            raise ValidationError(
+                f"Invalid file_list_view {view}: it has no {col} column (columns: {', '.join(fields)})"
+            )
+        if not isinstance(fields[col], want):
+            raise ValidationError(f"Invalid {col} column: {fields[col].simpleString()} is not a {kind}")
+    young = df.where(F.col("last_modified") < F.expr(f"timestamp_micros({int(older_than) * 1000})"))
+    # the view may list any spelling of any folder: keep what lies inside the location once normalised
+    return L.within_dataframe(young.select("file_path"), "file_path", location)
+
+
+def _find_orphans_spark(spark: Any, actual_list: list[str], actual_df: Any, valid_list: list[str], valid_df: Any,
+                        schemes: dict[str, str], auths: dict[str, str], mode: str, stream: bool) -> Iterator[str]:
+    actual = L.paths_dataframe(spark, actual_list)
+    if actual_df is not None:
+        actual = actual.unionByName(actual_df.select("file_path"))
+    valid = L.paths_dataframe(spark, valid_list)
+    if valid_df is not None:
+        valid = valid.unionByName(valid_df.withColumnRenamed("path", "file_path").select("file_path"))
+    orphans, conflicts = L.find_orphans_dataframe(
+        L.uri_dataframe(actual, "file_path", schemes, auths), L.uri_dataframe(valid, "file_path", schemes, auths), mode
+    )
+    if conflicts:
+        raise ValidationError(CONFLICTS.format(format_pairs(conflicts)))
+    rows = orphans.toLocalIterator() if stream else iter(orphans.collect())
+    return (r[0] for r in rows)
+
+
+def _delete(io: Any, orphans: Iterable[str], guard: DeleteGuard,
+            params: RemoveOrphanFilesParams) -> tuple[tuple[str, ...], int, int]:
+    """Delete (unless ``dry_run``) the orphans that pass the guard; a dry run reports exactly those."""
+    kept: list[str] = []
+    total = 0
+    limit = MAX_STREAMED_RESULTS if params.stream_results else None
+
+    def accepted(path: str, _kind: str) -> None:
+        nonlocal total
+        total += 1
+        if limit is None or len(kept) < limit:
+            kept.append(path)
+
+    # untracked metadata.json files are orphans too; the tracked ones are valid and never get here
+    counts = delete_files(io, ((p, "orphan") for p in orphans), max_concurrent_deletes=params.max_concurrent_deletes,
+                          retries=0, protect=None, guard=guard, dry_run=params.dry_run, accepted=accepted)
+    if limit is not None and total > limit:
+        log.info("remove_orphan_files: %d orphan files; the result holds the first %d", total, limit)
+    return tuple(kept), total, counts["orphan"]
