@@ -1,0 +1,290 @@
+"""The import contract of the package (docs/architecture.md, "Layers"), checked on the source.
+
+A small AST check of our own, over every module of ``procedures/``.  It builds the module import
+graph -- imports inside functions included, ``from procedures.x import y`` counted as an import of
+the module ``procedures.x.y`` when ``y`` is one -- and asserts:
+
+1. no cycle between modules and none between packages;
+2. no import from a higher layer (:data:`LAYERS`);
+3. no private name (leading underscore, not a module) imported from another module, by
+   ``from m import _x`` or as ``m._x`` on an imported module;
+4. own-module imports sit at the top of the file: at most :data:`MAX_INNER_IMPORTS` inside
+   functions, each on a line with a ``# noqa: PLC0415 -- <reason>`` comment;
+5. no import error swallowed around an own-module import (a missing module is a bug);
+6. spec, core, io and catalog never import pyspark.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "procedures"
+
+#: the layers, bottom first: a module may import its own layer and the layers below it only.
+#: ``""`` is the package's ``__init__`` (the lazy public API), above everything.
+LAYERS = ("errors", "spec", "core", "io", "catalog", "spark", "framework", "builtin", "frontend", "")
+#: layers that must work without Spark: no pyspark import anywhere in them
+NO_PYSPARK = ("spec", "core", "io", "catalog")
+MAX_INNER_IMPORTS = 15
+REASON = re.compile(r"#\s*noqa:\s*PLC0415\s*(--|-|:)\s*\S")
+
+
+@dataclass
+class Import:
+    importer: str
+    target: str  # a module of the package
+    name: str | None  # the imported name when it is not a module
+    line: int
+    text: str
+    in_function: bool
+
+
+@dataclass
+class Graph:
+    modules: dict[str, Path] = field(default_factory=dict)
+    imports: list[Import] = field(default_factory=list)
+    private_attributes: list[str] = field(default_factory=list)
+    swallowed: list[str] = field(default_factory=list)
+    pyspark: list[str] = field(default_factory=list)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def build_graph(root: Path = PACKAGE) -> Graph:
+    g = Graph()
+    for path in sorted(root.rglob("*.py")):
+        g.modules[module_name(path)] = path
+    for name, path in g.modules.items():
+        _scan(g, name, path)
+    return g
+
+
+def _scan(g: Graph, name: str, path: Path) -> None:
+    source = path.read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source, str(path))
+    is_package = path.name == "__init__.py"
+    aliases: dict[str, str] = {}  # local name -> own module it is bound to
+
+    def resolve(node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        base = name.split(".") if is_package else name.split(".")[:-1]
+        base = base[: len(base) - node.level + 1]
+        return ".".join(base + ([node.module] if node.module else []))
+
+    def own(module: str) -> bool:
+        return module == "procedures" or module.startswith("procedures.")
+
+    def imports_of(node: ast.AST) -> list[tuple[str, str | None, str]]:
+        """(module, name or None, local alias) of an import statement, own modules only."""
+        out = []
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in ("pyspark", "py4j"):
+                    out.append((a.name, None, ""))
+                elif own(a.name):
+                    out.append((a.name, None, a.asname or ""))
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve(node)
+            if base.split(".")[0] in ("pyspark", "py4j"):
+                out.append((base, None, ""))
+            elif own(base):
+                for a in node.names:
+                    sub = f"{base}.{a.name}"
+                    if sub in g.modules:
+                        out.append((sub, None, a.asname or a.name))
+                    else:
+                        out.append((base, a.name, a.asname or a.name))
+        return out
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for module, imported, alias in imports_of(child):
+                    if not own(module):
+                        if layer(name) in NO_PYSPARK:
+                            g.pyspark.append(f"{path.relative_to(ROOT)}:{child.lineno}: {lines[child.lineno - 1].strip()}")
+                        continue
+                    g.imports.append(Import(name, module, imported, child.lineno,
+                                            lines[child.lineno - 1], in_function))
+                    if imported is None and alias:
+                        aliases[alias] = module
+            if isinstance(child, ast.Try):
+                body_imports = [n for n in child.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                                and any(own(m) for m, _, _ in imports_of(n))]
+                catches = [ast.unparse(h.type) if h.type is not None else "" for h in child.handlers]
+                if body_imports and any(c == "" or "ImportError" in c or "ModuleNotFoundError" in c for c in catches):
+                    g.swallowed.append(f"{path.relative_to(ROOT)}:{body_imports[0].lineno}: {ast.unparse(body_imports[0])}")
+            visit(child, inner)
+
+    visit(tree, False)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")
+                and f"{aliases[node.value.id]}.{node.attr}" not in g.modules):
+            g.private_attributes.append(
+                f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr} ({aliases[node.value.id]})")
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (or a self loop), Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+
+    def strong(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            strong(v)
+    return out
+
+
+# ------------------------------------------------------------------------------ the checks
+def module_cycles(g: Graph) -> list[list[str]]:
+    edges: dict[str, set[str]] = {m: set() for m in g.modules}
+    for imp in g.imports:
+        if imp.target in g.modules and imp.target != imp.importer:
+            edges[imp.importer].add(imp.target)
+    return _cycles(edges)
+
+
+def package_cycles(g: Graph) -> list[list[str]]:
+    edges: dict[str, set[str]] = {}
+    for imp in g.imports:
+        a, b = layer(imp.importer), layer(imp.target)
+        if a != b:
+            edges.setdefault(a, set()).add(b)
+    return _cycles(edges)
+
+
+def upward_imports(g: Graph) -> list[str]:
+    out = []
+    for imp in g.imports:
+        a, b = layer(imp.importer), layer(imp.target)
+        if a not in LAYERS or b not in LAYERS:
+            out.append(f"{imp.importer}:{imp.line}: layer {a or b!r} is not in LAYERS")
+        elif LAYERS.index(b) > LAYERS.index(a):
+            out.append(f"{imp.importer}:{imp.line}: {a or 'procedures'} imports {imp.target} from the higher layer {b}")
+    return out
+
+
+def private_imports(g: Graph) -> list[str]:
+    out = [f"{imp.importer}:{imp.line}: {imp.target}.{imp.name}" for imp in g.imports
+           if imp.name is not None and imp.name.startswith("_") and not imp.name.startswith("__")
+           and imp.target != imp.importer]
+    return out + g.private_attributes
+
+
+def inner_imports(g: Graph) -> list[Import]:
+    return [imp for imp in g.imports if imp.in_function]
+
+
+# ------------------------------------------------------------------------------ the tests
+def test_every_module_has_a_layer():
+    g = build_graph()
+    assert len(g.modules) > 50
+    assert {layer(m) for m in g.modules} <= set(LAYERS), sorted({layer(m) for m in g.modules} - set(LAYERS))
+
+
+def test_no_cycles_between_modules():
+    assert module_cycles(build_graph()) == []
+
+
+def test_no_cycles_between_packages():
+    assert package_cycles(build_graph()) == []
+
+
+def test_imports_go_down_the_layers_only():
+    assert upward_imports(build_graph()) == []
+
+
+def test_no_private_name_imported_across_modules():
+    assert private_imports(build_graph()) == []
+
+
+def test_own_imports_at_the_top_with_few_documented_exceptions():
+    inner = inner_imports(build_graph())
+    undocumented = [f"{i.importer}:{i.line}: {i.text.strip()}" for i in inner if not REASON.search(i.text)]
+    assert undocumented == [], "an import inside a function needs '# noqa: PLC0415 -- <reason>'"
+    assert len({(i.importer, i.line) for i in inner}) <= MAX_INNER_IMPORTS
+
+
+def test_no_swallowed_import_errors():
+    assert build_graph().swallowed == []
+
+
+def test_lower_layers_never_import_pyspark():
+    assert build_graph().pyspark == []
+
+
+# ------------------------------------------------------------------------------ the checks can fail
+def test_the_checks_catch_violations(tmp_path, monkeypatch):
+    """A small package with one of each violation: every check reports it."""
+    files = {
+        "__init__.py": "",
+        "errors.py": "",
+        "core/__init__.py": "",
+        "core/a.py": "from procedures.spark import b\nfrom procedures.core.c import _hidden\n",
+        "core/c.py": "import pyspark\nfrom procedures.core import a\n_hidden = 1\n",
+        "spark/__init__.py": "",
+        "spark/b.py": ("from procedures.core import a\n"
+                       "def f():\n    from procedures.core import c\n    return a._x\n"
+                       "try:\n    from procedures.spark import missing\nexcept ModuleNotFoundError:\n    pass\n"),
+    }
+    for rel, text in files.items():
+        p = tmp_path / "procedures" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    g = build_graph(tmp_path / "procedures")
+    assert module_cycles(g) == [["procedures.core.a", "procedures.core.c", "procedures.spark.b"]]
+    assert package_cycles(g) == [["core", "spark"]]
+    assert upward_imports(g) == ["procedures.core.a:1: core imports procedures.spark.b from the higher layer spark"]
+    assert private_imports(g) == ["procedures.core.a:2: procedures.core.c._hidden",
+                                  "procedures/spark/b.py:4: a._x (procedures.core.a)"]
+    assert [(i.importer, i.line) for i in inner_imports(g)] == [("procedures.spark.b", 3)]
+    assert not REASON.search(inner_imports(g)[0].text)
+    assert g.swallowed == ["procedures/spark/b.py:6: from procedures.spark import missing"]
+    assert g.pyspark == ["procedures/core/c.py:1: import pyspark"]
