@@ -42,8 +42,6 @@ class ProcedureResult:
         return self.procedure.output
 
 
-
-
 def _catalog_for_python_call(table_arg: Any, conf: Mapping[str, str]) -> str:
     """For ``procedures.call`` without a catalog: the table's catalog when it names one of ours."""
     if isinstance(table_arg, str):

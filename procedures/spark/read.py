@@ -37,9 +37,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
+from procedures.catalog.config import load_catalog, resolve_identifier
 from procedures.core.scan import FileScanTask, iter_file_scan_tasks, select_snapshot
+from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
 from procedures.errors import ValidationError
+from procedures.io.arrow_schema import type_to_arrow
+from procedures.io.fileio import FileIO
 from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
+from procedures.spark.environment import check_python_workers, check_session
+from procedures.spark.session import job_description
+from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression, referenced_names
 from procedures.spec.manifest import DataFile
@@ -72,13 +79,6 @@ from procedures.spec.types import (
     UnknownType,
     UUIDType,
 )
-from procedures.catalog.config import load_catalog, resolve_identifier
-from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
-from procedures.io.arrow_schema import type_to_arrow
-from procedures.io.fileio import FileIO
-from procedures.spark.environment import check_python_workers, check_session
-from procedures.spark.session import job_description
-from procedures.spark.worker import prepare_python_worker
 
 __all__ = [
     "read_table",

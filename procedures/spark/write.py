@@ -22,8 +22,12 @@ import pyarrow as pa
 
 from procedures.catalog.base import Table
 from procedures.errors import ValidationError
+from procedures.io.fileio import FileIO
 from procedures.io.parquet_writer import WriteSettings, write_data_files
+from procedures.spark.environment import check_python_workers
+from procedures.spark.read import tasks_frame
 from procedures.spark.session import job_description, load_table
+from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest import DataFile
 from procedures.spec.sorting import NullOrder, SortDirection
 from procedures.spec.transforms import (
@@ -35,10 +39,6 @@ from procedures.spec.transforms import (
     TruncateTransform,
     YearTransform,
 )
-from procedures.io.fileio import FileIO
-from procedures.spark.environment import check_python_workers
-from procedures.spark.read import tasks_frame
-from procedures.spark.worker import prepare_python_worker
 from procedures.spec.types import IntegerType, LongType, StringType
 
 __all__ = ["write_dataframe", "WrittenFiles", "write_payloads", "write_settings", "write_in_task", "task_ids",

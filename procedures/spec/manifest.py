@@ -35,6 +35,8 @@ from procedures.spec.avro_schemas import (
     sanitize_name,
     without_logical_types,
 )
+from procedures.spec.conversions import to_bytes
+from procedures.spec.partitioning import fields_to_json
 from procedures.spec.schema import Schema, schema_to_json
 from procedures.spec.types import (
     DecimalType,
@@ -45,8 +47,6 @@ from procedures.spec.types import (
     UUIDType,
     decimal_required_bytes,
 )
-from procedures.spec.conversions import to_bytes
-from procedures.spec.partitioning import fields_to_json
 
 __all__ = [
     "FileContent",

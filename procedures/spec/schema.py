@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.spec import conversions
 from procedures.spec.types import (
     DOUBLE,
     FLOAT,
@@ -22,7 +23,6 @@ from procedures.spec.types import (
     StructType,
     parse_primitive,
 )
-from procedures.spec import conversions
 
 __all__ = [
     "Schema",

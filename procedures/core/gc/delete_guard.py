@@ -21,8 +21,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from procedures.core.paths import PathSet, is_within
 from procedures.core.gc import reachability as R
+from procedures.core.paths import PathSet, is_within
 from procedures.spec.metadata import TableMetadata
 
 __all__ = ["DeleteGuard", "table_roots", "GuardReport"]

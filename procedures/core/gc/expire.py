@@ -28,9 +28,9 @@ from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from procedures.core import updates as U
-from procedures.core.paths import PathSet, path_keys
 from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard
+from procedures.core.paths import PathSet, path_keys
 from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
 from procedures.spec.manifest import ManifestFile

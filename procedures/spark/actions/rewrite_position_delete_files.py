@@ -24,6 +24,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from procedures.core.rewrite.data_files import compaction_rewrite
+from procedures.core.rewrite.planner import FileGroup, parse_position_delete_options, plan_groups
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.summary import content_size, is_dv
 from procedures.core.transaction import commit
@@ -31,8 +33,6 @@ from procedures.errors import CommitStateUnknownError, IcebergError, ValidationE
 from procedures.io.delete_writers import (
     DeleteTarget, merge_positions, read_position_deletes, write_deletion_vectors, write_position_delete_files,
 )
-from procedures.core.rewrite.data_files import compaction_rewrite
-from procedures.core.rewrite.planner import FileGroup, parse_position_delete_options, plan_groups
 from procedures.io.fileio import FileIO
 from procedures.spark.session import job_description
 from procedures.spark.write import task_ids, write_payloads
