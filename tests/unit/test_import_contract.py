@@ -11,7 +11,7 @@ the module ``procedures.x.y`` when ``y`` is one -- and asserts:
 4. own-module imports sit at the top of the file: at most :data:`MAX_INNER_IMPORTS` inside
    functions, each on a line with a ``# noqa: PLC0415 -- <reason>`` comment;
 5. no import error swallowed around an own-module import (a missing module is a bug);
-6. spec, core, io and catalog never import pyspark.
+6. spec, core, io and catalog never import pyspark, and every module loads with pyspark blocked.
 """
 
 from __future__ import annotations
@@ -288,3 +288,22 @@ def test_the_checks_catch_violations(tmp_path, monkeypatch):
     assert not REASON.search(inner_imports(g)[0].text)
     assert g.swallowed == ["procedures/spark/b.py:6: from procedures.spark import missing"]
     assert g.pyspark == ["procedures/core/c.py:1: import pyspark"]
+
+
+def test_every_module_imports_without_pyspark():
+    """No module imports pyspark at its top: the whole package loads with pyspark blocked (Spark is
+    only needed when a Spark step runs)."""
+    import subprocess
+
+    code = (
+        "import importlib, sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pyspark', 'py4j'):\n"
+        "            raise ImportError('blocked ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        f"for m in {sorted(build_graph().modules)!r}:\n"
+        "    importlib.import_module(m)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
