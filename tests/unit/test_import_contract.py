@@ -10,7 +10,9 @@ the module ``procedures.x.y`` when ``y`` is one -- and asserts:
    ``from m import _x`` or as ``m._x`` on an imported module;
 4. own-module imports sit at the top of the file: at most :data:`MAX_INNER_IMPORTS` inside
    functions, each on a line with a ``# noqa: PLC0415 -- <reason>`` comment;
-5. no import error swallowed around an own-module import (a missing module is a bug);
+5. no import error swallowed around an own-module import (a missing module is a bug), and no
+   own module imported by name (``__import__("procedures.x")``, ``importlib.import_module``), which
+   the graph could not see;
 6. spec, core, io and catalog never import pyspark, and every module loads with pyspark blocked.
 """
 
@@ -50,6 +52,7 @@ class Graph:
     imports: list[Import] = field(default_factory=list)
     private_attributes: list[str] = field(default_factory=list)
     swallowed: list[str] = field(default_factory=list)
+    dynamic: list[str] = field(default_factory=list)
     pyspark: list[str] = field(default_factory=list)
 
 
@@ -136,6 +139,12 @@ def _scan(g: Graph, name: str, path: Path) -> None:
 
     visit(tree, False)
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and node.args
+                and (isinstance(node.func, ast.Name) and node.func.id in ("__import__", "import_module")
+                     or isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                and isinstance(node.args[0], (ast.Constant, ast.JoinedStr))
+                and ast.unparse(node.args[0]).strip("'\"f").startswith("procedures")):
+            g.dynamic.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
                 and node.attr.startswith("_") and not node.attr.startswith("__")
                 and f"{aliases[node.value.id]}.{node.attr}" not in g.modules):
@@ -251,8 +260,10 @@ def test_own_imports_at_the_top_with_few_documented_exceptions():
     assert len({(i.importer, i.line) for i in inner}) <= MAX_INNER_IMPORTS
 
 
-def test_no_swallowed_import_errors():
-    assert build_graph().swallowed == []
+def test_no_swallowed_import_errors_nor_own_modules_imported_by_name():
+    g = build_graph()
+    assert g.swallowed == []
+    assert g.dynamic == [], "import own modules with import statements, so the contract sees them"
 
 
 def test_lower_layers_never_import_pyspark():
@@ -271,7 +282,8 @@ def test_the_checks_catch_violations(tmp_path, monkeypatch):
         "spark/__init__.py": "",
         "spark/b.py": ("from procedures.core import a\n"
                        "def f():\n    from procedures.core import c\n    return a._x\n"
-                       "try:\n    from procedures.spark import missing\nexcept ModuleNotFoundError:\n    pass\n"),
+                       "try:\n    from procedures.spark import missing\nexcept ModuleNotFoundError:\n    pass\n"
+                       "__import__(f'procedures.spark.{1}')\n"),
     }
     for rel, text in files.items():
         p = tmp_path / "procedures" / rel
@@ -288,6 +300,7 @@ def test_the_checks_catch_violations(tmp_path, monkeypatch):
     assert not REASON.search(inner_imports(g)[0].text)
     assert g.swallowed == ["procedures/spark/b.py:6: from procedures.spark import missing"]
     assert g.pyspark == ["procedures/core/c.py:1: import pyspark"]
+    assert g.dynamic == ["procedures/spark/b.py:9: __import__(f'procedures.spark.{1}')"]
 
 
 def test_every_module_imports_without_pyspark():
