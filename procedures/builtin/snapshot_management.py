@@ -4,6 +4,8 @@ cherrypick_snapshot, publish_changes, fast_forward, ancestors_of and register_ta
 Parameters, output columns and error texts follow Iceberg's Spark procedures (procedures.md §3.1-§3.6,
 §3.14, §3.15).  They are metadata-only: each one is a single commit of an operation from
 :mod:`procedures.core.manage` (which re-validates on every retry) or, for ``ancestors_of``, a read.
+The eight share their table parameter and output columns and have no action of their own, so they
+stay together in one module instead of eight near-identical ones.
 """
 
 from __future__ import annotations
