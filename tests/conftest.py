@@ -48,8 +48,15 @@ def java_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark(java_warehouse: Path):
-    """The one Spark session of the run."""
+def hive_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Folder of the run's Hive metastore (embedded Derby) and of Spark's own warehouse."""
+    return tmp_path_factory.mktemp("hive")
+
+
+@pytest.fixture(scope="session")
+def spark(java_warehouse: Path, hive_home: Path):
+    """The one Spark session of the run, with Spark's Hive support over an embedded Derby metastore
+    (so ``spark_catalog`` and the Java ``jhive`` catalog share one real metastore)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -62,6 +69,17 @@ def spark(java_warehouse: Path):
         .config("spark.sql.catalog.jcat", "org.apache.iceberg.spark.SparkCatalog")
         .config("spark.sql.catalog.jcat.type", "hadoop")
         .config("spark.sql.catalog.jcat.warehouse", str(java_warehouse))
+        .config("spark.sql.catalogImplementation", "hive")
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                f"jdbc:derby:;databaseName={hive_home / 'metastore_db'};create=true")
+        .config("spark.hadoop.datanucleus.schema.autoCreateAll", "true")
+        .config("spark.hadoop.hive.metastore.schema.verification", "false")
+        # embedded Derby has no lock tables: Iceberg Java commits there without metastore locks
+        .config("spark.hadoop.iceberg.engine.hive.lock-enabled", "false")
+        .config("spark.sql.warehouse.dir", str(hive_home / "warehouse"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={hive_home}")
+        .config("spark.sql.catalog.jhive", "org.apache.iceberg.spark.SparkCatalog")
+        .config("spark.sql.catalog.jhive.type", "hive")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")

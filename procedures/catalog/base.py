@@ -36,6 +36,7 @@ __all__ = [
     "metadata_extension",
     "metadata_dir",
     "next_metadata_location",
+    "purge_table_files",
     "parse_metadata_version",
     "removed_metadata_files",
     "delete_quietly",
@@ -326,6 +327,18 @@ def removed_metadata_files(base: "TableMetadata | None", new: "TableMetadata") -
         return []
     kept = {e.metadata_file for e in new.metadata_log}
     return [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
+
+
+def purge_table_files(table: Table) -> None:
+    """Delete every file under the table location and every metadata file of its log (best effort).
+
+    Data files outside the table location are not touched: purging them needs the manifests.
+    """
+    md = table.metadata
+    files = [f.path for f in table.io.list_prefix(md.location)]
+    files += [e.metadata_file for e in md.metadata_log]
+    files.append(table.metadata_location)
+    delete_quietly(table.io, files)
 
 
 def delete_quietly(io: FileIO, paths: Iterable[str]) -> None:

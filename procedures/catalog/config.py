@@ -9,10 +9,12 @@ without importing pyspark.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Mapping
 
 from procedures.catalog.base import Catalog, Identifier, split_dotted, parse_identifier
 from procedures.catalog.hadoop import HadoopCatalog
+from procedures.catalog.hive import HiveCatalog, JvmMetastoreClient
 from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
 from procedures.errors import CatalogConfigError, NoSuchCatalogError, ValidationError
 
@@ -29,11 +31,14 @@ __all__ = [
 
 DEFAULT_CATALOG = "local"
 SPARK_PREFIX = "spark.sql.catalog."
-CATALOG_TYPES = ("hadoop", "jdbc")
+CATALOG_TYPES = ("hadoop", "jdbc", "hive")
 _IMPL_TYPES = {
     "org.apache.iceberg.hadoop.HadoopCatalog": "hadoop",
     "org.apache.iceberg.jdbc.JdbcCatalog": "jdbc",
+    "org.apache.iceberg.hive.HiveCatalog": "hive",
 }
+#: Iceberg Java's Hadoop-conf switch for metastore locks, read from the Spark conf as a default
+HIVE_LOCK_CONF = "spark.hadoop.iceberg.engine.hive.lock-enabled"
 #: catalog properties whose values must be integers (the transaction reads the commit.retry ones)
 INT_PROPERTIES = (
     "commit.retry.num-retries",
@@ -78,7 +83,7 @@ def _as_conf(conf: Any) -> Mapping[str, Any]:
 
 
 def catalog_names(conf: Any) -> list[str]:
-    """Names of the catalogs ``conf`` configures that this package can open (hadoop or jdbc)."""
+    """Names of the catalogs ``conf`` configures that this package can open (hadoop, jdbc or hive)."""
     mapping = _as_conf(conf)
     names = set()
     for key, value in mapping.items():
@@ -145,7 +150,7 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
         shown = ", ".join(configured) if configured else "none"
         raise NoSuchCatalogError(
             f"Catalog {name} is not configured (configured catalogs: {shown}): "
-            f"set {SPARK_PREFIX}{name}.type (hadoop or jdbc)",
+            f"set {SPARK_PREFIX}{name}.type (hadoop, jdbc or hive)",
             catalog=name, configured=configured,
         )
     props = _check_types(raw, prefix)
@@ -154,7 +159,7 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
         kind = _IMPL_TYPES[props["catalog-impl"]]
     if kind not in CATALOG_TYPES:
         shown = props.get("type", props.get("catalog-impl", ""))
-        raise CatalogConfigError(f"{prefix}type: unsupported catalog type {shown!r}; expected one of hadoop, jdbc")
+        raise CatalogConfigError(f"{prefix}type: unsupported catalog type {shown!r}; expected one of hadoop, jdbc, hive")
     warehouse = props.get("warehouse", "").strip() or None
     try:
         if kind == "hadoop":
@@ -164,6 +169,8 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
                     f"{prefix or SPARK_PREFIX + name + '.'}warehouse to its root folder (e.g. /data/warehouse)"
                 )
             return HadoopCatalog(name, warehouse, props)
+        if kind == "hive":
+            return _hive_catalog(name, props, prefix, conf)
 
         uri = props.get("uri", "")
         if not str(uri).strip():
@@ -177,6 +184,43 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
         raise
     except ValidationError as e:
         raise CatalogConfigError(f"{prefix}warehouse/uri of catalog {name}: {e}") from e
+
+
+def running_spark_session() -> Any:
+    """The process's Spark session when pyspark is already loaded and one is running, else None.
+
+    Looked up through ``sys.modules`` so that this layer never imports pyspark itself.
+    """
+    module = sys.modules.get("pyspark.sql.session")
+    if module is None:
+        return None
+    cls = module.SparkSession
+    session = cls.getActiveSession()
+    if session is None:
+        # another thread's session: PySpark keeps the one it created on the class
+        session = getattr(cls, "_instantiatedSession", None)
+    return session if getattr(session, "_jvm", None) is not None else None
+
+
+def _hive_catalog(name: str, props: dict[str, str], prefix: str, conf: Any) -> Catalog:
+    """A hive catalog over the metastore reached through ``conf``'s Spark session (``uri`` or the
+    session's own metastore)."""
+    session = conf if getattr(conf, "_jvm", None) is not None else running_spark_session()
+    if session is None:
+        raise CatalogConfigError(
+            f"hive catalog {name} reaches its metastore through Spark: start a SparkSession first or open it "
+            f"with one (load_catalog({name!r}, spark)), not with a dict of properties alone"
+        )
+    uri = props.get("uri", "").strip() or None
+    if uri is not None and not uri.startswith("thrift://"):
+        raise CatalogConfigError(f"{prefix}uri: expected thrift://host:port for a hive catalog, got {uri!r}")
+    mapping = _as_conf(conf)
+    raw_lock = props.get("lock-enabled", mapping.get(HIVE_LOCK_CONF, "true"))
+    lock_enabled = str(raw_lock).strip().lower() != "false"
+    hadoop = {k[len("hadoop."):]: v for k, v in props.items() if k.startswith("hadoop.")}
+    client = JvmMetastoreClient(session, uri, lock_enabled=lock_enabled, conf=hadoop)
+    warehouse = props.get("warehouse", "").strip() or str(mapping.get("spark.sql.warehouse.dir", "") or "") or None
+    return HiveCatalog(name, client, warehouse, props)
 
 
 def resolve_identifier(

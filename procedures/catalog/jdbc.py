@@ -37,6 +37,7 @@ from procedures.catalog.base import (
     next_metadata_location,
     parse_identifier,
     parse_namespace,
+    purge_table_files,
     removed_metadata_files,
 )
 from procedures.errors import (
@@ -541,10 +542,7 @@ class JdbcCatalog(Catalog):
             if cur.rowcount == 0:
                 raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
         if table is not None:
-            files = [f.path for f in self.io.list_prefix(table.metadata.location)]
-            files += [e.metadata_file for e in table.metadata.metadata_log]
-            files.append(table.metadata_location)
-            delete_quietly(self.io, files)
+            purge_table_files(table)
 
     def rename_table(self, source: IdentifierLike, target: IdentifierLike) -> None:
         """Move the row to the new identifier; the target namespace must exist."""

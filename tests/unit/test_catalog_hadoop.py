@@ -237,7 +237,7 @@ def test_config_builds_hadoop_catalog_and_resolves_names(tmp_path):
         "spark.sql.catalog.h.type": "hadoop",
         "spark.sql.catalog.h.warehouse": str(tmp_path),
         "spark.sql.catalog.h.commit.retry.num-retries": "7",
-        "spark.sql.catalog.other.type": "hive",
+        "spark.sql.catalog.other.type": "rest",
         "spark.sql.defaultCatalog": "h",
     }
     c = load_catalog("h", conf)
@@ -256,7 +256,8 @@ def test_config_builds_hadoop_catalog_and_resolves_names(tmp_path):
 @pytest.mark.parametrize(
     "conf, key",
     [
-        ({"spark.sql.catalog.h.type": "hive"}, "spark.sql.catalog.h.type"),
+        ({"spark.sql.catalog.h.type": "rest"}, "spark.sql.catalog.h.type"),
+        ({"spark.sql.catalog.h.type": "hive"}, "SparkSession"),
         ({"spark.sql.catalog.h.type": "hadoop"}, "spark.sql.catalog.h.warehouse"),
         ({"spark.sql.catalog.h.type": "hadoop", "spark.sql.catalog.h.warehouse": "rel/dir"},
          "spark.sql.catalog.h.warehouse"),
