@@ -257,7 +257,6 @@ def test_config_builds_hadoop_catalog_and_resolves_names(tmp_path):
     "conf, key",
     [
         ({"spark.sql.catalog.h.type": "rest"}, "spark.sql.catalog.h.type"),
-        ({"spark.sql.catalog.h.type": "hive"}, "SparkSession"),
         ({"spark.sql.catalog.h.type": "hadoop"}, "spark.sql.catalog.h.warehouse"),
         ({"spark.sql.catalog.h.type": "hadoop", "spark.sql.catalog.h.warehouse": "rel/dir"},
          "spark.sql.catalog.h.warehouse"),
@@ -271,6 +270,15 @@ def test_bad_config_names_the_key(conf, key):
     with pytest.raises(CatalogConfigError) as exc:
         load_catalog("h", conf)
     assert key in str(exc.value)
+
+
+def test_hive_without_a_spark_session_says_so(monkeypatch):
+    from procedures.catalog import config
+
+    # the whole suite runs a session in this process; this case is about a process without one
+    monkeypatch.setattr(config, "running_spark_session", lambda: None)
+    with pytest.raises(CatalogConfigError, match="start a SparkSession first"):
+        load_catalog("h", {"spark.sql.catalog.h.type": "hive"})
 
 
 def _commit_worker(args):
