@@ -351,7 +351,7 @@ class HiveCatalog(Catalog):
         params.update(summary_parameters(new))
         try:
             swapped = self.client.swap_parameters(hive.database, hive.name, table.metadata_location, params)
-        except CommitFailedError:
+        except (CommitFailedError, CatalogConfigError):
             delete_quietly(self.io, [location])
             raise
         except Exception as e:  # noqa: BLE001 -- decided below by reading the pointer back
@@ -641,7 +641,8 @@ class JvmMetastoreClient:
         try:
             response = self._client.lock(request)
         except Exception as e:  # noqa: BLE001
-            raise CommitFailedError(
+            # a metastore without lock support refuses every time: retrying cannot help
+            raise CatalogConfigError(
                 f"The metastore {self.uri} refused a lock on {database}.{name} ({_short(e)}); it may lack the "
                 "transaction tables. Set the catalog's lock-enabled=false to commit without a lock (two writers "
                 "can then both win a race), or enable locks on the metastore"

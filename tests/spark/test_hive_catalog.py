@@ -24,6 +24,7 @@ from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spark.session import catalog_for
 from procedures.spec.manifest import DataFile, FileFormat
+from tests.metastore_server import start_metastore, stop_metastore
 from tests.oracles import assert_rows_equal, duckdb_read, java_read, pyiceberg_read
 
 pytestmark = pytest.mark.spark
@@ -174,3 +175,38 @@ def test_a_dict_uses_the_running_session_and_a_bad_uri_is_refused(spark):
     spark.conf.set("spark.sql.catalog.badhive.uri", "http://localhost:1")
     with pytest.raises(CatalogConfigError, match="thrift://"):
         catalog_for(spark, "badhive")
+
+
+# ------------------------------------------------------------------------------------ thrift server
+@pytest.fixture(scope="module")
+def metastore():
+    server = start_metastore()
+    yield server
+    stop_metastore(server)
+
+
+def test_a_metastore_server_over_thrift(spark, metastore, tmp_path):
+    """Our catalog with ``uri=thrift://...``: tables live in that server, not in the session's metastore;
+    the server has no lock support, so a commit says to set lock-enabled=false, and then commits."""
+    # the session says lock-enabled=false for Java on embedded Derby: the first catalog overrides it
+    for name, lock in (("thrift_locked", "true"), ("thrift_free", "false")):
+        spark.conf.set(f"spark.sql.catalog.{name}.type", "hive")
+        spark.conf.set(f"spark.sql.catalog.{name}.uri", metastore.uri)
+        spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(tmp_path / "wh"))
+        spark.conf.set(f"spark.sql.catalog.{name}.lock-enabled", lock)
+    cat = catalog_for(spark, "thrift_locked")
+    assert cat.client.uri == metastore.uri
+    cat.create_namespace("remote")
+    procedures.sql(spark, "CREATE TABLE thrift_locked.remote.t (id bigint) USING iceberg")
+    assert ("remote", "t") in cat.list_tables("remote")
+    assert not catalog_for(spark, "ohive").namespace_exists("remote")  # not the session's metastore
+    before = cat.load_table("remote.t").metadata_location
+    with pytest.raises(CatalogConfigError, match="lock-enabled=false"):
+        append(spark, "thrift_locked.remote.t", spark.createDataFrame([(1,)], "id bigint"))
+    assert cat.load_table("remote.t").metadata_location == before
+    assert [p.name for p in (tmp_path / "wh" / "remote.db" / "t" / "metadata").iterdir()] == [before.rsplit("/", 1)[1]]
+    append(spark, "thrift_free.remote.t", spark.createDataFrame([(1,), (2,)], "id bigint"))
+    t = cat.load_table("remote.t")
+    assert t.metadata_location != before
+    assert _rows(read_table(spark, "thrift_locked.remote.t")) == [(1,), (2,)]
+    assert_rows_equal(pyiceberg_read(t.metadata_location), java_read(spark, t.metadata_location), key="id")
