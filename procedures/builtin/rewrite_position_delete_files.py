@@ -5,6 +5,7 @@ the output row."""
 from __future__ import annotations
 
 from procedures.core.rewrite.data_files import parse_where
+from procedures.core.rewrite.planner import parse_position_delete_options
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
@@ -33,5 +34,7 @@ def rewrite_position_delete_files(ctx: ProcedureContext, table: str, options: di
     t = ctx.load_table(table)
     cs = ctx.case_sensitive
     expr = parse_where(t.metadata, where, cs)
+    # bad options are the caller's error whatever the session: check them before asking for one
+    parse_position_delete_options(options, table_properties=t.metadata.properties)
     return [rewrite_position_deletes(t, options, expr, committer=ctx.commit, case_sensitive=cs,
                                      spark=active_session(ctx.spark))]

@@ -105,7 +105,7 @@ def run(
         shown = ", ".join(configured) if configured else "none"
         raise NoSuchCatalogError(
             f"Cannot use catalog {catalog}: not an iceberg-procedures catalog (configured: {shown}); "
-            f"set {SPARK_PREFIX}{catalog}.type to hadoop or jdbc, or name one of the configured catalogs",
+            f"set {SPARK_PREFIX}{catalog}.type to hadoop, jdbc or hive, or name one of the configured catalogs",
             catalog=catalog, configured=configured,
         )
     ctx = ProcedureContext(proc, catalog, conf, spark)
