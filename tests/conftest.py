@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.references import SHARED, is_missing_reference, skip_missing_reference
+from tests.helpers.references import SHARED, import_reference, is_missing_reference, skip_missing_reference
 
 GOLDEN = SHARED / "golden" / "iceberg-java"
 
@@ -74,7 +74,8 @@ def spark(java_warehouse: Path, hive_home: Path):
                 f"jdbc:derby:;databaseName={hive_home / 'metastore_db'};create=true")
         .config("spark.hadoop.datanucleus.schema.autoCreateAll", "true")
         .config("spark.hadoop.hive.metastore.schema.verification", "false")
-        # embedded Derby has no lock tables: Iceberg Java commits there without metastore locks
+        # Java's default; tables that want metastore locks say engine.hive.lock-enabled=true
+        # (the session adds the lock tables below; Java cannot create a table on Derby before that)
         .config("spark.hadoop.iceberg.engine.hive.lock-enabled", "false")
         .config("spark.sql.warehouse.dir", str(hive_home / "warehouse"))
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={hive_home}")
@@ -89,8 +90,31 @@ def spark(java_warehouse: Path, hive_home: Path):
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    _add_lock_tables(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A throwaway PostgreSQL server on loopback for the run (shared by the jdbc tests)."""
+    from tests import postgres_server
+
+    if postgres_server.find_bindir() is None:
+        skip_missing_reference("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
+    import_reference("psycopg", "psycopg 3 not installed: pip install 'iceberg-procedures[postgres]'")
+    server = postgres_server.start()
+    yield server
+    postgres_server.stop(server)
+
+
+def _add_lock_tables(session) -> None:
+    """Give the embedded Derby metastore Hive's transaction tables (DataNucleus does not create them),
+    so metastore locks work there as on a production metastore."""
+    jvm = session._jvm
+    hadoop_conf = session._jsparkSession.sessionState().newHadoopConf()
+    hive_conf = jvm.org.apache.hadoop.hive.conf.HiveConf(hadoop_conf, jvm.org.apache.hadoop.hive.conf.HiveConf().getClass())
+    jvm.org.apache.hadoop.hive.metastore.txn.TxnDbUtil.prepDb(hive_conf)
 
 
 @pytest.fixture()

@@ -75,6 +75,8 @@ PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 #: Java's limit on one summary parameter (``iceberg.hive.table-property-max-size``)
 MAX_PARAMETER_SIZE = 32672
 LOCK_WAIT_S = 180.0
+#: Iceberg Java's table property that turns metastore locks on or off for one table
+LOCK_PROPERTY = "engine.hive.lock-enabled"
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ class MetastoreClient(Protocol):
     def drop_table(self, database: str, name: str) -> None: ...
     def rename_table(self, database: str, name: str, new_database: str, new_name: str) -> None: ...
     def swap_parameters(self, database: str, name: str, expected_location: str,
-                        parameters: Mapping[str, str]) -> bool: ...
+                        parameters: Mapping[str, str], *, lock: bool | None = None) -> bool: ...
 
 
 # ------------------------------------------------------------------------------------ types
@@ -350,7 +352,8 @@ class HiveCatalog(Catalog):
         params = {METADATA_LOCATION: location, PREVIOUS_METADATA_LOCATION: table.metadata_location}
         params.update(summary_parameters(new))
         try:
-            swapped = self.client.swap_parameters(hive.database, hive.name, table.metadata_location, params)
+            swapped = self.client.swap_parameters(hive.database, hive.name, table.metadata_location, params,
+                                                  lock=_lock_setting(new))
         except (CommitFailedError, CatalogConfigError):
             delete_quietly(self.io, [location])
             raise
@@ -377,6 +380,12 @@ class HiveCatalog(Catalog):
             return
         delete_quietly(self.io, [location])
         raise CommitFailedError(f"Commit of {hive.database}.{hive.name} failed: {error}") from error
+
+
+def _lock_setting(md: Any) -> bool | None:
+    """The table's own ``engine.hive.lock-enabled`` (as Iceberg Java reads it), or None."""
+    raw = md.properties.get(LOCK_PROPERTY)
+    return None if raw is None else raw.strip().lower() == "true"
 
 
 def summary_parameters(md: Any) -> dict[str, str]:
@@ -557,11 +566,36 @@ class JvmMetastoreClient:
     # -- the atomic swap ----------------------------------------------------------------------------
 
     def swap_parameters(self, database: str, name: str, expected_location: str,
-                        parameters: Mapping[str, str]) -> bool:
-        """Set ``parameters`` if ``metadata_location`` still is ``expected_location``; False if it moved."""
-        if self._jdbc_url:
-            return self._swap_in_database(database, name, expected_location, parameters)
-        return self._swap_under_lock(database, name, expected_location, parameters)
+                        parameters: Mapping[str, str], *, lock: bool | None = None) -> bool:
+        """Set ``parameters`` if ``metadata_location`` still is ``expected_location``; False if it moved.
+
+        ``lock`` (default: the client's ``lock_enabled``) takes the metastore's exclusive table lock
+        around the swap, so writers that only check-then-alter under that lock (Iceberg Java) cannot
+        overwrite it.  On a metastore the session opens itself a refused lock falls back to the
+        database transaction alone, which is atomic among writers that use it.
+        """
+        use_lock = self.lock_enabled if lock is None else lock
+        lock_id = None
+        if use_lock:
+            try:
+                lock_id = self._lock(database, name)
+            except CatalogConfigError:
+                if not self._jdbc_url:
+                    raise
+                log.debug("metastore has no lock support; %s.%s commits by the database transaction alone",
+                          database, name)
+        try:
+            if self._jdbc_url:
+                return self._swap_in_database(database, name, expected_location, parameters)
+            if not use_lock:
+                log.debug("committing %s.%s without a metastore lock (lock-enabled=false)", database, name)
+            return self._check_and_alter(database, name, expected_location, parameters)
+        finally:
+            if lock_id is not None:
+                try:
+                    self._client.unlock(lock_id)
+                except Exception:  # noqa: BLE001 -- the lock times out on the server
+                    log.warning("Could not release metastore lock %s on %s.%s", lock_id, database, name)
 
     def _swap_in_database(self, database: str, name: str, expected: str, parameters: Mapping[str, str]) -> bool:
         manager = self._jvm.java.sql.DriverManager
@@ -611,25 +645,17 @@ class JvmMetastoreClient:
         finally:
             conn.close()
 
-    def _swap_under_lock(self, database: str, name: str, expected: str, parameters: Mapping[str, str]) -> bool:
-        lock_id = self._lock(database, name) if self.lock_enabled else None
-        try:
-            t = self._client.getTable(database, name)
-            current = dict(t.getParameters() or {}).get(METADATA_LOCATION)
-            if current != expected:
-                return False
-            params = t.getParameters()
-            for k, v in parameters.items():
-                params.put(k, v)
-            t.setParameters(params)
-            self._client.alter_table(database, name, t)
-            return True
-        finally:
-            if lock_id is not None:
-                try:
-                    self._client.unlock(lock_id)
-                except Exception:  # noqa: BLE001 -- the lock times out on the server
-                    log.warning("Could not release metastore lock %s on %s.%s", lock_id, database, name)
+    def _check_and_alter(self, database: str, name: str, expected: str, parameters: Mapping[str, str]) -> bool:
+        t = self._client.getTable(database, name)
+        current = dict(t.getParameters() or {}).get(METADATA_LOCATION)
+        if current != expected:
+            return False
+        params = t.getParameters()
+        for k, v in parameters.items():
+            params.put(k, v)
+        t.setParameters(params)
+        self._client.alter_table(database, name, t)
+        return True
 
     def _lock(self, database: str, name: str) -> int:
         api = self._api

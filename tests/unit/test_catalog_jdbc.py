@@ -49,18 +49,6 @@ def bumped(table, **props):
     )
 
 
-@pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
-    import postgres_server
-
-    if postgres_server.find_bindir() is None:
-        skip_missing_reference("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
-    import_reference("psycopg", "psycopg 3 not installed: pip install 'iceberg-procedures[postgres]'")
-    server = postgres_server.start()
-    yield server
-    postgres_server.stop(server)
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def conf(request, tmp_path):
     """Spark-style conf of catalog ``j`` on a fresh database of the parametrized backend."""
