@@ -18,6 +18,7 @@ import pytest
 
 import procedures
 from procedures.errors import IcebergError
+from procedures.core.gc import expire as EX
 from procedures.core.gc import reachability as R
 from procedures.framework.context import open_catalog
 from procedures.spark import listing as L
@@ -41,6 +42,8 @@ def _spark_path(mp: pytest.MonkeyPatch, calls: list) -> None:
     """Force reachability and listing of ours onto Spark (thresholds to zero), counting Spark reads."""
     mp.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
     mp.setattr(O, "DRIVER_MAX_DIRS", 1)
+    # small delete batches: manifests are deleted before the last content rows are read
+    mp.setattr(EX, "DELETE_BATCH", 2)
     real = L.manifest_content_dataframe
     mp.setattr(L, "manifest_content_dataframe", lambda *a: calls.append(1) or real(*a))
 

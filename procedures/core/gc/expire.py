@@ -166,12 +166,16 @@ class ExpiredFiles:
     retained_manifests: tuple[str, ...] = ()
 
     def iterate(self, stream: bool) -> Iterator[tuple[str, str]]:
-        """Every ``(path, kind)``; a Spark frame is streamed with ``toLocalIterator`` when ``stream``."""
-        yield from self.driver.items()
+        """Every ``(path, kind)``; a Spark frame is streamed with ``toLocalIterator`` when ``stream``.
+
+        The frame's rows come first: it reads the expired manifests, which are among the driver
+        items and must still exist while it runs.
+        """
         if self.content_frame is not None:
             rows = self.content_frame.toLocalIterator() if stream else iter(self.content_frame.collect())
             for r in rows:
                 yield r[0], r[1]
+        yield from self.driver.items()
 
 
 def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_ids: Iterable[int], *,
@@ -262,7 +266,7 @@ def _delete_one(io: Any, path: str, retries: int) -> bool:
 
 
 def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_deletes: int | None = None,
-                 retries: int = DELETE_RETRIES, batch: int = DELETE_BATCH,
+                 retries: int = DELETE_RETRIES, batch: int | None = None,
                  protect: Callable[[str], bool] | None = R.is_table_metadata_file,
                  guard: DeleteGuard | None = None, dry_run: bool = False,
                  accepted: Callable[[str, str], None] | None = None) -> Counter:
@@ -279,7 +283,8 @@ def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_de
             if max_concurrent_deletes and not dry_run else None)
     try:
         it = iter(items)
-        while chunk := list(islice(it, batch)):
+        size = batch or DELETE_BATCH
+        while chunk := list(islice(it, size)):
             if protect is not None:
                 chunk = [(p, k) for p, k in chunk if not protect(p)]
             if guard is not None:

@@ -1,0 +1,177 @@
+"""Soak: appends, deletes and every maintenance procedure looping on one table while a reader checks it.
+
+One writer thread loops, in order: an append of ``--rows`` rows, a DELETE of one row in ten of that
+append, rewrite_data_files (bin-pack), rewrite_position_delete_files, rewrite_manifests,
+expire_snapshots (keeping 5) and remove_orphan_files (with an orphan planted each round).  After every
+commit it records the row count the new snapshot must have.  A reader thread keeps reading the table at
+a recorded snapshot and compares the count (snapshots expired in between are skipped).  Every
+``--report`` seconds it prints the driver's resident memory; at the end the final row count beside the
+expected one, the number of reads and mismatches, and whether every file a snapshot references exists.
+
+Not part of the test suite (the suite runs a short concurrent version:
+``tests/spark/test_concurrent_writers.py``).  Exit status 1 on any mismatch or missing file.
+
+    python benchmarks/soak.py --minutes 30
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import arg_parser, scratch_dir, start_spark  # noqa: E402
+
+import procedures  # noqa: E402
+from procedures.core.gc import reachability as R  # noqa: E402
+from procedures.core.paths import normalize_path  # noqa: E402
+from procedures.spark.dml import append, delete_where  # noqa: E402
+from procedures.spark.read import read_table  # noqa: E402
+from procedures.spark.session import catalog_for  # noqa: E402
+
+TABLE = "soak.db.events"
+
+
+def rss_mb() -> float:
+    """The driver process's current resident memory."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class State:
+    """Expected row counts by snapshot, shared by the writer and the reader."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.expected: dict[int, int] = {}
+        self.rows = 0
+        self.reads = 0
+        self.mismatches: list[str] = []
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def record(self, cat, rows: int) -> None:
+        sid = cat.load_table(("db", "events")).metadata.current_snapshot_id
+        with self.lock:
+            self.rows = rows
+            if sid is not None:
+                self.expected[sid] = rows
+
+
+def writer(spark, cat, state: State, rows_per_append: int) -> None:
+    next_id = 0
+    total = 0
+    round_no = 0
+    location = normalize_path(cat.load_table(("db", "events")).location).path
+    try:
+        while not state.stop.is_set():
+            round_no += 1
+            df = spark.range(next_id, next_id + rows_per_append).selectExpr("id", "cast(id % 7 AS string) AS cat")
+            append(spark, TABLE, df)
+            total += rows_per_append
+            state.record(cat, total)
+            delete_where(spark, TABLE, f"id >= {next_id} AND id < {next_id + rows_per_append} AND id % 10 = 0")
+            total -= sum(1 for i in range(next_id, next_id + rows_per_append) if i % 10 == 0)
+            state.record(cat, total)
+            next_id += rows_per_append
+            for name, kwargs in (
+                ("rewrite_data_files", {"options": {"min-input-files": "2"}}),
+                ("rewrite_position_delete_files", {"options": {"rewrite-all": "true"}}),
+                ("rewrite_manifests", {}),
+                ("expire_snapshots", {"retain_last": 5}),
+            ):
+                procedures.call(name, spark=spark, table=TABLE, **kwargs)
+                state.record(cat, total)
+            orphan = f"{location}/data/orphan-{round_no}.parquet"
+            with open(orphan, "wb") as f:
+                f.write(b"x")
+            old = time.time() - 4 * 24 * 3600
+            os.utime(orphan, (old, old))
+            procedures.call("remove_orphan_files", spark=spark, table=TABLE)
+            if os.path.exists(orphan):
+                state.mismatches.append(f"round {round_no}: orphan {orphan} not removed")
+    except BaseException as e:  # noqa: BLE001 -- reported by main
+        state.error = e
+        state.stop.set()
+
+
+def reader(spark, cat, state: State) -> None:
+    while not state.stop.is_set():
+        with state.lock:
+            known = dict(state.expected)
+        live = {s.snapshot_id for s in cat.load_table(("db", "events")).metadata.snapshots}
+        candidates = [sid for sid in known if sid in live]
+        if not candidates:
+            time.sleep(0.5)
+            continue
+        sid = max(candidates)
+        try:
+            got = read_table(spark, TABLE, snapshot_id=sid).count()
+        except Exception as e:  # noqa: BLE001 -- the snapshot may expire while it is read
+            if sid in {s.snapshot_id for s in cat.load_table(("db", "events")).metadata.snapshots}:
+                state.mismatches.append(f"read of snapshot {sid} failed: {e}")
+            continue
+        state.reads += 1
+        if got != known[sid]:
+            state.mismatches.append(f"snapshot {sid}: read {got} rows, expected {known[sid]}")
+        time.sleep(0.2)
+
+
+def main() -> int:
+    p = arg_parser(__doc__.splitlines()[0])
+    p.add_argument("--minutes", type=float, default=30.0, help="how long to loop (default 30)")
+    p.add_argument("--rows", type=int, default=20_000, help="rows per append (default 20,000)")
+    p.add_argument("--report", type=float, default=60.0, help="seconds between memory lines (default 60)")
+    args = p.parse_args()
+    warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("soak-")
+    spark = start_spark(warehouse, app_name="iceberg-procedures-soak", extra_conf={
+        "spark.sql.catalog.soak.type": "hadoop", "spark.sql.catalog.soak.warehouse": str(warehouse / "soak")})
+    cat = catalog_for(spark, "soak")
+    cat.create_namespace("db")
+    procedures.sql(spark, f"CREATE TABLE {TABLE} (id bigint, cat string) USING iceberg PARTITIONED BY (cat) "
+                          "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+    state = State()
+    threads = [threading.Thread(target=writer, args=(spark, cat, state, args.rows), daemon=True),
+               threading.Thread(target=reader, args=(spark, cat, state), daemon=True)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    print(f"{'minutes':>8} {'driver RSS MiB':>15} {'rows':>10} {'reads':>7} {'mismatches':>11}", flush=True)
+    deadline = start + args.minutes * 60
+    next_report = start
+    while time.monotonic() < deadline and not state.stop.is_set():
+        if time.monotonic() >= next_report:
+            print(f"{(time.monotonic() - start) / 60:8.1f} {rss_mb():15.1f} {state.rows:10d} {state.reads:7d} "
+                  f"{len(state.mismatches):11d}", flush=True)
+            next_report += args.report
+        time.sleep(1)
+    state.stop.set()
+    for t in threads:
+        t.join(timeout=600)
+    t = cat.load_table(("db", "events"))
+    final = read_table(spark, TABLE).count()
+    sm = R.read_snapshot_manifests(t.io, t.metadata)
+    missing = [f for f in R.content_paths_driver(t.io, sm.distinct().values()) if not t.io.exists(f)]
+    print(f"{(time.monotonic() - start) / 60:8.1f} {rss_mb():15.1f} {state.rows:10d} {state.reads:7d} "
+          f"{len(state.mismatches):11d}")
+    print(f"final rows {final}, expected {state.rows}; snapshots {len(t.metadata.snapshots)}; "
+          f"referenced files missing {len(missing)}")
+    for m in state.mismatches[:20]:
+        print("mismatch:", m)
+    if state.error is not None:
+        print(f"writer failed: {type(state.error).__name__}: {state.error}")
+    spark.stop()
+    ok = final == state.rows and not state.mismatches and not missing and state.error is None
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
