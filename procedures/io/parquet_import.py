@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 
 from procedures.errors import InvalidMetadataError
 from procedures.io.fileio import FileIO
-from procedures.io.parquet_writer import MetricsConfig, file_column_ids, footer_metrics
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.io.parquet_writer import MetricsConfig, file_column_ids, footer_metrics, metrics_data_file
+from procedures.spec.manifest import DataFile
 from procedures.spec.name_mapping import NameMapping, arrow_field_ids
 from procedures.spec.schema import Schema
 
@@ -51,20 +51,4 @@ def imported_data_file(
         raise InvalidMetadataError(f"cannot read the Parquet footer: {e}", location=path) from None
     leaves = file_column_ids(arrow_schema, target.schema, arrow_field_ids(target.mapping, arrow_schema))
     m = footer_metrics(md, target.schema, target.metrics, leaves=leaves, foreign_footer=True)
-    return DataFile(
-        file_path=path,
-        file_format=FileFormat.PARQUET,
-        partition=tuple(partition),
-        record_count=m.record_count,
-        file_size_in_bytes=size,
-        content=FileContent.DATA,
-        column_sizes=m.column_sizes,
-        value_counts=m.value_counts,
-        null_value_counts=m.null_value_counts,
-        nan_value_counts={},
-        lower_bounds=m.lower_bounds,
-        upper_bounds=m.upper_bounds,
-        split_offsets=None,
-        sort_order_id=0,
-        spec_id=spec_id,
-    )
+    return metrics_data_file(path, size, m, partition, spec_id, 0, split_offsets=False)

@@ -64,6 +64,7 @@ __all__ = [
     "parquet_column_ids",
     "footer_metrics",
     "file_column_ids",
+    "metrics_data_file",
     "ParquetMetrics",
 ]
 
@@ -576,6 +577,31 @@ def footer_metrics(
     return m
 
 
+def metrics_data_file(
+    path: str, size: int, m: ParquetMetrics, partition: tuple, spec_id: int, sort_order_id: int | None,
+    *, split_offsets: bool = True,
+) -> DataFile:
+    """The ``DataFile`` of a Parquet data file with metrics ``m``; without ``split_offsets`` the
+    row-group offsets are left out (Java's imported files have none)."""
+    return DataFile(
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=tuple(partition),
+        record_count=m.record_count,
+        file_size_in_bytes=size,
+        content=FileContent.DATA,
+        column_sizes=m.column_sizes,
+        value_counts=m.value_counts,
+        null_value_counts=m.null_value_counts,
+        nan_value_counts=m.nan_value_counts,
+        lower_bounds=m.lower_bounds,
+        upper_bounds=m.upper_bounds,
+        split_offsets=tuple(m.split_offsets) if split_offsets else None,
+        sort_order_id=sort_order_id,
+        spec_id=spec_id,
+    )
+
+
 # --------------------------------------------------------------------------- file writers
 class ParquetFileWriter:
     """One Parquet data file written batch by batch; :meth:`close` returns its ``DataFile``.
@@ -652,23 +678,8 @@ class ParquetFileWriter:
         if md is None:  # pragma: no cover - pyarrow always keeps the footer of a closed writer
             raise ValidationError(f"{self.path}: pyarrow returned no footer metadata")
         m = footer_metrics(md, self.settings.schema, self.settings.metrics, self._nan, self._fallback)
-        return DataFile(
-            file_path=self.path,
-            file_format=FileFormat.PARQUET,
-            partition=tuple(self.partition),
-            record_count=m.record_count,
-            file_size_in_bytes=size,
-            content=FileContent.DATA,
-            column_sizes=m.column_sizes,
-            value_counts=m.value_counts,
-            null_value_counts=m.null_value_counts,
-            nan_value_counts=m.nan_value_counts,
-            lower_bounds=m.lower_bounds,
-            upper_bounds=m.upper_bounds,
-            split_offsets=tuple(m.split_offsets),
-            sort_order_id=self.settings.sort_order_id,
-            spec_id=self.settings.spec.spec_id,
-        )
+        return metrics_data_file(self.path, size, m, self.partition, self.settings.spec.spec_id,
+                                 self.settings.sort_order_id)
 
 
 class RollingDataWriter:
