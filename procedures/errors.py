@@ -32,6 +32,8 @@ __all__ = [
     "NoSuchCatalogError",
     "MissingParameterError",
     "SqlSyntaxError",
+    "DuplicateFilesError",
+    "UnsupportedFileFormatError",
     "SparkEnvironmentError",
     "PythonWorkerError",
     "UnsupportedVersionError",
@@ -197,4 +199,20 @@ class SqlSyntaxError(ValidationError):
         self.line = line
         self.column = column
         self.token = token
+        super().__init__(message)
+
+
+class DuplicateFilesError(ValidationError):
+    """Files to add are already live in the target table (``paths`` lists up to ten of them)."""
+
+    def __init__(self, message: str, *, paths: list[str] | None = None) -> None:
+        self.paths = list(paths or [])
+        super().__init__(message)
+
+
+class UnsupportedFileFormatError(ValidationError):
+    """A data file format this package cannot read or import (``file_format`` names it)."""
+
+    def __init__(self, message: str, *, file_format: str | None = None) -> None:
+        self.file_format = file_format
         super().__init__(message)

@@ -36,6 +36,9 @@ class SummaryBuilder:
     counts: dict[str, int] = field(default_factory=dict)
     partitions: set = field(default_factory=set)
     extra: dict[str, str] = field(default_factory=dict)
+    #: False when files were counted without their partitions (Java's appended manifests):
+    #: the summary then has no ``changed-partition-count``
+    partitions_known: bool = True
 
     def _inc(self, key: str, n: int) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
@@ -93,7 +96,7 @@ def summary_with_totals(
     for key in sorted(builder.counts):
         if builder.counts[key]:
             out[key] = str(builder.counts[key])
-    if builder.partitions or builder.counts:
+    if builder.partitions_known and (builder.partitions or builder.counts):
         out["changed-partition-count"] = str(len(builder.partitions))
     out = apply_totals(out, parent_summary)
     out.update(builder.extra)

@@ -63,6 +63,8 @@ __all__ = [
     "write_data_files",
     "parquet_column_ids",
     "footer_metrics",
+    "file_column_ids",
+    "metrics_data_file",
     "ParquetMetrics",
 ]
 
@@ -372,6 +374,60 @@ def parquet_column_ids(schema: Schema) -> dict[str, _Leaf]:
     return out
 
 
+def _file_leaf_paths(arrow_schema: pa.Schema) -> Iterator[tuple[str, tuple[str, ...], bool, Any]]:
+    """Every Parquet leaf of a file's Arrow schema: (footer column path, Arrow path, repeated, the
+    Arrow field per level).  Lists use the standard three-level layout (``a.list.element``) and
+    maps ``m.key_value.key``/``value``, as Spark and Iceberg write them."""
+
+    def visit(af: pa.Field, parquet: tuple[str, ...], arrow: tuple[str, ...], repeated: bool, chain: tuple):
+        t = af.type
+        chain = chain + (af,)
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                c = t.field(i)
+                yield from visit(c, parquet + (c.name,), arrow + (c.name,), repeated, chain)
+        elif pa.types.is_map(t):
+            for name, c in (("key", t.key_field), ("value", t.item_field)):
+                yield from visit(c, parquet + ("key_value", name), arrow + (c.name,), True, chain)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            c = t.value_field
+            yield from visit(c, parquet + ("list", c.name), arrow + (c.name,), True, chain)
+        else:
+            yield ".".join(parquet), arrow, repeated, chain
+
+    for af in arrow_schema:
+        yield from visit(af, (af.name,), (af.name,), False, ())
+
+
+def _arrow_field_id(af: pa.Field) -> int | None:
+    raw = (af.metadata or {}).get(b"PARQUET:field_id")
+    return int(raw) if raw is not None else None
+
+
+def file_column_ids(arrow_schema: pa.Schema, schema: Schema, mapping_ids: Mapping[tuple[str, ...], int] | None) -> dict[str, _Leaf]:
+    """Footer column path -> table field of each leaf of an existing file, for :func:`footer_metrics`.
+
+    A file with field ids is read by id; one without ids through ``mapping_ids`` (the table's name
+    mapping applied to the file's Arrow schema, see
+    :func:`procedures.spec.name_mapping.arrow_field_ids`).  Leaves whose id is not a primitive of
+    the table's schema are left out, so they get no metrics; names and types come from the table.
+    """
+    has_ids = any(_arrow_field_id(af) is not None for af in arrow_schema)
+    out: dict[str, _Leaf] = {}
+    for parquet_path, arrow_path, repeated, chain in _file_leaf_paths(arrow_schema):
+        fid = _arrow_field_id(chain[-1]) if has_ids else (mapping_ids or {}).get(arrow_path)
+        if fid is None:
+            continue
+        field_ = schema.find_field_or_none(fid)
+        name = schema.find_column_name(fid)
+        if field_ is None or name is None or not field_.field_type.is_primitive:
+            continue
+        if isinstance(field_.field_type, (UnknownType, VariantType)):
+            continue
+        out[parquet_path] = _Leaf(fid, name, field_.field_type, repeated)
+    return out
+
+
 def _from_raw(raw: Any, t: IcebergType) -> Any:
     """A footer min/max in its physical form as the package's Python value."""
     if isinstance(t, DecimalType):
@@ -431,19 +487,27 @@ def footer_metrics(
     config: MetricsConfig,
     nan_value_counts: Mapping[int, int] | None = None,
     fallback_bounds: Mapping[int, tuple[Any, Any]] | None = None,
+    leaves: Mapping[str, _Leaf] | None = None,
+    foreign_footer: bool = False,
 ) -> ParquetMetrics:
     """Iceberg metrics of a Parquet file from its footer, as Java's Parquet metrics.
 
     ``nan_value_counts`` are counted by the caller (the footer has none); a float/double column
     with NaNs keeps the footer's NaN-free min/max as bounds, like Java's value writers.
     ``fallback_bounds`` (field id -> (min, max)) fills bounds the footer dropped, which Arrow does
-    for string/binary values longer than its statistics limit.
+    for string/binary values longer than its statistics limit.  ``leaves`` (footer column path ->
+    field, from :func:`file_column_ids`) reads a file written with other names or ids.  With
+    ``foreign_footer`` (a file another writer wrote) float/double statistics are read as the
+    Parquet spec tells readers and as Java's footer metrics do: a min of 0 is -0.0, a max of 0 is
+    +0.0, and a min or max that is NaN drops the column's bounds.
     """
-    leaves = parquet_column_ids(schema)
+    if leaves is None:
+        leaves = parquet_column_ids(schema)
     m = ParquetMetrics(record_count=md.num_rows)
     lows: dict[int, Any] = {}
     highs: dict[int, Any] = {}
     missing: set[int] = set()
+    no_bounds: set[int] = set()
     for g in range(md.num_row_groups):
         rg = md.row_group(g)
         first = rg.column(0) if rg.num_columns else None
@@ -470,6 +534,9 @@ def footer_metrics(
                 continue
             if st.has_min_max:
                 lo, hi = _from_raw(st.min_raw, leaf.iceberg_type), _from_raw(st.max_raw, leaf.iceberg_type)
+                if foreign_footer and isinstance(leaf.iceberg_type, (FloatType, DoubleType)) and (lo != lo or hi != hi):
+                    no_bounds.add(fid)
+                    continue
                 if fid not in lows or lo < lows[fid]:
                     lows[fid] = lo
                 if fid not in highs or hi > highs[fid]:
@@ -486,6 +553,9 @@ def footer_metrics(
         m.null_value_counts.pop(fid, None)
         lows.pop(fid, None)
         highs.pop(fid, None)
+    for fid in no_bounds:
+        lows.pop(fid, None)
+        highs.pop(fid, None)
     for leaf in leaves.values():
         fid = leaf.field_id
         if fid not in lows:
@@ -493,6 +563,9 @@ def footer_metrics(
         mode = config.mode(leaf.name)
         t = leaf.iceberg_type
         lo, hi = lows[fid], highs[fid]
+        if foreign_footer and isinstance(t, (FloatType, DoubleType)):
+            lo = -0.0 if lo == 0 else lo
+            hi = 0.0 if hi == 0 else hi
         if mode.kind == "truncate" and isinstance(t, (StringType, BinaryType)):
             lo = truncate_lower_bound(lo, t, mode.length)
             hi = truncate_upper_bound(hi, t, mode.length)
@@ -502,6 +575,31 @@ def footer_metrics(
     if nan_value_counts:
         m.nan_value_counts.update(nan_value_counts)
     return m
+
+
+def metrics_data_file(
+    path: str, size: int, m: ParquetMetrics, partition: tuple, spec_id: int, sort_order_id: int | None,
+    *, split_offsets: bool = True,
+) -> DataFile:
+    """The ``DataFile`` of a Parquet data file with metrics ``m``; without ``split_offsets`` the
+    row-group offsets are left out (Java's imported files have none)."""
+    return DataFile(
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=tuple(partition),
+        record_count=m.record_count,
+        file_size_in_bytes=size,
+        content=FileContent.DATA,
+        column_sizes=m.column_sizes,
+        value_counts=m.value_counts,
+        null_value_counts=m.null_value_counts,
+        nan_value_counts=m.nan_value_counts,
+        lower_bounds=m.lower_bounds,
+        upper_bounds=m.upper_bounds,
+        split_offsets=tuple(m.split_offsets) if split_offsets else None,
+        sort_order_id=sort_order_id,
+        spec_id=spec_id,
+    )
 
 
 # --------------------------------------------------------------------------- file writers
@@ -580,23 +678,8 @@ class ParquetFileWriter:
         if md is None:  # pragma: no cover - pyarrow always keeps the footer of a closed writer
             raise ValidationError(f"{self.path}: pyarrow returned no footer metadata")
         m = footer_metrics(md, self.settings.schema, self.settings.metrics, self._nan, self._fallback)
-        return DataFile(
-            file_path=self.path,
-            file_format=FileFormat.PARQUET,
-            partition=tuple(self.partition),
-            record_count=m.record_count,
-            file_size_in_bytes=size,
-            content=FileContent.DATA,
-            column_sizes=m.column_sizes,
-            value_counts=m.value_counts,
-            null_value_counts=m.null_value_counts,
-            nan_value_counts=m.nan_value_counts,
-            lower_bounds=m.lower_bounds,
-            upper_bounds=m.upper_bounds,
-            split_offsets=tuple(m.split_offsets),
-            sort_order_id=self.settings.sort_order_id,
-            spec_id=self.settings.spec.spec_id,
-        )
+        return metrics_data_file(self.path, size, m, self.partition, self.settings.spec.spec_id,
+                                 self.settings.sort_order_id)
 
 
 class RollingDataWriter:

@@ -74,6 +74,7 @@ __all__ = [
     "assign_fresh_partition_ids",
     "escape_path_part",
     "HIVE_NULL",
+    "value_from_partition_string",
 ]
 
 #: the first partition field id; ``last-partition-id`` of a table without partition fields is 999
@@ -230,6 +231,18 @@ def _parse_human(text: str, transform: Transform, source_type: IcebergType | Non
         return _parse_human_value(text, source_type)
     except (ValueError, InvalidOperation, ValidationError) as e:
         raise ValidationError(f"Path {path!r}: cannot read {text!r} as a {transform} value of {source_type}: {e}") from None
+
+
+def value_from_partition_string(text: str | None, t: IcebergType) -> Any:
+    """A partition value from the string a Hive/Spark partition directory or catalog holds
+    (``k=<text>``) for a source column of type ``t``; ``None`` and ``__HIVE_DEFAULT_PARTITION__``
+    are null.  Raises ValueError when the text is no value of the type."""
+    if text is None or text == HIVE_NULL:
+        return None
+    try:
+        return _parse_human_value(text, t)
+    except (ValueError, InvalidOperation, ValidationError) as e:
+        raise ValidationError(f"Cannot read partition value {text!r} as {t}: {e}") from None
 
 
 def _parse_human_value(text: str, t: IcebergType) -> Any:

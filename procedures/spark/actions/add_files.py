@@ -1,0 +1,277 @@
+"""The ``add_files`` action (procedures.md §3.11; Iceberg Java 1.10's ``AddFilesProcedure`` with
+``SparkTableUtil.importSparkTable`` / ``importSparkPartitions``).
+
+Order of work:
+
+1. check ``partition_filter`` against the target's spec (:func:`procedures.core.add_files.check_partition_filter`);
+2. find the source partitions: for a path import (`` `parquet`.`/dir` ``) by walking the
+   ``k=v`` directories under the path; for a table of Spark's session catalog through the
+   session catalog (the JVM's ``SessionCatalog``: partition specs, locations, serde/provider);
+3. match the source's partition columns to an all-identity spec of the target, keep the
+   partitions ``partition_filter`` selects, and list the files directly in each partition
+   directory (hidden ``_``/``.`` files skipped, sub-directories ignored);
+4. read each file's Parquet footer for its metrics, on the driver for a few files and as a Spark
+   job over the file list otherwise (:data:`DRIVER_MAX_FILES`);
+5. refuse files already live in the target (unless ``check_duplicate_files`` is false);
+6. commit one ``append`` snapshot through the core, together with the name mapping when the table
+   has none (Java commits the mapping first, on its own; here a refusal leaves the table unchanged).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+from urllib.parse import unquote
+
+from procedures.catalog.base import split_dotted
+from procedures.core import add_files as A
+from procedures.core.paths import local_path
+from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.transaction import commit
+from procedures.errors import NotFoundError, NoSuchTableError, ValidationError
+from procedures.io.fileio import FileIO
+from procedures.io.parquet_import import ImportTarget, imported_data_file
+from procedures.io.parquet_writer import MetricsConfig
+from procedures.spark.environment import check_python_workers
+from procedures.spark.session import optional_job
+from procedures.spark.worker import prepare_python_worker
+from procedures.spec.manifest import DataFile
+
+__all__ = ["AddFilesParams", "AddFilesResult", "add_files", "DRIVER_MAX_FILES"]
+
+log = logging.getLogger(__name__)
+
+#: up to this many files the footers are read on the driver; more run as a Spark job
+DRIVER_MAX_FILES = 16
+
+
+@dataclass(frozen=True)
+class AddFilesParams:
+    """The procedure's arguments."""
+
+    source_table: str
+    partition_filter: Mapping[str, str]
+    check_duplicate_files: bool = True
+    parallelism: int = 1
+
+
+@dataclass(frozen=True)
+class AddFilesResult:
+    """The output row: ``added-data-files`` and ``changed-partition-count`` of the new snapshot."""
+
+    added_files_count: int
+    changed_partition_count: int | None
+
+    def row(self) -> tuple:
+        """The procedure's output row."""
+        return (self.added_files_count, self.changed_partition_count)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What was resolved from ``source_table``: partitions, their columns, and how the files are committed."""
+
+    description: str
+    columns: tuple[str, ...]
+    partitions: list[A.SourcePartition]
+    path_import: bool
+    partitioned: bool
+
+
+# ------------------------------------------------------------------------------ path imports
+def _qualified(path: str) -> str:
+    """A path spelled as Hadoop spells it: local paths as ``file:/abs``."""
+    local = local_path(path)
+    if local is not None:
+        return "file:" + os.path.abspath(local)
+    return path.rstrip("/")
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith("_") or name.startswith(".")
+
+
+def _path_source(io: FileIO, fmt: str, path: str) -> _Source:
+    """Partitions of a directory of files, discovered from ``k=v`` sub-directories as Spark does."""
+    root = _qualified(path)
+    if not io.is_dir(root):
+        raise NotFoundError(f"Unable to list files in partition: {path} (no such directory)")
+    leaves: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    queue: list[tuple[str, tuple[tuple[str, str], ...]]] = [(root, ())]
+    while queue:
+        directory, values = queue.pop(0)
+        has_files = False
+        for name, is_dir in io.list_dir(directory):
+            if _hidden(name):
+                continue
+            if not is_dir:
+                has_files = True
+                continue
+            key, eq, value = name.partition("=")
+            if not eq or not key:
+                raise ValidationError(
+                    f"Cannot add files from {path}: directory {directory}/{name} is not a partition directory (name=value)"
+                )
+            queue.append((f"{directory}/{name}", values + ((unquote(key), unquote(value)),)))
+        if has_files:
+            leaves.append((directory, values))
+    layouts = {tuple(k for k, _ in values) for _, values in leaves}
+    if len(layouts) > 1:
+        listed = "\n\t".join(f"Partition column name list #{i}: {', '.join(c)}" for i, c in enumerate(sorted(layouts)))
+        raise ValidationError(f"Conflicting partition column names detected:\n\t{listed}")
+    columns = next(iter(layouts)) if layouts else ()
+    partitions = [A.SourcePartition(values, directory, fmt) for directory, values in leaves]
+    return _Source(f"`{fmt}`.`{path}`", tuple(columns), partitions, True, bool(columns))
+
+
+# ------------------------------------------------------------------------------ catalog tables
+def _scala_seq(seq: Any) -> list[Any]:
+    return [seq.apply(i) for i in range(seq.length())]
+
+
+def _option(opt: Any) -> Any:
+    return opt.get() if opt.nonEmpty() else None
+
+
+def _catalog_source(spark: Any, parts: Sequence[str]) -> _Source:
+    """A table of Spark's session catalog (Hive or data-source table), read through the JVM's
+    ``SessionCatalog``: partition columns, each partition's spec and location, the serde/provider."""
+    if spark is None:
+        raise ValidationError("add_files from a session-catalog table needs a Spark session")
+    if len(parts) > 1 and parts[0].lower() == "spark_catalog":
+        parts = parts[1:]
+    if len(parts) > 2:
+        raise ValidationError(
+            f"Cannot convert {'.'.join(parts)} to a Spark v1 identifier, namespace contains more than 1 part"
+        )
+    jvm = spark._jvm
+    catalog = spark._jsparkSession.sessionState().catalog()
+    db = parts[0] if len(parts) == 2 else catalog.getCurrentDatabase()
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], jvm.scala.Some(db))
+    if not catalog.tableExists(ident):
+        raise NoSuchTableError(f"Table `{db}`.`{parts[-1]}` does not exist")
+    table = catalog.getTableMetadata(ident)
+    table_format = _option(table.storage().serde()) or _option(table.provider())
+    if table_format is None:
+        raise ValidationError(f"Could not determine table format of {db}.{parts[-1]}")
+    columns = tuple(str(c) for c in _scala_seq(table.partitionColumnNames()))
+    description = f"{db}.{parts[-1]}"
+    if not columns:
+        location = _qualified(str(table.location().toString()))
+        return _Source(description, (), [A.SourcePartition((), location, A.file_format(table_format))], False, False)
+    converters = jvm.scala.collection.JavaConverters
+    partitions = []
+    for p in _scala_seq(catalog.listPartitions(ident, jvm.scala.Option.empty())):
+        spec = converters.mapAsJavaMapConverter(p.spec()).asJava()
+        values = {str(k): (None if v is None else str(v)) for k, v in spec.items()}
+        location = _option(p.storage().locationUri())
+        if location is None:
+            raise ValidationError(f"Partition URI should be defined ({description} {values})")
+        fmt = _option(p.storage().serde()) or table_format
+        ordered = tuple((c, values.get(c)) for c in columns)
+        partitions.append(A.SourcePartition(ordered, _qualified(str(location.toString())), A.file_format(fmt)))
+    return _Source(description, columns, partitions, False, True)
+
+
+# ------------------------------------------------------------------------------ footers
+def _list_partition(io: FileIO, partition: A.SourcePartition) -> list[str]:
+    """Files directly in a partition directory, hidden ones skipped (not recursive)."""
+    if not io.is_dir(partition.location):
+        raise NotFoundError(f"Unable to list files in partition: {partition.location} (no such directory)")
+    return [f"{partition.location}/{name}" for name, is_dir in io.list_dir(partition.location)
+            if not is_dir and not _hidden(name)]
+
+
+def _describe_on_driver(io: FileIO, target: ImportTarget, items: list[tuple[str, int, tuple]], parallelism: int) -> list[DataFile]:
+    def one(item: tuple[str, int, tuple]) -> DataFile:
+        path, spec_id, partition = item
+        return imported_data_file(io, path, io.new_input(path).size(), target, spec_id, partition)
+
+    if parallelism <= 1 or len(items) <= 1:
+        return [one(i) for i in items]
+    with ThreadPoolExecutor(max_workers=parallelism) as pool:
+        return list(pool.map(one, items))
+
+
+def _describe_in_spark(spark: Any, target: ImportTarget, items: list[tuple[str, int, tuple]], parallelism: int) -> list[DataFile]:
+    check_python_workers(spark)
+    slices = max(1, min(len(items), spark.sparkContext.defaultParallelism * 2))
+
+    def read(part: Iterator[tuple[str, int, tuple]]) -> Iterator[DataFile]:
+        prepare_python_worker()
+        io = FileIO(dict(target.io_properties))
+        yield from _describe_on_driver(io, target, list(part), parallelism)
+
+    return spark.sparkContext.parallelize(items, slices).mapPartitions(read).collect()
+
+
+# ------------------------------------------------------------------------------ the action
+def _resolve_source(spark: Any, io: FileIO, text: str) -> _Source:
+    if text is None or not str(text).strip():
+        raise ValidationError("Cannot handle an empty identifier for parameter 'source_table'")
+    try:
+        parts = split_dotted(text.strip())
+    except ValidationError:
+        raise ValidationError(f"Cannot parse identifier for parameter 'source_table': {text}") from None
+    fmt = A.source_kind(parts)
+    if fmt is not None:
+        A.check_supported(fmt)
+        return _path_source(io, fmt, parts[1])
+    return _catalog_source(spark, parts)
+
+
+def add_files(table: Any, params: AddFilesParams, *, spark: Any = None,
+              committer: Callable[[Any, Sequence[Any]], Any] | None = None) -> AddFilesResult:
+    """Add the files of ``params.source_table`` to ``table`` in one append; see the module doc.
+
+    Raises ValidationError (table unchanged) for a filter or layout the target cannot take,
+    DuplicateFilesError for files the table already has, UnsupportedFileFormatError for ORC/Avro
+    and other formats, and NotFoundError / NoSuchTableError for a missing source.
+    """
+    if params.parallelism is not None and params.parallelism <= 0:
+        raise ValidationError("Parallelism should be larger than 0")
+    md = table.metadata
+    name = getattr(table, "name", "table")
+    A.check_partition_filter(name, md.spec(), params.partition_filter)
+    source = _resolve_source(spark, table.io, params.source_table)
+    spec = A.match_identity_spec(md, source.columns, name)
+    partitions = A.filter_partitions(source.partitions, params.partition_filter)
+    if source.path_import and source.partitioned and not partitions:
+        raise ValidationError(f"Cannot find any matching partitions in table {name}")
+    for p in partitions:
+        A.check_supported(p.file_format)
+    items = []
+    for p in partitions:
+        values = A.partition_tuple(spec, md, p.as_dict())
+        items.extend((path, spec.spec_id, values) for path in _list_partition(table.io, p))
+    target = ImportTarget(
+        schema=md.schema(), mapping=A.table_name_mapping(md),
+        metrics=MetricsConfig.from_properties(dict(md.properties), md.schema()),
+        io_properties=dict(table.io.properties),
+    )
+    parallelism = params.parallelism or 1
+    if spark is not None and len(items) > DRIVER_MAX_FILES:
+        with optional_job(spark, f"add_files: read the footers of {len(items)} file(s) of {source.description} for {name}"):
+            files = _describe_in_spark(spark, target, items, parallelism)
+    else:
+        files = _describe_on_driver(table.io, target, items, parallelism)
+    if params.check_duplicate_files and files:
+        live = {e.data_file.file_path for e in live_entries(table.io, md, snapshot_manifests(table.io, md.current_snapshot()))}
+        duplicates = sorted(f.file_path for f in files if f.file_path in live)
+        if duplicates:
+            raise A.duplicate_error(duplicates)
+    ops: list[Any] = []
+    change = A.name_mapping_change(md)
+    if change is not None:
+        ops.append(change)
+    op = A.AddFiles(files, through_manifests=source.path_import or source.partitioned)
+    ops.append(op)
+    with optional_job(spark, f"add_files: commit {len(files)} file(s) of {source.description} to {name}"):
+        (committer or commit)(table, ops)
+    summary = op.snapshot.summary if op.snapshot is not None else {}
+    changed = summary.get("changed-partition-count")
+    log.info("add_files on %s: added %d file(s) from %s", name, len(files), source.description)
+    return AddFilesResult(int(summary.get("added-data-files", "0")), int(changed) if changed is not None else None)
