@@ -35,6 +35,7 @@ __all__ = [
     "SparkEnvironmentError",
     "PythonWorkerError",
     "UnsupportedVersionError",
+    "MissingDependencyError",
 ]
 
 
@@ -187,6 +188,10 @@ class UnsupportedVersionError(SparkEnvironmentError):
         self.version = version
         self.supported = supported
         super().__init__(message)
+
+
+class MissingDependencyError(IcebergError, ImportError):
+    """An optional extra this call needs is not installed; the message names the ``pip install``."""
 
 
 class SqlSyntaxError(ValidationError):

@@ -7,6 +7,8 @@ is a bug and fails loudly.
 """
 
 from procedures.builtin import (  # imported for their @register side effect
+    compute_partition_stats,
+    compute_table_stats,
     expire_snapshots,
     remove_orphan_files,
     rewrite_data_files,
@@ -16,6 +18,6 @@ from procedures.builtin import (  # imported for their @register side effect
 )
 
 __all__ = [
-    "expire_snapshots", "remove_orphan_files", "rewrite_data_files", "rewrite_manifests",
+    "compute_partition_stats", "compute_table_stats", "expire_snapshots", "remove_orphan_files", "rewrite_data_files", "rewrite_manifests",
     "rewrite_position_delete_files", "snapshot_management",
 ]
