@@ -46,6 +46,7 @@ __all__ = [
     "value_hash",
     "HashSketch",
     "check_sketch_type",
+    "can_sketch",
     "compact_sketch_bytes",
 ]
 
@@ -69,6 +70,11 @@ _NO_SKETCH = (UnknownType, VariantType, GeometryType, GeographyType, TimestampNa
 def seed_hash(seed: int = DEFAULT_SEED) -> int:
     """The 16-bit seed hash stored in a sketch's preamble (the seed as a long, MurmurHash3 seed 0)."""
     return mmh3.hash64(struct.pack("<q", seed), 0)[0] & 0xFFFF
+
+
+def can_sketch(type_: IcebergType) -> bool:
+    """True for the primitive types a theta sketch of Java's can take."""
+    return type_.is_primitive and not isinstance(type_, _NO_SKETCH)
 
 
 def check_sketch_type(name: str, type_: IcebergType) -> None:

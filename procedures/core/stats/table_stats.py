@@ -2,7 +2,8 @@
 goes, the blob metadata and the commit operation that registers the file.
 
 The rules follow Iceberg Java 1.10's ``ComputeTableStatsSparkAction``: the default columns are the
-top-level primitive columns of the snapshot's schema, duplicates are dropped keeping the first,
+top-level primitive columns of the snapshot's schema (leaving out the types Java's Spark reader
+cannot feed a sketch: timestamp_ns, unknown, geometry, geography, variant), duplicates are dropped keeping the first,
 and the file is ``<metadata dir>/<snapshot id>-<uuid>.stats``; registering it replaces any
 statistics file of the same snapshot.
 """
@@ -21,7 +22,7 @@ from procedures.spec.metadata import TableMetadata
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import Snapshot
 from procedures.spec.statistics import PartitionStatisticsFile, StatisticsFile
-from procedures.spec.theta import check_sketch_type
+from procedures.spec.theta import can_sketch, check_sketch_type
 from procedures.spec.types import NestedField
 
 __all__ = [
@@ -58,7 +59,7 @@ def stats_columns(schema: Schema, columns: Sequence[str] | None) -> list[StatsCo
             raise ValidationError("Columns cannot be null/empty")
         names = list(dict.fromkeys(columns))
     else:
-        names = [f.name for f in schema.fields if f.field_type.is_primitive]
+        names = [f.name for f in schema.fields if can_sketch(f.field_type)]
     if not names:
         raise ValidationError("No columns found to compute stats")
     out = []
