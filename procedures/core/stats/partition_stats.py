@@ -19,7 +19,8 @@ from typing import Any, Iterable, Iterator
 
 from procedures.core.scan import partition_key, unified_partition_type
 from procedures.core.snapshot_producer import metadata_dir
-from procedures.errors import NoSuchSnapshotError, ValidationError
+from procedures.core.stats.table_stats import stats_snapshot
+from procedures.errors import ValidationError
 from procedures.spec.manifest import DataFile, FileContent, FileFormat, ManifestEntry, read_manifest, read_manifest_list
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.schema import Schema
@@ -46,23 +47,29 @@ PARTITION_STATS_COLUMNS = (
 )
 
 
+_INT_COLUMNS = frozenset({"spec_id", "data_file_count", "position_delete_file_count", "equality_delete_file_count",
+                          "dv_count"})
+
+
 @dataclass
 class PartitionStats:
     """The counters of one partition of one spec."""
 
     partition: tuple
     spec_id: int
+    # the newest change (fields in any order: rows follow PARTITION_STATS_COLUMNS)
+    last_updated_at: int | None = None
+    last_updated_snapshot_id: int | None = None
     data_record_count: int = 0
     data_file_count: int = 0
     total_data_file_size_in_bytes: int = 0
+    #: null: Java 1.10 does not fill it
+    total_record_count: int | None = None
     position_delete_record_count: int = 0
     position_delete_file_count: int = 0
+    dv_count: int = 0
     equality_delete_record_count: int = 0
     equality_delete_file_count: int = 0
-    total_record_count: int | None = None
-    last_updated_at: int | None = None
-    last_updated_snapshot_id: int | None = None
-    dv_count: int = 0
 
     def add_live(self, f: DataFile) -> None:
         """Count a live data or delete file."""
@@ -97,22 +104,12 @@ def partition_stats_schema(partition_type: StructType, format_version: int) -> S
     if not partition_type.fields:
         raise ValidationError("Table must be partitioned")
     v3 = format_version >= 3
-    fields = [
-        NestedField(1, "partition", partition_type, True),
-        NestedField(2, "spec_id", INT, True),
-        NestedField(3, "data_record_count", LONG, True),
-        NestedField(4, "data_file_count", INT, True),
-        NestedField(5, "total_data_file_size_in_bytes", LONG, True),
-        NestedField(6, "position_delete_record_count", LONG, v3),
-        NestedField(7, "position_delete_file_count", INT, v3),
-        NestedField(8, "equality_delete_record_count", LONG, v3),
-        NestedField(9, "equality_delete_file_count", INT, v3),
-        NestedField(10, "total_record_count", LONG, False),
-        NestedField(11, "last_updated_at", LONG, False),
-        NestedField(12, "last_updated_snapshot_id", LONG, False),
-    ]
-    if v3:
-        fields.append(NestedField(13, "dv_count", INT, True))
+    fields = [NestedField(1, "partition", partition_type, True)]
+    for field_id, name in enumerate(PARTITION_STATS_COLUMNS, start=2):
+        if name == "dv_count" and not v3:
+            continue
+        required = field_id <= 5 or (v3 and (field_id <= 9 or name == "dv_count"))
+        fields.append(NestedField(field_id, name, INT if name in _INT_COLUMNS else LONG, required))
     return Schema(tuple(fields))
 
 
@@ -120,12 +117,7 @@ def partition_stats_snapshot(md: TableMetadata, snapshot_id: int | None) -> Snap
     """Check the table is partitioned and find the snapshot (None: an empty table)."""
     if not unified_partition_type(md).fields:
         raise ValidationError("Table must be partitioned")
-    if snapshot_id is None:
-        return md.current_snapshot()
-    snap = md.snapshot_by_id(snapshot_id)
-    if snap is None:
-        raise NoSuchSnapshotError(f"Snapshot not found: {snapshot_id}")
-    return snap
+    return stats_snapshot(md, snapshot_id)
 
 
 def latest_stats_file(md: TableMetadata, snapshot_id: int) -> PartitionStatisticsFile | None:
