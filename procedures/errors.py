@@ -37,6 +37,7 @@ __all__ = [
     "SparkEnvironmentError",
     "PythonWorkerError",
     "UnsupportedVersionError",
+    "MissingDependencyError",
 ]
 
 
@@ -189,6 +190,10 @@ class UnsupportedVersionError(SparkEnvironmentError):
         self.version = version
         self.supported = supported
         super().__init__(message)
+
+
+class MissingDependencyError(IcebergError, ImportError):
+    """An optional extra this call needs is not installed; the message names the ``pip install``."""
 
 
 class SqlSyntaxError(ValidationError):

@@ -8,6 +8,8 @@ is a bug and fails loudly.
 
 from procedures.builtin import (  # imported for their @register side effect
     add_files,
+    compute_partition_stats,
+    compute_table_stats,
     expire_snapshots,
     remove_orphan_files,
     rewrite_data_files,
@@ -17,6 +19,7 @@ from procedures.builtin import (  # imported for their @register side effect
 )
 
 __all__ = [
-    "add_files", "expire_snapshots", "remove_orphan_files", "rewrite_data_files", "rewrite_manifests",
+    "add_files", "compute_partition_stats", "compute_table_stats", "expire_snapshots", "remove_orphan_files",
+    "rewrite_data_files", "rewrite_manifests",
     "rewrite_position_delete_files", "snapshot_management",
 ]

@@ -54,6 +54,7 @@ from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.projection import inclusive_projection, strict_projection
 from procedures.spec.schema import Schema
+from procedures.spec.types import NestedField, StructType, UnknownType
 from procedures.spec.snapshots import MAIN_BRANCH, Snapshot
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "plan_files",
     "iter_file_scan_tasks",
     "partition_key",
+    "unified_partition_type",
 ]
 
 
@@ -490,3 +492,16 @@ def plan_files(
         table_metadata, io, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_timestamp_ms, ref=ref,
         filter=filter, case_sensitive=case_sensitive,
     ))
+
+
+def unified_partition_type(md: TableMetadata, schema: Schema | None = None) -> StructType:
+    """The ``_partition`` struct: every partition field of every spec, once per field id, ordered by
+    field id, typed by its transform over the current schema (as Java's ``Partitioning.partitionType``)."""
+    schema = schema or md.schema()
+    seen: dict[int, NestedField] = {}
+    for spec in md.partition_specs:
+        ptype = spec.partition_type(schema)
+        for f in ptype.fields:
+            if f.field_id not in seen and not isinstance(f.field_type, UnknownType):
+                seen[f.field_id] = f
+    return StructType(tuple(seen[i] for i in sorted(seen)))

@@ -39,7 +39,7 @@ from procedures.spec.manifest import (
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.snapshots import Snapshot, SnapshotRef, SnapshotRefType
 
-__all__ = ["SnapshotProducer", "ManifestRewriter", "new_snapshot_id", "live_entries", "snapshot_manifests"]
+__all__ = ["SnapshotProducer", "ManifestRewriter", "new_snapshot_id", "live_entries", "snapshot_manifests", "metadata_dir"]
 
 
 def new_snapshot_id() -> int:
@@ -104,7 +104,7 @@ class SnapshotProducer:
     def new_manifest_path(self, base: TableMetadata) -> str:
         """A fresh manifest location under the table's metadata folder."""
         self._manifest_count += 1
-        return f"{_metadata_dir(base)}/{self.commit_uuid}-m{self._manifest_count - 1}.avro"
+        return f"{metadata_dir(base)}/{self.commit_uuid}-m{self._manifest_count - 1}.avro"
 
     def write_manifest(
         self,
@@ -160,7 +160,7 @@ class SnapshotProducer:
         manifests = self.manifests(base, parent, ctx, summary)
         fv = base.format_version
         sequence_number = base.last_sequence_number + 1 if fv > 1 else 0
-        list_path = f"{_metadata_dir(base)}/snap-{self.snapshot_id}-{ctx.attempt + 1}-{self.commit_uuid}.avro"
+        list_path = f"{metadata_dir(base)}/snap-{self.snapshot_id}-{ctx.attempt + 1}-{self.commit_uuid}.avro"
         first_row_id = base.next_row_id if fv >= 3 else None
         ctx.track(list_path)
         _, next_row_id = write_manifest_list(
@@ -199,7 +199,8 @@ class SnapshotProducer:
         return out
 
 
-def _metadata_dir(md: TableMetadata) -> str:
+def metadata_dir(md: TableMetadata) -> str:
+    """Where a table's metadata files go: ``write.metadata.path`` or ``<location>/metadata``."""
     return md.properties.get("write.metadata.path", f"{md.location}/metadata").rstrip("/")
 
 

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
 from procedures.catalog.config import load_catalog, resolve_identifier
-from procedures.core.scan import FileScanTask, iter_file_scan_tasks, select_snapshot
+from procedures.core.scan import FileScanTask, iter_file_scan_tasks, select_snapshot, unified_partition_type
 from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import type_to_arrow
@@ -236,19 +236,6 @@ def to_spark_arrow(batch: pa.RecordBatch, fields: Sequence[NestedField]) -> pa.R
     arrays = [_convert(batch.column(i), f.field_type) for i, f in enumerate(fields)]
     schema = pa.schema([pa.field(f.name, _target_arrow(f.field_type), not f.required) for f in fields])
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def unified_partition_type(md: TableMetadata, schema: Schema | None = None) -> StructType:
-    """The ``_partition`` struct: every partition field of every spec, once per field id, ordered by
-    field id, typed by its transform over the current schema (as Java's ``Partitioning.partitionType``)."""
-    schema = schema or md.schema()
-    seen: dict[int, NestedField] = {}
-    for spec in md.partition_specs:
-        ptype = spec.partition_type(schema)
-        for f in ptype.fields:
-            if f.field_id not in seen and not isinstance(f.field_type, UnknownType):
-                seen[f.field_id] = f
-    return StructType(tuple(seen[i] for i in sorted(seen)))
 
 
 # ------------------------------------------------------------------------------ tasks

@@ -1,0 +1,33 @@
+"""``compute_table_stats`` (procedures.md §3.18): NDV theta sketches of columns of a snapshot, in a
+Puffin statistics file registered for that snapshot.
+
+Parameters and output follow Iceberg Java 1.10's Spark 3.5 procedure (``table``, ``snapshot_id``,
+``columns``); the work is :func:`procedures.spark.actions.compute_table_stats.compute_table_stats`.
+Needs the ``stats`` extra (``datasketches``).  No row for a table without snapshots.
+"""
+
+from __future__ import annotations
+
+from procedures.framework.context import ProcedureContext
+from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.registry import register
+from procedures.spark.actions.compute_table_stats import compute_table_stats as compute
+
+__all__ = ["compute_table_stats"]
+
+
+@register(
+    "compute_table_stats",
+    parameters=[
+        P("table", "STRING", True, doc="Table to compute statistics for."),
+        P("snapshot_id", "BIGINT", doc="Snapshot to compute for; default the current snapshot."),
+        P("columns", "ARRAY<STRING>", doc="Columns to sketch; default every top-level primitive column."),
+    ],
+    output=(Col("statistics_file", "STRING", True, "Path of the Puffin statistics file written."),),
+)
+def compute_table_stats(ctx: ProcedureContext, table: str, snapshot_id: int | None,
+                        columns: list[str] | None) -> list[tuple]:
+    """Sketch the columns, write the Puffin file and register it (one commit)."""
+    t = ctx.load_table(table)
+    stats = compute(t, snapshot_id, columns, spark=ctx.spark, committer=ctx.commit)
+    return [] if stats is None else [(stats.statistics_path,)]

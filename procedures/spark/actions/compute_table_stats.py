@@ -1,0 +1,143 @@
+"""``compute_table_stats``: theta sketches of columns of one snapshot, in a Puffin statistics file
+registered in the table metadata (Iceberg Java 1.10's ``ComputeTableStatsSparkAction``).
+
+Every Spark partition of the snapshot's scan (deletes applied) reads its files in a Python task
+and builds one KMV hash sketch per column (:class:`procedures.spec.theta.HashSketch`, hashing the
+values as Java's ``ThetaSketchAgg`` does); the driver unions the compact sketches with the
+``datasketches`` library (the ``stats`` extra), writes one ``apache-datasketches-theta-v1`` blob per
+column with its ``ndv`` estimate and commits the file with one metadata update, replacing the
+statistics file the snapshot had.  Without a session the same steps run on the driver.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from procedures.catalog.base import Table
+from procedures.core.scan import iter_file_scan_tasks
+from procedures.core.stats.table_stats import (
+    RegisterStatistics,
+    StatsColumn,
+    statistics_path,
+    stats_columns,
+    stats_snapshot,
+)
+from procedures.core.transaction import commit
+from procedures.errors import MissingDependencyError
+from procedures.io.stats_files import ThetaBlob, write_statistics_file
+from procedures.spark.read import TaskReader, light_task, plan_read_groups, tasks_frame
+from procedures.spark.session import job_description
+from procedures.spark.worker import prepare_python_worker
+from procedures.spec.schema import Schema
+from procedures.spec.statistics import StatisticsFile
+from procedures.spec.theta import NDV_PROPERTY, THETA_BLOB_TYPE, HashSketch
+from procedures.spec.types import DateType, IcebergType, TimestampType, TimestamptzType, TimeType
+
+__all__ = ["compute_table_stats", "require_datasketches", "sketch_batches", "STATS_EXTRA_HINT"]
+
+STATS_EXTRA_HINT = "pip install 'iceberg-procedures[stats]'"
+
+
+def require_datasketches() -> Any:
+    """The ``datasketches`` module, or a MissingDependencyError naming the extra to install."""
+    try:
+        import datasketches  # noqa: PLC0415 -- optional extra 'stats'
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"compute_table_stats needs the Apache DataSketches library: {STATS_EXTRA_HINT}") from exc
+    return datasketches
+
+
+def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
+    parts = name.split(".")
+    arr = batch.column(batch.schema.get_field_index(parts[0]))
+    for p in parts[1:]:
+        arr = pc.struct_field(arr, p)
+    return arr
+
+
+def _values(arr: pa.Array, t: IcebergType) -> list:
+    if isinstance(t, DateType):
+        arr = arr.cast(pa.int32())
+    elif isinstance(t, (TimeType, TimestampType, TimestamptzType)):
+        arr = arr.cast(pa.int64())
+    return arr.to_pylist()
+
+
+def sketch_batches(batches: Iterable[pa.RecordBatch], columns: Sequence[StatsColumn]) -> list[bytes]:
+    """One serialized compact sketch per column over ``batches``."""
+    sketches = [HashSketch() for _ in columns]
+    for batch in batches:
+        for sk, col in zip(sketches, columns):
+            sk.update_all(_values(_column(batch, col.name), col.field.field_type), col.field.field_type)
+    return [sk.compact_bytes() for sk in sketches]
+
+
+def _sketch_on_spark(spark: Any, table: Table, tasks: list, reader: TaskReader,
+                     columns: Sequence[StatsColumn]) -> list[list[bytes]]:
+    from pyspark.sql import types as T  # noqa: PLC0415 -- pyspark only when Spark runs
+
+    groups = plan_read_groups(spark, table.metadata, tasks)
+    payloads = [pickle.dumps([light_task(t) for t in g], protocol=pickle.HIGHEST_PROTOCOL) for g in groups]
+    if not payloads:
+        return []
+    cols = list(columns)
+
+    def sketch_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        tasks_here = [t for b in batches for raw in b.column(0).to_pylist() for t in pickle.loads(raw)]
+        sketches = sketch_batches(reader.batches(tasks_here), cols)
+        yield pa.RecordBatch.from_arrays([pa.array(list(range(len(cols))), pa.int32()), pa.array(sketches, pa.binary())],
+                                         names=["column", "sketch"])
+
+    schema = T.StructType([T.StructField("column", T.IntegerType(), False),
+                           T.StructField("sketch", T.BinaryType(), False)])
+    rows = tasks_frame(spark, payloads).mapInArrow(sketch_partition, schema).collect()
+    per_column: list[list[bytes]] = [[] for _ in cols]
+    for r in rows:
+        per_column[r["column"]].append(bytes(r["sketch"]))
+    return per_column
+
+
+def compute_table_stats(
+    table: Table,
+    snapshot_id: int | None = None,
+    columns: Sequence[str] | None = None,
+    *,
+    spark: Any = None,
+    committer: Callable[[Table, list], Table] | None = None,
+) -> StatisticsFile | None:
+    """Compute and register the NDV sketches of ``columns`` at ``snapshot_id`` (default current);
+    returns the registered file, or None for a table without snapshots."""
+    md = table.metadata
+    snapshot = stats_snapshot(md, snapshot_id)
+    if snapshot is None:
+        return None
+    schema = md.schema_by_id(snapshot.schema_id) if snapshot.schema_id is not None else md.schema()
+    cols = stats_columns(schema, columns)
+    ds = require_datasketches()
+    projected = schema.select([c.name for c in cols])
+    tasks = list(iter_file_scan_tasks(md, table.io, snapshot_id=snapshot.snapshot_id))
+    reader = TaskReader.for_table(table, projected, schema)
+    if spark is None:
+        per_column = [[s] for s in sketch_batches(reader.batches(tasks), cols)]
+    else:
+        with job_description(spark, f"compute_table_stats: sketch {len(cols)} column(s) of {table.name}"):
+            per_column = _sketch_on_spark(spark, table, tasks, reader, cols)
+    blobs = []
+    for i, col in enumerate(cols):
+        union = ds.theta_union()
+        for raw in per_column[i] if per_column else ():
+            union.update(ds.compact_theta_sketch.deserialize(raw))
+        result = union.get_result()
+        blobs.append(ThetaBlob(col.field.field_id, result.serialize(), int(result.get_estimate())))
+    created_by = "iceberg-procedures" + (f" Spark {spark.version}" if spark is not None else "")
+    stats = write_statistics_file(table.io, statistics_path(md, snapshot.snapshot_id), snapshot.snapshot_id,
+                                  snapshot.sequence_number, blobs, blob_type=THETA_BLOB_TYPE,
+                                  ndv_property=NDV_PROPERTY, created_by=created_by)
+    (committer or commit)(table, [RegisterStatistics(stats)])
+    return stats
