@@ -139,6 +139,16 @@ CASES = [
     ("CALL h.system.rewrite_position_delete_files(table => 'db.t', options => map('rewrite-all', 'perhaps'))",
      ValidationError, "rewrite-all"),
     ("CALL h.system.rewrite_position_delete_files(table => 'db.t', where => 'data = ')", ValidationError, "data ="),
+    # statistics and imports
+    (f"CALL h.system.compute_table_stats(table => 'db.t', snapshot_id => {MISSING})", IcebergError, str(MISSING)),
+    ("CALL h.system.compute_table_stats(table => 'db.t', columns => array('nosuchcol'))", IcebergError, "nosuchcol"),
+    ("CALL h.system.compute_partition_stats(table => 'db.t')", IcebergError, "partitioned"),
+    (f"CALL h.system.compute_partition_stats(table => 'db.nope')", NoSuchTableError, "db.nope"),
+    ("CALL h.system.add_files(table => 'db.nope', source_table => '`parquet`.`/tmp`')", NoSuchTableError, "db.nope"),
+    ("CALL h.system.add_files(table => 'db.t', source_table => '`parquet`.`/tmp`', parallelism => 0)",
+     ValidationError, "Parallelism"),
+    ("CALL h.system.add_files(table => 'db.t', source_table => '`parquet`.`/tmp`', partition_filter => 'x')",
+     ValidationError, "partition_filter"),
     # syntax
     ("CALL h.system.expire_snapshots(table => 'db.t'", SqlSyntaxError, "Syntax error"),
     ("CALL h.system.expire_snapshots(table => 'db.t',, retain_last => 1)", SqlSyntaxError, "Syntax error"),
