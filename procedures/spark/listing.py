@@ -107,12 +107,27 @@ def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_aut
     return df.select(column).mapInArrow(convert, _URI)
 
 
+#: paths whose normal form needs Python (dot segments, percent-escapes, a leading "//"); the rest
+#: is normalised in the JVM by _PLAIN_KEY, which gives the same key as path_keys' literal reading
+_NEEDS_PYTHON = "instr(path, '/.') > 0 OR instr(path, '%') > 0 OR path LIKE '//%'"
+_PLAIN_KEY = ("regexp_replace(regexp_replace(regexp_replace(path, '^[A-Za-z][A-Za-z0-9+.-]+:(//[^/]*)?', ''), "
+              "'/{2,}', '/'), '(.)/$', '$1')")
+
+
+def _path_keys_frame(df: Any) -> Any:
+    """``(uri, path)``: every normalised path (``path``) of each original path (``uri``) of ``df.path``,
+    computed in the JVM for plain paths and by :func:`uri_dataframe` for the others."""
+    plain = df.where(f"NOT ({_NEEDS_PYTHON})").selectExpr("path AS uri", f"{_PLAIN_KEY} AS path")
+    odd = uri_dataframe(df.where(_NEEDS_PYTHON), "path", {}, {}).select("uri", "path")
+    return plain.unionByName(odd)
+
+
 def unreached_paths(candidates: Any, valid: Any) -> Any:
     """Rows ``(path, kind)`` of ``candidates`` whose path no row of ``valid`` names under any
     normalised reading (scheme and authority ignored: a false match only keeps a file)."""
-    cand = uri_dataframe(candidates, "path", {}, {})
-    reached = (cand.join(uri_dataframe(valid, "path", {}, {}).select("path").distinct(), "path")
-               .selectExpr("uri AS path").distinct())
+    cand = _path_keys_frame(candidates.select("path"))
+    valid_keys = _path_keys_frame(valid.select("path")).select("path").distinct()
+    reached = cand.join(valid_keys, "path").selectExpr("uri AS path").distinct()
     return candidates.join(reached, "path", "left_anti").select("path", "kind")
 
 

@@ -164,3 +164,24 @@ def test_expire_keeps_files_add_files_brought_from_another_folder(spark, catalog
     _referenced_exist(table)
     _same_rows(before, _state(spark, catalogs, "ours", ("db", name), t)[1])
     assert sorted(java_read(spark, t).column("id").to_pylist()) == [1, 11]
+
+
+def test_unreached_paths_on_spark_matches_the_path_set(spark):
+    """The Spark anti-join of expire_snapshots keeps a candidate exactly when the driver's PathSet
+    would: plain paths are keyed in the JVM, odd ones ('.', '..', '%', '//') in Python."""
+    from procedures.core.paths import PathSet
+    from procedures.spark.listing import unreached_paths
+
+    valid = ["file:/wh/t/data/a.parquet", "/wh/t/data/b%20c.parquet", "s3a://bkt/wh/t/d.parquet",
+             "file:///wh/t//data/./e.parquet", "/wh/t/data/x/../f.parquet", "//wh/t/data/g.parquet"]
+    candidates = ["/wh/t/data/a.parquet", "file:///wh/t/data/a.parquet", "/wh/t/data/b c.parquet",
+                  "s3://bkt/wh/t/d.parquet", "/wh/t/data/e.parquet", "/wh/t/data/f.parquet", "/wh/t/data/g.parquet",
+                  "/wh/t/data/h.parquet", "/wh/t/data/./h2.parquet", "file:/wh/t/data/i%2Fj.parquet", "/wh/t/datax/a.parquet"]
+    frame = unreached_paths(spark.createDataFrame([(c, "Data") for c in candidates], "path string, kind string"),
+                            spark.createDataFrame([(v,) for v in valid], "path string"))
+    kept = PathSet(valid)
+    assert sorted(r[0] for r in frame.collect()) == sorted(c for c in candidates if c not in kept)
+    # "//wh/..." names the authority "wh" (as Hadoop reads it), so it does not keep /wh/t/data/g.parquet
+    assert sorted(r[0] for r in frame.collect()) == ["/wh/t/data/./h2.parquet", "/wh/t/data/g.parquet",
+                                                     "/wh/t/data/h.parquet", "/wh/t/datax/a.parquet",
+                                                     "file:/wh/t/data/i%2Fj.parquet"]
