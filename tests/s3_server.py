@@ -165,7 +165,7 @@ def stop(server: S3Server) -> None:
         except ProcessLookupError:
             pass
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
