@@ -169,3 +169,48 @@ def test_round_trip(s3_server, scheme):
     result = io.delete_many(listed, max_workers=3)
     assert result.deleted == 3 and not result.failures
     assert list(io.list_prefix(base)) == []
+
+
+def _jdbc_catalog(tmp_path, warehouse: str, props: dict[str, str]):
+    from procedures.catalog.config import load_catalog
+
+    conf = {f"spark.sql.catalog.c.{k}": v for k, v in
+            {"type": "jdbc", "uri": f"jdbc:sqlite:{tmp_path / 'c.db'}", "warehouse": warehouse, **props}.items()}
+    cat = load_catalog("c", conf)
+    cat.create_namespace(("db",))
+    return cat
+
+
+def _new_metadata(cat, ident):
+    from procedures.core.builder import new_table_metadata
+    from procedures.spec.schema import Schema
+    from procedures.spec.types import LONG, NestedField
+
+    md, _ = new_table_metadata(schema=Schema((NestedField(1, "id", LONG, True),)),
+                               location=cat.default_table_location(ident))
+    return md
+
+
+def test_catalog_with_missing_bucket_creates_nothing(s3_server, tmp_path):
+    cat = _jdbc_catalog(tmp_path, "s3://no-such-bucket/wh", s3_server.properties())
+    with pytest.raises(StorageConfigError) as err:
+        cat.create_table(("db", "t"), _new_metadata(cat, ("db", "t")))
+    assert err.value.property == "warehouse" and "s3://no-such-bucket/wh" in str(err.value)
+    assert not cat.table_exists(("db", "t"))
+
+
+def test_catalog_with_unknown_scheme_creates_nothing(tmp_path):
+    cat = _jdbc_catalog(tmp_path, "foo://bucket/wh", {})
+    with pytest.raises(StorageConfigError) as err:
+        cat.create_table(("db", "t"), _new_metadata(cat, ("db", "t")))
+    assert err.value.property == "warehouse"
+    assert not cat.table_exists(("db", "t"))
+
+
+def test_catalog_round_trip_in_bucket(s3_server, tmp_path):
+    cat = _jdbc_catalog(tmp_path, f"s3a://{s3_server.bucket}/cat-wh", s3_server.properties())
+    t = cat.create_table(("db", "t"), _new_metadata(cat, ("db", "t")))
+    assert t.metadata_location.startswith(f"s3a://{s3_server.bucket}/cat-wh/")
+    assert cat.load_table(("db", "t")).metadata.table_uuid == t.metadata.table_uuid
+    cat.drop_table(("db", "t"), purge=True)
+    assert list(cat.io.list_prefix(f"s3a://{s3_server.bucket}/cat-wh/db/t")) == []
