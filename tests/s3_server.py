@@ -26,19 +26,18 @@ BUCKET = "warehouse"
 
 @dataclass(frozen=True)
 class S3Server:
-    """A running server: ``endpoint`` is ``http://127.0.0.1:<port>``; ``bucket`` exists."""
+    """A running server on ``endpoint`` (``http://127.0.0.1:<port>``) in which ``bucket`` exists."""
 
-    host: str
-    port: int
-    access_key: str
-    secret_key: str
-    bucket: str
-    datadir: str
+    endpoint: str
     process: subprocess.Popen
+    datadir: str
+    bucket: str = BUCKET
+    access_key: str = ACCESS_KEY
+    secret_key: str = SECRET_KEY
 
     @property
-    def endpoint(self) -> str:
-        return f"http://{self.host}:{self.port}"
+    def port(self) -> int:
+        return int(self.endpoint.rsplit(":", 1)[1])
 
     def properties(self) -> dict[str, str]:
         """Iceberg FileIO properties for this server."""
@@ -117,7 +116,7 @@ def start(tmpdir: str | None = None, timeout: float = 90.0) -> S3Server:
     log = open(log_path, "wb")
     process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=base, start_new_session=True)
     log.close()
-    server = S3Server("127.0.0.1", ports["s3"], ACCESS_KEY, SECRET_KEY, BUCKET, base, process)
+    server = S3Server(f"http://127.0.0.1:{ports['s3']}", process, base)
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:
@@ -140,7 +139,7 @@ def _create_bucket(server: S3Server, timeout: float) -> None:
     import pyarrow.fs as pafs
 
     fs = pafs.S3FileSystem(access_key=server.access_key, secret_key=server.secret_key,
-                           endpoint_override=f"{server.host}:{server.port}", scheme="http", region="us-east-1",
+                           endpoint_override=f"127.0.0.1:{server.port}", scheme="http", region="us-east-1",
                            allow_bucket_creation=True)
     deadline = time.time() + max(timeout, 10)
     while True:

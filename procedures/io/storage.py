@@ -121,6 +121,11 @@ def _endpoint(value: str, key: str) -> tuple[str, str]:
     return scheme, parts.netloc
 
 
+def _put(opts: dict[str, Any], **values: Any) -> None:
+    """Set the options whose value is not None."""
+    opts.update((k, v) for k, v in values.items() if v is not None)
+
+
 def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
     """Keyword arguments of ``pyarrow.fs.S3FileSystem`` for Iceberg's ``s3.*`` properties.
 
@@ -152,34 +157,22 @@ def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
         opts["endpoint_override"] = host
         opts["scheme"] = scheme
         region = region or "us-east-1"
-    if access is not None:
-        opts["access_key"] = access
-        opts["secret_key"] = secret
-    if token is not None:
-        opts["session_token"] = token
-    if region is not None:
-        opts["region"] = region
+    _put(opts, access_key=access, secret_key=secret, session_token=token, region=region)
     path_style = _flag(props, S3_PATH_STYLE)
     virtual = _flag(props, S3_FORCE_VIRTUAL)
     if virtual is None:
         # Java's default is virtual-hosted addressing unless s3.path-style-access=true
         virtual = not path_style if path_style is not None else endpoint is None
     opts["force_virtual_addressing"] = virtual
-    connect = _seconds(props, S3_CONNECT_TIMEOUT)
-    if connect is not None:
-        opts["connect_timeout"] = connect
-    request = _seconds(props, S3_REQUEST_TIMEOUT)
-    if request is not None:
-        opts["request_timeout"] = request
+    _put(opts, connect_timeout=_seconds(props, S3_CONNECT_TIMEOUT),
+         request_timeout=_seconds(props, S3_REQUEST_TIMEOUT))
     return opts
 
 
 def gcs_options(props: Mapping[str, str]) -> dict[str, Any]:
     """Keyword arguments of ``pyarrow.fs.GcsFileSystem`` for Iceberg's ``gcs.*`` properties."""
     opts: dict[str, Any] = {}
-    project = _first(props, GCS_PROJECT)
-    if project is not None:
-        opts["project_id"] = project
+    _put(opts, project_id=_first(props, GCS_PROJECT))
     token = _first(props, GCS_TOKEN)
     if token is not None:
         opts["access_token"] = token

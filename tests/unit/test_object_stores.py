@@ -214,3 +214,31 @@ def test_catalog_round_trip_in_bucket(s3_server, tmp_path):
     assert cat.load_table(("db", "t")).metadata.table_uuid == t.metadata.table_uuid
     cat.drop_table(("db", "t"), purge=True)
     assert list(cat.io.list_prefix(f"s3a://{s3_server.bucket}/cat-wh/db/t")) == []
+
+
+def test_spark_redacted_secrets_are_read_from_the_runtime_conf():
+    """Spark's SET shows secret values as ``*********(redacted)``; the catalog must get the real value."""
+    from procedures.catalog.config import catalog_properties, conf_from_spark
+
+    values = {"spark.sql.catalog.c.type": "jdbc", "spark.sql.catalog.c.s3.secret-access-key": "real-secret"}
+
+    class Runtime:
+        def get(self, key, default=None):
+            return values.get(key, default)
+
+    class Context:
+        def getConf(self):
+            return type("Conf", (), {"getAll": lambda _self: []})()
+
+    class Session:
+        conf = Runtime()
+        sparkContext = Context()
+
+        def sql(self, text):
+            assert text == "SET"
+            rows = [(k, "*********(redacted)" if "secret" in k else v) for k, v in values.items()]
+            return type("Rows", (), {"collect": lambda _self: rows})()
+
+    conf = conf_from_spark(Session())
+    props, _ = catalog_properties("c", conf)
+    assert props["s3.secret-access-key"] == "real-secret"
