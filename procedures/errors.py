@@ -30,6 +30,7 @@ __all__ = [
     "CommitStateUnknownError",
     "CatalogConfigError",
     "NoSuchCatalogError",
+    "StorageConfigError",
     "MissingParameterError",
     "SqlSyntaxError",
     "DuplicateFilesError",
@@ -146,6 +147,20 @@ class CommitStateUnknownError(CommitError):
 
 class CatalogConfigError(ValidationError):
     """A catalog is configured wrongly (unknown type, malformed uri, bad property value)."""
+
+
+class StorageConfigError(CatalogConfigError):
+    """The storage a catalog or table points at is configured wrongly or cannot be used: an unknown
+    scheme, missing credentials, an endpoint that does not answer, a bucket that does not exist.
+
+    ``property`` names the catalog property to set (``s3.endpoint``, ``warehouse``, ...) and
+    ``location`` the path that was being resolved, when known.
+    """
+
+    def __init__(self, message: str, *, property: str | None = None, location: str | None = None) -> None:
+        self.property = property
+        self.location = location
+        super().__init__(message)
 
 
 class NoSuchCatalogError(CatalogConfigError):

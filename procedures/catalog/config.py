@@ -49,6 +49,10 @@ INT_PROPERTIES = (
 )
 
 
+#: how Spark's SET shows a value whose key matches ``spark.redaction.regex``
+_REDACTED = "(redacted)"
+
+
 def conf_from_spark(spark: Any) -> dict[str, str]:
     """All conf entries of a SparkSession (static and runtime), read without importing pyspark."""
     conf: dict[str, str] = {}
@@ -66,7 +70,11 @@ def conf_from_spark(spark: Any) -> dict[str, str]:
         # Spark 3.5 has no RuntimeConfig.getAll; SET lists the session's explicitly set keys
         try:
             for row in sql("SET").collect():
-                conf[str(row[0])] = str(row[1])
+                key, value = str(row[0]), str(row[1])
+                if value.endswith(_REDACTED) and runtime is not None:
+                    # SET hides secrets (spark.redaction.regex); the runtime conf has the value
+                    value = str(runtime.get(key))
+                conf[key] = value
         except Exception:  # noqa: BLE001 -- static conf alone is still usable
             pass
     return conf

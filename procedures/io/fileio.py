@@ -3,7 +3,8 @@
 Iceberg needs very little from storage: read a whole file or a range, write a new file, test
 existence, delete, list a prefix, and one atomic primitive -- *create a file only if it does not
 exist yet* -- that path-based (hadoop) catalogs use as their commit.  This module provides those
-over any filesystem ``pyarrow.fs.FileSystem.from_uri`` resolves.
+over local files and the filesystems :mod:`procedures.io.storage` configures from the catalog's
+properties (``s3.*`` for ``s3://``/``s3a://``/``s3n://``, ``gcs.*`` for ``gs://``, HDFS).
 
 Paths keep the textual form they came in with.  Java's Hadoop ``Path`` writes local locations as
 ``file:/x``, other tools write ``file:///x`` or plain ``/x``; all three name the same local file,
@@ -26,7 +27,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from procedures.core.paths import join_path, local_path
-from procedures.errors import AlreadyExistsError, NotFoundError, ValidationError
+from procedures.errors import AlreadyExistsError, NotFoundError
+from procedures.io.storage import HADOOP_SCHEMES, OBJECT_STORE_SCHEMES, check_bucket, filesystem_for, redacted
 
 __all__ = [
     "FileIO",
@@ -155,13 +157,17 @@ class OutputFile:
 
 @dataclass
 class FileIO:
-    """File access for one catalog or table.  ``properties`` are kept for storage options.
+    """File access for one catalog or table, configured by the catalog's ``properties``.
 
-    Local paths use the OS directly (atomic create via a hard link); everything else goes
-    through the ``pyarrow.fs`` filesystem resolved from the URI, cached per scheme and authority.
+    Local paths use the OS directly (atomic create via a hard link); everything else goes through
+    the ``pyarrow.fs`` filesystem :func:`procedures.io.storage.filesystem_for` configures from the
+    properties, cached per scheme and authority.  The first use of an object-store bucket checks
+    that the bucket exists and answers (:func:`procedures.io.storage.check_bucket`), so a wrong
+    endpoint, credentials or bucket fails with a :class:`~procedures.errors.StorageConfigError`
+    before anything is written.  The repr hides secret property values.
     """
 
-    properties: dict[str, str] = field(default_factory=dict)
+    properties: dict[str, str] = field(default_factory=dict, repr=False)
     _filesystems: dict[tuple[str, str], pafs.FileSystem] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -176,15 +182,22 @@ class FileIO:
         with self._lock:
             fs = self._filesystems.get(key)
         if fs is None:
-            try:
-                fs, _ = pafs.FileSystem.from_uri(path)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
-                raise ValidationError(f"Cannot resolve a filesystem for {path!r}: {e}") from e
+            fs = filesystem_for(path, self.properties)
+            if key[0] in OBJECT_STORE_SCHEMES:
+                check_bucket(fs, path, self.properties)
             with self._lock:
-                self._filesystems.setdefault(key, fs)
+                fs = self._filesystems.setdefault(key, fs)
         # HDFS takes the path alone; object stores take "bucket/key" without the scheme
-        p = parts.path if key[0] in ("hdfs", "viewfs") else f"{parts.netloc}{parts.path}"
+        p = parts.path if key[0] in HADOOP_SCHEMES else f"{parts.netloc}{parts.path}"
         return fs, p
+
+    def filesystem(self, path: str) -> tuple[pafs.FileSystem, str]:
+        """The ``pyarrow.fs`` filesystem serving ``path`` and the path in that filesystem's form
+        (``bucket/key`` for object stores, the OS path for local files)."""
+        return self._resolve(path)
+
+    def __repr__(self) -> str:
+        return f"FileIO(properties={redacted(self.properties)!r})"
 
     def _filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
         with self._lock:

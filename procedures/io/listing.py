@@ -1,5 +1,6 @@
 """Listing a table's folders for orphan-file detection: a breadth-first directory walk (local files
-with ``os.scandir``, other file systems with ``pyarrow.fs``) and the FileIO's recursive prefix listing.
+with ``os.scandir``, other file systems with the FileIO's ``pyarrow.fs`` filesystem, configured
+from the catalog's properties) and the FileIO's recursive prefix listing.
 
 Both apply an age cutoff and a hidden-path filter (an object with ``accept(name)``, in practice
 :class:`procedures.core.gc.orphans.HiddenPathFilter`).  The same :func:`walk` runs on the driver
@@ -15,6 +16,7 @@ from typing import Any, Protocol, Sequence
 import pyarrow.fs as pafs
 
 from procedures.core.paths import local_path, relative_path
+from procedures.io.fileio import FileIO
 
 __all__ = ["PathFilter", "walk", "list_with_prefix"]
 
@@ -25,7 +27,7 @@ class PathFilter(Protocol):
     def accept(self, name: str) -> bool: ...  # pragma: no cover
 
 
-def _list_one(directory: str) -> tuple[list[tuple[str, int]], list[str]]:
+def _list_one(directory: str, io: FileIO) -> tuple[list[tuple[str, int]], list[str]]:
     """Direct children of ``directory``: files with mtimes, and sub-directories."""
     local = local_path(directory)
     files: list[tuple[str, int]] = []
@@ -43,7 +45,7 @@ def _list_one(directory: str) -> tuple[list[tuple[str, int]], list[str]]:
             elif e.is_file():
                 files.append((full, e.stat().st_mtime_ns // 1_000_000))
         return files, dirs
-    fs, p = pafs.FileSystem.from_uri(directory)
+    fs, p = io.filesystem(directory)
     scheme, _, rest = directory.partition("://")
     # object stores list "bucket/key"; HDFS lists the path alone, without the authority
     prefix = f"{scheme}://" + (rest.split("/", 1)[0] if scheme in ("hdfs", "viewfs") else "")
@@ -61,12 +63,16 @@ def _name(path: str) -> str:
 
 
 def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
-         max_dirs: int | None = None) -> tuple[list[str], list[str]]:
+         max_dirs: int | None = None, io: FileIO | None = None) -> tuple[list[str], list[str]]:
     """List ``dirs`` breadth-first: ``(files modified before older_than_ms, directories left unlisted)``.
+
+    Remote directories are listed through ``io`` (the table's FileIO; a FileIO without properties
+    when none is given).
 
     Hidden files and directories are skipped (hidden directories are not entered).  With
     ``max_dirs`` the walk stops after listing that many directories and returns the rest.
     """
+    io = io if io is not None else FileIO()
     queue = deque(dirs)
     files: list[str] = []
     listed = 0
@@ -75,7 +81,7 @@ def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
             break
         directory = queue.popleft()
         listed += 1
-        found, subdirs = _list_one(directory)
+        found, subdirs = _list_one(directory, io)
         files.extend(p for p, mtime in found if mtime < older_than_ms and path_filter.accept(_name(p)))
         queue.extend(d for d in subdirs if path_filter.accept(_name(d)))
     return files, list(queue)

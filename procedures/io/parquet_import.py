@@ -10,7 +10,7 @@ drops them when a row group holds NaN) get no bounds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import pyarrow.parquet as pq
@@ -32,7 +32,7 @@ class ImportTarget:
     schema: Schema
     mapping: NameMapping
     metrics: MetricsConfig
-    io_properties: Mapping[str, str]
+    io_properties: Mapping[str, str] = field(repr=False)  # storage secrets stay out of reprs and logs
 
 
 def imported_data_file(

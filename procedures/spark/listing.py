@@ -39,17 +39,20 @@ def _parallelism(spark: Any, n: int) -> int:
     return max(1, min(n, cap, spark.sparkContext.defaultParallelism * 4))
 
 
-def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partition_prefixes: Sequence[str]) -> Any:
+def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partition_prefixes: Sequence[str],
+                     io_properties: dict[str, str] | None = None) -> Any:
     """Files below ``dirs`` (recursively, on the executors) that are not hidden and were modified
-    before ``older_than_ms``: a DataFrame with one column ``file_path``."""
+    before ``older_than_ms``: a DataFrame with one column ``file_path``.  The executors list through
+    a FileIO built from ``io_properties`` (the table's, with its storage settings)."""
     check_python_workers(spark)
+    props = dict(io_properties or {})
     path_filter = HiddenPathFilter(tuple(partition_prefixes))
     cutoff = int(older_than_ms)
     dirs = list(dirs)
 
     def list_partition(rows: Iterable[str]) -> Iterator[str]:
         prepare_python_worker()
-        files, _ = walk(list(rows), cutoff, path_filter)
+        files, _ = walk(list(rows), cutoff, path_filter, io=FileIO(props))
         return iter(files)
 
     rdd = spark.sparkContext.parallelize(dirs, _parallelism(spark, len(dirs))).mapPartitions(list_partition)

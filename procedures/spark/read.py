@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -258,7 +258,7 @@ class TaskReader:
     """Everything a Python task needs to read planned tasks of one table: built on the driver,
     pickled with the task function, used on the executors."""
 
-    io_properties: dict[str, str]
+    io_properties: dict[str, str] = field(repr=False)  # storage secrets stay out of reprs and logs
     specs: dict[int, Any]
     name_mapping_text: str | None
     scan_schema: Schema

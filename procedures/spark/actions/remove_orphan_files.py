@@ -98,10 +98,12 @@ def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, ol
         return [], _view_files(spark, params.file_list_view, location, older_than)
     if params.prefix_listing:
         return list_with_prefix(table.io, location, older_than, path_filter), None
-    files, pending = walk([location], older_than, path_filter, max_dirs=DRIVER_MAX_DIRS if spark is not None else None)
+    files, pending = walk([location], older_than, path_filter, max_dirs=DRIVER_MAX_DIRS if spark is not None else None,
+                          io=table.io)
     if not pending:
         return files, None
-    return files, L.list_directories(spark, pending, older_than, path_filter.partition_prefixes)
+    return files, L.list_directories(spark, pending, older_than, path_filter.partition_prefixes,
+                                     dict(getattr(table.io, "properties", {}) or {}))
 
 
 def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
