@@ -28,6 +28,7 @@ __all__ = [
     "SourceTable",
     "spark_schema",
     "identity_spec",
+    "table_properties",
     "snapshot_properties",
     "migrate_properties",
     "check_snapshot_location",
@@ -44,6 +45,11 @@ LOCATION_PROPERTIES = ("location", "write.metadata.path", "write.folder-storage.
 SUPPORTED_PROVIDERS = ("parquet", "avro", "orc", "hive")
 #: Spark's table property naming the provider of a catalog table
 PROVIDER_PROPERTY = "provider"
+#: create properties Iceberg's SparkCatalog keeps out of the table's properties
+#: (``Spark3Util.rebuildCreateProperties``; ``location`` becomes the table's location)
+RESERVED_PROPERTIES = ("provider", "format", "current-snapshot-id", "location", "sort-order", "identifier-fields")
+#: what Java's ``TableMetadata.newTableMetadata`` adds to every new table
+CREATE_DEFAULTS = (("write.parquet.compression-codec", "zstd"),)
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,15 @@ def identity_spec(schema: Schema, columns: Sequence[str]) -> PartitionSpec:
 
 def _copied(source: Mapping[str, str], drop: Sequence[str]) -> dict[str, str]:
     return {k: v for k, v in source.items() if k not in drop}
+
+
+def table_properties(create: Mapping[str, str]) -> dict[str, str]:
+    """The properties a table created with ``create`` gets: reserved keys dropped, Java's defaults
+    added when absent (``format-version`` is left for the metadata builder)."""
+    props = {k: v for k, v in create.items() if k not in RESERVED_PROPERTIES}
+    for k, v in CREATE_DEFAULTS:
+        props.setdefault(k, v)
+    return props
 
 
 def snapshot_properties(source: Mapping[str, str], user: Mapping[str, str]) -> dict[str, str]:

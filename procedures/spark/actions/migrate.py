@@ -111,7 +111,8 @@ def _create(spark: Any, catalog: Any, ident: tuple[str, ...], source: M.SourceTa
     """Create ``ident`` in ``catalog`` over the source's files, with its first snapshot, in one commit."""
     schema = M.spark_schema(source.schema_json)
     md, _ = new_table_metadata(schema=schema, location=location,
-                               spec=M.identity_spec(schema, source.partition_columns), properties=properties)
+                               spec=M.identity_spec(schema, source.partition_columns),
+                               properties=M.table_properties(properties))
     name = ".".join((catalog.name, *ident))
     files = import_data_files(spark, catalog.io, md, md.spec(), partitions, parallelism,
                               f"{what}: read the footers of {{n}} file(s) of {source.qualified} for {name}")
