@@ -11,7 +11,6 @@ the twin: same schema, spec, data file metrics, rows (Java, PyIceberg, DuckDB).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -27,6 +26,7 @@ from procedures.errors import (
 from procedures.spark.actions import migrate as MG
 from procedures.spark.session import catalog_for
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
+from tests.helpers.files import fingerprint
 from tests.oracles import assert_rows_equal, read_all
 
 pytestmark = pytest.mark.spark
@@ -67,14 +67,7 @@ def _location(spark, name: str) -> str:
 
 
 def _fingerprint(location: str) -> dict[str, str]:
-    root = local_path(location)
-    out = {}
-    for folder, _, files in os.walk(root):
-        for f in files:
-            path = os.path.join(folder, f)
-            with open(path, "rb") as fh:
-                out[os.path.relpath(path, root)] = hashlib.sha256(fh.read()).hexdigest()
-    return out
+    return fingerprint(local_path(location))
 
 
 def _spark_rows(spark, ident: str) -> list[tuple]:
@@ -120,6 +113,26 @@ def _compare_tables(spark, hive, mine: tuple[str, str], java: tuple[str, str], i
 
 def _ours(spark, sql: str) -> list[tuple]:
     return [tuple(r) for r in procedures.sql(spark, sql).collect()]
+
+
+def _unsupported_sources(spark, iceberg: str, orc: str) -> None:
+    """An Iceberg table (Java's, in the metastore) and an ORC table of spark_catalog."""
+    spark.sql(f"DROP TABLE IF EXISTS jhive.{DB}.{iceberg} PURGE")
+    spark.sql(f"CREATE TABLE jhive.{DB}.{iceberg} (id bigint) USING iceberg")
+    _source(spark, orc, using="orc")
+
+
+def _bad_sources(names: tuple[str, str, str], rest: str) -> list[tuple[str, type, str]]:
+    """Refusals of a missing, an ORC and an Iceberg source (``names`` in that order)."""
+    errors = ((NoSuchTableError, "does not exist"), (UnsupportedFileFormatError, "orc files are not supported"),
+              (ValidationError, "already an Iceberg table"))
+    return [(f"'{DB}.{n}'{rest}", e, m) for n, (e, m) in zip(names, errors)]
+
+
+def _refusals(spark, procedure: str, cases: list[tuple[str, type, str]]) -> None:
+    for args, error, match in cases:
+        with pytest.raises(error, match=match):
+            _ours(spark, f"CALL ohive.system.{procedure}({args})")
 
 
 def _java_snapshot(spark, source: str, target: str) -> list[tuple]:
@@ -182,16 +195,12 @@ def test_snapshot_gc_disabled_never_deletes_source_files(spark, hive, tmp_path):
 def test_snapshot_refusals_change_nothing(spark, hive, tmp_path):
     _source(spark, "sn_bad_src")
     _drop(spark, "sn_bad")
-    spark.sql(f"DROP TABLE IF EXISTS jhive.{DB}.sn_iceberg PURGE")
-    spark.sql(f"CREATE TABLE jhive.{DB}.sn_iceberg (id bigint) USING iceberg")
-    _source(spark, "sn_orc_src", using="orc")
+    _unsupported_sources(spark, "sn_iceberg", "sn_orc_src")
     before = set(hive.list_tables(DB))
     cases = [
-        (f"'{DB}.sn_nope', '{DB}.sn_bad'", NoSuchTableError, "does not exist"),
+        *_bad_sources(("sn_nope", "sn_orc_src", "sn_iceberg"), f", '{DB}.sn_bad'"),
         (f"'{DB}.sn_bad_src', '{DB}.sn_iceberg'", TableAlreadyExistsError, "already exists"),
         (f"'{DB}.sn_bad_src', '{DB}.sn_bad_src'", ValidationError, "same name as the source"),
-        (f"'{DB}.sn_orc_src', '{DB}.sn_bad'", UnsupportedFileFormatError, "orc files are not supported"),
-        (f"'{DB}.sn_iceberg', '{DB}.sn_bad'", ValidationError, "already an Iceberg table"),
         (f"'jcat.db.x', '{DB}.sn_bad'", ValidationError, "isn't in the session catalog"),
         (f"'{DB}.sn_bad_src', '{DB}.sn_bad', '{_location(spark, 'sn_bad_src')}'", ValidationError,
          "cannot be same as the source table location"),
@@ -199,9 +208,7 @@ def test_snapshot_refusals_change_nothing(spark, hive, tmp_path):
          "would overlap with source table location"),
         (f"'{DB}.sn_bad_src', '{DB}.sn_bad', NULL, map(), 0", ValidationError, "Parallelism should be larger than 0"),
     ]
-    for args, error, match in cases:
-        with pytest.raises(error, match=match):
-            _ours(spark, f"CALL ohive.system.snapshot({args})")
+    _refusals(spark, "snapshot", cases)
     assert set(hive.list_tables(DB)) == before
     assert not os.path.exists(local_path(hive.default_table_location((DB, "sn_bad"))))
 
@@ -275,21 +282,15 @@ def test_migrate_failure_restores_the_table(spark, hive, monkeypatch, after_crea
 def test_migrate_refusals_change_nothing(spark, hive):
     _drop(spark, "mg_bad", "mg_bad_backup_", "mg_orc")
     _source(spark, "mg_bad")
-    _source(spark, "mg_orc", using="orc")
     spark.sql(f"CREATE TABLE spark_catalog.{DB}.mg_bad_backup_ (id bigint) USING parquet")
-    spark.sql(f"DROP TABLE IF EXISTS jhive.{DB}.mg_iceberg PURGE")
-    spark.sql(f"CREATE TABLE jhive.{DB}.mg_iceberg (id bigint) USING iceberg")
+    _unsupported_sources(spark, "mg_iceberg", "mg_orc")
     before = sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN spark_catalog.{DB}").collect())
     cases = [
-        (f"'{DB}.mg_nope'", NoSuchTableError, "does not exist"),
+        *_bad_sources(("mg_nope", "mg_orc", "mg_iceberg"), ""),
         (f"'{DB}.mg_bad'", TableAlreadyExistsError, "The backup table already exists"),
-        (f"'{DB}.mg_orc'", UnsupportedFileFormatError, "orc files are not supported"),
-        (f"'{DB}.mg_iceberg'", ValidationError, "already an Iceberg table"),
         (f"table => '{DB}.mg_bad', parallelism => 0", ValidationError, "Parallelism should be larger than 0"),
     ]
-    for args, error, match in cases:
-        with pytest.raises(error, match=match):
-            _ours(spark, f"CALL ohive.system.migrate({args})")
+    _refusals(spark, "migrate", cases)
     assert sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN spark_catalog.{DB}").collect()) == before
     assert not hive.table_exists((DB, "mg_bad"))
     assert len(_spark_rows(spark, f"spark_catalog.{DB}.mg_bad")) == 4
