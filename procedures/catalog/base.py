@@ -24,6 +24,7 @@ from procedures.spec.metadata import TableMetadata, metadata_to_json
 
 __all__ = [
     "Identifier",
+    "staged_create",
     "IdentifierLike",
     "Table",
     "Catalog",
@@ -178,6 +179,28 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, metadata_location={self.metadata_location!r})"
+
+
+class _StagedCreate:
+    """The catalog of a table not created yet: its first commit creates it (one metadata file)."""
+
+    def __init__(self, catalog: "Catalog", identifier: Identifier) -> None:
+        self.catalog = catalog
+        self.identifier = identifier
+        self.name = catalog.name
+
+    def commit_table(self, table: Table, base: "TableMetadata", new: "TableMetadata") -> Table:
+        return self.catalog.create_table(self.identifier, new)
+
+    def load_table(self, identifier: IdentifierLike) -> Table:
+        return self.catalog.load_table(identifier)
+
+
+def staged_create(catalog: "Catalog", identifier: IdentifierLike, metadata: "TableMetadata") -> Table:
+    """A table that exists only once committed: commit operations to it and the catalog creates it
+    with the resulting metadata (as Java's staged create-and-commit); nothing is written before."""
+    ident = parse_identifier(identifier)
+    return Table(ident, metadata, None, catalog.io, _StagedCreate(catalog, ident))  # type: ignore[arg-type]
 
 
 class Catalog(abc.ABC):

@@ -524,6 +524,9 @@ def footer_metrics(
             mode = config.mode(leaf.name)
             if leaf.repeated or not mode.counts:
                 continue
+            if foreign_footer and col.physical_type == "INT96":
+                # Spark's legacy timestamps: Java 1.10 keeps only their size (no counts, no bounds)
+                continue
             m.value_counts[fid] = m.value_counts.get(fid, 0) + col.num_values
             st = col.statistics
             if st is None or not st.has_null_count:

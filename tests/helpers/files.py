@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 
@@ -30,3 +31,14 @@ def age_everything(root: str, mtime: float = OLD) -> None:
 def all_files(root: str) -> set[str]:
     """Every file below ``root``."""
     return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
+
+
+def fingerprint(root: str) -> dict[str, str]:
+    """Every file below ``root`` with its content hash."""
+    out = {}
+    for d, _, fs in os.walk(root):
+        for f in fs:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out

@@ -7,7 +7,6 @@ step), on a hadoop-catalog table with three snapshots, a tag and a branch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -29,7 +28,7 @@ from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType
 from procedures.spec.types import LONG, STRING, NestedField
-from tests.helpers.files import age_everything, touch
+from tests.helpers.files import age_everything, fingerprint, touch
 
 FAST = RetryPolicy(num_retries=2, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=10_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "data", STRING)))
@@ -51,17 +50,6 @@ def world(tmp_path_factory):
     age_everything(wh)
     conf = {"spark.sql.catalog.h.type": "hadoop", "spark.sql.catalog.h.warehouse": wh}
     return {"warehouse": wh, "conf": conf, "table": t, "snapshots": [s.snapshot_id for s in t.metadata.snapshots]}
-
-
-def fingerprint(root: str) -> dict[str, str]:
-    """Every file below ``root`` with its content hash."""
-    out = {}
-    for d, _, fs in os.walk(root):
-        for f in fs:
-            p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
-    return out
 
 
 def call(world, text: str):

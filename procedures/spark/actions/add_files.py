@@ -40,7 +40,8 @@ from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest import DataFile
 
-__all__ = ["AddFilesParams", "AddFilesResult", "add_files", "DRIVER_MAX_FILES"]
+__all__ = ["AddFilesParams", "AddFilesResult", "ImportSource", "add_files", "catalog_source", "session_table",
+           "import_data_files", "DRIVER_MAX_FILES"]
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class AddFilesResult:
 
 
 @dataclass(frozen=True)
-class _Source:
+class ImportSource:
     """What was resolved from ``source_table``: partitions, their columns, and how the files are committed."""
 
     description: str
@@ -94,7 +95,7 @@ def _hidden(name: str) -> bool:
     return name.startswith("_") or name.startswith(".")
 
 
-def _path_source(io: FileIO, fmt: str, path: str) -> _Source:
+def _path_source(io: FileIO, fmt: str, path: str) -> ImportSource:
     """Partitions of a directory of files, discovered from ``k=v`` sub-directories as Spark does."""
     root = _qualified(path)
     if not io.is_dir(root):
@@ -124,7 +125,7 @@ def _path_source(io: FileIO, fmt: str, path: str) -> _Source:
         raise ValidationError(f"Conflicting partition column names detected:\n\t{listed}")
     columns = next(iter(layouts)) if layouts else ()
     partitions = [A.SourcePartition(values, directory, fmt) for directory, values in leaves]
-    return _Source(f"`{fmt}`.`{path}`", tuple(columns), partitions, True, bool(columns))
+    return ImportSource(f"`{fmt}`.`{path}`", tuple(columns), partitions, True, bool(columns))
 
 
 # ------------------------------------------------------------------------------ catalog tables
@@ -136,11 +137,11 @@ def _option(opt: Any) -> Any:
     return opt.get() if opt.nonEmpty() else None
 
 
-def _catalog_source(spark: Any, parts: Sequence[str]) -> _Source:
-    """A table of Spark's session catalog (Hive or data-source table), read through the JVM's
-    ``SessionCatalog``: partition columns, each partition's spec and location, the serde/provider."""
+def session_table(spark: Any, parts: Sequence[str]) -> tuple[Any, str, str]:
+    """A table of Spark's session catalog: the JVM ``CatalogTable``, its database and name.  A
+    ``spark_catalog`` prefix is dropped; without a database the current one is used."""
     if spark is None:
-        raise ValidationError("add_files from a session-catalog table needs a Spark session")
+        raise ValidationError("a session-catalog table needs a Spark session")
     if len(parts) > 1 and parts[0].lower() == "spark_catalog":
         parts = parts[1:]
     if len(parts) > 2:
@@ -153,15 +154,24 @@ def _catalog_source(spark: Any, parts: Sequence[str]) -> _Source:
     ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], jvm.scala.Some(db))
     if not catalog.tableExists(ident):
         raise NoSuchTableError(f"Table `{db}`.`{parts[-1]}` does not exist")
-    table = catalog.getTableMetadata(ident)
+    return catalog.getTableMetadata(ident), db, parts[-1]
+
+
+def catalog_source(spark: Any, parts: Sequence[str]) -> ImportSource:
+    """A table of Spark's session catalog (Hive or data-source table), read through the JVM's
+    ``SessionCatalog``: partition columns, each partition's spec and location, the serde/provider."""
+    table, db, name = session_table(spark, parts)
+    jvm = spark._jvm
+    catalog = spark._jsparkSession.sessionState().catalog()
+    ident = table.identifier()
     table_format = _option(table.storage().serde()) or _option(table.provider())
     if table_format is None:
-        raise ValidationError(f"Could not determine table format of {db}.{parts[-1]}")
+        raise ValidationError(f"Could not determine table format of {db}.{name}")
     columns = tuple(str(c) for c in _scala_seq(table.partitionColumnNames()))
-    description = f"{db}.{parts[-1]}"
+    description = f"{db}.{name}"
     if not columns:
         location = _qualified(str(table.location().toString()))
-        return _Source(description, (), [A.SourcePartition((), location, A.file_format(table_format))], False, False)
+        return ImportSource(description, (), [A.SourcePartition((), location, A.file_format(table_format))], False, False)
     converters = jvm.scala.collection.JavaConverters
     partitions = []
     for p in _scala_seq(catalog.listPartitions(ident, jvm.scala.Option.empty())):
@@ -173,7 +183,7 @@ def _catalog_source(spark: Any, parts: Sequence[str]) -> _Source:
         fmt = _option(p.storage().serde()) or table_format
         ordered = tuple((c, values.get(c)) for c in columns)
         partitions.append(A.SourcePartition(ordered, _qualified(str(location.toString())), A.file_format(fmt)))
-    return _Source(description, columns, partitions, False, True)
+    return ImportSource(description, columns, partitions, False, True)
 
 
 # ------------------------------------------------------------------------------ footers
@@ -208,8 +218,30 @@ def _describe_in_spark(spark: Any, target: ImportTarget, items: list[tuple[str, 
     return spark.sparkContext.parallelize(items, slices).mapPartitions(read).collect()
 
 
+def import_data_files(spark: Any, io: FileIO, md: Any, spec: Any, partitions: Sequence[A.SourcePartition],
+                      parallelism: int, job: str) -> list[DataFile]:
+    """The ``DataFile`` of every file directly in ``partitions`` for a table with metadata ``md``
+    under ``spec``: footers read on the driver for a few files, as a Spark job (description ``job``,
+    ``{n}`` the file count) for more.  ORC/Avro partitions raise UnsupportedFileFormatError."""
+    for p in partitions:
+        A.check_supported(p.file_format)
+    items = []
+    for p in partitions:
+        values = A.partition_tuple(spec, md, p.as_dict())
+        items.extend((path, spec.spec_id, values) for path in _list_partition(io, p))
+    target = ImportTarget(
+        schema=md.schema(), mapping=A.table_name_mapping(md),
+        metrics=MetricsConfig.from_properties(dict(md.properties), md.schema()),
+        io_properties=dict(io.properties),
+    )
+    if spark is not None and len(items) > DRIVER_MAX_FILES:
+        with optional_job(spark, job.replace("{n}", str(len(items)))):
+            return _describe_in_spark(spark, target, items, parallelism)
+    return _describe_on_driver(io, target, items, parallelism)
+
+
 # ------------------------------------------------------------------------------ the action
-def _resolve_source(spark: Any, io: FileIO, text: str) -> _Source:
+def _resolve_source(spark: Any, io: FileIO, text: str) -> ImportSource:
     if text is None or not str(text).strip():
         raise ValidationError("Cannot handle an empty identifier for parameter 'source_table'")
     try:
@@ -220,7 +252,7 @@ def _resolve_source(spark: Any, io: FileIO, text: str) -> _Source:
     if fmt is not None:
         A.check_supported(fmt)
         return _path_source(io, fmt, parts[1])
-    return _catalog_source(spark, parts)
+    return catalog_source(spark, parts)
 
 
 def add_files(table: Any, params: AddFilesParams, *, spark: Any = None,
@@ -241,23 +273,8 @@ def add_files(table: Any, params: AddFilesParams, *, spark: Any = None,
     partitions = A.filter_partitions(source.partitions, params.partition_filter)
     if source.path_import and source.partitioned and not partitions:
         raise ValidationError(f"Cannot find any matching partitions in table {name}")
-    for p in partitions:
-        A.check_supported(p.file_format)
-    items = []
-    for p in partitions:
-        values = A.partition_tuple(spec, md, p.as_dict())
-        items.extend((path, spec.spec_id, values) for path in _list_partition(table.io, p))
-    target = ImportTarget(
-        schema=md.schema(), mapping=A.table_name_mapping(md),
-        metrics=MetricsConfig.from_properties(dict(md.properties), md.schema()),
-        io_properties=dict(table.io.properties),
-    )
-    parallelism = params.parallelism or 1
-    if spark is not None and len(items) > DRIVER_MAX_FILES:
-        with optional_job(spark, f"add_files: read the footers of {len(items)} file(s) of {source.description} for {name}"):
-            files = _describe_in_spark(spark, target, items, parallelism)
-    else:
-        files = _describe_on_driver(table.io, target, items, parallelism)
+    files = import_data_files(spark, table.io, md, spec, partitions, params.parallelism or 1,
+                              f"add_files: read the footers of {{n}} file(s) of {source.description} for {name}")
     if params.check_duplicate_files and files:
         live = {e.data_file.file_path for e in live_entries(table.io, md, snapshot_manifests(table.io, md.current_snapshot()))}
         duplicates = sorted(f.file_path for f in files if f.file_path in live)

@@ -1,0 +1,228 @@
+"""The ``snapshot`` and ``migrate`` actions (procedures.md §3.12, §3.13; Iceberg Java 1.10's
+``SnapshotTableSparkAction`` and ``MigrateTableSparkAction``) for Parquet tables of Spark's session
+catalog, with one of our catalogs as the Iceberg side.
+
+Both read the source through the JVM's ``SessionCatalog`` (schema, partition columns, location,
+provider, properties, buckets), build the new table's metadata (the source's schema, identity
+partitioning on its partition columns, the properties of :mod:`procedures.core.migrate`, the name
+mapping), read every source file's footer as ``add_files`` does
+(:func:`procedures.spark.actions.add_files.import_data_files`), and create the table with its first
+snapshot in one commit (:func:`procedures.catalog.base.staged_create`: a failed import writes no
+metadata file).
+
+* ``snapshot`` leaves the source as it is; the new table references its files in place, with
+  ``gc.enabled=false`` so that no maintenance deletes them.
+* ``migrate`` renames the source to the backup name, creates the Iceberg table under the source's
+  name at the source's location over the backup's files, and drops the backup (metastore entry only;
+  the files are the Iceberg table's now) when asked.  Any failure removes what was created and
+  renames the backup back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from procedures.catalog.base import delete_quietly, staged_create
+from procedures.core import add_files as A
+from procedures.core import migrate as M
+from procedures.core.builder import new_table_metadata
+from procedures.core.snapshot_producer import snapshot_manifests
+from procedures.core.transaction import commit
+from procedures.errors import TableAlreadyExistsError, UnsupportedFileFormatError, ValidationError
+from procedures.spark.actions.add_files import catalog_source, import_data_files, session_table
+from procedures.spark.session import optional_job
+
+__all__ = ["SnapshotParams", "MigrateParams", "snapshot_table", "migrate_table", "read_source"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SnapshotParams:
+    """``snapshot``'s arguments (the target already resolved in the CALL's catalog)."""
+
+    source: tuple[str, ...]
+    location: str | None = None
+    properties: Mapping[str, str] | None = None
+    parallelism: int | None = None
+
+
+@dataclass(frozen=True)
+class MigrateParams:
+    """``migrate``'s arguments."""
+
+    source: tuple[str, ...]
+    properties: Mapping[str, str] | None = None
+    drop_backup: bool = False
+    backup_table_name: str | None = None
+    parallelism: int | None = None
+
+
+def _option(opt: Any) -> Any:
+    return opt.get() if opt.nonEmpty() else None
+
+
+def _java_map(spark: Any, scala_map: Any) -> dict[str, str]:
+    converters = spark._jvm.scala.collection.JavaConverters
+    return {str(k): str(v) for k, v in converters.mapAsJavaMapConverter(scala_map).asJava().items()}
+
+
+def read_source(spark: Any, parts: Sequence[str]) -> M.SourceTable:
+    """The session-catalog table ``parts`` as :class:`~procedures.core.migrate.SourceTable`
+    (NoSuchTableError when missing)."""
+    table, db, name = session_table(spark, parts)
+    location = _option(table.storage().locationUri())
+    bucket = _option(table.bucketSpec())
+    seq = table.partitionColumnNames()
+    return M.SourceTable(
+        database=db, name=name, provider=_option(table.provider()),
+        location=str(location.toString()) if location is not None else None,
+        schema_json=json.loads(table.schema().json()),
+        partition_columns=tuple(str(seq.apply(i)) for i in range(seq.length())),
+        properties=_java_map(spark, table.properties()),
+        bucketed=str(bucket.toString()) if bucket is not None else None,
+        table_type=str(table.tableType().name()),
+    )
+
+
+def _checked_partitions(spark: Any, source: M.SourceTable, what: str) -> list[A.SourcePartition]:
+    """The source's partitions, refusing formats other than Parquet before anything changes."""
+    partitions = catalog_source(spark, (source.database, source.name)).partitions
+    for p in partitions:
+        if p.file_format not in A.SUPPORTED_FORMATS:
+            raise UnsupportedFileFormatError(
+                f"Cannot {what} {source.qualified}: its {p.file_format} files are not supported yet "
+                "(only parquet sources so far)", file_format=p.file_format)
+    return partitions
+
+
+def _check_parallelism(parallelism: int | None) -> int:
+    if parallelism is not None and parallelism <= 0:
+        raise ValidationError("Parallelism should be larger than 0")
+    return parallelism or 1
+
+
+def _create(spark: Any, catalog: Any, ident: tuple[str, ...], source: M.SourceTable,
+            partitions: Sequence[A.SourcePartition], location: str, properties: dict[str, str],
+            parallelism: int, what: str) -> Any:
+    """Create ``ident`` in ``catalog`` over the source's files, with its first snapshot, in one commit."""
+    schema = M.spark_schema(source.schema_json)
+    md, _ = new_table_metadata(schema=schema, location=location,
+                               spec=M.identity_spec(schema, source.partition_columns),
+                               properties=M.table_properties(properties))
+    name = ".".join((catalog.name, *ident))
+    files = import_data_files(spark, catalog.io, md, md.spec(), partitions, parallelism,
+                              f"{what}: read the footers of {{n}} file(s) of {source.qualified} for {name}")
+    ops: list[Any] = []
+    change = A.name_mapping_change(md)
+    if change is not None:
+        ops.append(change)
+    ops.append(A.AddFiles(files, through_manifests=bool(source.partition_columns)))
+    with optional_job(spark, f"{what}: create {name} over {len(files)} file(s) of {source.qualified}"):
+        return commit(staged_create(catalog, ident, md), ops)
+
+
+def _total_files(table: Any) -> int:
+    snap = table.metadata.current_snapshot()
+    return int(snap.summary.get("total-data-files", "0")) if snap is not None else 0
+
+
+def snapshot_table(spark: Any, catalog: Any, ident: tuple[str, ...], params: SnapshotParams) -> int:
+    """Create ``ident`` in ``catalog`` as a snapshot of the session-catalog table ``params.source``;
+    returns ``imported_files_count``.  Nothing changes on any refusal."""
+    parallelism = _check_parallelism(params.parallelism)
+    source = read_source(spark, params.source)
+    M.check_source(source)
+    partitions = _checked_partitions(spark, source, "snapshot")
+    if catalog.table_exists(ident):
+        raise TableAlreadyExistsError(f"Cannot create table {'.'.join(ident)} as it already exists")
+    location = params.location or catalog.default_table_location(ident)
+    M.check_snapshot_location(location, source.location)
+    props = M.snapshot_properties(source.properties, dict(params.properties or {}))
+    table = _create(spark, catalog, ident, source, partitions, location, props, parallelism, "snapshot")
+    count = _total_files(table)
+    log.info("snapshot of %s as %s: %d file(s)", source.qualified, table.name, count)
+    return count
+
+
+# ------------------------------------------------------------------------------ migrate
+def _rename(spark: Any, db: str, old: str, new: str) -> None:
+    jvm = spark._jvm
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier
+    spark._jsparkSession.sessionState().catalog().renameTable(ident(old, jvm.scala.Some(db)), ident(new, jvm.scala.Some(db)))
+
+
+def _exists(spark: Any, db: str, name: str) -> bool:
+    jvm = spark._jvm
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Some(db))
+    return bool(spark._jsparkSession.sessionState().catalog().tableExists(ident))
+
+
+def _remove_created(catalog: Any, ident: tuple[str, ...], location: str) -> None:
+    """Drop a half-made Iceberg table: its metastore entry, its metadata files, and the folders it
+    created when they hold nothing else."""
+    io = catalog.io
+    if catalog.table_exists(ident):
+        table = catalog.load_table(ident)
+        snap = table.metadata.current_snapshot()
+        written = [table.metadata_location]
+        if snap is not None:
+            written.append(snap.manifest_list)
+            written.extend(m.manifest_path for m in snapshot_manifests(io, snap))
+        catalog.drop_table(ident)
+        delete_quietly(io, written)
+    for folder in (f"{location.rstrip('/')}/metadata", location.rstrip("/")):
+        if io.is_dir(folder) and not io.list_dir(folder):
+            io.delete_dir(folder)
+
+
+def _drop_backup(catalog: Any, db: str, backup: str) -> None:
+    """Unregister the backup, keeping its files (they are the Iceberg table's data files now)."""
+    try:
+        catalog.client.drop_table(db, backup)
+    except Exception as e:  # noqa: BLE001 -- Java only logs a failed drop of the backup
+        log.error("cannot drop the backup table %s.%s after migrating: %s", db, backup, e)
+
+
+def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
+    """Replace the session-catalog table ``params.source`` by an Iceberg table of ``catalog`` (a hive
+    catalog on the same metastore) with the same name and location; returns ``migrated_files_count``."""
+    parallelism = _check_parallelism(params.parallelism)
+    if not hasattr(catalog, "client"):
+        raise ValidationError(
+            f"Cannot migrate into catalog {catalog.name}: migrate keeps the table's name in the Hive metastore, "
+            "so the CALL's catalog must be a hive catalog on Spark's metastore")
+    source = read_source(spark, params.source)
+    M.check_source(source)
+    _checked_partitions(spark, source, "migrate")
+    db, name = source.database, source.name
+    backup = M.backup_name(name, params.backup_table_name)
+    if _exists(spark, db, backup):
+        raise TableAlreadyExistsError(
+            f"Cannot rename {source.qualified} as {db}.{backup} for backup. The backup table already exists.")
+    ident = (db, name)
+    props = M.migrate_properties(source.properties, dict(params.properties or {}))
+    location = props.pop("location", None) or source.location
+    _rename(spark, db, name, backup)
+    try:
+        partitions = _checked_partitions(spark, read_source(spark, (db, backup)), "migrate")
+        table = _create(spark, catalog, ident, source, partitions, location, props, parallelism, "migrate")
+    except BaseException:
+        log.error("migrate of %s failed; restoring the original table", source.qualified)
+        try:
+            _remove_created(catalog, ident, location)
+        finally:
+            try:
+                _rename(spark, db, backup, name)
+            except Exception as e:  # noqa: BLE001 -- the original error is the one to raise
+                log.error("cannot rename %s.%s back to %s; the backup is kept for manual recovery: %s",
+                          db, backup, name, e)
+        raise
+    if params.drop_backup:
+        _drop_backup(catalog, db, backup)
+    count = _total_files(table)
+    log.info("migrated %s to Iceberg: %d file(s)", source.qualified, count)
+    return count
