@@ -1,8 +1,8 @@
 """Soak: appends, deletes and every maintenance procedure looping on one table while a reader checks it.
 
-One writer thread loops, in order: an append of ``--rows`` rows, a DELETE of one row in ten of that
-append, rewrite_data_files (bin-pack), rewrite_position_delete_files, rewrite_manifests,
-expire_snapshots (keeping 5) and remove_orphan_files (with an orphan planted each round).  After every
+One writer thread loops, in order: an append of ``--rows`` rows, a DELETE of a tenth of that append,
+rewrite_data_files (bin-pack), rewrite_position_delete_files, rewrite_manifests, expire_snapshots
+(everything older than now but the last 5) and remove_orphan_files (with an orphan planted each round).  After every
 commit it records the row count the new snapshot must have.  A reader thread keeps reading the table at
 a recorded snapshot and compares the count (snapshots expired in between are skipped).  Every
 ``--report`` seconds it prints the driver's resident memory; at the end the final row count beside the
@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -78,8 +79,9 @@ def writer(spark, cat, state: State, rows_per_append: int) -> None:
             append(spark, TABLE, df)
             total += rows_per_append
             state.record(cat, total)
-            delete_where(spark, TABLE, f"id >= {next_id} AND id < {next_id + rows_per_append} AND id % 10 = 0")
-            total -= sum(1 for i in range(next_id, next_id + rows_per_append) if i % 10 == 0)
+            # a tenth of the append, spread over every partition (cat is id % 7)
+            delete_where(spark, TABLE, f"id >= {next_id} AND id < {next_id + rows_per_append // 10}")
+            total -= rows_per_append // 10
             state.record(cat, total)
             next_id += rows_per_append
             for name, kwargs in (
@@ -88,6 +90,9 @@ def writer(spark, cat, state: State, rows_per_append: int) -> None:
                 ("rewrite_manifests", {}),
                 ("expire_snapshots", {"retain_last": 5}),
             ):
+                if name == "expire_snapshots":
+                    # everything older than now, keeping the last 5 (the default age limit is 5 days)
+                    kwargs = {**kwargs, "older_than": datetime.now(timezone.utc)}
                 procedures.call(name, spark=spark, table=TABLE, **kwargs)
                 state.record(cat, total)
             orphan = f"{location}/data/orphan-{round_no}.parquet"
