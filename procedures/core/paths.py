@@ -12,7 +12,7 @@ Two readings of a path exist, and the safe answer differs by question:
 * a *decoded* one, where ``%xx`` is an escape (URI-decoding layers, some object-store listings).
 
 For "is this file still referenced?" a file is kept when *either* reading matches a referenced path
-(:meth:`NormalizedPath.keys`).  For "is this file inside the table?" it must be inside under *both*
+(:func:`path_keys`).  For "is this file inside the table?" it must be inside under *both*
 readings (:func:`is_within`).  Both choices err towards deleting less.
 
 ``.`` and ``..`` are resolved lexically (``..`` never climbs above the root), so a path that names a
@@ -47,13 +47,11 @@ DEFAULT_EQUAL_SCHEMES: Mapping[str, str] = {"s3a": "s3", "s3n": "s3"}
 @dataclass(frozen=True, slots=True)
 class NormalizedPath:
     """One reading of a location: lower-case ``scheme`` and ``authority`` (None when absent) and a
-    ``path`` with ``.``/``..`` resolved and no doubled or trailing slash.  ``decoded`` says whether
-    percent-escapes were decoded before resolving."""
+    ``path`` with ``.``/``..`` resolved and no doubled or trailing slash."""
 
     scheme: str | None
     authority: str | None
     path: str
-    decoded: bool = False
 
     def key(self) -> tuple[str | None, str | None, str]:
         """The comparable part: ``(scheme, authority, path)``."""
@@ -118,7 +116,7 @@ def normalize_path(text: str, equal_schemes: Mapping[str, str] | None = None,
     authority = authority.lower() if authority else None
     if decode:
         path = unquote(path)
-    return NormalizedPath(scheme, authority, _resolve_dots(path), decode)
+    return NormalizedPath(scheme, authority, _resolve_dots(path))
 
 
 def path_keys(text: str, equal_schemes: Mapping[str, str] | None = None,
