@@ -33,6 +33,7 @@ __all__ = [
     "normalize_path",
     "path_keys",
     "is_within",
+    "keys_within",
     "relative_path",
     "flatten_equal_map",
     "PathSet",
@@ -146,11 +147,14 @@ def is_within(location: str, path: str, equal_schemes: Mapping[str, str] | None 
               equal_authorities: Mapping[str, str] | None = None) -> bool:
     """Whether ``path`` is ``location`` or lies below it under both readings of both strings
     (the literal and the percent-decoded one), after normalisation."""
-    outer = path_keys(location, equal_schemes, equal_authorities)
-    inner = path_keys(path, equal_schemes, equal_authorities)
-    lit_o, dec_o = outer[0], outer[-1]
-    lit_i, dec_i = inner[0], inner[-1]
-    return _within(lit_o, lit_i) and _within(dec_o, dec_i)
+    return keys_within(path_keys(location, equal_schemes, equal_authorities),
+                       path_keys(path, equal_schemes, equal_authorities))
+
+
+def keys_within(outer: tuple[NormalizedPath, ...], inner: tuple[NormalizedPath, ...]) -> bool:
+    """:func:`is_within` on readings already computed by :func:`path_keys` (a location checked
+    against many paths is normalised once)."""
+    return _within(outer[0], inner[0]) and _within(outer[-1], inner[-1])
 
 
 def relative_path(location: str, path: str) -> str | None:

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from procedures.core.gc.orphans import HiddenPathFilter
 from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
-from procedures.core.paths import is_within, path_keys
+from procedures.core.paths import keys_within, path_keys
 from procedures.io.fileio import FileIO
 from procedures.io.listing import walk
 from procedures.spark.environment import check_python_workers
@@ -137,15 +137,13 @@ def unreached_paths(candidates: Any, valid: Any) -> Any:
 def within_dataframe(df: Any, column: str, location: str) -> Any:
     """The rows of ``df`` whose ``column`` lies inside ``location`` (:func:`procedures.core.paths.is_within`)."""
     check_python_workers(df.sparkSession)
-    loc = str(location)
+    outer = path_keys(str(location))
     fields = df.schema.fields
 
     def keep(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-
-
         prepare_python_worker()
         for batch in batches:
-            mask = [p is not None and is_within(loc, p) for p in batch.column(column).to_pylist()]
+            mask = [p is not None and keys_within(outer, path_keys(p)) for p in batch.column(column).to_pylist()]
             yield pc.filter(batch, pa.array(mask, pa.bool_()))
 
     return df.mapInArrow(keep, df.schema) if fields else df

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from procedures.core.gc import reachability as R
-from procedures.core.paths import PathSet, is_within
+from procedures.core.paths import PathSet, keys_within, path_keys
 from procedures.spec.metadata import TableMetadata
 
 __all__ = ["DeleteGuard", "table_roots", "GuardReport"]
@@ -63,7 +63,7 @@ class DeleteGuard:
     def __init__(self, table: Any, roots: Sequence[str], *, metadata_location: str | None,
                  manifest_lists: Iterable[str], manifests: Iterable[str], procedure: str) -> None:
         self._table = table
-        self._roots = tuple(roots)
+        self._roots = tuple(path_keys(r) for r in roots)
         self._seen_location = metadata_location
         self._seen_lists = set(manifest_lists)
         self._seen_manifests = set(manifests)
@@ -73,7 +73,8 @@ class DeleteGuard:
 
     def inside(self, path: str) -> bool:
         """Whether ``path`` lies in one of the allowed folders."""
-        return any(is_within(root, path) for root in self._roots)
+        keys = path_keys(path)
+        return any(keys_within(root, keys) for root in self._roots)
 
     def check(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """The items of one batch that may be deleted now."""
