@@ -37,7 +37,7 @@ __all__ = [
 
 SEVERITIES = ("info", "warning", "critical")
 CHECKS = (
-    "small_files", "deleted_rows", "equality_deletes", "delete_files", "expired_snapshots", "manifest_count",
+    "small_files", "deleted_rows", "dangling_deletes", "equality_deletes", "delete_files", "expired_snapshots", "manifest_count",
     "small_manifests", "orphan_files", "metadata_log", "missing_statistics",
 )
 #: the order maintenance runs in: rewrites first (each commits a snapshot), rewrite_manifests on the
@@ -189,6 +189,8 @@ def _file_findings(md: TableMetadata, files: Sequence[DataFile], table_ref: str,
         "target-file-size-bytes": str(limits.target_file_size), "min-input-files": str(limits.min_input_files),
         "delete-file-threshold": "1", "remove-dangling-deletes": "true",
     }))
+    drop_dangling = (("table", table_ref), ("options", {"rewrite-all": "true"}))
+    live = {f.file_path for f in files if f.content == FileContent.DATA}
     for key in sorted(groups, key=lambda k: (k[0], repr(k[1]))):
         g = groups[key]
         sample = (g["data"] or g["pos"] or g["eq"])[0]
@@ -206,14 +208,25 @@ def _file_findings(md: TableMetadata, files: Sequence[DataFile], table_ref: str,
                 "rewrite_data_files", rewrite,
             ))
         rows = sum(f.record_count for f in g["data"])
-        hidden = sum(f.record_count for f in g["pos"])
-        if g["pos"] and rows:
+        # a file-scoped delete (or DV) whose data file is gone hides nothing: it is dangling
+        dangling = [f for f in g["pos"] if f.referenced_data_file is not None and f.referenced_data_file not in live]
+        gone = {id(f) for f in dangling}
+        applying = [f for f in g["pos"] if id(f) not in gone]
+        hidden = sum(f.record_count for f in applying)
+        if dangling:
+            out.append(Finding(
+                "dangling_deletes", "warning", part, len(dangling), 1,
+                f"{len(dangling)} position delete files{where} reference data files that are no longer live; "
+                "every scan still plans them",
+                "rewrite_position_delete_files", drop_dangling,
+            ))
+        if applying and rows:
             share = min(hidden / rows, 1.0)
             heavy = share >= limits.delete_ratio
             severity = "critical" if share >= CRITICAL_DELETED_SHARE else "warning" if heavy else "info"
             out.append(Finding(
                 "deleted_rows", severity, part, round(share, 6), limits.delete_ratio,
-                f"{len(g['pos'])} position delete files{where} hide {hidden} of {rows} rows ({share:.1%}); every "
+                f"{len(applying)} position delete files{where} hide {hidden} of {rows} rows ({share:.1%}); every "
                 "read merges them" + ("; rewriting the data files drops them" if heavy else ""),
                 *(("rewrite_data_files", purge) if heavy else (None, ())),
             ))
@@ -311,8 +324,8 @@ def plan_steps(findings: Iterable[Finding]) -> list[MaintenanceStep]:
 
     Options of several findings for one procedure are merged (the delete thresholds of
     ``deleted_rows`` join the size options of ``small_files``).  A rewrite_data_files step that
-    drops deletes (``delete-file-threshold``) makes a rewrite_position_delete_files step pointless:
-    it is left out.
+    drops deletes (``delete-file-threshold``) is followed by rewrite_position_delete_files with
+    ``rewrite-all``, which drops the position deletes of the replaced files.
     """
     merged: dict[str, dict[str, Any]] = {}
     reasons: dict[str, list[str]] = {}
@@ -328,8 +341,14 @@ def plan_steps(findings: Iterable[Finding]) -> list[MaintenanceStep]:
         if f.check not in reasons.setdefault(f.procedure, []):
             reasons[f.procedure].append(f.check)
     rewrite = merged.get("rewrite_data_files", {})
-    if "delete-file-threshold" in rewrite.get("options", {}) and "rewrite_position_delete_files" in merged:
-        del merged["rewrite_position_delete_files"]
+    if "delete-file-threshold" in rewrite.get("options", {}):
+        # the rewritten files' position deletes stay behind, dangling, unless sequence numbers
+        # prove them so (rewritten files keep the starting sequence number): drop them right after
+        deletes = merged.setdefault("rewrite_position_delete_files", {"table": rewrite["table"]})
+        deletes["options"] = {**deletes.get("options", {}), "rewrite-all": "true"}
+        for check in reasons["rewrite_data_files"]:
+            if check not in reasons.setdefault("rewrite_position_delete_files", []):
+                reasons["rewrite_position_delete_files"].append(check)
     order = {p: i for i, p in enumerate(STEP_ORDER)}
     names = sorted(merged, key=lambda p: (order.get(p, len(order)), p))
     return [MaintenanceStep(p, tuple(merged[p].items()), tuple(reasons[p])) for p in names]

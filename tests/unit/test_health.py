@@ -14,7 +14,7 @@ from procedures.core.health import (
     MIN_SMALL_MANIFESTS, Finding, HealthThresholds, analyze, orphan_finding, plan_steps, render_call, sql_literal,
     table_reference,
 )
-from procedures.core.operations import FastAppend, RowDelta
+from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.framework.context import ProcedureContext
@@ -103,13 +103,16 @@ def test_plan_orders_and_merges(setup):
     t = _neglected(cat)
     steps = plan_steps(analyze(t.io, t.metadata, "db.t", now_ms=FAR_FUTURE) + orphan_finding(t.metadata, "db.t", 2))
     assert [s.procedure for s in steps] == [
-        "rewrite_data_files", "rewrite_manifests", "expire_snapshots", "remove_orphan_files", "compute_table_stats",
+        "rewrite_data_files", "rewrite_position_delete_files", "rewrite_manifests", "expire_snapshots",
+        "remove_orphan_files", "compute_table_stats",
     ]
     rewrite = dict(steps[0].arguments)
     # the size options of small_files and the delete thresholds of deleted_rows in one call
     assert rewrite["options"] == {"target-file-size-bytes": str(512 * 1024 * 1024), "min-input-files": "5",
                                   "delete-file-threshold": "1", "remove-dangling-deletes": "true"}
     assert steps[0].reasons == ("small_files", "deleted_rows")
+    # the deletes of the rewritten files are left dangling by sequence number: dropped right after
+    assert steps[1].arguments == (("table", "db.t"), ("options", {"rewrite-all": "true"}))
 
 
 def test_delete_files_compacted_unless_rewrite_drops_them(setup):
@@ -125,7 +128,24 @@ def test_delete_files_compacted_unless_rewrite_drops_them(setup):
     assert [s.procedure for s in plan_steps(findings)] == ["rewrite_position_delete_files", "compute_table_stats"]
     heavy = Finding("deleted_rows", "warning", None, 0.5, 0.3, "m", "rewrite_data_files",
                     (("table", "db.t"), ("options", {"delete-file-threshold": "1"})))
-    assert [s.procedure for s in plan_steps([*findings, heavy])] == ["rewrite_data_files", "compute_table_stats"]
+    steps = plan_steps([*findings, heavy])
+    assert [s.procedure for s in steps] == ["rewrite_data_files", "rewrite_position_delete_files",
+                                            "compute_table_stats"]
+    assert dict(steps[1].arguments)["options"] == {"target-file-size-bytes": str(64 * 1024 * 1024),
+                                                   "min-input-files": "5", "rewrite-all": "true"}
+
+
+def test_deletes_of_files_gone_are_dangling(setup):
+    cat, _ = setup
+    t = _table(cat)
+    keep, gone = _data(t, 0, "a"), _data(t, 1, "a")
+    t = commit(t, [FastAppend([keep, gone])], policy=FAST)
+    t = commit(t, [RowDelta(add_deletes=[_pos_delete(t, 0, keep, 10), _pos_delete(t, 1, gone, 50)])], policy=FAST)
+    t = commit(t, [DeleteFiles(paths=[gone.file_path])], policy=FAST)
+    found = _by_check(analyze(t.io, t.metadata, "db.t"))
+    assert [(f.measured, f.procedure) for f in found["dangling_deletes"]] == [(1, "rewrite_position_delete_files")]
+    # only the delete of the live file hides rows
+    assert [f.measured for f in found["deleted_rows"]] == [10 / 100]
 
 
 def test_healthy_table_has_no_findings(setup):
@@ -194,10 +214,10 @@ def test_procedures_through_the_runner(setup):
             assert stmt.name.endswith(r[6]) and r[7] in r[8]
     plan = runner.run("plan_maintenance", kwargs={"table": "db.t", "include_orphans": False}, catalog="ours",
                       conf=conf).rows
-    assert [r[1] for r in plan] == ["rewrite_data_files", "rewrite_manifests", "expire_snapshots",
-                                    "compute_table_stats"]
-    assert [r[0] for r in plan] == [1, 2, 3, 4] and not any(r[5] for r in plan) and all(r[6] is None for r in plan)
-    assert plan[2][3] == "CALL ours.system.expire_snapshots(table => 'db.t', retain_last => 1)"
+    assert [r[1] for r in plan] == ["rewrite_data_files", "rewrite_position_delete_files", "rewrite_manifests",
+                                    "expire_snapshots", "compute_table_stats"]
+    assert [r[0] for r in plan] == [1, 2, 3, 4, 5] and not any(r[5] for r in plan) and all(r[6] is None for r in plan)
+    assert plan[3][3] == "CALL ours.system.expire_snapshots(table => 'db.t', retain_last => 1)"
     # nothing changed
     assert cat.load_table(("db", "t")).metadata_location == t.metadata_location
 
