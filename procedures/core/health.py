@@ -54,6 +54,8 @@ MIN_SMALL_MANIFESTS = 10
 CRITICAL_FACTOR = 10
 #: share of a partition's rows hidden by deletes that is critical
 CRITICAL_DELETED_SHARE = 0.75
+#: expirable snapshots (and aged refs) that are critical: metadata.json grows with each of them
+CRITICAL_EXPIRED_SNAPSHOTS = 1000
 
 
 # ------------------------------------------------------------------------------------ model
@@ -291,7 +293,7 @@ def _snapshot_findings(md: TableMetadata, table_ref: str, limits: HealthThreshol
         else (None, ())
     refs = f" and {len(plan.removed_refs)} aged refs" if plan.removed_refs else ""
     return [Finding(
-        "expired_snapshots", _count_severity(expired, limits.manifest_min_count_to_merge), None, expired, 1,
+        "expired_snapshots", "critical" if expired >= CRITICAL_EXPIRED_SNAPSHOTS else "warning", None, expired, 1,
         f"{len(plan.expired_snapshot_ids)} of {len(md.snapshots)} snapshots{refs} are past the retention "
         f"(history.expire.max-snapshot-age-ms {limits.max_snapshot_age_ms}, history.expire.min-snapshots-to-keep "
         f"{limits.min_snapshots_to_keep}); they keep replaced files alive"
