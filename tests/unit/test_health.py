@@ -16,10 +16,11 @@ from procedures.core.health import (
 )
 from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
 from procedures.core.transaction import RetryPolicy, commit
-from procedures.errors import ValidationError
+from procedures.errors import MissingParameterError, NoSuchTableError, ValidationError
 from procedures.framework.context import ProcedureContext
 from procedures.framework.registry import get_procedure
 from procedures.frontend import runner
+from procedures.frontend.cli import plan_statement
 from procedures.frontend.parser import parse_call
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -236,3 +237,43 @@ def test_plan_execute_runs_steps_through_the_runner(setup):
     assert ctx.changed_tables == [("ours", ("db", "t"))] * 2
     with pytest.raises(ValidationError, match="without a runner"):
         ProcedureContext(get_procedure("plan_maintenance"), "ours", conf).call_procedure("expire_snapshots", [])
+
+
+def test_equality_deletes_are_planned_for_a_rewrite(setup):
+    cat, _ = setup
+    t = _table(cat)
+    f = _data(t, 0, "a")
+    t = commit(t, [FastAppend([f])], policy=FAST)
+    eq = DataFile(f"{t.location}/data/cat=a/eq.parquet", FileFormat.PARQUET, ("a",), 3, 300,
+                  content=FileContent.EQUALITY_DELETES, equality_ids=(1,), spec_id=0)
+    t = commit(t, [RowDelta(add_deletes=[eq])], policy=FAST)
+    findings = analyze(t.io, t.metadata, "db.t")
+    found = _by_check(findings)
+    assert [(x.partition, x.measured, x.severity) for x in found["equality_deletes"]] == [("cat=a", 1, "warning")]
+    steps = plan_steps(findings)
+    assert [s.procedure for s in steps][:2] == ["rewrite_data_files", "rewrite_position_delete_files"]
+    assert dict(steps[0].arguments)["options"]["delete-file-threshold"] == "1"
+
+
+def test_procedures_validate_their_arguments(setup):
+    cat, conf = setup
+    _table(cat)
+    with pytest.raises(NoSuchTableError, match="db.nope"):
+        runner.run("table_health", kwargs={"table": "db.nope"}, catalog="ours", conf=conf)
+    with pytest.raises(ValidationError):
+        runner.run("plan_maintenance", kwargs={"table": "db.t", "execute": "soon"}, catalog="ours", conf=conf)
+    with pytest.raises(MissingParameterError):
+        runner.run("plan_maintenance", kwargs={"execute": True}, catalog="ours", conf=conf)
+    # an empty table: nothing to report, nothing to plan
+    assert runner.run("table_health", kwargs={"table": "db.t", "include_orphans": True}, catalog="ours",
+                      conf=conf).rows == []
+    assert runner.run("plan_maintenance", kwargs={"table": "db.t", "execute": True}, catalog="ours",
+                      conf=conf).rows == []
+
+
+def test_console_plan_statement():
+    conf = {"spark.sql.catalog.wh.type": "hadoop", "spark.sql.catalog.wh.warehouse": "/tmp/x"}
+    assert plan_statement("wh.db.events", conf, execute=True) == \
+        "CALL wh.system.plan_maintenance(table => 'db.events', execute => true)"
+    assert plan_statement("db.events", {}, execute=False, include_orphans=False) == \
+        "CALL local.system.plan_maintenance(table => 'db.events', execute => false, include_orphans => false)"
