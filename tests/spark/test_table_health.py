@@ -141,3 +141,28 @@ def test_maintained_table_has_no_findings(spark, java_warehouse):
     assert _run(spark, java_warehouse, "plan_maintenance", table=f"db.{name}", execute=True) == []
     for reader, got in _read(spark, java_warehouse, name).items():
         assert_rows_equal(got, before["java"], key="id", label=f"maintained / {reader}")
+
+
+def test_findings_match_what_java_procedures_do(spark, java_warehouse):
+    # the measured values are what Iceberg Java's own procedures act on, run with their defaults on
+    # the Java-written table (the health report is taken first and changes nothing)
+    name = "health_vs_java"
+    _java_neglected(spark, name, 2)
+    location = HadoopCatalog("ours", str(java_warehouse)).load_table(("db", name)).location
+    touch(f"{location}/data/cat=b/orphan.parquet")
+    health = _run(spark, java_warehouse, "table_health", table=f"db.{name}", include_orphans=True)
+    measured = {}
+    for row in health:
+        measured[row["check"]] = measured.get(row["check"], 0) + row["measured"]
+
+    orphans = spark.sql(f"CALL jcat.system.remove_orphan_files(table => 'db.{name}', dry_run => true)").collect()
+    assert len(orphans) == measured["orphan_files"] == 1
+    snapshots = spark.sql(f"SELECT count(*) FROM jcat.db.{name}.snapshots").collect()[0][0]
+    spark.sql(f"CALL jcat.system.expire_snapshots(table => 'db.{name}')")
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    left = spark.sql(f"SELECT count(*) FROM jcat.db.{name}.snapshots").collect()[0][0]
+    assert snapshots - left == measured["expired_snapshots"] and left == 1
+    rewritten = spark.sql(f"CALL jcat.system.rewrite_data_files(table => 'db.{name}')").collect()[0]
+    assert rewritten.rewritten_data_files_count == measured["small_files"] == 2 * APPENDS
+    manifests = spark.sql(f"CALL jcat.system.rewrite_manifests(table => 'db.{name}')").collect()[0]
+    assert manifests.added_manifests_count < manifests.rewritten_manifests_count
