@@ -50,6 +50,8 @@ STEP_ORDER = (
 #: manifests below the target size a snapshot may hold (per content) before small_manifests is
 #: raised; Java has no property for it (merge-on-append uses commit.manifest.min-count-to-merge)
 MIN_SMALL_MANIFESTS = 10
+#: the checks whose rewrite_data_files call drops deletes
+_DELETE_CHECKS = ("deleted_rows", "equality_deletes")
 #: a count finding turns critical at this multiple of its threshold
 CRITICAL_FACTOR = 10
 #: share of a partition's rows hidden by deletes that is critical
@@ -159,8 +161,8 @@ def orphan_finding(md: TableMetadata, table_ref: str, orphan_count: int, older_t
     fix = ("remove_orphan_files", (("table", table_ref),)) if gc_enabled(md) else (None, ())
     return [Finding(
         "orphan_files", _count_severity(orphan_count, 1), None, orphan_count, 1,
-        f"{orphan_count} files below the table location older than {older_than_days:g} days are referenced by "
-        "no snapshot or metadata file",
+        f"{orphan_count} {'file' if orphan_count == 1 else 'files'} below the table location, older than "
+        f"{older_than_days:g} days, referenced by no snapshot or metadata file",
         *fix,
     )]
 
@@ -349,7 +351,7 @@ def plan_steps(findings: Iterable[Finding]) -> list[MaintenanceStep]:
         deletes = merged.setdefault("rewrite_position_delete_files", {"table": rewrite["table"]})
         deletes["options"] = {**deletes.get("options", {}), "rewrite-all": "true"}
         for check in reasons["rewrite_data_files"]:
-            if check not in reasons.setdefault("rewrite_position_delete_files", []):
+            if check in _DELETE_CHECKS and check not in reasons.setdefault("rewrite_position_delete_files", []):
                 reasons["rewrite_position_delete_files"].append(check)
     order = {p: i for i, p in enumerate(STEP_ORDER)}
     names = sorted(merged, key=lambda p: (order.get(p, len(order)), p))

@@ -114,6 +114,7 @@ def test_plan_orders_and_merges(setup):
     assert steps[0].reasons == ("small_files", "deleted_rows")
     # the deletes of the rewritten files are left dangling by sequence number: dropped right after
     assert steps[1].arguments == (("table", "db.t"), ("options", {"rewrite-all": "true"}))
+    assert steps[1].reasons == ("deleted_rows",)
 
 
 def test_delete_files_compacted_unless_rewrite_drops_them(setup):
