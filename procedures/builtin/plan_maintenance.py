@@ -12,6 +12,7 @@ from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.spark.actions.table_health import table_health as health
+from procedures.spark.session import optional_job
 
 __all__ = ["plan_maintenance", "summarize_result"]
 
@@ -45,7 +46,11 @@ def plan_maintenance(ctx: ProcedureContext, table: str, execute: bool | None,
     steps = plan_steps(health(t, ref, include_orphans=bool(include_orphans), spark=ctx.spark))
     rows = []
     for i, step in enumerate(steps, 1):
-        result = summarize_result(ctx.call_procedure(step.procedure, step.arguments)) if execute else None
+        result = None
+        if execute:
+            # the step's own jobs name themselves; this names whatever runs between them
+            with optional_job(ctx.spark, f"plan_maintenance: {ref} step {i}/{len(steps)} {step.procedure}"):
+                result = summarize_result(ctx.call_procedure(step.procedure, step.arguments))
         rows.append((i, step.procedure, render_arguments(step.arguments),
                      render_call(ctx.catalog_name, step.procedure, step.arguments), ", ".join(step.reasons),
                      bool(execute), result))
