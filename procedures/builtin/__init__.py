@@ -12,16 +12,20 @@ from procedures.builtin import (  # imported for their @register side effect
     compute_table_stats,
     expire_snapshots,
     migrate,
+    plan_maintenance,
     remove_orphan_files,
     rewrite_data_files,
     rewrite_manifests,
     rewrite_position_delete_files,
     snapshot,
     snapshot_management,
+    table_health,
 )
 
 __all__ = [
-    "add_files", "compute_partition_stats", "compute_table_stats", "expire_snapshots", "migrate", "remove_orphan_files",
+    "add_files", "compute_partition_stats", "compute_table_stats", "expire_snapshots", "migrate", "plan_maintenance",
+    "remove_orphan_files",
     "rewrite_data_files", "rewrite_manifests",
     "rewrite_position_delete_files", "snapshot", "snapshot_management",
+    "table_health",
 ]

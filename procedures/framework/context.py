@@ -9,7 +9,7 @@ loads tables and commits only through :func:`procedures.core.transaction.commit`
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from procedures.catalog.base import Catalog, Table, split_dotted
 from procedures.catalog.config import SPARK_PREFIX, catalog_names, catalog_properties, load_catalog
@@ -50,8 +50,11 @@ class ProcedureContext:
     """What a procedure sees: its catalog, the configuration, the Spark session (may be None),
     the session time zone, and helpers to resolve/load tables and to commit."""
 
-    def __init__(self, procedure: Procedure, catalog_name: str, conf: Mapping[str, str], spark: Any = None) -> None:
+    def __init__(self, procedure: Procedure, catalog_name: str, conf: Mapping[str, str], spark: Any = None,
+                 call: Callable[[str, Sequence[tuple[str, Any]]], Any] | None = None) -> None:
         self.procedure = procedure
+        # the front end's runner, handed down so a procedure can run others (this layer is below it)
+        self._call = call
         self.catalog_name = catalog_name
         self.conf = dict(conf)
         self.spark = spark
@@ -103,6 +106,19 @@ class ProcedureContext:
             raise NoSuchTableError(
                 f"Couldn't load table '{'.'.join(ident)}' in catalog '{self.catalog_name}'"
             ) from None
+
+    def call_procedure(self, name: str, arguments: Sequence[tuple[str, Any]]) -> Any:
+        """Run procedure ``name`` in this CALL's catalog with named ``arguments`` (Python values)
+        through the runner, so binding and validation are those of any call; returns its
+        ``ProcedureResult``.  Tables it changed count as changed by this call too."""
+        if self._call is None:
+            raise ValidationError(
+                f"Procedure {self.procedure.name} cannot run {name}: this context was built without a runner; "
+                "call procedures through procedures.call, CALL statements or frontend.runner.run"
+            )
+        result = self._call(name, arguments)
+        self.changed_tables.extend(result.changed_tables)
+        return result
 
     def commit(self, table: Table, operations: Sequence[Any]) -> Table:
         """Commit through the one transactional path and remember the table as changed."""

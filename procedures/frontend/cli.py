@@ -3,6 +3,7 @@
     procedures-sql -e "CALL local.system.ancestors_of('db.t')"
     procedures-sql -f sql/quickstart.sql --conf spark.sql.shuffle.partitions=4
     procedures-sql --properties-file spark-conf/spark-defaults.conf     # interactive prompt
+    procedures-sql plan local.db.events [--execute]                       # maintenance plan
 
 Configuration, later wins: the embedded defaults (catalog ``local`` = JDBC/SQLite under
 ``./warehouse``, as in ``spark-conf/spark-defaults.conf``), ``--properties-file`` (spark-defaults
@@ -19,12 +20,15 @@ import sys
 import time
 from typing import Sequence
 
-from procedures.errors import SqlSyntaxError
+from procedures.catalog.base import split_dotted
+from procedures.catalog.config import catalog_names, default_catalog_name
+from procedures.core.health import render_call, table_reference
+from procedures.errors import IcebergError, SqlSyntaxError
 from procedures.frontend.parser import split_statements, tokenize
 from procedures.frontend.sqlcall import execute
 from procedures.spark.environment import check_session
 
-__all__ = ["main", "read_properties_file", "format_table", "EMBEDDED_DEFAULTS"]
+__all__ = ["main", "read_properties_file", "format_table", "plan_statement", "EMBEDDED_DEFAULTS"]
 
 EMBEDDED_DEFAULTS = {
     "spark.sql.catalog.local.type": "jdbc",
@@ -187,43 +191,83 @@ def _complete(text: str) -> bool:
     return len(tokens) > 1 and tokens[-2].text == ";"
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="procedures-sql", description=__doc__.split("\n\n")[0])
-    p.add_argument("-e", dest="execute", metavar="SQL", help="run the SQL text (statements separated by ';')")
-    p.add_argument("-f", dest="file", metavar="FILE", help="run the SQL script file")
+def _common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="K=V", help="a Spark/catalog setting (repeatable)")
     p.add_argument("--properties-file", metavar="FILE", help="settings in spark-defaults.conf format")
     p.add_argument("--master", help="Spark master URL (default local[*])")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import a Python module first (to register your own procedures); repeatable")
     p.add_argument("--verbose", action="store_true", help="print tracebacks on errors")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="procedures-sql", description=__doc__.split("\n\n")[0],
+                                epilog="procedures-sql plan <table> [--execute]: plan (and run) the table's "
+                                       "maintenance; see procedures-sql plan --help")
+    p.add_argument("-e", dest="execute", metavar="SQL", help="run the SQL text (statements separated by ';')")
+    p.add_argument("-f", dest="file", metavar="FILE", help="run the SQL script file")
+    _common_options(p)
     return p
+
+
+def _plan_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="procedures-sql plan",
+        description="Show the maintenance a table needs (CALL <catalog>.system.plan_maintenance) and, with "
+                    "--execute, run it.",
+    )
+    p.add_argument("table", help="the table: catalog.namespace.name, or namespace.name in the default catalog")
+    p.add_argument("--execute", action="store_true", help="run the planned procedures in order")
+    p.add_argument("--no-orphans", action="store_true", help="do not list the table location for orphan files")
+    _common_options(p)
+    return p
+
+
+def plan_statement(table: str, conf: dict[str, str], *, execute: bool, include_orphans: bool = True) -> str:
+    """The CALL of plan_maintenance for ``table`` (``[catalog.]namespace.name``): in the table's
+    catalog when its first part names one of ours, else in the default catalog."""
+    parts = split_dotted(table.strip())
+    catalog = parts[0] if len(parts) >= 3 and parts[0] in catalog_names(conf) else default_catalog_name(conf)
+    rest = parts[1:] if len(parts) >= 3 and parts[0] == catalog else parts
+    args = [("table", table_reference(rest)), ("execute", execute)]
+    if not include_orphans:
+        args.append(("include_orphans", False))
+    return render_call(catalog, "plan_maintenance", args)
+
+
+def _settings(args: argparse.Namespace) -> dict[str, str]:
+    conf = dict(EMBEDDED_DEFAULTS)
+    if args.properties_file:
+        conf.update(read_properties_file(args.properties_file))
+    if args.master:
+        conf["spark.master"] = args.master
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf expects key=value, got {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status (0 ok, 1 failed statement, 2 bad usage)."""
-    args = _parser().parse_args(argv)
-    if args.execute is not None and args.file is not None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    plan = argv[:1] == ["plan"]
+    args = _plan_parser().parse_args(argv[1:]) if plan else _parser().parse_args(argv)
+    if not plan and args.execute is not None and args.file is not None:
         print("Error: use either -e or -f, not both", file=sys.stderr)
         return 2
-    conf = dict(EMBEDDED_DEFAULTS)
     try:
-        if args.properties_file:
-            conf.update(read_properties_file(args.properties_file))
-        if args.master:
-            conf["spark.master"] = args.master
-        for item in args.conf:
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise ValueError(f"--conf expects key=value, got {item!r}")
-            conf[key.strip()] = value.strip()
+        conf = _settings(args)
         text = None
-        if args.file is not None:
+        if plan:
+            text = plan_statement(args.table, conf, execute=args.execute, include_orphans=not args.no_orphans)
+        elif args.file is not None:
             with open(args.file, encoding="utf-8") as f:
                 text = f.read()
         elif args.execute is not None:
             text = args.execute
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, IcebergError) as e:
         print(f"Error: {e}", file=sys.stderr)
         return 2
     out = sys.stdout

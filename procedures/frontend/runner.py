@@ -108,7 +108,10 @@ def run(
             f"set {SPARK_PREFIX}{catalog}.type to hadoop, jdbc or hive, or name one of the configured catalogs",
             catalog=catalog, configured=configured,
         )
-    ctx = ProcedureContext(proc, catalog, conf, spark)
+    def nested(inner: str, arguments: Sequence[tuple[str, Any]]) -> ProcedureResult:
+        return run(inner, kwargs=list(arguments), catalog=catalog, conf=conf, spark=spark, lenient=True)
+
+    ctx = ProcedureContext(proc, catalog, conf, spark, call=nested)
     rows = [tuple(r) for r in proc.fn(ctx, **values)]
     for row in rows:
         if len(row) != len(proc.output):

@@ -1,0 +1,60 @@
+"""The maintenance planner outside Python calls: ``procedures-sql plan`` and ``sql/plan_maintenance.sql``
+in subprocesses, and ``docs/maintenance.ipynb`` executed top to bottom with nbclient (its cells assert
+what they show).  Each starts its own small Spark (local[2])."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.references import import_reference
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
+
+
+def console(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "procedures.frontend.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600, env=ENV)
+
+
+def test_scheduled_script_then_plan_command(tmp_path):
+    # the quickstart's table, then the scheduled script: health, plan executed, health again
+    script = tmp_path / "run.sql"
+    script.write_text((REPO / "sql" / "quickstart.sql").read_text() + "\n"
+                      + (REPO / "sql" / "plan_maintenance.sql").read_text())
+    run = console(tmp_path, "--master", "local[2]", "-f", str(script))
+    assert run.returncode == 0, run.stderr
+    # the quickstart leaves no statistics: the plan computes them
+    assert "CALL local.system.compute_table_stats(table => 'db.events')" in run.stdout
+    assert "statistics_file=" in run.stdout
+    plan = console(tmp_path, "plan", "local.db.events", "--execute", "--master", "local[2]")
+    assert plan.returncode == 0, plan.stderr
+    # a maintained table: the header of an empty plan and nothing else
+    assert plan.stdout.split()[:7] == ["step", "procedure", "arguments", "call", "reason", "executed", "result"]
+    assert "Fetched 0 row(s)" in plan.stderr
+    missing = console(tmp_path, "plan", "db.missing", "--master", "local[2]")
+    assert missing.returncode == 1 and "Couldn't load table 'db.missing' in catalog 'local'" in missing.stderr
+
+
+def test_maintenance_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
+    nbformat = import_reference("nbformat", "nbformat not installed: pip install -e '.[test]'")
+    nbclient = import_reference("nbclient", "nbclient not installed: pip install -e '.[test]'")
+    import_reference("ipykernel", "ipykernel not installed: pip install -e '.[test]'")
+    nb = nbformat.read(REPO / "docs" / "maintenance.ipynb", as_version=4)
+    # kernel "python3" is started with this interpreter (jupyter_client swaps a bare "python" for
+    # sys.executable), and inherits PYTHONPATH so it imports this checkout
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "rewrite_data_files" in outputs and "orphan_files" in outputs
+    assert (tmp_path / "warehouse" / "catalog.db").is_file()

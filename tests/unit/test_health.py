@@ -1,0 +1,280 @@
+"""table_health and plan_maintenance without Spark: the core checks on metadata built through our
+commit path (files are metadata only), the planner's order and merging, the rendered CALLs (they
+parse back), and both procedures through the runner."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.core.builder import new_table_metadata
+from procedures.core.health import (
+    MIN_SMALL_MANIFESTS, Finding, HealthThresholds, analyze, orphan_finding, plan_steps, render_call, sql_literal,
+    table_reference,
+)
+from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
+from procedures.core.transaction import RetryPolicy, commit
+from procedures.errors import MissingParameterError, NoSuchTableError, ValidationError
+from procedures.framework.context import ProcedureContext
+from procedures.framework.registry import get_procedure
+from procedures.frontend import runner
+from procedures.frontend.cli import plan_statement
+from procedures.frontend.parser import parse_call
+from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.partitioning import PartitionField, PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.statistics import StatisticsFile
+from procedures.spec.transforms import parse_transform
+from procedures.spec.types import LONG, STRING, NestedField
+
+FAST = RetryPolicy(num_retries=2, min_wait_ms=1, max_wait_ms=2)
+SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "cat", STRING)))
+SPEC = PartitionSpec(0, (PartitionField(2, 1000, parse_transform("identity"), "cat"),))
+FAR_FUTURE = 10**13  # "now" for the checks: every snapshot is older than any max age
+
+
+@pytest.fixture()
+def setup(tmp_path):
+    wh = tmp_path / "wh"
+    cat = HadoopCatalog("ours", str(wh))
+    cat.create_namespace("db")
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(wh)}
+    return cat, conf
+
+
+def _table(cat, name="t", props=None):
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{cat.warehouse}/db/{name}", spec=SPEC, format_version=2,
+                               properties=props)
+    return cat.create_table(("db", name), md)
+
+
+def _data(t, i, part, size=1000, rows=100):
+    return DataFile(f"{t.location}/data/cat={part}/f{i}.parquet", FileFormat.PARQUET, (part,), rows, size, spec_id=0)
+
+
+def _pos_delete(t, i, target, rows):
+    return DataFile(f"{t.location}/data/cat={target.partition[0]}/d{i}.parquet", FileFormat.PARQUET, target.partition,
+                    rows, 500, content=FileContent.POSITION_DELETES, referenced_data_file=target.file_path, spec_id=0)
+
+
+def _neglected(cat, props=None):
+    t = _table(cat, props=props)
+    files = []
+    for i in range(15):  # five small files in each of three partitions, one commit (and manifest) each
+        f = _data(t, i, "abc"[i % 3])
+        files.append(f)
+        t = commit(t, [FastAppend([f])], policy=FAST)
+    # two delete files per partition: in a they hide 20 of its 500 rows, in b and c 200 of 500
+    for i, f in enumerate(files[:6]):
+        t = commit(t, [RowDelta(add_deletes=[_pos_delete(t, i, f, 10 if f.partition == ("a",) else 100)])], policy=FAST)
+    return t
+
+
+def _by_check(findings):
+    out = {}
+    for f in findings:
+        out.setdefault(f.check, []).append(f)
+    return out
+
+
+def test_neglected_table_findings(setup):
+    cat, _ = setup
+    t = _neglected(cat)
+    found = _by_check(analyze(t.io, t.metadata, "db.t", now_ms=FAR_FUTURE))
+    assert {f.partition for f in found["small_files"]} == {"cat=a", "cat=b", "cat=c"}
+    assert all(f.measured == 5 and f.threshold == 5 and f.severity == "warning" for f in found["small_files"])
+    shares = {f.partition: (f.measured, f.severity, f.procedure) for f in found["deleted_rows"]}
+    heavy = (200 / 500, "warning", "rewrite_data_files")
+    assert shares == {"cat=a": (20 / 500, "info", None), "cat=b": heavy, "cat=c": heavy}
+    # 15 data manifests below the 8 MiB target, fitting in one
+    assert [(f.measured, f.threshold) for f in found["small_manifests"]] == [(15, MIN_SMALL_MANIFESTS)]
+    # every snapshot but the current one is past 5 days at FAR_FUTURE
+    assert [f.measured for f in found["expired_snapshots"]] == [len(t.metadata.snapshots) - 1]
+    assert found["expired_snapshots"][0].arguments == (("table", "db.t"), ("retain_last", 1))
+    assert [f.severity for f in found["missing_statistics"]] == ["info"]
+    assert "delete_files" not in found  # two delete files per partition: below min-input-files
+    # within the retention nothing expires
+    assert "expired_snapshots" not in _by_check(analyze(t.io, t.metadata, "db.t"))
+
+
+def test_plan_orders_and_merges(setup):
+    cat, _ = setup
+    t = _neglected(cat)
+    steps = plan_steps(analyze(t.io, t.metadata, "db.t", now_ms=FAR_FUTURE) + orphan_finding(t.metadata, "db.t", 2))
+    assert [s.procedure for s in steps] == [
+        "rewrite_data_files", "rewrite_position_delete_files", "rewrite_manifests", "expire_snapshots",
+        "remove_orphan_files", "compute_table_stats",
+    ]
+    rewrite = dict(steps[0].arguments)
+    # the size options of small_files and the delete thresholds of deleted_rows in one call
+    assert rewrite["options"] == {"target-file-size-bytes": str(512 * 1024 * 1024), "min-input-files": "5",
+                                  "delete-file-threshold": "1", "remove-dangling-deletes": "true"}
+    assert steps[0].reasons == ("small_files", "deleted_rows")
+    # the deletes of the rewritten files are left dangling by sequence number: dropped right after
+    assert steps[1].arguments == (("table", "db.t"), ("options", {"rewrite-all": "true"}))
+    assert steps[1].reasons == ("deleted_rows",)
+
+
+def test_delete_files_compacted_unless_rewrite_drops_them(setup):
+    cat, _ = setup
+    t = _table(cat)
+    f = _data(t, 0, "a", rows=10_000)
+    t = commit(t, [FastAppend([f])], policy=FAST)
+    for i in range(5):
+        t = commit(t, [RowDelta(add_deletes=[_pos_delete(t, i, f, 1)])], policy=FAST)
+    findings = analyze(t.io, t.metadata, "db.t")
+    found = _by_check(findings)
+    assert [(x.measured, x.procedure) for x in found["delete_files"]] == [(5, "rewrite_position_delete_files")]
+    assert [s.procedure for s in plan_steps(findings)] == ["rewrite_position_delete_files", "compute_table_stats"]
+    heavy = Finding("deleted_rows", "warning", None, 0.5, 0.3, "m", "rewrite_data_files",
+                    (("table", "db.t"), ("options", {"delete-file-threshold": "1"})))
+    steps = plan_steps([*findings, heavy])
+    assert [s.procedure for s in steps] == ["rewrite_data_files", "rewrite_position_delete_files",
+                                            "compute_table_stats"]
+    assert dict(steps[1].arguments)["options"] == {"target-file-size-bytes": str(64 * 1024 * 1024),
+                                                   "min-input-files": "5", "rewrite-all": "true"}
+
+
+def test_deletes_of_files_gone_are_dangling(setup):
+    cat, _ = setup
+    t = _table(cat)
+    keep, gone = _data(t, 0, "a"), _data(t, 1, "a")
+    t = commit(t, [FastAppend([keep, gone])], policy=FAST)
+    t = commit(t, [RowDelta(add_deletes=[_pos_delete(t, 0, keep, 10), _pos_delete(t, 1, gone, 50)])], policy=FAST)
+    t = commit(t, [DeleteFiles(paths=[gone.file_path])], policy=FAST)
+    found = _by_check(analyze(t.io, t.metadata, "db.t"))
+    assert [(f.measured, f.procedure) for f in found["dangling_deletes"]] == [(1, "rewrite_position_delete_files")]
+    # only the delete of the live file hides rows
+    assert [f.measured for f in found["deleted_rows"]] == [10 / 100]
+
+
+def test_healthy_table_has_no_findings(setup):
+    cat, _ = setup
+    t = _table(cat)
+    t = commit(t, [FastAppend([_data(t, i, p) for i, p in enumerate("abab")])], policy=FAST)
+    sid = t.metadata.current_snapshot_id
+    stats = StatisticsFile(sid, f"{t.location}/metadata/{sid}.stats", 10, 5)
+    md = dataclasses.replace(t.metadata, statistics=(stats,))
+    assert analyze(t.io, md, "db.t") == []
+    assert [f.check for f in analyze(t.io, t.metadata, "db.t")] == ["missing_statistics"]
+    assert analyze(t.io, _table(cat, "empty").metadata, "db.empty") == []
+
+
+def test_thresholds_follow_table_properties(setup):
+    cat, _ = setup
+    t = _table(cat, props={"write.target-file-size-bytes": "800", "history.expire.max-snapshot-age-ms": "1",
+                           "history.expire.min-snapshots-to-keep": "2", "write.metadata.previous-versions-max": "2",
+                           "commit.manifest.min-count-to-merge": "3"})
+    for i in range(4):
+        t = commit(t, [FastAppend([_data(t, i, "a", size=1000)])], policy=FAST)  # above 75% of 800: not small
+    found = _by_check(analyze(t.io, t.metadata, "db.t"))
+    assert "small_files" not in found
+    assert [(f.measured, f.arguments) for f in found["expired_snapshots"]] == [(2, (("table", "db.t"), ("retain_last", 2)))]
+    assert [(f.measured, f.threshold, f.procedure) for f in found["manifest_count"]] == [(4, 3, "rewrite_manifests")]
+    log = found["metadata_log"][0]
+    assert (log.measured, log.threshold, log.procedure) == (2, 2, None)
+    assert "delete-after-commit" in log.statement
+    with pytest.raises(ValidationError, match="write.target-file-size-bytes"):
+        HealthThresholds.of({"write.target-file-size-bytes": "big"})
+
+
+def test_gc_disabled_findings_name_no_procedure(setup):
+    cat, _ = setup
+    t = _table(cat, props={"gc.enabled": "false"})
+    for i in range(2):
+        t = commit(t, [FastAppend([_data(t, i, "a")])], policy=FAST)
+    exp = _by_check(analyze(t.io, t.metadata, "db.t", now_ms=FAR_FUTURE))["expired_snapshots"][0]
+    assert exp.procedure is None and "gc.enabled" in exp.message
+    assert orphan_finding(t.metadata, "db.t", 3)[0].procedure is None
+    assert orphan_finding(t.metadata, "db.t", 0) == []
+
+
+def test_rendered_calls_parse_back():
+    args = (("table", "db.`we.ird`"), ("retain_last", 3), ("options", {"a": "it's", "b": "x\\y"}))
+    stmt = parse_call(render_call("my-cat", "expire_snapshots", args))
+    assert stmt.catalog == "my-cat" and stmt.name.endswith("expire_snapshots")
+    named = {k: v.value for k, v in stmt.named}
+    assert named["table"] == "db.`we.ird`" and named["retain_last"] == 3
+    assert {k.value: v.value for k, v in named["options"]} == {"a": "it's", "b": "x\\y"}
+    assert table_reference(("db", "we.ird")) == "db.`we.ird`"
+    assert sql_literal(True) == "true" and sql_literal([1, "a"]) == "array(1, 'a')"
+
+
+def test_procedures_through_the_runner(setup):
+    cat, conf = setup
+    t = _neglected(cat, props={"history.expire.max-snapshot-age-ms": "1"})
+    rows = runner.run("table_health", kwargs={"table": "db.t"}, catalog="ours", conf=conf).rows
+    assert {r[0] for r in rows} == {"small_files", "deleted_rows", "small_manifests", "expired_snapshots",
+                                    "missing_statistics"}
+    severities = [r[1] for r in rows]
+    assert severities == sorted(severities, key=("critical", "warning", "info").index)
+    for r in rows:
+        if r[6] is not None:  # procedure -> its CALL parses and names the same procedure and arguments
+            stmt = parse_call(r[8])
+            assert stmt.name.endswith(r[6]) and r[7] in r[8]
+    plan = runner.run("plan_maintenance", kwargs={"table": "db.t", "include_orphans": False}, catalog="ours",
+                      conf=conf).rows
+    assert [r[1] for r in plan] == ["rewrite_data_files", "rewrite_position_delete_files", "rewrite_manifests",
+                                    "expire_snapshots", "compute_table_stats"]
+    assert [r[0] for r in plan] == [1, 2, 3, 4, 5] and not any(r[5] for r in plan) and all(r[6] is None for r in plan)
+    assert plan[3][3] == "CALL ours.system.expire_snapshots(table => 'db.t', retain_last => 1)"
+    # nothing changed
+    assert cat.load_table(("db", "t")).metadata_location == t.metadata_location
+
+
+def test_plan_execute_runs_steps_through_the_runner(setup):
+    cat, conf = setup
+    t = _neglected(cat, props={"history.expire.max-snapshot-age-ms": "1"})
+    before = len(t.metadata.snapshots)
+    # rewrite_data_files needs Spark: plan and run only what the driver can do here
+    only = {"rewrite_manifests", "expire_snapshots"}
+    steps = [s for s in plan_steps(analyze(t.io, t.metadata, "db.t")) if s.procedure in only]
+    ctx = ProcedureContext(get_procedure("plan_maintenance"), "ours", conf, None,
+                           call=lambda n, a: runner.run(n, kwargs=list(a), catalog="ours", conf=conf, lenient=True))
+    results = [ctx.call_procedure(s.procedure, s.arguments) for s in steps]
+    assert results[0].rows == [(21, 2)] and len(cat.load_table(("db", "t")).metadata.snapshots) < before
+    assert ctx.changed_tables == [("ours", ("db", "t"))] * 2
+    with pytest.raises(ValidationError, match="without a runner"):
+        ProcedureContext(get_procedure("plan_maintenance"), "ours", conf).call_procedure("expire_snapshots", [])
+
+
+def test_equality_deletes_are_planned_for_a_rewrite(setup):
+    cat, _ = setup
+    t = _table(cat)
+    f = _data(t, 0, "a")
+    t = commit(t, [FastAppend([f])], policy=FAST)
+    eq = DataFile(f"{t.location}/data/cat=a/eq.parquet", FileFormat.PARQUET, ("a",), 3, 300,
+                  content=FileContent.EQUALITY_DELETES, equality_ids=(1,), spec_id=0)
+    t = commit(t, [RowDelta(add_deletes=[eq])], policy=FAST)
+    findings = analyze(t.io, t.metadata, "db.t")
+    found = _by_check(findings)
+    assert [(x.partition, x.measured, x.severity) for x in found["equality_deletes"]] == [("cat=a", 1, "warning")]
+    steps = plan_steps(findings)
+    assert [s.procedure for s in steps][:2] == ["rewrite_data_files", "rewrite_position_delete_files"]
+    assert dict(steps[0].arguments)["options"]["delete-file-threshold"] == "1"
+
+
+def test_procedures_validate_their_arguments(setup):
+    cat, conf = setup
+    _table(cat)
+    with pytest.raises(NoSuchTableError, match="db.nope"):
+        runner.run("table_health", kwargs={"table": "db.nope"}, catalog="ours", conf=conf)
+    with pytest.raises(ValidationError):
+        runner.run("plan_maintenance", kwargs={"table": "db.t", "execute": "soon"}, catalog="ours", conf=conf)
+    with pytest.raises(MissingParameterError):
+        runner.run("plan_maintenance", kwargs={"execute": True}, catalog="ours", conf=conf)
+    # an empty table: nothing to report, nothing to plan
+    assert runner.run("table_health", kwargs={"table": "db.t", "include_orphans": True}, catalog="ours",
+                      conf=conf).rows == []
+    assert runner.run("plan_maintenance", kwargs={"table": "db.t", "execute": True}, catalog="ours",
+                      conf=conf).rows == []
+
+
+def test_console_plan_statement():
+    conf = {"spark.sql.catalog.wh.type": "hadoop", "spark.sql.catalog.wh.warehouse": "/tmp/x"}
+    assert plan_statement("wh.db.events", conf, execute=True) == \
+        "CALL wh.system.plan_maintenance(table => 'db.events', execute => true)"
+    assert plan_statement("db.events", {}, execute=False, include_orphans=False) == \
+        "CALL local.system.plan_maintenance(table => 'db.events', execute => false, include_orphans => false)"
