@@ -102,16 +102,23 @@ def _executor_report(_: Any) -> Any:
             break
         parent = int(stat.rsplit(")", 1)[1].split()[1])
     yield {"pid": pid, "jvm_pid": jvm_pid, "executor_jvm": "CoarseGrainedExecutorBackend" in jvm_cmd,
-           "procedures_file": procedures.__file__}
+           "procedures_file": procedures.__file__, "modules": loaded_modules()}
+
+
+def loaded_modules() -> dict[str, str]:
+    """Every imported module of the package and the file it came from (a mix of the shipped zip and an
+    installed copy would be a broken deployment)."""
+    return {name: str(getattr(module, "__file__", None)) for name, module in sorted(sys.modules.items())
+            if name == "procedures" or name.startswith("procedures.")}
 
 
 def where_code_runs(spark: Any) -> dict:
     """Pids of the driver (Python and JVM) and of the executors' Python workers, and the ``procedures``
-    each imported."""
+    modules each imported."""
     sc = spark.sparkContext
     executors = sc.parallelize(range(2), 2).mapPartitions(_executor_report).collect()
     return {"driver_pid": os.getpid(), "driver_jvm_pid": int(sc._jvm.java.lang.ProcessHandle.current().pid()),
-            "driver_procedures_file": procedures.__file__, "master": sc.master, "executors": executors}
+            "driver_modules": loaded_modules(), "master": sc.master, "executors": executors}
 
 
 def main(argv: list[str]) -> int:
@@ -125,7 +132,9 @@ def main(argv: list[str]) -> int:
     spark = builder.getOrCreate()
     try:
         force_distributed_steps()
-        report = {"where": where_code_runs(spark), "flow": run_flow(spark, warehouse)}
+        flow = run_flow(spark, warehouse)
+        # after the flow, so the driver and the reused Python workers have imported what it needed
+        report = {"flow": flow, "where": where_code_runs(spark)}
     finally:
         spark.stop()
     Path(out).write_text(json.dumps(report, indent=1, sort_keys=True, default=str))

@@ -29,13 +29,20 @@ FLOW_SCRIPT = REPO / "tests" / "helpers" / "cluster_flow.py"
 
 
 def package_zip(dest: Path) -> Path:
-    """``procedures.zip``: the package folder at the zip's root, as ``--py-files`` wants it."""
+    """``procedures.zip``: the package's files at the zip's root, laid out like the wheel
+    ``pip wheel --no-deps`` builds (files only, no directory entries), as ``--py-files`` wants it."""
     path = dest / "procedures.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for file in sorted((REPO / "procedures").rglob("*")):
-            if file.is_file() and "__pycache__" not in file.parts:
+        for file in sorted((REPO / "procedures").rglob("*.py")):
+            if "__pycache__" not in file.parts:
                 z.write(file, file.relative_to(REPO).as_posix())
     return path
+
+
+def _from_zip(modules: dict[str, str], zip_name: str = "procedures.zip") -> None:
+    assert "procedures" in modules and len(modules) > 10, modules
+    outside = {name: file for name, file in modules.items() if zip_name not in file}
+    assert not outside, f"modules not imported from the shipped {zip_name}: {outside}"
 
 
 def _child_env(workdir: Path) -> dict[str, str]:
@@ -100,8 +107,9 @@ def test_flow_on_a_standalone_cluster_matches_local(spark_cluster, local_flow, t
 
     where = report["where"]
     assert where["master"] == spark_cluster.url
-    # the driver imported the shipped zip, not the checkout or an installed copy
-    assert "procedures.zip" in where["driver_procedures_file"], where
+    # the driver imported every module of the package from the shipped zip, not the checkout or an installed copy
+    _from_zip(where["driver_modules"])
+    assert "procedures.spark.actions.remove_orphan_files" in where["driver_modules"]
     executors = where["executors"]
     assert executors
     for e in executors:
@@ -110,7 +118,7 @@ def test_flow_on_a_standalone_cluster_matches_local(spark_cluster, local_flow, t
         assert e["jvm_pid"] is not None and e["jvm_pid"] != where["driver_jvm_pid"], where
         assert e["executor_jvm"], where
         assert "procedures.zip" in e["procedures_file"], where
-        assert not e["procedures_file"].startswith(str(REPO)), where
+        _from_zip(e["modules"])
 
     flow = report["flow"]
     # the flow did real work: compaction, a manifest rewrite, expiry and one orphan removed

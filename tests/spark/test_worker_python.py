@@ -65,6 +65,7 @@ def test_the_sessions_own_workers_pass(spark):
     env.check_python_workers(spark)  # the run's python: no error
 
 
+@pytest.mark.java
 def test_workers_without_the_package(spark, java_warehouse, table, tmp_path):
     before = java_metadata_location(java_warehouse, "db", table)
     # -S: no site-packages, so neither this package (once off PYTHONPATH) nor pyarrow can be imported
@@ -81,6 +82,7 @@ def test_workers_without_the_package(spark, java_warehouse, table, tmp_path):
     assert _run_rewrite(spark, java_warehouse, table).rows[0][0] == 3
 
 
+@pytest.mark.java
 def test_workers_on_another_python_minor_version(spark, java_warehouse, table, tmp_path):
     others = [f"/root/.pyenv/versions/{v}/bin/python" for v in ("3.12.1", "3.10.13")]
     other = next((p for p in others if os.path.exists(p)), None)
