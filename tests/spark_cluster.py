@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -23,6 +22,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.helpers.processes import stop_process_group
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -140,29 +141,9 @@ def start(tmpdir: str | None = None, *, cores: int = 1, memory: str = "1g", time
     raise RuntimeError(f"the Spark standalone worker did not register with {url} within {timeout}s:\n{text}")
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-    # executors and Python workers may outlive the daemon that started them: end the rest of the group
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
 def stop(cluster: SparkCluster) -> None:
     """Stop the worker (with its executors) and the master, by process group id, and remove their files."""
-    _stop_group(cluster.worker)
-    _stop_group(cluster.master)
+    # executors and Python workers may outlive the worker that started them: the group goes too
+    stop_process_group(cluster.worker, timeout=15)
+    stop_process_group(cluster.master, timeout=15)
     shutil.rmtree(cluster.basedir, ignore_errors=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import procedures
 from procedures.errors import PythonWorkerError
 from procedures.frontend import runner
 from procedures.spark import environment as env
@@ -40,10 +41,12 @@ def _wrapper(tmp_path: Path, target: str, *flags: str) -> str:
 
 @pytest.fixture()
 def table(spark, java_warehouse, table_name):
-    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{table_name}")
-    spark.sql(f"CREATE TABLE jcat.db.{table_name} (id bigint, data string) USING iceberg")
+    # written by our own hadoop catalog on jcat's warehouse, so the test needs no Iceberg Java (pyspark 4)
+    procedures.sql(spark, "CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    procedures.sql(spark, f"DROP TABLE IF EXISTS jcat.db.{table_name}")
+    procedures.sql(spark, f"CREATE TABLE jcat.db.{table_name} (id bigint, data string) USING iceberg")
     for i in range(3):
-        spark.sql(f"INSERT INTO jcat.db.{table_name} VALUES ({i}, 'row {i}')")
+        procedures.sql(spark, f"INSERT INTO jcat.db.{table_name} VALUES ({i}, 'row {i}')")
     return table_name
 
 
@@ -65,7 +68,6 @@ def test_the_sessions_own_workers_pass(spark):
     env.check_python_workers(spark)  # the run's python: no error
 
 
-@pytest.mark.java
 def test_workers_without_the_package(spark, java_warehouse, table, tmp_path):
     before = java_metadata_location(java_warehouse, "db", table)
     # -S: no site-packages, so neither this package (once off PYTHONPATH) nor pyarrow can be imported
@@ -82,7 +84,6 @@ def test_workers_without_the_package(spark, java_warehouse, table, tmp_path):
     assert _run_rewrite(spark, java_warehouse, table).rows[0][0] == 3
 
 
-@pytest.mark.java
 def test_workers_on_another_python_minor_version(spark, java_warehouse, table, tmp_path):
     others = [f"/root/.pyenv/versions/{v}/bin/python" for v in ("3.12.1", "3.10.13")]
     other = next((p for p in others if os.path.exists(p)), None)
