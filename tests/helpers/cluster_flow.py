@@ -1,8 +1,9 @@
 """One maintenance flow on a table of our hadoop catalog, run the same way on a Spark standalone cluster
 (``tests/spark/test_cluster.py`` submits this file with ``spark-submit``) and on the test run's own
-local[2] session (imported as ``tests.helpers.cluster_flow``): create, four inserts, rewrite_data_files,
-rewrite_manifests, expire_snapshots, remove_orphan_files, reads.  :func:`run_flow` returns what both runs
-must agree on: every procedure's output rows (paths made relative to the warehouse) and the table's rows.
+local[2] session (imported as ``tests.helpers.cluster_flow``): create, four inserts, rewrite_data_files
+(bin-pack, sort, z-order), rewrite_manifests, expire_snapshots, remove_orphan_files, reads.
+:func:`run_flow` returns what both runs must agree on: every procedure's output rows (paths made
+relative to the warehouse) and the table's rows.
 
 As a script it imports only pyspark and ``procedures``: the package reaches the driver and the executors
 the way a user ships it (``--py-files`` with a zip of ``procedures``), never through PYTHONPATH, and it
@@ -64,6 +65,13 @@ def run_flow(spark: Any, warehouse: str, catalog: str = CATALOG) -> dict:
     result["rewrite_data_files"] = _rows(procedures.sql(
         spark, f"CALL {catalog}.system.rewrite_data_files(table => '{short}', options => map('min-input-files', '2'))"),
         warehouse)
+    # sort and z-order go through Spark's range shuffle (between executor JVMs on a cluster)
+    result["rewrite_sort"] = _rows(procedures.sql(
+        spark, f"CALL {catalog}.system.rewrite_data_files(table => '{short}', strategy => 'sort', "
+               "sort_order => 'id DESC NULLS LAST', options => map('rewrite-all', 'true'))"), warehouse)
+    result["rewrite_zorder"] = _rows(procedures.sql(
+        spark, f"CALL {catalog}.system.rewrite_data_files(table => '{short}', strategy => 'sort', "
+               "sort_order => 'zorder(id, amount)', options => map('rewrite-all', 'true'))"), warehouse)
     result["rewrite_manifests"] = _rows(procedures.sql(
         spark, f"CALL {catalog}.system.rewrite_manifests(table => '{short}')"), warehouse)
     result["expire_snapshots"] = _rows(procedures.sql(

@@ -124,6 +124,8 @@ def test_flow_on_a_standalone_cluster_matches_local(spark_cluster, local_flow, t
     # the flow did real work: compaction, a manifest rewrite, expiry and one orphan removed
     assert flow["rewrite_data_files"][0]["rewritten_data_files_count"] > 0, flow
     assert flow["rewrite_data_files"][0]["added_data_files_count"] == 3, flow
+    assert flow["rewrite_sort"][0]["rewritten_data_files_count"] == 3, flow
+    assert flow["rewrite_zorder"][0]["rewritten_data_files_count"] == 3, flow
     assert flow["expire_snapshots"][0]["deleted_data_files_count"] > 0, flow
     assert [r["orphan_file_location"] for r in flow["remove_orphan_files"]] == [
         "file:<warehouse>/db/events/data/category=a/orphan.parquet"
