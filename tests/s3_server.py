@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +17,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.helpers.processes import stop_process_group
 
 ACCESS_KEY = "procedures-test-access"
 SECRET_KEY = "procedures-test-secret-0123456789"
@@ -157,15 +158,5 @@ def _create_bucket(server: S3Server, timeout: float) -> None:
 
 def stop(server: S3Server) -> None:
     """Stop the server process (by its id) and remove its data."""
-    proc = server.process
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+    stop_process_group(server.process, timeout=5)
     shutil.rmtree(server.datadir, ignore_errors=True)

@@ -17,7 +17,8 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.spark.read import read_table
 from procedures.spec.manifest import read_manifest_list
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 def _recompress(table, path: str, codec: str, fix=None) -> int:

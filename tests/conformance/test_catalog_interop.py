@@ -11,7 +11,8 @@ from procedures.catalog import HadoopCatalog, load_catalog, resolve_identifier
 from procedures.errors import CommitFailedError
 from procedures.spec.snapshots import MetadataLogEntry
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 def bumped(table, **props):

@@ -27,7 +27,8 @@ from procedures.spec.manifest import (
 )
 from procedures.spec.metadata import read_table_metadata
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 EPOCH = datetime.date(1970, 1, 1)
 
 

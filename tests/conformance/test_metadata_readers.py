@@ -67,6 +67,7 @@ def write_ours(golden: Path, out: Path, text: str | None = None):
     return md
 
 
+@pytest.mark.java
 @pytest.mark.parametrize("name", VALID)
 @pytest.mark.parametrize("file_name", NAMES)
 def test_java_reads_our_metadata_like_the_original(spark, java_io, golden_dir, tmp_path, name, file_name):

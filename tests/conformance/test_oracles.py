@@ -89,6 +89,7 @@ def mixed_table(request, spark, java_warehouse: Path):
     spark.sql(f"DROP TABLE IF EXISTS {ident} PURGE")
 
 
+@pytest.mark.java
 def test_mixed_table_delete_files_are_of_the_version_kind(spark, mixed_table) -> None:
     version, ident, _ = mixed_table
     formats = {r[0] for r in spark.sql(f"SELECT file_format FROM {ident}.delete_files WHERE content = 1").collect()}
@@ -96,6 +97,7 @@ def test_mixed_table_delete_files_are_of_the_version_kind(spark, mixed_table) ->
     assert formats == ({"PARQUET"} if version == 2 else {"PUFFIN"})
 
 
+@pytest.mark.java
 def test_mixed_table_current_rows_agree(spark, mixed_table) -> None:
     _, ident, metadata = mixed_table
     rows = _assert_all_agree(spark, ident, metadata)
@@ -117,6 +119,7 @@ def test_mixed_table_current_rows_agree(spark, mixed_table) -> None:
     assert rows[1]["name"] is None and rows[1]["b"] is None
 
 
+@pytest.mark.java
 def test_mixed_table_older_snapshots_agree(spark, mixed_table) -> None:
     _, ident, metadata = mixed_table
     inserted, deleted, updated = _snapshot_ids(spark, ident)
@@ -130,6 +133,7 @@ def test_mixed_table_older_snapshots_agree(spark, mixed_table) -> None:
     assert _assert_all_agree(spark, ident, metadata, updated)[0]["name"] == "A"
 
 
+@pytest.mark.java
 def test_java_metadata_location_is_the_current_metadata_file(spark, mixed_table) -> None:
     _, ident, metadata = mixed_table
     latest = spark.sql(f"SELECT file FROM {ident}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1").collect()[0][0]
@@ -172,6 +176,7 @@ NESTED_SCHEMA = {
 }
 
 
+@pytest.mark.java
 @pytest.mark.parametrize("version", [2, 3])
 def test_uuid_fixed_and_nested_types_agree(spark, java_warehouse: Path, version: int) -> None:
     # Spark SQL cannot declare uuid or fixed columns, so the table is created through the Java catalog API.

@@ -14,7 +14,8 @@ import pytest
 from oracles import assert_rows_equal, java_read, spark_df_to_arrow
 from procedures.spark.read import read_files, read_table
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 def _snapshots(spark, ident: str) -> list[int]:

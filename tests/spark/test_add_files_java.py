@@ -25,7 +25,8 @@ from procedures.spark.actions import add_files as AF
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 COLUMNS = "id bigint, data string, p int, f double, c string"
 

@@ -28,7 +28,8 @@ from procedures.spark.session import catalog_for
 from procedures.spec.manifest import DataFile, FileFormat
 from tests.oracles import assert_rows_equal, duckdb_read, java_read, pyiceberg_read
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 COMMITS_PER_WRITER = 8
 RETRIES = RetryPolicy(num_retries=50, min_wait_ms=5, max_wait_ms=200, total_timeout_ms=120_000)

@@ -88,6 +88,7 @@ def _same_rows(before, after) -> None:
         assert_rows_equal(after[reader], before[reader], key="id", label=reader)
 
 
+@pytest.mark.java
 @pytest.mark.parametrize("writer", ["java", "ours"])
 def test_orphan_removal_stays_inside_the_table(spark, catalogs, writer, monkeypatch):
     name = f"conf_{writer}"
@@ -121,6 +122,7 @@ def test_orphan_removal_stays_inside_the_table(spark, catalogs, writer, monkeypa
     _same_rows(before, _state(spark, catalogs, cat, ident, java_ident)[1])
 
 
+@pytest.mark.java
 def test_file_list_view_spellings_outside_the_table_are_not_deleted(spark, catalogs):
     cat, ident, java_ident = _java_table(spark, catalogs, "conf_view")
     t, before = _state(spark, catalogs, cat, ident, java_ident)
@@ -142,6 +144,7 @@ def test_file_list_view_spellings_outside_the_table_are_not_deleted(spark, catal
     _same_rows(before, _state(spark, catalogs, cat, ident, java_ident)[1])
 
 
+@pytest.mark.java
 def test_expire_keeps_files_add_files_brought_from_another_folder(spark, catalogs, tmp_path):
     """Java's add_files registers a Parquet file in place; once a rewrite replaced it and the snapshot
     expired, Java's expire_snapshots deletes the source file -- ours keeps it."""

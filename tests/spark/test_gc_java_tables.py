@@ -24,7 +24,8 @@ from procedures.framework.context import open_catalog
 from procedures.spark import listing as L
 from procedures.spark.actions import remove_orphan_files as O
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 FUTURE = "TIMESTAMP '2100-01-01 00:00:00'"
 

@@ -30,7 +30,8 @@ from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spec.manifest import read_manifest, read_manifest_list
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,7 @@ def _rows(df_or_table) -> list[tuple]:
     return sorted(tuple(r) for r in df_or_table.collect())
 
 
+@pytest.mark.java
 def test_namespaces_are_hive_databases(spark, hive):
     assert ("hdb",) in hive.list_namespaces()
     assert "hdb" in [r[0] for r in spark.sql("SHOW NAMESPACES IN jhive").collect()]
@@ -65,6 +66,7 @@ def test_namespaces_are_hive_databases(spark, hive):
     assert not hive.namespace_exists("hdb_props")
 
 
+@pytest.mark.java
 def test_java_table_read_and_written_by_us(spark, hive):
     ident = _fresh(spark, "java_made")
     spark.sql(f"CREATE TABLE jhive.{ident} (id bigint, data string) USING iceberg PARTITIONED BY (data) "
@@ -88,6 +90,7 @@ def test_java_table_read_and_written_by_us(spark, hive):
     assert params["table_type"] == "ICEBERG" and params["numRows"] == "4"
 
 
+@pytest.mark.java
 def test_our_table_read_by_java(spark, hive):
     ident = _fresh(spark, "ours_made")
     procedures.sql(spark, f"CREATE TABLE ohive.{ident} (id bigint, data string) USING iceberg "
@@ -105,6 +108,7 @@ def test_our_table_read_by_java(spark, hive):
         procedures.sql(spark, f"CREATE TABLE ohive.{ident} (id bigint) USING iceberg")
 
 
+@pytest.mark.java
 def test_two_writers_from_one_base_cannot_both_win(spark, hive):
     ident = _fresh(spark, "race")
     procedures.sql(spark, f"CREATE TABLE ohive.{ident} (id bigint) USING iceberg")
@@ -151,6 +155,7 @@ def test_hive_tables_that_are_not_iceberg_are_refused(spark, hive):
         hive.load_table("hdb.missing")
 
 
+@pytest.mark.java
 def test_rename_register_and_drop(spark, hive):
     ident = _fresh(spark, "to_rename")
     _fresh(spark, "renamed")
@@ -185,6 +190,7 @@ def metastore():
     stop_metastore(server)
 
 
+@pytest.mark.java
 def test_a_metastore_server_over_thrift(spark, metastore, tmp_path):
     """Our catalog with ``uri=thrift://...``: tables live in that server, not in the session's metastore;
     the server has no lock support, so a commit says to set lock-enabled=false, and then commits."""

@@ -10,7 +10,8 @@ from procedures.errors import NoSuchRefError, ValidationError
 from procedures.core.scan import iter_file_scan_tasks
 from procedures.spark.read import load_table, read_table
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 @pytest.fixture(scope="module")

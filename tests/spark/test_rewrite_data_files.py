@@ -17,7 +17,8 @@ from procedures.frontend import runner
 from procedures.spec.manifest import FileContent, read_manifest, read_manifest_list
 from tests.oracles import assert_rows_equal, java_metadata_location, java_read, read_all
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 def _conf(warehouse) -> dict:

@@ -9,7 +9,8 @@ from procedures.frontend import runner
 from procedures.spec.manifest import read_manifest_list
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 @pytest.mark.parametrize("fv", [2, 3])

@@ -18,7 +18,8 @@ from procedures.frontend import runner
 from procedures.spec.manifest import FileContent, ManifestContent
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 def _build(spark, name: str, fv: int) -> None:

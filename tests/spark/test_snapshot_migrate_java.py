@@ -143,6 +143,7 @@ def _java_snapshot(spark, source: str, target: str) -> list[tuple]:
 
 
 # ------------------------------------------------------------------------------ snapshot
+@pytest.mark.java
 @pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
 def test_snapshot_matches_java(spark, hive, partitioned):
     tag = "p" if partitioned else "u"
@@ -170,6 +171,7 @@ def test_snapshot_matches_java(spark, hive, partitioned):
     assert provider[0].data_type.lower() == "parquet"
 
 
+@pytest.mark.java
 def test_snapshot_gc_disabled_never_deletes_source_files(spark, hive, tmp_path):
     _source(spark, "sn_gc_src")
     _drop(spark, "sn_gc")
@@ -192,6 +194,7 @@ def test_snapshot_gc_disabled_never_deletes_source_files(spark, hive, tmp_path):
     assert len(_spark_rows(spark, f"spark_catalog.{DB}.sn_gc_src")) == 4
 
 
+@pytest.mark.java
 def test_snapshot_refusals_change_nothing(spark, hive, tmp_path):
     _source(spark, "sn_bad_src")
     _drop(spark, "sn_bad")
@@ -214,12 +217,14 @@ def test_snapshot_refusals_change_nothing(spark, hive, tmp_path):
 
 
 # ------------------------------------------------------------------------------ migrate
+@pytest.mark.java
 def test_java_migrate_needs_a_session_catalog_we_do_not_have(spark, hive):
     _source(spark, "mg_java_src")
     with pytest.raises(Exception, match="not a ProcedureCatalog|non-Iceberg Spark Session Catalog"):
         spark.sql(f"CALL spark_catalog.system.migrate('{DB}.mg_java_src')").collect()
 
 
+@pytest.mark.java
 def test_migrate_matches_java_snapshot(spark, hive):
     _drop(spark, "mg_src", "mg_src_backup_", "mg_twin")
     _source(spark, "mg_src")
@@ -279,6 +284,7 @@ def test_migrate_failure_restores_the_table(spark, hive, monkeypatch, after_crea
     assert _spark_rows(spark, f"spark_catalog.{DB}.{name}") == rows
 
 
+@pytest.mark.java
 def test_migrate_refusals_change_nothing(spark, hive):
     _drop(spark, "mg_bad", "mg_bad_backup_", "mg_orc")
     _source(spark, "mg_bad")

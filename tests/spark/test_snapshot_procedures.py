@@ -16,7 +16,8 @@ import procedures
 from procedures.errors import IcebergError
 from procedures.framework.context import open_catalog
 
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,8 @@ from procedures.spec.puffin import read_puffin
 from tests.spark.test_gc_java_tables import Twin, _age, build, ours  # noqa: F401 -- the fixture
 
 pytest.importorskip("datasketches")
-pytestmark = pytest.mark.spark
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 TYPES = [
     "CREATE TABLE {t} (id bigint, i int, s string, d date, ts timestamp, ntz timestamp_ntz, b boolean, "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import procedures
 from procedures.errors import PythonWorkerError
 from procedures.frontend import runner
 from procedures.spark import environment as env
@@ -40,10 +41,12 @@ def _wrapper(tmp_path: Path, target: str, *flags: str) -> str:
 
 @pytest.fixture()
 def table(spark, java_warehouse, table_name):
-    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{table_name}")
-    spark.sql(f"CREATE TABLE jcat.db.{table_name} (id bigint, data string) USING iceberg")
+    # written by our own hadoop catalog on jcat's warehouse, so the test needs no Iceberg Java (pyspark 4)
+    procedures.sql(spark, "CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    procedures.sql(spark, f"DROP TABLE IF EXISTS jcat.db.{table_name}")
+    procedures.sql(spark, f"CREATE TABLE jcat.db.{table_name} (id bigint, data string) USING iceberg")
     for i in range(3):
-        spark.sql(f"INSERT INTO jcat.db.{table_name} VALUES ({i}, 'row {i}')")
+        procedures.sql(spark, f"INSERT INTO jcat.db.{table_name} VALUES ({i}, 'row {i}')")
     return table_name
 
 
