@@ -140,6 +140,7 @@ def twins(catalog, name: str, steps, procedure: str, args, *, expect_changes: bo
         assert catalog.load_table(("db", real_name)).metadata_location != real_before
     again = call(dry_name)
     assert normalized(again, pos_dry, root) == normalized(real, pos_real, real_location)
+    assert normalized(again, pos_dry, root) == normalized(dry, pos_dry, root)
     return dry
 
 
