@@ -19,22 +19,20 @@ was.  The six ref-moving snapshot procedures are covered without Spark in
 from __future__ import annotations
 
 import os
-import re
 
 import pytest
 
 import procedures
-from procedures.catalog.hive import HiveCatalog
 from procedures.core.gc import reachability as R
 from procedures.core.paths import local_path
 from procedures.framework.context import open_catalog
 from procedures.frontend import runner
 from procedures.spark.session import catalog_for
-from tests.helpers.files import fingerprint
+from tests.helpers.files import folder_state as files_state
+from tests.helpers.outputs import normalized
 
 pytestmark = pytest.mark.spark
 
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 DB = "drdb"
 
 
@@ -51,11 +49,7 @@ def ours(conf):
 
 
 def folder_state(root: str) -> tuple[dict[str, str], list[str]]:
-    """Every file below ``root`` with its hash, and every folder."""
-    root = local_path(root) or root
-    if not os.path.exists(root):
-        return {}, []
-    return fingerprint(root), sorted(os.path.relpath(d, root) for d, _, _ in os.walk(root))
+    return files_state(local_path(root) or root)
 
 
 def build(spark, name: str, steps: list[str]) -> None:
@@ -72,25 +66,6 @@ def java_rows(spark, name: str) -> list[tuple]:
 def positions(ours, name: str) -> dict[int, int]:
     snaps = sorted(ours.load_table(("db", name)).metadata.snapshots, key=lambda s: (s.sequence_number, s.timestamp_ms))
     return {s.snapshot_id: i for i, s in enumerate(snaps)}
-
-
-def normalized(rows, pos: dict[int, int], location: str) -> list[tuple]:
-    """Snapshot ids as positions (``NEW`` for one the call made), paths relative, uuids masked."""
-    out = []
-    for row in rows:
-        vals = []
-        for v in row:
-            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 10**12:
-                vals.append(f"S{pos[v]}" if v in pos else "NEW")
-            elif isinstance(v, str) and v.startswith(location):
-                text = UUID.sub("UUID", v[len(location):])
-                for sid, p in pos.items():
-                    text = text.replace(str(sid), f"S{p}")
-                vals.append("<loc>" + text)
-            else:
-                vals.append(v)
-        out.append(tuple(vals))
-    return out
 
 
 def call(spark, conf, procedure: str, **kwargs) -> list[tuple]:
@@ -260,16 +235,9 @@ def test_snapshot(spark, conf, ours, java_warehouse):
     assert java_rows(spark, "snap_d") == java_rows(spark, "snap_r")
 
 
-@pytest.fixture(scope="module")
-def hive(spark):
-    spark.conf.set("spark.sql.catalog.ohive.type", "hive")
-    cat = catalog_for(spark, "ohive")
-    assert isinstance(cat, HiveCatalog)
+def test_migrate(spark):
+    spark.conf.set("spark.sql.catalog.ohive.type", "hive")  # our hive catalog on the session's metastore
     spark.sql(f"CREATE DATABASE IF NOT EXISTS spark_catalog.{DB}")
-    return cat
-
-
-def test_migrate(spark, hive):
     for n in ("mg_d", "mg_r", "mg_d_backup_", "mg_r_backup_"):
         spark.sql(f"DROP TABLE IF EXISTS spark_catalog.{DB}.{n}")
     location = _source(spark, "mg_d")
@@ -287,4 +255,4 @@ def test_migrate(spark, hive):
     assert dry == real and dry[0][0] >= 2
     again = [tuple(r) for r in procedures.sql(spark, f"CALL ohive.system.migrate(table => '{DB}.mg_d')").collect()]
     assert again == real
-    assert hive.load_table((DB, "mg_d")).metadata.properties.get("migrated") == "true"
+    assert catalog_for(spark, "ohive").load_table((DB, "mg_d")).metadata.properties.get("migrated") == "true"

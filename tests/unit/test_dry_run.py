@@ -11,7 +11,6 @@ and a real run after it must return what the twin's did.
 from __future__ import annotations
 
 import os
-import re
 import time
 from datetime import datetime, timezone
 
@@ -35,7 +34,8 @@ from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import LONG, STRING, NestedField
-from tests.helpers.files import fingerprint
+from tests.helpers.files import folder_state
+from tests.helpers.outputs import normalized
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "data", STRING)))
@@ -53,12 +53,6 @@ def catalog(tmp_path):
 
 def conf(catalog) -> dict[str, str]:
     return {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": catalog.warehouse}
-
-
-def folder_state(root: str) -> tuple[dict[str, str], list[str]]:
-    """Every file below ``root`` with its hash, and every folder (a dry run makes none)."""
-    dirs = sorted(os.path.relpath(d, root) for d, _, _ in os.walk(root))
-    return fingerprint(root), dirs
 
 
 def data_file(location: str, name: str, part: int) -> DataFile:
@@ -93,25 +87,6 @@ def appends(n: int, *, staged_wap: str | None = None, branch: str | None = None)
 def positions(catalog, name: str) -> dict[int, int]:
     snaps = sorted(catalog.load_table(("db", name)).metadata.snapshots, key=lambda s: (s.sequence_number, s.timestamp_ms))
     return {s.snapshot_id: i for i, s in enumerate(snaps)}
-
-
-def normalized(rows, pos: dict[int, int], location: str):
-    """Snapshot ids as positions (``NEW`` for one the call created), the table location and uuids masked."""
-    out = []
-    for row in rows:
-        vals = []
-        for v in row:
-            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 10**9:
-                vals.append(f"S{pos[v]}" if v in pos else "NEW")
-            elif isinstance(v, str) and v.startswith(location):
-                text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "UUID", v[len(location):])
-                for sid, p in pos.items():
-                    text = text.replace(str(sid), f"S{p}")
-                vals.append("<loc>" + text)
-            else:
-                vals.append(v)
-        out.append(tuple(vals))
-    return out
 
 
 def twins(catalog, name: str, steps, procedure: str, args, *, expect_changes: bool = True):
