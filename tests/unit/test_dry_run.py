@@ -1,11 +1,11 @@
 """``dry_run`` without Spark: the sandbox FileIO and catalog, and every procedure that runs on the
 driver alone (expire_snapshots, rewrite_manifests, compute_partition_stats and the six ref-moving
-snapshot procedures) on twin tables of our hadoop catalog.
+snapshot procedures) on twin tables of our hadoop and JDBC (SQLite) catalogs.
 
 Twins are built by the same deterministic steps; the dry run on one must return the rows the real
 run returns on the other (snapshot ids compared by position in the table's history), leave its
 folder byte for byte as it was (every file hashed, every folder listed) and its metadata current,
-and a real run after it must return what the twin's did.
+and a real run after it must return what the dry run and the twin's real run returned.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from procedures.catalog.hadoop import HadoopCatalog
+from procedures.catalog.config import load_catalog
 from procedures.catalog.sandbox import SandboxCatalog, is_sandboxed
 from procedures.core.builder import new_table_metadata
 from procedures.core.manage import ManageRef
@@ -44,15 +44,19 @@ FUTURE = 2**62
 
 
 # ------------------------------------------------------------------------------ helpers
-@pytest.fixture()
-def catalog(tmp_path):
-    cat = HadoopCatalog("local", str(tmp_path / "wh"))
+@pytest.fixture(params=["hadoop", "jdbc"])
+def catalog(request, tmp_path):
+    keys = {"spark.sql.catalog.local.type": request.param, "spark.sql.catalog.local.warehouse": str(tmp_path / "wh")}
+    if request.param == "jdbc":  # SQLite: the catalog's table pointers live outside the warehouse
+        keys["spark.sql.catalog.local.uri"] = f"jdbc:sqlite:{tmp_path / 'catalog.db'}"
+    cat = load_catalog("local", keys)
+    cat.test_conf = keys
     cat.create_namespace("db")
     return cat
 
 
 def conf(catalog) -> dict[str, str]:
-    return {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": catalog.warehouse}
+    return catalog.test_conf
 
 
 def data_file(location: str, name: str, part: int) -> DataFile:
