@@ -12,14 +12,16 @@ Each case builds two tables by the same Iceberg Java SQL statements (``jcat.db.<
   the rows Java reads equal to the twin's.
 
 snapshot and migrate create tables: their dry run leaves no table, no folder and the source as it
-was.  The six ref-moving snapshot procedures are covered without Spark in
+was.  On S3 (a SeaweedFS server) the bucket's objects are hashed around the dry runs.  The six ref-moving snapshot procedures are covered without Spark in
 ``tests/unit/test_dry_run.py``; here one of them goes through SQL to check the argument binds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 
+import pyarrow.fs as pafs
 import pytest
 
 import procedures
@@ -27,6 +29,7 @@ from procedures.core.gc import reachability as R
 from procedures.core.paths import local_path
 from procedures.framework.context import open_catalog
 from procedures.frontend import runner
+from procedures.io.storage import s3_options
 from procedures.spark.session import catalog_for
 from tests.helpers.files import folder_state as files_state
 from tests.helpers.outputs import normalized
@@ -256,3 +259,42 @@ def test_migrate(spark):
     again = [tuple(r) for r in procedures.sql(spark, f"CALL ohive.system.migrate(table => '{DB}.mg_d')").collect()]
     assert again == real
     assert catalog_for(spark, "ohive").load_table((DB, "mg_d")).metadata.properties.get("migrated") == "true"
+
+
+# ------------------------------------------------------------------------------ object store
+def _bucket_state(s3_server, prefix: str) -> dict[str, str]:
+    fs = pafs.S3FileSystem(**s3_options(s3_server.properties()))
+    out = {}
+    for info in fs.get_file_info(pafs.FileSelector(prefix, recursive=True, allow_not_found=True)):
+        if info.type == pafs.FileType.File:
+            with fs.open_input_stream(info.path) as f:
+                out[info.path] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def test_dry_runs_on_s3(spark, s3_server, tmp_path):
+    catalog = "s3dry"
+    keys = {"type": "jdbc", "uri": f"jdbc:sqlite:{tmp_path / 'catalog.db'}",
+            "warehouse": f"s3://{s3_server.bucket}/dry", **s3_server.properties()}
+    for key, value in keys.items():
+        spark.conf.set(f"spark.sql.catalog.{catalog}.{key}", value)
+    try:
+        procedures.sql(spark, f"CREATE NAMESPACE IF NOT EXISTS {catalog}.db")
+        procedures.sql(spark, f"CREATE TABLE {catalog}.db.t (id bigint, cat string) USING iceberg PARTITIONED BY (cat)")
+        for i in range(3):
+            procedures.sql(spark, f"INSERT INTO {catalog}.db.t VALUES ({i}, 'a'), ({i + 10}, 'b')")
+        prefix = f"{s3_server.bucket}/dry"
+        calls = [
+            "rewrite_data_files(table => 'db.t', options => map('min-input-files', '2'){dry})",
+            "expire_snapshots(table => 'db.t', older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1{dry})",
+        ]
+        for text in calls:
+            state = _bucket_state(s3_server, prefix)
+            dry = [tuple(r) for r in procedures.sql(spark, f"CALL {catalog}.system." + text.format(dry=", dry_run => true")).collect()]
+            assert _bucket_state(s3_server, prefix) == state, text
+            real = [tuple(r) for r in procedures.sql(spark, f"CALL {catalog}.system." + text.format(dry="")).collect()]
+            assert dry == real and sum(real[0]) > 0, text
+            assert _bucket_state(s3_server, prefix) != state, text
+    finally:
+        for key in keys:
+            spark.conf.unset(f"spark.sql.catalog.{catalog}.{key}")
