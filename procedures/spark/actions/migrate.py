@@ -17,9 +17,10 @@ metadata file).
   the files are the Iceberg table's now) when asked.  Any failure removes what was created and
   renames the backup back.
 
-With ``dry_run`` both run every check and create the table on a sandbox of the catalog
-(:mod:`procedures.catalog.sandbox`): the file count is the real run's, and nothing is written,
-created or renamed (migrate reads the source where it is instead of renaming it first).
+Dry runs: ``snapshot`` handed a sandbox catalog (:func:`procedures.catalog.sandbox.sandboxed`) and
+``migrate`` with ``MigrateParams.dry_run`` run every check and create the table on the sandbox: the
+file count is the real run's, and nothing is written, created or renamed (migrate reads the source
+where it is instead of renaming it first).
 """
 
 from __future__ import annotations
