@@ -8,7 +8,7 @@ a path import `` `parquet`.`/dir` `` or a Parquet table of Spark's session catal
 from __future__ import annotations
 
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.spark.actions.add_files import AddFilesParams, add_files
 
@@ -24,6 +24,7 @@ __all__ = ["add_files_procedure"]
         P("partition_filter", "MAP<STRING,STRING>", doc="Only source partitions whose values match (compared as strings)."),
         P("check_duplicate_files", "BOOLEAN", doc="Refuse files already live in the table (default true)."),
         P("parallelism", "INT", doc="Threads reading footers per task or on the driver (> 0, default 1)."),
+        DRY_RUN,
     ],
     output=(
         Col("added_files_count", "BIGINT", False, "Files added (summary added-data-files)."),
@@ -33,7 +34,7 @@ __all__ = ["add_files_procedure"]
 )
 def add_files_procedure(
     ctx: ProcedureContext, table: str, source_table: str, partition_filter: dict[str, str] | None,
-    check_duplicate_files: bool | None, parallelism: int | None,
+    check_duplicate_files: bool | None, parallelism: int | None, dry_run: bool,
 ) -> list[tuple]:
     """Add existing Parquet files of a directory or a session-catalog table to an Iceberg table."""
     params = AddFilesParams(
@@ -42,5 +43,5 @@ def add_files_procedure(
         check_duplicate_files=True if check_duplicate_files is None else bool(check_duplicate_files),
         parallelism=1 if parallelism is None else int(parallelism),
     )
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     return [add_files(t, params, spark=ctx.spark, committer=ctx.commit).row()]

@@ -9,7 +9,7 @@ Needs the ``stats`` extra (``datasketches``).  No row for a table without snapsh
 from __future__ import annotations
 
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.spark.actions.compute_table_stats import compute_table_stats as compute
 
@@ -22,12 +22,13 @@ __all__ = ["compute_table_stats"]
         P("table", "STRING", True, doc="Table to compute statistics for."),
         P("snapshot_id", "BIGINT", doc="Snapshot to compute for; default the current snapshot."),
         P("columns", "ARRAY<STRING>", doc="Columns to sketch; default every top-level primitive column."),
+        DRY_RUN,
     ],
     output=(Col("statistics_file", "STRING", True, "Path of the Puffin statistics file written."),),
 )
 def compute_table_stats(ctx: ProcedureContext, table: str, snapshot_id: int | None,
-                        columns: list[str] | None) -> list[tuple]:
+                        columns: list[str] | None, dry_run: bool) -> list[tuple]:
     """Sketch the columns, write the Puffin file and register it (one commit)."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     stats = compute(t, snapshot_id, columns, spark=ctx.spark, committer=ctx.commit)
     return [] if stats is None else [(stats.statistics_path,)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.framework.sqltypes import micros_to_millis
 from procedures.spark.actions.expire_snapshots import expire_snapshots
@@ -26,6 +26,7 @@ _COUNT_DOC = "Number of {} deleted (only successful deletions)."
         P("stream_results", "BOOLEAN", doc="Stream the files to delete to the driver partition by partition."),
         P("snapshot_ids", "ARRAY<BIGINT>", doc="Snapshots to expire in addition to the retention rules."),
         P("clean_expired_metadata", "BOOLEAN", doc="Also remove partition specs and schemas no kept snapshot uses."),
+        DRY_RUN,
     ],
     output=(
         Col("deleted_data_files_count", "BIGINT", True, _COUNT_DOC.format("data files")),
@@ -39,7 +40,7 @@ _COUNT_DOC = "Number of {} deleted (only successful deletions)."
 def expire_snapshots_procedure(
     ctx: ProcedureContext, table: str, older_than: int | None, retain_last: int | None,
     max_concurrent_deletes: int | None, stream_results: bool | None, snapshot_ids: list[int] | None,
-    clean_expired_metadata: bool | None,
+    clean_expired_metadata: bool | None, dry_run: bool,
 ) -> list[tuple]:
     """Remove old snapshots (and the refs that aged out) from metadata, then delete the data,
     delete, manifest, manifest-list and statistics files that only they reached."""
@@ -52,6 +53,6 @@ def expire_snapshots_procedure(
         clean_expired_metadata=bool(clean_expired_metadata),
     )
     params.validate_deletes()
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     result = expire_snapshots(t, params, spark=ctx.spark, committer=ctx.commit)
     return [result.row()]

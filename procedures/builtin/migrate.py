@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from procedures.builtin.snapshot import session_source
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.spark.actions.migrate import MigrateParams, migrate_table
 
@@ -24,18 +24,20 @@ __all__ = ["migrate_procedure"]
         P("drop_backup", "BOOLEAN", doc="Drop the backup table after success (default false)."),
         P("backup_table_name", "STRING", doc="Name of the backup table in the same database (default <name>_backup_)."),
         P("parallelism", "INT", doc="Threads reading footers (> 0, default 1)."),
+        DRY_RUN,
     ],
     output=(Col("migrated_files_count", "BIGINT", False, "Data files of the new table (total-data-files)."),),
 )
 def migrate_procedure(
     ctx: ProcedureContext, table: str, properties: dict[str, str] | None, drop_backup: bool | None,
-    backup_table_name: str | None, parallelism: int | None,
+    backup_table_name: str | None, parallelism: int | None, dry_run: bool,
 ) -> list[tuple]:
     """Replace a session-catalog Parquet table by an Iceberg table with the same name, over its files."""
     source = session_source(ctx, table, "table", "migrate")
     params = MigrateParams(source=source, properties=dict(properties or {}), drop_backup=bool(drop_backup),
                            backup_table_name=backup_table_name,
-                           parallelism=None if parallelism is None else int(parallelism))
+                           parallelism=None if parallelism is None else int(parallelism), dry_run=bool(dry_run))
     count = migrate_table(ctx.spark, ctx.catalog, params)
-    ctx.changed_tables.append((ctx.catalog_name, tuple(source)))
+    if not dry_run:
+        ctx.note_changed(source)
     return [(count,)]

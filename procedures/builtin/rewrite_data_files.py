@@ -8,7 +8,7 @@ from __future__ import annotations
 from procedures.core.rewrite.data_files import RewriteResult, parse_strategy, parse_where
 from procedures.core.rewrite.planner import parse_rewrite_options
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.spark.actions.rewrite_data_files import run_rewrite
 from procedures.spark.session import active_session
@@ -24,6 +24,7 @@ __all__ = ["rewrite_data_files"]
         P("sort_order", "STRING", doc="'col ASC NULLS LAST, ...' or 'zorder(c1, c2)'; default: the table's sort order."),
         P("options", "MAP<STRING,STRING>", doc="Rewrite options (target-file-size-bytes, partial-progress.enabled, ...)."),
         P("where", "STRING", doc="Predicate selecting the files to consider (whole files are rewritten)."),
+        DRY_RUN,
     ],
     output=(
         Col("rewritten_data_files_count", "INT", False, "Data files replaced."),
@@ -34,9 +35,9 @@ __all__ = ["rewrite_data_files"]
     ),
 )
 def rewrite_data_files(ctx: ProcedureContext, table: str, strategy: str | None, sort_order: str | None,
-                       options: dict | None, where: str | None) -> list[tuple]:
+                       options: dict | None, where: str | None, dry_run: bool) -> list[tuple]:
     """Rewrite small, large or delete-heavy data files into well-sized (optionally sorted) files."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     md = t.metadata
     name = f"{ctx.catalog_name}.{'.'.join(t.identifier)}"
     cs = ctx.case_sensitive

@@ -12,7 +12,7 @@ from __future__ import annotations
 from procedures.core.rewrite_manifests_op import RewriteManifests
 from procedures.errors import ValidationError
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 
 __all__ = ["rewrite_manifests"]
@@ -24,15 +24,17 @@ __all__ = ["rewrite_manifests"]
         P("table", "STRING", True, doc="Table whose current snapshot's manifests are rewritten."),
         P("use_caching", "BOOLEAN", doc="Accepted for compatibility (Java caches the entries in Spark); no effect."),
         P("spec_id", "INT", doc="Only manifests of this partition spec; default the current spec."),
+        DRY_RUN,
     ],
     output=(
         Col("rewritten_manifests_count", "INT", False, "Manifests replaced."),
         Col("added_manifests_count", "INT", False, "Manifests written."),
     ),
 )
-def rewrite_manifests(ctx: ProcedureContext, table: str, use_caching: bool | None, spec_id: int | None) -> list[tuple]:
+def rewrite_manifests(ctx: ProcedureContext, table: str, use_caching: bool | None, spec_id: int | None,
+                      dry_run: bool) -> list[tuple]:
     """Rewrite the current snapshot's data and delete manifests of one spec into clustered manifests."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     md = t.metadata
     if spec_id is not None and md.spec_by_id(spec_id) is None:
         raise ValidationError(f"Invalid spec id {spec_id}")

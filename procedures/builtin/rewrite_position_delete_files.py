@@ -7,7 +7,7 @@ from __future__ import annotations
 from procedures.core.rewrite.data_files import parse_where
 from procedures.core.rewrite.planner import parse_position_delete_options
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.spark.actions.rewrite_position_delete_files import rewrite_position_deletes
 from procedures.spark.session import active_session
@@ -21,6 +21,7 @@ __all__ = ["rewrite_position_delete_files"]
         P("table", "STRING", True, doc="Table whose position delete files are compacted."),
         P("options", "MAP<STRING,STRING>", doc="Rewrite options (target-file-size-bytes, min-input-files, ...)."),
         P("where", "STRING", doc="Predicate on base-table columns selecting delete files by partition."),
+        DRY_RUN,
     ],
     output=(
         Col("rewritten_delete_files_count", "INT", False, "Delete files replaced."),
@@ -29,9 +30,10 @@ __all__ = ["rewrite_position_delete_files"]
         Col("added_bytes_count", "BIGINT", False, "Bytes of the new delete files."),
     ),
 )
-def rewrite_position_delete_files(ctx: ProcedureContext, table: str, options: dict | None, where: str | None) -> list[tuple]:
+def rewrite_position_delete_files(ctx: ProcedureContext, table: str, options: dict | None, where: str | None,
+                                  dry_run: bool) -> list[tuple]:
     """Compact position delete files, dropping deletes of data files that are gone."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     cs = ctx.case_sensitive
     expr = parse_where(t.metadata, where, cs)
     # bad options are the caller's error whatever the session: check them before asking for one

@@ -10,7 +10,7 @@ from __future__ import annotations
 from procedures.catalog.base import split_dotted
 from procedures.errors import ValidationError
 from procedures.framework.context import ProcedureContext, known_catalogs
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.spark.actions.migrate import SnapshotParams, snapshot_table
 
@@ -41,12 +41,13 @@ def session_source(ctx: ProcedureContext, text: str | None, param: str, action: 
         P("location", "STRING", doc="Location of the new table (default: the catalog's default location)."),
         P("properties", "MAP<STRING,STRING>", doc="Extra properties of the new table."),
         P("parallelism", "INT", doc="Threads reading footers (> 0, default 1)."),
+        DRY_RUN,
     ],
     output=(Col("imported_files_count", "BIGINT", False, "Data files of the new table (total-data-files)."),),
 )
 def snapshot_procedure(
     ctx: ProcedureContext, source_table: str, table: str, location: str | None,
-    properties: dict[str, str] | None, parallelism: int | None,
+    properties: dict[str, str] | None, parallelism: int | None, dry_run: bool,
 ) -> list[tuple]:
     """Create an Iceberg table over a session-catalog table's Parquet files, leaving the source as it is."""
     if source_table == table:
@@ -55,6 +56,7 @@ def snapshot_procedure(
     ident = ctx.resolve(table)
     params = SnapshotParams(source=source, location=location, properties=dict(properties or {}),
                             parallelism=None if parallelism is None else int(parallelism))
-    count = snapshot_table(ctx.spark, ctx.catalog, ident, params)
-    ctx.changed_tables.append((ctx.catalog_name, ident))
+    catalog = ctx.catalog_for(dry_run)
+    count = snapshot_table(ctx.spark, catalog, ident, params)
+    ctx.note_changed(ident, catalog)
     return [(count,)]

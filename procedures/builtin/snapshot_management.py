@@ -4,6 +4,8 @@ cherrypick_snapshot, publish_changes, fast_forward, ancestors_of and register_ta
 Parameters, output columns and error texts follow Iceberg's Spark procedures (procedures.md §3.1-§3.6,
 §3.14, §3.15).  They are metadata-only: each one is a single commit of an operation from
 :mod:`procedures.core.manage` (which re-validates on every retry) or, for ``ancestors_of``, a read.
+The six that move refs take ``dry_run`` (beyond Java): the same commit, planned on a sandbox
+table (:mod:`procedures.catalog.sandbox`) and never made.
 The eight share their table parameter and output columns and have no action of their own, so they
 stay together in one module instead of eight near-identical ones.
 """
@@ -15,7 +17,7 @@ from procedures.core.manage import (
 )
 from procedures.errors import ValidationError
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.framework.sqltypes import micros_to_millis
 
@@ -37,12 +39,12 @@ _SRC_CUR = (
 
 @register(
     "rollback_to_snapshot",
-    parameters=[_TABLE, P("snapshot_id", "BIGINT", True, doc="Ancestor of main's head that becomes the head.")],
+    parameters=[_TABLE, P("snapshot_id", "BIGINT", True, doc="Ancestor of main's head that becomes the head."), DRY_RUN],
     output=_PREV_CUR,
 )
-def rollback_to_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int) -> list[tuple]:
+def rollback_to_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int, dry_run: bool) -> list[tuple]:
     """Point ``main`` at an ancestor of its current head (metadata only, no new snapshot)."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     op = RollbackTo(snapshot_id)
     ctx.commit(t, [op])
     return [(op.previous_snapshot_id, snapshot_id)]
@@ -50,12 +52,12 @@ def rollback_to_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int) ->
 
 @register(
     "rollback_to_timestamp",
-    parameters=[_TABLE, P("timestamp", "TIMESTAMP", True, doc="Point in time; the newest older ancestor wins.")],
+    parameters=[_TABLE, P("timestamp", "TIMESTAMP", True, doc="Point in time; the newest older ancestor wins."), DRY_RUN],
     output=_PREV_CUR,
 )
-def rollback_to_timestamp(ctx: ProcedureContext, table: str, timestamp: int) -> list[tuple]:
+def rollback_to_timestamp(ctx: ProcedureContext, table: str, timestamp: int, dry_run: bool) -> list[tuple]:
     """Point ``main`` at the newest ancestor committed strictly before ``timestamp``."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     op = RollbackToTime(micros_to_millis(timestamp))
     ctx.commit(t, [op])
     return [(op.previous_snapshot_id, op.snapshot_id)]
@@ -67,15 +69,17 @@ def rollback_to_timestamp(ctx: ProcedureContext, table: str, timestamp: int) -> 
         _TABLE,
         P("snapshot_id", "BIGINT", doc="Snapshot to make current."),
         P("ref", "STRING", doc="Branch or tag whose snapshot becomes current."),
+        DRY_RUN,
     ],
     output=(
         Col("previous_snapshot_id", "BIGINT", True, "Head of main before the call; NULL when there was none."),
         Col("current_snapshot_id", "BIGINT", False, "Head of main after the call."),
     ),
 )
-def set_current_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int | None, ref: str | None) -> list[tuple]:
+def set_current_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int | None, ref: str | None,
+                         dry_run: bool) -> list[tuple]:
     """Make any snapshot current, or the snapshot of a branch or tag; no ancestry requirement."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     if (snapshot_id is None) == (ref is None):
         raise ValidationError("Either snapshot_id or ref must be provided, not both")
     op = SetCurrentSnapshot.for_ref(t.metadata, ref) if ref is not None else SetCurrentSnapshot(snapshot_id)
@@ -85,12 +89,12 @@ def set_current_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int | N
 
 @register(
     "cherrypick_snapshot",
-    parameters=[_TABLE, P("snapshot_id", "BIGINT", True, doc="Snapshot whose changes are applied to main.")],
+    parameters=[_TABLE, P("snapshot_id", "BIGINT", True, doc="Snapshot whose changes are applied to main."), DRY_RUN],
     output=_SRC_CUR,
 )
-def cherrypick_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int) -> list[tuple]:
+def cherrypick_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int, dry_run: bool) -> list[tuple]:
     """Apply an append, a dynamic overwrite or a fast-forward snapshot to ``main``."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     op = CherryPick(snapshot_id)
     ctx.commit(t, [op])
     return [(snapshot_id, op.current_snapshot_id)]
@@ -98,12 +102,12 @@ def cherrypick_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int) -> 
 
 @register(
     "publish_changes",
-    parameters=[_TABLE, P("wap_id", "STRING", True, doc="Write-audit-publish id of the staged snapshot.")],
+    parameters=[_TABLE, P("wap_id", "STRING", True, doc="Write-audit-publish id of the staged snapshot."), DRY_RUN],
     output=_SRC_CUR,
 )
-def publish_changes(ctx: ProcedureContext, table: str, wap_id: str) -> list[tuple]:
+def publish_changes(ctx: ProcedureContext, table: str, wap_id: str, dry_run: bool) -> list[tuple]:
     """Cherry-pick the one snapshot staged with ``wap.id = wap_id`` onto ``main``."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     staged = wap_snapshot(t.metadata, wap_id)
     op = CherryPick(staged.snapshot_id)
     ctx.commit(t, [op])
@@ -116,6 +120,7 @@ def publish_changes(ctx: ProcedureContext, table: str, wap_id: str) -> list[tupl
         _TABLE,
         P("branch", "STRING", True, doc="Branch to move forward (created when missing)."),
         P("to", "STRING", True, doc="Branch or tag whose snapshot becomes the branch head."),
+        DRY_RUN,
     ],
     output=(
         Col("branch_updated", "STRING", False, "The branch argument."),
@@ -123,9 +128,9 @@ def publish_changes(ctx: ProcedureContext, table: str, wap_id: str) -> list[tupl
         Col("updated_ref", "BIGINT", False, "Head of the branch after."),
     ),
 )
-def fast_forward(ctx: ProcedureContext, table: str, branch: str, to: str) -> list[tuple]:
+def fast_forward(ctx: ProcedureContext, table: str, branch: str, to: str, dry_run: bool) -> list[tuple]:
     """Move ``branch`` to ``to``'s snapshot when that is a true fast-forward."""
-    t = ctx.load_table(table)
+    t = ctx.load_table(table, dry_run=dry_run)
     op = FastForward(branch, to)
     ctx.commit(t, [op])
     return [(branch, op.previous_snapshot_id, op.updated_snapshot_id)]

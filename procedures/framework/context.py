@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from procedures.catalog.base import Catalog, Table, split_dotted
 from procedures.catalog.config import SPARK_PREFIX, catalog_names, catalog_properties, load_catalog
+from procedures.catalog.sandbox import is_sandboxed, sandboxed
 from procedures.core.transaction import commit
 from procedures.errors import CatalogConfigError, NoSuchTableError, ValidationError
 from procedures.framework.declaration import Procedure
@@ -97,11 +98,18 @@ class ProcedureContext:
             parts = [*self.default_namespace(), parts[0]]
         return tuple(parts)
 
-    def load_table(self, text: str | None, param: str = "table") -> Table:
-        """Resolve and load a table argument; a missing table names the identifier and the catalog."""
+    def catalog_for(self, dry_run: bool = False) -> Catalog:
+        """The CALL's catalog, or with ``dry_run`` a sandbox over it that plans commits and
+        writes nothing (:mod:`procedures.catalog.sandbox`)."""
+        return sandboxed(self.catalog) if dry_run else self.catalog
+
+    def load_table(self, text: str | None, param: str = "table", *, dry_run: bool = False) -> Table:
+        """Resolve and load a table argument; a missing table names the identifier and the catalog.
+        With ``dry_run`` the table is loaded through :meth:`catalog_for`: commits to it and writes
+        through its FileIO are planned, never made."""
         ident = self.resolve(text, param)
         try:
-            return self.catalog.load_table(ident)
+            return self.catalog_for(dry_run).load_table(ident)
         except NoSuchTableError:
             raise NoSuchTableError(
                 f"Couldn't load table '{'.'.join(ident)}' in catalog '{self.catalog_name}'"
@@ -121,10 +129,16 @@ class ProcedureContext:
         return result
 
     def commit(self, table: Table, operations: Sequence[Any]) -> Table:
-        """Commit through the one transactional path and remember the table as changed."""
+        """Commit through the one transactional path and remember the table as changed (a dry
+        run's table is planned, not changed)."""
         new = commit(table, list(operations))
-        self.changed_tables.append((self.catalog_name, tuple(table.identifier)))
+        self.note_changed(table.identifier, table)
         return new
+
+    def note_changed(self, identifier: Sequence[str], table_or_catalog: Any = None) -> None:
+        """Remember a table the call changed, unless it belongs to a dry run."""
+        if not is_sandboxed(table_or_catalog):
+            self.changed_tables.append((self.catalog_name, tuple(identifier)))
 
 
 def local_zone() -> str:

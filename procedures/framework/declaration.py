@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 from procedures.errors import ValidationError
 from procedures.framework.sqltypes import SqlType, parse_sql_type
 
-__all__ = ["Parameter", "OutputColumn", "Procedure", "declare"]
+__all__ = ["Parameter", "OutputColumn", "Procedure", "declare", "DRY_RUN"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,13 @@ class Parameter:
         object.__setattr__(self, "type", parse_sql_type(self.type))
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", self.name):
             raise ValidationError(f"Invalid parameter name {self.name!r}: use lower-case letters, digits and '_'")
+
+
+#: the ``dry_run`` parameter (default false) of the procedures that change tables, beyond Iceberg
+#: Java: the output a real run would return at that moment, with nothing written, committed or
+#: deleted (the procedure runs against :mod:`procedures.catalog.sandbox`)
+DRY_RUN = Parameter("dry_run", "BOOLEAN", default=False,
+                    doc="Return what a real run would return now, changing nothing (beyond Iceberg Java).")
 
 
 @dataclass(frozen=True, slots=True)

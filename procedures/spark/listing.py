@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from procedures.core.gc.orphans import HiddenPathFilter
 from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
 from procedures.core.paths import keys_within, path_keys
-from procedures.io.fileio import FileIO
+from procedures.io.sandbox import file_io
 from procedures.io.listing import walk
 from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
@@ -52,7 +52,7 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
 
     def list_partition(rows: Iterable[str]) -> Iterator[str]:
         prepare_python_worker()
-        files, _ = walk(list(rows), cutoff, path_filter, io=FileIO(props))
+        files, _ = walk(list(rows), cutoff, path_filter, io=file_io(props))
         return iter(files)
 
     rdd = spark.sparkContext.parallelize(dirs, _parallelism(spark, len(dirs))).mapPartitions(list_partition)
@@ -69,7 +69,7 @@ def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manife
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
-        io = FileIO(props)
+        io = file_io(props)
         for batch in batches:
             cols = batch.to_pydict()
             paths: list[str] = []

@@ -42,7 +42,7 @@ from procedures.core.scan import FileScanTask, iter_file_scan_tasks, select_snap
 from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import type_to_arrow
-from procedures.io.fileio import FileIO
+from procedures.io.sandbox import file_io
 from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
 from procedures.spark.environment import check_python_workers, check_session
 from procedures.spark.session import job_description
@@ -278,7 +278,7 @@ class TaskReader:
     def batches(self, tasks: Iterable[FileScanTask]) -> Iterator[pa.RecordBatch]:
         """The rows of ``tasks`` (light tasks, as shipped) with deletes applied, in
         :func:`procedures.io.parquet_reader.output_schema` form."""
-        io = FileIO(self.io_properties)
+        io = file_io(self.io_properties)
         mapping = parse_name_mapping(self.name_mapping_text) if self.name_mapping_text else None
         for light in tasks:
             yield from read_task(io, replace(light, schema=self.scan_schema), self.projected, specs=self.specs,

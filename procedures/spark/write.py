@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from procedures.catalog.base import Table
 from procedures.errors import ValidationError
-from procedures.io.fileio import FileIO
+from procedures.io.sandbox import file_io
 from procedures.io.parquet_writer import WriteSettings, write_data_files
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import tasks_frame
@@ -247,7 +247,7 @@ def write_payloads(spark: Any, io: Any, payloads: Sequence[bytes],
                         if files:
                             yield files_batch(files)
         except BaseException:
-            _delete_quietly(FileIO(io_props), done)
+            _delete_quietly(file_io(io_props), done)
             raise
 
     return written.collect(io, tasks_frame(spark, payloads).mapInArrow(run, f"{OUTPUT_COLUMN} binary"))
@@ -276,7 +276,7 @@ def write_in_task(io_props: dict[str, str], settings: WriteSettings, operation_i
     """Write Arrow batches as data files from inside a Spark task (file names carry the task's
     partition and attempt ids); everything written is deleted if the task fails."""
     partition_id, task_id = task_ids()
-    return write_data_files(FileIO(io_props), settings, batches,
+    return write_data_files(file_io(io_props), settings, batches,
                             partition_id=partition_id, task_id=task_id, operation_id=operation_id)
 
 

@@ -42,3 +42,11 @@ def fingerprint(root: str) -> dict[str, str]:
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
     return out
+
+
+def folder_state(root: str) -> tuple[dict[str, str], list[str]]:
+    """Every file below ``root`` with its content hash, and every folder below it (an empty folder
+    left behind counts too); empty when ``root`` does not exist."""
+    if not os.path.exists(root):
+        return {}, []
+    return fingerprint(root), sorted(os.path.relpath(d, root) for d, _, _ in os.walk(root))

@@ -33,9 +33,12 @@ def bind_sql(name: str, args: str) -> dict:
 
 # ------------------------------------------------------------------------------------ binding
 def test_positional_and_named_binding():
-    assert bind_sql("rollback_to_snapshot", "'db.t', 5L") == {"table": "db.t", "snapshot_id": 5}
-    assert bind_sql("rollback_to_snapshot", "SNAPSHOT_ID => 5, TaBlE => 'db.t'") == {"table": "db.t", "snapshot_id": 5}
-    assert bind_sql("set_current_snapshot", "'db.t'") == {"table": "db.t", "snapshot_id": None, "ref": None}
+    assert bind_sql("rollback_to_snapshot", "'db.t', 5L") == {"table": "db.t", "snapshot_id": 5, "dry_run": False}
+    assert bind_sql("rollback_to_snapshot", "SNAPSHOT_ID => 5, TaBlE => 'db.t'") == {
+        "table": "db.t", "snapshot_id": 5, "dry_run": False}
+    assert bind_sql("rollback_to_snapshot", "'db.t', 5L, true") == {"table": "db.t", "snapshot_id": 5, "dry_run": True}
+    assert bind_sql("set_current_snapshot", "'db.t'") == {"table": "db.t", "snapshot_id": None, "ref": None,
+                                                          "dry_run": False}
 
 
 @pytest.mark.parametrize(
@@ -45,7 +48,7 @@ def test_positional_and_named_binding():
         ("rollback_to_snapshot", "table => 'a', TABLE => 'b', snapshot_id => 1",
          "Could not build name to arg map: Duplicate procedure argument: TABLE"),
         ("rollback_to_snapshot", "table => 'a', snapshot => 1", "Could not build name to arg map: Unknown argument: snapshot"),
-        ("rollback_to_snapshot", "'a', 1, 2", "Too many arguments for procedure rollback_to_snapshot"),
+        ("rollback_to_snapshot", "'a', 1, true, 2", "Too many arguments for procedure rollback_to_snapshot"),
         ("rollback_to_snapshot", "1L", "Wrong arg type for table"),  # BIGINT -> STRING is allowed by Spark ...
         ("rollback_to_snapshot", "table => 'a'", "Missing required parameters: [snapshot_id]"),
         ("rollback_to_snapshot", "table => 'a', snapshot_id => NULL", "Missing required parameters: [snapshot_id]"),
@@ -122,7 +125,7 @@ def test_output_schemas_match_java():
     assert out["register_table"] == [("current_snapshot_id", "BIGINT", True), ("total_records_count", "BIGINT", True),
                                      ("total_data_files_count", "BIGINT", True)]
     assert out["ancestors_of"] == [("snapshot_id", "BIGINT", True), ("timestamp", "BIGINT", True)]
-    assert [p.name for p in registry.get_procedure("fast_forward").parameters] == ["table", "branch", "to"]
+    assert [p.name for p in registry.get_procedure("fast_forward").parameters] == ["table", "branch", "to", "dry_run"]
 
 
 # ------------------------------------------------------------------------------------ running on a catalog

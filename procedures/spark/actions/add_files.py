@@ -33,6 +33,7 @@ from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.transaction import commit
 from procedures.errors import NotFoundError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO
+from procedures.io.sandbox import file_io
 from procedures.io.parquet_import import ImportTarget, imported_data_file
 from procedures.io.parquet_writer import MetricsConfig
 from procedures.spark.environment import check_python_workers
@@ -212,7 +213,7 @@ def _describe_in_spark(spark: Any, target: ImportTarget, items: list[tuple[str, 
 
     def read(part: Iterator[tuple[str, int, tuple]]) -> Iterator[DataFile]:
         prepare_python_worker()
-        io = FileIO(dict(target.io_properties))
+        io = file_io(dict(target.io_properties))
         yield from _describe_on_driver(io, target, list(part), parallelism)
 
     return spark.sparkContext.parallelize(items, slices).mapPartitions(read).collect()

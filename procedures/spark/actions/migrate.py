@@ -16,6 +16,11 @@ metadata file).
   name at the source's location over the backup's files, and drops the backup (metastore entry only;
   the files are the Iceberg table's now) when asked.  Any failure removes what was created and
   renames the backup back.
+
+Dry runs: ``snapshot`` handed a sandbox catalog (:func:`procedures.catalog.sandbox.sandboxed`) and
+``migrate`` with ``MigrateParams.dry_run`` run every check and create the table on the sandbox: the
+file count is the real run's, and nothing is written, created or renamed (migrate reads the source
+where it is instead of renaming it first).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from procedures.catalog.base import delete_quietly, staged_create
+from procedures.catalog.sandbox import sandboxed
 from procedures.core import add_files as A
 from procedures.core import migrate as M
 from procedures.core.builder import new_table_metadata
@@ -59,6 +65,7 @@ class MigrateParams:
     drop_backup: bool = False
     backup_table_name: str | None = None
     parallelism: int | None = None
+    dry_run: bool = False
 
 
 def _option(opt: Any) -> Any:
@@ -197,7 +204,7 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
             "so the CALL's catalog must be a hive catalog on Spark's metastore")
     source = read_source(spark, params.source)
     M.check_source(source)
-    _checked_partitions(spark, source, "migrate")
+    partitions = _checked_partitions(spark, source, "migrate")
     db, name = source.database, source.name
     backup = M.backup_name(name, params.backup_table_name)
     if _exists(spark, db, backup):
@@ -206,6 +213,9 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
     ident = (db, name)
     props = M.migrate_properties(source.properties, dict(params.properties or {}))
     location = props.pop("location", None) or source.location
+    if params.dry_run:
+        planned = _create(spark, sandboxed(catalog), ident, source, partitions, location, props, parallelism, "migrate")
+        return _total_files(planned)
     _rename(spark, db, name, backup)
     try:
         partitions = _checked_partitions(spark, read_source(spark, (db, backup)), "migrate")

@@ -33,7 +33,7 @@ from procedures.errors import CommitStateUnknownError, IcebergError, ValidationE
 from procedures.io.delete_writers import (
     DeleteTarget, merge_positions, read_position_deletes, write_deletion_vectors, write_position_delete_files,
 )
-from procedures.io.fileio import FileIO
+from procedures.io.sandbox import file_io
 from procedures.spark.session import job_description
 from procedures.spark.write import task_ids, write_payloads
 from procedures.spec.evaluators import Evaluator
@@ -102,7 +102,7 @@ def _rewrite_group_in_spark(spark: Any, table: Any, group: _GroupInput, descript
 
     def rewrite(payload: bytes) -> list[list[DataFile]]:
         partition_id, task_id = task_ids()
-        return [_rewrite_group(FileIO(io_props), md, pickle.loads(payload), partition_id=partition_id,
+        return [_rewrite_group(file_io(io_props), md, pickle.loads(payload), partition_id=partition_id,
                                task_id=task_id, operation_id=operation_id)]
 
     with job_description(spark, description):
