@@ -162,6 +162,16 @@ def test_read_a_table_pyiceberg_wrote(spark4, warehouse):
     ident = f"{CAT}.pyns.written"
     ours = _check_references(spark4, ident)
     assert ours.num_rows == 90
+    # timestamp, date and string filters reach planning as Python datetimes, dates and strs
+    df = _read(spark4, ident).where("ts >= timestamp'2024-01-03 10:00:00' AND d < date'2024-03-01' AND name IS NOT NULL")
+    expected = [i for i in range(10, 100) if i >= 58 and i < 60 and i % 9]
+    assert sorted(r.id for r in df.collect()) == expected
+    from pyspark.sql.datasource import GreaterThanOrEqual
+
+    source_cls = ds.register_data_source(spark4)
+    since = dt.datetime(2024, 1, 3, 10, tzinfo=dt.timezone.utc)
+    assert _planned_files(source_cls, ident, df.schema, []) == 2
+    assert _planned_files(source_cls, ident, df.schema, [GreaterThanOrEqual(("ts",), since)]) == 1
     first = table.history()[0].snapshot_id
     old = _read(spark4, ident, **{"snapshot-id": first})
     _check_references(spark4, ident, old, snapshot_id=first)
