@@ -315,3 +315,31 @@ def test_write_refusals(spark4, name):
     with pytest.raises(Exception, match="No table given"):
         _rows(spark4, 0, 3).write.format(FORMAT).mode("append").save()
     assert _table(spark4, ident).metadata.current_snapshot() is None
+
+
+@needs_spark4
+def test_sessions_that_turn_pushdown_off_still_read(spark4, name):
+    ident = _create(spark4, name)
+    append(spark4, ident, _rows(spark4, 0, 30))
+    spark4.conf.set(ds.PUSHDOWN_CONF, "false")
+    try:
+        source_cls = ds.register_data_source(spark4)
+        # Spark refuses a reader that implements pushFilters when pushdown is off
+        assert source_cls.reader_class is ds.IcebergReaderBase
+        assert sorted(r.id for r in _read(spark4, ident).where("cat = 'b'").collect()) == list(range(1, 30, 3))
+    finally:
+        spark4.conf.set(ds.PUSHDOWN_CONF, "true")
+        assert ds.register_data_source(spark4).reader_class is ds.IcebergReader
+
+
+@needs_spark4
+def test_overwrite_with_no_rows_empties_the_table(spark4, name):
+    ident = _create(spark4, name, props=", 'write.delete.mode'='merge-on-read'")
+    append(spark4, ident, _rows(spark4, 0, 30))
+    delete_where(spark4, ident, "id < 5")
+    _rows(spark4, 0, 0).write.format(FORMAT).mode("overwrite").save(ident)
+    t = _table(spark4, ident)
+    summary = t.metadata.current_snapshot().summary
+    assert summary["total-data-files"] == "0" and summary["total-delete-files"] == "0"
+    assert _read(spark4, ident).count() == 0
+    _check_references(spark4, ident)
