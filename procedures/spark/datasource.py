@@ -224,9 +224,6 @@ class IcebergDataSource(DataSource):
         """The format name, ``iceberg-procedures``."""
         return FORMAT
 
-    def __init__(self, options: Any) -> None:
-        self.options = options
-
     def load(self) -> Table:
         """The table named by the ``path`` option, through our catalog configured like the session's."""
         return load_named_table(self.options, self.session_conf)

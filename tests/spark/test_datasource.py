@@ -374,3 +374,26 @@ def test_equality_deletes_apply_also_when_their_column_is_not_read(spark4, name)
     assert sorted(r.id for r in narrow.collect()) == expected
     # no reference here: DuckDB 1.5.5 applies a partition's equality deletes to every partition (it drops
     # id 1) and PyIceberg 0.12 refuses equality deletes; the expected rows follow the spec
+
+
+@needs_spark4
+def test_nested_and_temporal_types_round_trip(spark4, name):
+    ident = f"{CAT}.db.{name}"
+    procedures.sql(spark4, f"CREATE NAMESPACE IF NOT EXISTS {CAT}.db")
+    procedures.sql(spark4, f"DROP TABLE IF EXISTS {ident} PURGE")
+    procedures.sql(spark4, f"""CREATE TABLE {ident} (id bigint NOT NULL, s struct<a: int, b: string>,
+        l array<bigint>, m map<string, double>, dec decimal(10, 3), d date, ts timestamp, ntz timestamp_ntz,
+        bin binary) USING iceberg TBLPROPERTIES ('format-version'='2')""")
+    df = spark4.sql("""SELECT id, named_struct('a', CAST(id AS int), 'b', CAST(id AS string)) AS s,
+        CASE WHEN id % 4 = 0 THEN NULL ELSE sequence(0, id % 3) END AS l, map('k', CAST(id * 0.5 AS double)) AS m,
+        CAST(id / 7 AS decimal(10, 3)) AS dec, date_add(DATE'2024-01-01', CAST(id AS int)) AS d,
+        TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, CAST(id AS int)) AS ts,
+        TIMESTAMP_NTZ'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, CAST(id AS int)) AS ntz,
+        CAST(CAST(id AS string) AS binary) AS bin FROM range(40)""")
+    df.write.format(FORMAT).mode("append").save(ident)
+    ours = _read(spark4, ident)
+    assert ours.columns == df.columns
+    assert ours.schema["ts"].dataType.typeName() == "timestamp" and ours.schema["ntz"].dataType.typeName() == "timestamp_ntz"
+    assert_rows_equal(spark_df_to_arrow(ours), spark_df_to_arrow(df), key="id", label="the written rows")
+    assert_rows_equal(spark_df_to_arrow(ours), pyiceberg_read(_metadata(spark4, ident)), key="id", label="pyiceberg")
+    assert ours.where("ts >= TIMESTAMP'2024-01-02 12:00:00' AND s.a < 39").count() == 3
