@@ -42,11 +42,17 @@ from typing import Any, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from procedures.catalog.base import Table
-from procedures.catalog.config import SPARK_PREFIX, conf_from_spark, load_catalog, resolve_identifier
+from procedures.catalog.config import (
+    SPARK_PREFIX,
+    catalog_properties,
+    conf_from_spark,
+    load_catalog,
+    resolve_identifier,
+)
 from procedures.core.operations import MergeAppend, OverwriteFiles
 from procedures.core.scan import iter_file_scan_tasks, select_snapshot
 from procedures.core.transaction import commit
-from procedures.errors import ExpressionError, UnsupportedVersionError, ValidationError
+from procedures.errors import CatalogConfigError, ExpressionError, UnsupportedVersionError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.parquet_writer import WriteSettings
 from procedures.spark.read import TaskReader, as_of_ms, group_tasks, light_task, spark_schema, to_spark_arrow
@@ -208,6 +214,13 @@ def load_named_table(options: Mapping[str, str], session_conf: Mapping[str, str]
     """The table the ``path`` option names (``cat.db.t``, or ``db.t`` in the default catalog),
     opened through our catalogs with the captured session configuration."""
     catalog_name, ident = resolve_identifier(_table_name(options), conf=session_conf)
+    props, _ = catalog_properties(catalog_name, session_conf)
+    if str(props.get("type", "")).strip().lower() == "hive" or str(props.get("catalog-impl", "")).endswith("HiveCatalog"):
+        raise CatalogConfigError(
+            f"Catalog {catalog_name} is a hive catalog, which reaches its metastore through the session's JVM; "
+            f"the {FORMAT} data source runs in Python workers without it. Use procedures.read_table and "
+            "procedures.spark.dml for tables of hive catalogs"
+        )
     return load_catalog(catalog_name, session_conf).load_table(ident)
 
 

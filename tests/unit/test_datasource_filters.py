@@ -97,3 +97,18 @@ def test_register_refuses_without_the_data_source_api(monkeypatch):
 def test_the_api_is_there_exactly_from_pyspark_4():
     pyspark = pytest.importorskip("pyspark")
     assert ds.HAS_DATA_SOURCE_API == (int(pyspark.__version__.split(".")[0]) >= 4)
+
+
+def test_tables_resolve_through_the_captured_catalog_configuration(tmp_path):
+    from procedures.errors import CatalogConfigError, NoSuchCatalogError, NoSuchTableError, ValidationError
+
+    conf = {"spark.sql.catalog.h.type": "hive", "spark.sql.catalog.w.type": "hadoop",
+            "spark.sql.catalog.w.warehouse": str(tmp_path)}
+    with pytest.raises(CatalogConfigError, match="hive catalog"):
+        ds.load_named_table({"path": "h.db.t"}, conf)
+    with pytest.raises(NoSuchTableError):
+        ds.load_named_table({"path": "w.db.t"}, conf)
+    with pytest.raises(NoSuchCatalogError, match="local"):
+        ds.load_named_table({"path": "db.t"}, conf)  # two parts: the default catalog, not configured
+    with pytest.raises(ValidationError, match="No table given"):
+        ds.load_named_table({}, conf)
