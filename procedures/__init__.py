@@ -6,6 +6,8 @@ The public API is re-exported here and resolved lazily, so importing ``procedure
 * ``call(name, *, spark=None, **params)``, ``sql(spark, text)``, ``describe(name)``,
   ``list_procedures()``, ``register`` (decorator for user procedures);
 * ``read_table(spark, "cat.db.t", ...)``;
+* ``register_data_source(spark)`` (pyspark 4+): the ``iceberg-procedures`` format of ``spark.read`` and
+  ``df.write``;
 * ``errors`` (the typed errors).
 """
 
@@ -16,7 +18,8 @@ from typing import Any
 
 from procedures import errors
 
-__all__ = ["errors", "call", "sql", "describe", "list_procedures", "register", "read_table"]
+__all__ = ["errors", "call", "sql", "describe", "list_procedures", "register", "read_table",
+           "register_data_source"]
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -26,6 +29,7 @@ _LAZY = {
     "list_procedures": ("procedures.frontend.sqlcall", "list_procedures"),
     "register": ("procedures.framework.registry", "register"),
     "read_table": ("procedures.spark.read", "read_table"),
+    "register_data_source": ("procedures.spark.datasource", "register_data_source"),
 }
 
 

@@ -90,6 +90,8 @@ __all__ = [
     "unified_partition_type",
     "to_spark_arrow",
     "plan_read_groups",
+    "group_tasks",
+    "as_of_ms",
     "tasks_frame",
     "light_task",
     "TaskReader",
@@ -358,13 +360,21 @@ def tasks_frame(spark: Any, payloads: Sequence[bytes]) -> Any:
 def plan_read_groups(spark: Any, md: TableMetadata, tasks: list[FileScanTask], split_size: int | None = None,
                      open_file_cost: int | None = None) -> list[list[FileScanTask]]:
     """The tasks cut and packed into the groups one Spark partition reads (see :func:`read_tasks`)."""
+    return group_tasks(md, tasks, split_size, open_file_cost, spark.sparkContext.defaultParallelism)
+
+
+def group_tasks(md: TableMetadata, tasks: list[FileScanTask], split_size: int | None, open_file_cost: int | None,
+                parallelism: int) -> list[list[FileScanTask]]:
+    """:func:`plan_read_groups` for a known parallelism (where no session is at hand): without an
+    explicit ``split_size`` a small scan is spread over ``parallelism`` groups."""
     options = SplitOptions.from_properties(md.properties, split_size=split_size, open_file_cost=open_file_cost)
     if split_size is None:
-        return plan_spread_groups(tasks, options, spark.sparkContext.defaultParallelism)
+        return plan_spread_groups(tasks, options, parallelism)
     return plan_task_groups(tasks, options)
 
 
-def _as_of_ms(value: Any) -> int | None:
+def as_of_ms(value: Any) -> int | None:
+    """Epoch milliseconds of a time-travel time: millis, a datetime or ISO text (naive means UTC)."""
     if value is None:
         return None
     if isinstance(value, dt.datetime):
@@ -372,7 +382,7 @@ def _as_of_ms(value: Any) -> int | None:
             value = value.replace(tzinfo=dt.timezone.utc)
         return int(value.timestamp() * 1000)
     if isinstance(value, str):
-        return _as_of_ms(dt.datetime.fromisoformat(value))
+        return as_of_ms(dt.datetime.fromisoformat(value))
     return int(value)
 
 
@@ -410,10 +420,10 @@ def read_table(
     expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (
         filter if isinstance(filter, Expression) else None)
     with job_description(spark, f"Plan scan of {t.name}"):
-        sel = select_snapshot(t.metadata, snapshot_id=snapshot_id, as_of_timestamp_ms=_as_of_ms(as_of_timestamp),
+        sel = select_snapshot(t.metadata, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_ms(as_of_timestamp),
                               ref=ref)
         tasks = list(iter_file_scan_tasks(
-            t.metadata, t.io, snapshot_id=snapshot_id, as_of_timestamp_ms=_as_of_ms(as_of_timestamp), ref=ref,
+            t.metadata, t.io, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_ms(as_of_timestamp), ref=ref,
             filter=expr, case_sensitive=case_sensitive,
         ))
     filter_names = referenced_names(expr) if (expr is not None and isinstance(filter, str)) else set()

@@ -42,7 +42,8 @@ from procedures.spec.transforms import (
 from procedures.spec.types import IntegerType, LongType, StringType
 
 __all__ = ["write_dataframe", "WrittenFiles", "write_payloads", "write_settings", "write_in_task", "task_ids",
-           "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN"]
+           "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN", "check_writable",
+           "check_columns", "delete_quietly"]
 
 log = logging.getLogger(__name__)
 
@@ -216,10 +217,10 @@ class WrittenFiles:
         try:
             files = [pickle.loads(r[0]) for r in written_df.collect()]
         except BaseException:
-            _delete_quietly(io, self.paths())
+            delete_quietly(io, self.paths())
             raise
         keep = {f.file_path for f in files}
-        _delete_quietly(io, [p for p in self.paths() if p not in keep])
+        delete_quietly(io, [p for p in self.paths() if p not in keep])
         return files
 
 
@@ -247,13 +248,14 @@ def write_payloads(spark: Any, io: Any, payloads: Sequence[bytes],
                         if files:
                             yield files_batch(files)
         except BaseException:
-            _delete_quietly(file_io(io_props), done)
+            delete_quietly(file_io(io_props), done)
             raise
 
     return written.collect(io, tasks_frame(spark, payloads).mapInArrow(run, f"{OUTPUT_COLUMN} binary"))
 
 
-def _delete_quietly(io: Any, paths: Sequence[str]) -> None:
+def delete_quietly(io: Any, paths: Sequence[str]) -> None:
+    """Delete uncommitted files, logging (not raising) a failure so the job's own error stays visible."""
     if not paths:
         return
     try:
@@ -309,7 +311,12 @@ def _replace_order(settings: WriteSettings, order_id: int) -> WriteSettings:
 
 def check_writable(df: Any, settings: WriteSettings) -> None:
     """Refuse a DataFrame lacking a required column before any task starts."""
-    names = {c.lower() for c in df.columns}
+    check_columns(df.columns, settings)
+
+
+def check_columns(columns: Sequence[str], settings: WriteSettings) -> None:
+    """Refuse input columns lacking a required column of the table (names compared case-insensitively)."""
+    names = {c.lower() for c in columns}
     missing = [f.name for f in settings.schema.fields if f.required and f.name.lower() not in names]
     if missing:
         raise ValidationError(f"Cannot write to the table: required column(s) {missing} are missing from the DataFrame")
