@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
+from procedures.core import fault_points
 from procedures.core import updates as U
 from procedures.core.builder import MetadataBuilder
 from procedures.core.properties import int_property
@@ -175,6 +176,7 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
             new = builder.build()
             if new is base:
                 return ctx.table
+            fault_points.reached(fault_points.COMMIT, ctx.identifier)
             committed = ctx.table.catalog.commit_table(ctx.table, base, new)
         except CommitStateUnknownError:
             log.error("commit to %s has an unknown outcome; no files were deleted", ctx.identifier)
@@ -198,6 +200,8 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
         except BaseException:
             _delete_quietly(ctx, ctx.all_written())
             raise
+        # outside the try: from here on the change is visible, so nothing it wrote may be deleted
+        fault_points.reached(fault_points.SWAPPED, committed.metadata_location or "")
         _delete_quietly(ctx, ctx.discarded())
         _delete_old_metadata(committed, builder)
         return committed

@@ -31,6 +31,8 @@ import socket
 import zipimport
 from typing import Any
 
+from procedures.core import fault_points
+
 __all__ = ["prepare_python_worker"]
 
 _MARK = "_procedures_stat_checked"
@@ -50,7 +52,18 @@ def prepare_python_worker() -> None:
     """Remove the per-task fixed costs of a reused Python worker (idempotent; see the module)."""
     _skip_unchanged_archives()
     _quick_acks_between_tasks()
+    _follow_fault_plan()
     gc.freeze()
+
+
+def _follow_fault_plan() -> None:
+    # a reused worker must drop the previous job's plan, hence a look at every task (a dict lookup)
+    from pyspark import TaskContext  # noqa: PLC0415 -- pyspark is imported only where it runs
+
+    context = TaskContext.get()
+    plan = context.getLocalProperty(fault_points.PLAN_PROPERTY) if context is not None else None
+    if plan or fault_points.installed() is not None:
+        fault_points.install_plan(plan, side="task")
 
 
 def _skip_unchanged_archives() -> None:
