@@ -13,6 +13,8 @@ from procedures.core import fault_points as FP
 from procedures.core.builder import new_table_metadata
 from procedures.core.fault_points import FaultPlan, InjectedFault
 from procedures.core.operations import FastAppend
+from procedures.core.rewrite.data_files import RewriteDataFilesAction
+from procedures.core.rewrite.planner import parse_rewrite_options, plan_rewrite
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import CommitStateUnknownError
 from procedures.io.fileio import FileIO
@@ -131,3 +133,35 @@ def test_a_failure_before_the_swap_still_cleans_up(tmp_path):
     FP.install(None)
     assert catalog.load_table(("db", "t")).metadata.current_snapshot() is None
     assert sorted(os.listdir(os.path.join(table.location, "metadata"))) == ["v1.metadata.json", "version-hint.text"]
+
+
+def test_a_rewrite_failing_after_its_commit_landed_keeps_the_files_it_wrote(tmp_path):
+    # the commit lands, then the process fails before the commit returns (the "swapped" point):
+    # the rewrite's new data files are referenced now and must stay
+    catalog, table = _table(tmp_path)
+    for i in range(3):
+        table = commit(table, [FastAppend([DataFile(f"{table.location}/data/f{i}.parquet", FileFormat.PARQUET,
+                                                    (), 10, 100)])], policy=FAST)
+    opts = parse_rewrite_options({"target-file-size-bytes": "1000", "min-input-files": "2"})
+    plan = plan_rewrite(table.metadata, table.io, opts)
+    assert plan.groups
+    written = []
+
+    def rewrite(group, p):
+        path = f"{table.location}/data/new-{group.global_index}.parquet"
+        table.io.write(path, b"x")
+        written.append(path)
+        return [DataFile(path, FileFormat.PARQUET, (), sum(f.record_count for f in group.files), 1)]
+
+    def fail_after_swap(kind: str, path: str) -> None:
+        if kind == FP.SWAPPED:
+            raise InjectedFault("after the swap")
+
+    action = RewriteDataFilesAction(table, opts, rewrite=rewrite, committer=lambda t, ops: commit(t, ops, policy=FAST))
+    FP.install(fail_after_swap)
+    with pytest.raises(InjectedFault):
+        action.execute(plan, table.metadata.current_snapshot_id)
+    FP.install(None)
+    landed = catalog.load_table(("db", "t"))
+    assert landed.metadata.current_snapshot().summary["operation"] == "replace"
+    assert written and all(os.path.exists(p) for p in written)
