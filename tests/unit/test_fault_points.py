@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from procedures.catalog.base import staged_create
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core import fault_points as FP
 from procedures.core.builder import new_table_metadata
@@ -16,7 +17,7 @@ from procedures.core.operations import FastAppend
 from procedures.core.rewrite.data_files import RewriteDataFilesAction
 from procedures.core.rewrite.planner import parse_rewrite_options, plan_rewrite
 from procedures.core.transaction import RetryPolicy, commit
-from procedures.errors import CommitStateUnknownError
+from procedures.errors import CommitFailedError, CommitStateUnknownError
 from procedures.io.fileio import FileIO
 from procedures.spec.manifest import DataFile, FileFormat, read_manifest_list
 from procedures.spec.schema import Schema
@@ -165,3 +166,24 @@ def test_a_rewrite_failing_after_its_commit_landed_keeps_the_files_it_wrote(tmp_
     landed = catalog.load_table(("db", "t"))
     assert landed.metadata.current_snapshot().summary["operation"] == "replace"
     assert written and all(os.path.exists(p) for p in written)
+
+
+def test_a_create_failing_before_the_table_exists_leaves_no_files(tmp_path):
+    # snapshot and migrate create their table with its first snapshot in one commit; when writing the
+    # first metadata file fails, nothing was created and the manifests written for it must go
+    catalog = HadoopCatalog("local", str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{catalog.warehouse}/db/t")
+
+    def fail_first_version(kind: str, path: str) -> None:
+        if kind == FP.WRITE and path.endswith("v1.metadata.json"):
+            raise InjectedFault("disk full")
+
+    FP.install(fail_first_version)
+    with pytest.raises(CommitFailedError):
+        commit(staged_create(catalog, ("db", "t"), md),
+               [FastAppend([DataFile(f"{md.location}/data/f.parquet", FileFormat.PARQUET, (), 1, 10)])], policy=FAST)
+    FP.install(None)
+    assert not catalog.table_exists(("db", "t"))
+    left = [f for _, _, fs in os.walk(md.location) for f in fs]
+    assert left == [], left
