@@ -70,9 +70,9 @@ def armed(spark, plan: FaultPlan, plan_file: str) -> Iterator[None]:
             sc.setLocalProperty(fault_points.PLAN_PROPERTY, None)
 
 
-def count_points(log_path: str) -> dict[str, int]:
-    """How many points of each kind a counting plan logged."""
+def count_points(log: list[tuple[str, str, int, str]]) -> dict[str, int]:
+    """How many points of each kind a plan's log (:func:`~procedures.core.fault_points.read_log`) holds."""
     counts: dict[str, int] = {}
-    for kind, _, _, _ in fault_points.read_log(log_path):
+    for kind, _, _, _ in log:
         counts[kind] = counts.get(kind, 0) + 1
     return counts

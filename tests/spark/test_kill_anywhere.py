@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from procedures.core.paths import local_path
 from procedures.errors import IcebergError
 from procedures.framework.context import open_catalog
 from procedures.frontend import runner
+from procedures.spark.session import in_caller_context, job_group
 from procedures.spec.manifest import read_manifest, read_manifest_list
 from tests.helpers.faults import armed, count_points
 from tests.helpers.files import fingerprint, touch
@@ -54,6 +56,8 @@ from tests.oracles import assert_rows_equal, duckdb_read, java_read, pyiceberg_r
 pytestmark = pytest.mark.spark
 
 FUTURE = dt.datetime(2100, 1, 1, tzinfo=dt.timezone.utc)
+#: the hadoop layout's version hint: counted as reachable, but optional (a hive table has none)
+HINT = "/version-hint.text"
 BASE = ("CREATE TABLE {t} (id bigint, v string, p int) USING iceberg PARTITIONED BY (p) "
         "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
 FLAT = "CREATE TABLE {t} (id bigint, v string) USING iceberg TBLPROPERTIES ('format-version'='2')"
@@ -71,18 +75,25 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     #: rows change (add_files): a complete run's rows are the expected ones, and a second run refuses
     adds_rows: bool = False
+    #: Spark tasks write files (their points are counted with the driver's)
+    task_writes: bool = False
 
 
 CASES = [
-    Case("rewrite_binpack", "rewrite_data_files", (FLAT, *FLAT_INSERTS), {"options": {"min-input-files": "2"}}),
+    Case("rewrite_binpack", "rewrite_data_files", (FLAT, *FLAT_INSERTS), {"options": {"min-input-files": "2"}},
+         task_writes=True),
     Case("rewrite_sort", "rewrite_data_files", (BASE, *THREE_INSERTS),
-         {"strategy": "sort", "sort_order": "id DESC NULLS LAST", "options": {"min-input-files": "2"}}),
+         {"strategy": "sort", "sort_order": "id DESC NULLS LAST", "options": {"min-input-files": "2"}},
+         task_writes=True),
     Case("rewrite_zorder", "rewrite_data_files", (FLAT, *FLAT_INSERTS),
-         {"strategy": "sort", "sort_order": "zorder(id, v)", "options": {"min-input-files": "2"}}),
+         {"strategy": "sort", "sort_order": "zorder(id, v)", "options": {"min-input-files": "2"}},
+         task_writes=True),
     Case("rewrite_manifests", "rewrite_manifests", (BASE, *THREE_INSERTS)),
+    # rows of one partition in one file, so that Java writes position deletes instead of dropping files
     Case("rewrite_position_deletes", "rewrite_position_delete_files",
-         (BASE, *THREE_INSERTS, "DELETE FROM {t} WHERE id = 1", "DELETE FROM {t} WHERE id = 11"),
-         {"options": {"rewrite-all": "true"}}),
+         (BASE, "INSERT INTO {t} VALUES (1, 'a', 1), (3, 'b', 1), (5, 'c', 1), (2, 'd', 0)",
+          "DELETE FROM {t} WHERE id = 1", "DELETE FROM {t} WHERE id = 3"),
+         {"options": {"rewrite-all": "true"}}, task_writes=True),
     Case("expire_snapshots", "expire_snapshots",
          (BASE, *THREE_INSERTS, "INSERT OVERWRITE {t} SELECT id, v, p FROM {t} WHERE id < 10"),
          {"older_than": FUTURE, "retain_last": 1}),
@@ -143,7 +154,7 @@ def check_table(env: Env, name: str, expected: pa.Table, label: str, java: bool)
     """Rows through the oracles and every referenced file present; returns the referenced files."""
     table = env.table(name)
     refs = referenced(table)
-    missing = sorted(p for p in refs if not os.path.exists(p))
+    missing = sorted(p for p in refs if not os.path.exists(p) and not p.endswith(HINT))
     assert not missing, f"{label}: referenced files missing: {missing}"
     assert_rows_equal(pyiceberg_read(table.metadata_location), expected, key="id", label=f"{label} / pyiceberg")
     assert_rows_equal(duckdb_read(table.metadata_location), expected, key="id", label=f"{label} / duckdb")
@@ -158,7 +169,7 @@ def collect_orphans(env: Env, name: str, label: str) -> None:
     env.run("remove_orphan_files", name, older_than=FUTURE)
     table = env.table(name)
     refs = referenced(table)
-    leftover = on_disk(env.location(name)) - refs - {os.path.join(env.location(name), "metadata", "version-hint.text")}
+    leftover = {p for p in on_disk(env.location(name)) - refs if not p.endswith(HINT)}
     assert not leftover, f"{label}: files nothing references survived remove_orphan_files: {sorted(leftover)}"
 
 
@@ -201,80 +212,103 @@ def call_kwargs(env: Env, case: Case) -> dict:
     return {**case.kwargs, **(source_files(env, case) if case.proc == "add_files" else {})}
 
 
-def points(env: Env, case: Case, name: str, kwargs: dict) -> dict[str, int]:
-    """Run the procedure once on the pristine table, counting its points per kind."""
+@dataclass(frozen=True)
+class Prepared:
+    """A case's table, built and counted: what each fault run starts from and is checked against."""
+
+    name: str
+    saved: str
+    kwargs: dict
+    before_location: str
+    before: pa.Table
+    #: the rows after a complete run
+    expected: pa.Table
+    #: the points of a complete run, in order: (kind, side, pid, path)
+    log: list
+
+
+def prepare(env: Env, case: Case, name: str) -> Prepared:
+    """Build the case's table, then run the procedure once on it, counting its points."""
+    saved = build(env, case, name)
+    kwargs = call_kwargs(env, case)
+    before_location = env.table(name).metadata_location
+    before = pyiceberg_read(before_location)
     log = str(env.tmp / f"{name}.count.log")
-    if os.path.exists(log):
-        os.unlink(log)
     with armed(env.spark, FaultPlan(log, action="count"), str(env.tmp / f"{name}.count.plan")):
         env.run(case.proc, name, **kwargs)
-    return count_points(log)
+    after = pyiceberg_read(env.table(name).metadata_location)
+    if not case.adds_rows:
+        assert_rows_equal(after, before, key="id", label=f"{case.id}: a complete run")
+    return Prepared(name, saved, kwargs, before_location, before, after if case.adds_rows else before,
+                    FP.read_log(log))
+
+
+def check_after_failure(env: Env, case: Case, prep: Prepared, label: str, java: bool) -> None:
+    """The table after a failed call, after a rerun, and after remove_orphan_files."""
+    name = prep.name
+    landed = env.table(name).metadata_location != prep.before_location
+    check_table(env, name, prep.expected if (landed or not case.adds_rows) else prep.before, label, java or landed)
+    try:
+        env.run(case.proc, name, **prep.kwargs)
+    except IcebergError as e:
+        assert landed and case.adds_rows, f"{label}: the rerun failed: {e!r}"
+    check_table(env, name, prep.expected, f"{label}, after a rerun", java=landed)
+    collect_orphans(env, name, label)
+    check_table(env, name, prep.expected, f"{label}, after remove_orphan_files", java=False)
+
+
+def fresh_log(env: Env, name: str, what: str) -> str:
+    log = str(env.tmp / f"{name}.{what}.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    return log
 
 
 # ------------------------------------------------------------------------------ in-process faults
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_fault_at_every_point(env, case):
-    name = f"kill_{case.id}"
-    saved = build(env, case, name)
-    kwargs = call_kwargs(env, case)
-    before_location = env.table(name).metadata_location
-    before = pyiceberg_read(before_location)
-    counts = points(env, case, name, kwargs)
-    after = pyiceberg_read(env.table(name).metadata_location)
-    expected = after if case.adds_rows else before
-    assert_rows_equal(after, expected, key="id", label="complete run")
-    assert counts.get(FP.WRITE, 0) > 0 and counts.get(FP.COMMIT, 0) > 0, counts
+    prep = prepare(env, case, f"kill_{case.id}")
+    counts = count_points(prep.log)
+    assert sum(counts.values()) > 0, counts
+    assert counts.get(FP.COMMIT, 0) > 0 or case.proc == "remove_orphan_files", counts
+    sides = {side for kind, side, _, _ in prep.log if kind == FP.WRITE}
+    assert ("task" in sides) == case.task_writes, f"writes counted on {sides}"
     print(f"{case.id}: {counts}")
     failures = []
     for kind in FP.KINDS:
         for n in range(1, counts.get(kind, 0) + 1):
             label = f"{case.id} {kind} #{n}"
-            restore(env, name, saved)
+            restore(env, prep.name, prep.saved)
+            log = fresh_log(env, prep.name, "fault")
+            error = None
+            with armed(env.spark, FaultPlan(log, kind=kind, n=n, action="raise"), str(env.tmp / f"{prep.name}.plan")):
+                try:
+                    env.run(case.proc, prep.name, **prep.kwargs)
+                except Exception as e:  # noqa: BLE001 -- any failure is allowed; the table is what is checked
+                    error = e
             try:
-                fail_once(env, case, name, kwargs, kind, n, before, expected, before_location, label)
+                hits = [r for r in FP.read_log(log) if r[0] == kind]
+                assert len(hits) >= n, f"{label}: the point was not reached again ({len(hits)} {kind} points)"
+                check_after_failure(env, case, prep, f"{label} (failed: {error!r:.200})", java=n == 1)
             except AssertionError as e:
                 failures.append(str(e))
     assert not failures, "\n".join(failures)
 
 
-def fail_once(env, case, name, kwargs, kind, n, before, expected, before_location, label) -> None:
-    log = str(env.tmp / f"{name}.log")
-    if os.path.exists(log):
-        os.unlink(log)
-    plan = FaultPlan(log, kind=kind, n=n, action="raise")
-    error = None
-    with armed(env.spark, plan, str(env.tmp / f"{name}.plan")):
-        try:
-            env.run(case.proc, name, **kwargs)
-        except Exception as e:  # noqa: BLE001 -- any failure is allowed; the table is what is checked
-            error = e
-    hits = [r for r in FP.read_log(log) if r[0] == kind]
-    assert len(hits) >= n, f"{label}: the point was not reached again ({len(hits)} {kind} points)"
-    landed = env.table(name).metadata_location != before_location
-    rows_now = expected if (landed or not case.adds_rows) else before
-    java = landed or n == 1
-    check_table(env, name, rows_now, f"{label} (failed: {error!r:.200})", java)
-    try:
-        env.run(case.proc, name, **kwargs)
-    except IcebergError as e:
-        assert landed and case.adds_rows, f"{label}: the rerun failed: {e!r}"
-    check_table(env, name, expected, f"{label} after a rerun", java=landed)
-    collect_orphans(env, name, label)
-    check_table(env, name, expected, f"{label} after remove_orphan_files", java=False)
-
-
 # ------------------------------------------------------------------------------ SIGKILL of the driver
 ROOT = Path(__file__).resolve().parents[2]
 #: procedures the driver-kill test runs in a child without Spark (their driver path), and with it
-DRIVER_ONLY = ("expire_snapshots", "remove_orphan_files", "rewrite_manifests", "rewrite_position_deletes",
-               "compute_table_stats", "compute_partition_stats")
-WITH_SPARK = ("rewrite_binpack",)
+DRIVER_ONLY = ("expire_snapshots", "remove_orphan_files", "rewrite_manifests", "compute_table_stats",
+               "compute_partition_stats")
+WITH_SPARK = ("rewrite_binpack", "rewrite_position_deletes")
 
 
 def sample_points(log: list[tuple[str, str, int, str]]) -> list[tuple[str, int]]:
     """The points a driver kill is tried at: the first write, right before the swap (the commit
     point and the write of the new metadata file), right after it (the write after that one and the
-    swapped point), and the first delete."""
+    swapped point), and the first delete.  Only the driver's points count (Spark tasks have their
+    own test)."""
+    log = [row for row in log if row[1] == "driver"]
     out: list[tuple[str, int]] = []
     writes = [path for kind, _, _, path in log if kind == FP.WRITE]
     if writes:
@@ -305,36 +339,20 @@ KILL_CASES = [c for c in CASES if c.id in DRIVER_ONLY + WITH_SPARK]
 
 @pytest.mark.parametrize("case", KILL_CASES, ids=[c.id for c in KILL_CASES])
 def test_driver_killed(env, case):
-    name = f"dkill_{case.id}"
-    saved = build(env, case, name)
-    kwargs = call_kwargs(env, case)
-    before_location = env.table(name).metadata_location
-    before = pyiceberg_read(before_location)
-    count_log = str(env.tmp / f"{name}.count.log")
-    points(env, case, name, kwargs)
-    expected = pyiceberg_read(env.table(name).metadata_location) if case.adds_rows else before
+    prep = prepare(env, case, f"dkill_{case.id}")
     master = "local[2]" if case.id in WITH_SPARK else None
-    sample = sample_points(FP.read_log(count_log))
+    sample = sample_points(prep.log)
     assert (FP.COMMIT, 1) in sample or case.proc == "remove_orphan_files", sample
     failures = []
     for kind, n in sample:
         label = f"{case.id} SIGKILL at {kind} #{n}"
-        restore(env, name, saved)
-        log = str(env.tmp / f"{name}.kill.log")
-        if os.path.exists(log):
-            os.unlink(log)
-        child = run_child(env, case, name, kwargs, FaultPlan(log, kind=kind, n=n, action="kill", where="driver"),
-                          master)
+        restore(env, prep.name, prep.saved)
+        plan = FaultPlan(fresh_log(env, prep.name, "kill"), kind=kind, n=n, action="kill", where="driver")
+        child = run_child(env, case, prep.name, prep.kwargs, plan, master)
         try:
             assert child.returncode == -signal.SIGKILL, \
                 f"{label}: the child was not killed (exit {child.returncode}): {child.stderr[-2000:]}"
-            landed = env.table(name).metadata_location != before_location
-            rows_now = expected if (landed or not case.adds_rows) else before
-            check_table(env, name, rows_now, label, java=True)
-            env.run(case.proc, name, **kwargs)
-            check_table(env, name, expected, f"{label} after a rerun", java=False)
-            collect_orphans(env, name, label)
-            check_table(env, name, expected, f"{label} after remove_orphan_files", java=False)
+            check_after_failure(env, case, prep, label, java=True)
         except AssertionError as e:
             failures.append(str(e))
     assert not failures, "\n".join(failures)
@@ -349,7 +367,7 @@ def test_python_worker_killed(env):
     name = "wkill_rewrite_binpack"
     build(env, case, name)
     before = pyiceberg_read(env.table(name).metadata_location)
-    log = str(env.tmp / f"{name}.kill.log")
+    log = fresh_log(env, name, "kill")
     child = run_child(env, case, name, call_kwargs(env, case),
                       FaultPlan(log, kind=FP.WRITE, n=1, action="kill", where="task"), "local[2,4]")
     assert child.returncode == 0, child.stderr[-3000:]
@@ -396,7 +414,7 @@ def test_snapshot_fault_at_every_point(spark, tmp_path):
 
     def check_target(label):
         table = hive.load_table(ident)
-        missing = sorted(p for p in referenced(table) if not os.path.exists(p))
+        missing = sorted(p for p in referenced(table) if not os.path.exists(p) and not p.endswith(HINT))
         assert not missing, f"{label}: referenced files missing: {missing}"
         assert_rows_equal(pyiceberg_read(table.metadata_location), source_rows, key="id", label=f"{label} / pyiceberg")
         assert_rows_equal(duckdb_read(table.metadata_location), source_rows, key="id", label=f"{label} / duckdb")
@@ -405,7 +423,7 @@ def test_snapshot_fault_at_every_point(spark, tmp_path):
     log = str(tmp_path / "count.log")
     with armed(spark, FaultPlan(log, action="count"), str(tmp_path / "count.plan")):
         run()
-    counts = count_points(log)
+    counts = count_points(FP.read_log(log))
     assert counts.get(FP.WRITE, 0) > 0 and counts.get(FP.COMMIT, 0) == 1, counts
     failures = []
     for kind in FP.KINDS:
@@ -431,4 +449,103 @@ def test_snapshot_fault_at_every_point(spark, tmp_path):
             except AssertionError as e:
                 failures.append(str(e))
     drop_target()
+    assert not failures, "\n".join(failures)
+
+
+def test_pool_threads_keep_the_callers_local_properties(spark):
+    """The rewrites run their groups' Spark jobs on pool threads; those jobs keep the caller's job
+    group and local properties (the fault plan among them), as in Java."""
+    sc = spark.sparkContext
+    sc.setLocalProperty("procedures.test.marker", "caller")
+    try:
+        with job_group(spark, "kill-anywhere-group", "caller's group"):
+            seen = in_caller_context(spark, lambda: (sc.getLocalProperty("spark.jobGroup.id"),
+                                                     sc.getLocalProperty("procedures.test.marker")))
+            with ThreadPoolExecutor(1) as pool:
+                assert pool.submit(seen).result() == ("kill-anywhere-group", "caller")
+                # the thread's own properties come back after the call
+                assert pool.submit(lambda: sc.getLocalProperty("procedures.test.marker")).result() is None
+    finally:
+        sc.setLocalProperty("procedures.test.marker", None)
+
+
+# ------------------------------------------------------------------------------ migrate
+def test_migrate_fault_at_every_point(spark, tmp_path):
+    """migrate of an external Parquet table, failing at each point: either the Iceberg table
+    replaced it completely, or the original Parquet table is back under its name with its files
+    untouched and no backup left over; a rerun then migrates it."""
+    spark.conf.set("spark.sql.catalog.ohive.type", "hive")
+    conf = {**conf_from_spark(spark), "spark.sql.catalog.ohive.type": "hive"}
+    hive = open_catalog("ohive", conf)
+    db, name = "killdb", "mig_src"
+    folder = tmp_path / "mig_src"
+    pristine = tmp_path / "mig_pristine"
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS spark_catalog.{db}")
+
+    def unregister(table: str) -> None:
+        if spark.catalog.tableExists(f"spark_catalog.{db}.{table}"):
+            hive.client.drop_table(db, table)  # metastore entry only: the files stay
+
+    def reset() -> None:
+        for table in (name, f"{name}_backup_"):
+            unregister(table)
+        shutil.rmtree(folder, ignore_errors=True)
+        if pristine.exists():
+            shutil.copytree(pristine, folder)
+        spark.sql(f"CREATE TABLE spark_catalog.{db}.{name} (id bigint, v string) USING parquet LOCATION '{folder}'")
+
+    reset()
+    for i in range(2):
+        spark.sql(f"INSERT INTO spark_catalog.{db}.{name} VALUES ({i}, 'v{i}'), ({i + 10}, 'w{i}')")
+    shutil.copytree(folder, pristine)
+    source_rows = spark_df_to_arrow(spark.table(f"spark_catalog.{db}.{name}"))
+    data_files = {k: v for k, v in fingerprint(str(folder)).items() if k.endswith(".parquet")}
+
+    def run():
+        return runner.run("migrate", kwargs={"table": f"{db}.{name}"}, catalog="ohive", conf=conf, spark=spark)
+
+    def check_migrated(label):
+        table = hive.load_table((db, name))
+        missing = sorted(p for p in referenced(table) if not os.path.exists(p) and not p.endswith(HINT))
+        assert not missing, f"{label}: referenced files missing: {missing}"
+        assert_rows_equal(pyiceberg_read(table.metadata_location), source_rows, key="id", label=f"{label} / pyiceberg")
+        assert_rows_equal(duckdb_read(table.metadata_location), source_rows, key="id", label=f"{label} / duckdb")
+
+    log = str(tmp_path / "count.log")
+    with armed(spark, FaultPlan(log, action="count"), str(tmp_path / "count.plan")):
+        run()
+    check_migrated("complete run")
+    counts = count_points(FP.read_log(log))
+    assert counts.get(FP.COMMIT, 0) == 1, counts
+    failures = []
+    for kind in FP.KINDS:
+        for n in range(1, counts.get(kind, 0) + 1):
+            label = f"migrate {kind} #{n}"
+            reset()
+            try:
+                with armed(spark, FaultPlan(str(tmp_path / f"{kind}{n}.log"), kind=kind, n=n, action="raise"),
+                           str(tmp_path / "plan")):
+                    try:
+                        run()
+                    except Exception:  # noqa: BLE001 -- the catalog and files are what is checked
+                        pass
+                current = {k: v for k, v in fingerprint(str(folder)).items() if k.endswith(".parquet")}
+                assert current == data_files, f"{label}: the table's data files changed"
+                if hive.table_exists((db, name)):
+                    check_migrated(label)
+                else:
+                    assert not spark.catalog.tableExists(f"spark_catalog.{db}.{name}_backup_"), \
+                        f"{label}: the backup is left over"
+                    spark.sql(f"REFRESH TABLE spark_catalog.{db}.{name}")
+                    assert_rows_equal(spark_df_to_arrow(spark.table(f"spark_catalog.{db}.{name}")), source_rows,
+                                      key="id", label=f"{label} / the Parquet table")
+                    leftover = sorted(p for p in on_disk(str(folder))
+                                      if not p.endswith(".parquet") and not os.path.basename(p).startswith("_"))
+                    assert not leftover, f"{label}: files left by the failed migrate: {leftover}"
+                    run()
+                    check_migrated(f"{label} after a rerun")
+            except AssertionError as e:
+                failures.append(str(e))
+    for table in (name, f"{name}_backup_"):
+        unregister(table)
     assert not failures, "\n".join(failures)
