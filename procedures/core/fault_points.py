@@ -75,8 +75,9 @@ def installed() -> Injector | None:
 @dataclass(frozen=True)
 class FaultPlan:
     """Fail at the ``n``-th point of ``kind`` (1-based), counted over every process that logs to
-    ``log_path``.  ``action`` is ``"raise"`` (an :class:`InjectedFault`), ``"kill"`` (SIGKILL of the
-    process reaching the point) or ``"count"`` (only log).  ``where`` is ``"any"``, or ``"driver"``
+    ``log_path``.  ``action`` is ``"raise"`` (an :class:`InjectedFault`), ``"interrupt"`` (a
+    ``KeyboardInterrupt``, as Ctrl-C on the driver), ``"kill"`` (SIGKILL of the process reaching the
+    point) or ``"count"`` (only log).  ``where`` is ``"any"``, or ``"driver"``
     / ``"task"`` to count only the points of the driver or of Spark tasks."""
 
     log_path: str
@@ -112,6 +113,8 @@ class FaultPlan:
                 return
             if self.action == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if self.action == "interrupt":
+                raise KeyboardInterrupt(f"injected interrupt at {kind} #{self.n} ({path})")
             raise InjectedFault(f"injected fault at {kind} #{self.n} ({path})")
 
         return inject

@@ -295,6 +295,36 @@ def test_fault_at_every_point(env, case):
     assert not failures, "\n".join(failures)
 
 
+INTERRUPT_CASES = [c for c in CASES if c.id in ("rewrite_binpack", "rewrite_manifests", "expire_snapshots",
+                                                 "add_files", "compute_table_stats")]
+
+
+@pytest.mark.parametrize("case", INTERRUPT_CASES, ids=[c.id for c in INTERRUPT_CASES])
+def test_interrupt_at_every_driver_point(env, case):
+    """A KeyboardInterrupt (Ctrl-C) at each of the driver's points: cleanup code that catches
+    ``Exception`` does not see it, so this checks the ``BaseException`` paths."""
+    prep = prepare(env, case, f"intr_{case.id}")
+    counts = count_points([row for row in prep.log if row[1] == "driver"])
+    failures = []
+    for kind in FP.KINDS:
+        for n in range(1, counts.get(kind, 0) + 1):
+            label = f"{case.id} interrupt at {kind} #{n}"
+            restore(env, prep.name, prep.saved)
+            plan = FaultPlan(fresh_log(env, prep.name, "interrupt"), kind=kind, n=n, action="interrupt", where="driver")
+            with armed(env.spark, plan, str(env.tmp / f"{prep.name}.plan")):
+                try:
+                    env.run(case.proc, prep.name, **prep.kwargs)
+                except KeyboardInterrupt:
+                    pass
+                except Exception:  # noqa: BLE001 -- the table is what is checked
+                    pass
+            try:
+                check_after_failure(env, case, prep, label, java=False)
+            except AssertionError as e:
+                failures.append(str(e))
+    assert not failures, "\n".join(failures)
+
+
 # ------------------------------------------------------------------------------ SIGKILL of the driver
 ROOT = Path(__file__).resolve().parents[2]
 #: procedures the driver-kill test runs in a child without Spark (their driver path), and with it
