@@ -56,7 +56,9 @@ def in_caller_context(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
     so without this a rewrite's jobs would leave the caller's job group (``cancelJobGroup`` would
     miss them) and its fair-scheduler pool.  Each call runs on a copy, so threads setting their own
     job description do not race; the thread's previous properties come back afterwards."""
-    if spark is None:
+    # without pinned threads (PYSPARK_PIN_THREAD=false) Python threads share JVM threads at random,
+    # so there is no thread of one's own to set properties on (pyspark's own helpers skip it too)
+    if spark is None or type(spark.sparkContext._gateway).__name__ != "ClientServer":
         return fn
     jsc = spark.sparkContext._jsc.sc()
     captured = jsc.getLocalProperties().clone()
