@@ -18,7 +18,8 @@ point of that kind.  After each failure:
   deleted, reused or is collectable, never referenced.
 
 ``test_driver_killed`` runs the procedure in a child Python process killed with SIGKILL at sampled
-points (right before the metadata swap, right after it, and at a write in between), and
+points (right before the metadata swap, right after it, the first write and the first delete),
+``test_interrupt_at_every_driver_point`` raises ``KeyboardInterrupt`` at every driver point, and
 ``test_python_worker_killed`` kills a Spark Python worker in the middle of a rewrite task.
 """
 
@@ -333,23 +334,26 @@ DRIVER_ONLY = ("expire_snapshots", "remove_orphan_files", "rewrite_manifests", "
 WITH_SPARK = ("rewrite_binpack", "rewrite_position_deletes")
 
 
-def sample_points(log: list[tuple[str, str, int, str]]) -> list[tuple[str, int]]:
-    """The points a driver kill is tried at: the first write, right before the swap (the commit
-    point and the write of the new metadata file), right after it (the write after that one and the
-    swapped point), and the first delete.  Only the driver's points count (Spark tasks have their
-    own test)."""
+def sample_points(log: list[tuple[str, str, int, str]], swap_only: bool = False) -> list[tuple[str, int]]:
+    """The points a driver kill is tried at: right before the swap (the commit point and the write
+    of the new metadata file), right after it (the swapped point and the write after the metadata
+    file), and, unless ``swap_only``, the first write and the first delete.  Only the driver's
+    points count (Spark tasks have their own test)."""
     log = [row for row in log if row[1] == "driver"]
-    out: list[tuple[str, int]] = []
+    kinds = {kind for kind, _, _, _ in log}
+    out = [(kind, 1) for kind in (FP.COMMIT, FP.SWAPPED) if kind in kinds]
     writes = [path for kind, _, _, path in log if kind == FP.WRITE]
-    if writes:
-        out.append((FP.WRITE, 1))
     metadata = [i for i, p in enumerate(writes, 1) if p.endswith(".metadata.json")]
     if metadata:
         out.append((FP.WRITE, metadata[-1]))
-        if metadata[-1] < len(writes):
-            out.append((FP.WRITE, metadata[-1] + 1))
-    kinds = {kind for kind, _, _, _ in log}
-    out += [(kind, 1) for kind in (FP.COMMIT, FP.SWAPPED, FP.DELETE) if kind in kinds]
+    if swap_only:
+        return out
+    if metadata and metadata[-1] < len(writes):
+        out.append((FP.WRITE, metadata[-1] + 1))
+    if writes:
+        out.append((FP.WRITE, 1))
+    if FP.DELETE in kinds:
+        out.append((FP.DELETE, 1))
     return list(dict.fromkeys(out))
 
 
@@ -371,7 +375,7 @@ KILL_CASES = [c for c in CASES if c.id in DRIVER_ONLY + WITH_SPARK]
 def test_driver_killed(env, case):
     prep = prepare(env, case, f"dkill_{case.id}")
     master = "local[2]" if case.id in WITH_SPARK else None
-    sample = sample_points(prep.log)
+    sample = sample_points(prep.log, swap_only=master is not None)  # a child with Spark takes ~10 s
     assert (FP.COMMIT, 1) in sample or case.proc == "remove_orphan_files", sample
     failures = []
     for kind, n in sample:
