@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence, Union
 
-from procedures.errors import NoSuchTableError, ValidationError
+from procedures.errors import CommitFailedError, IcebergError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.metadata import TableMetadata, metadata_to_json
 
@@ -190,7 +190,19 @@ class _StagedCreate:
         self.name = catalog.name
 
     def commit_table(self, table: Table, base: "TableMetadata", new: "TableMetadata") -> Table:
-        return self.catalog.create_table(self.identifier, new)
+        try:
+            return self.catalog.create_table(self.identifier, new)
+        except IcebergError:
+            raise
+        except Exception as e:
+            # A create that failed with the table still absent changed nothing: say so with a typed
+            # error, so the commit deletes the manifests it wrote for the table (an untyped error
+            # from a swap counts as an unknown outcome and keeps them).
+            if self.catalog.table_exists(self.identifier):
+                raise
+            name = ".".join(self.identifier)
+            raise CommitFailedError(f"Cannot create table {name}: {e}; nothing was created", table=name,
+                                    retryable=False) from e
 
     def load_table(self, identifier: IdentifierLike) -> Table:
         return self.catalog.load_table(identifier)

@@ -348,7 +348,12 @@ class HiveCatalog(Catalog):
                 f"to {current} (another writer committed); retry on fresh metadata"
             )
         location = next_metadata_location(new, table.metadata_location)
-        self.io.write(location, metadata_file_bytes(new, location))
+        try:
+            self.io.write(location, metadata_file_bytes(new, location))
+        except OSError as e:
+            # the pointer was not touched: a typed failure, so the commit cleans up what it wrote
+            delete_quietly(self.io, [location])
+            raise CommitFailedError(f"Cannot commit {self.name}.{'.'.join(ident)}: writing {location} failed: {e}") from e
         params = {METADATA_LOCATION: location, PREVIOUS_METADATA_LOCATION: table.metadata_location}
         params.update(summary_parameters(new))
         try:

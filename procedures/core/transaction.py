@@ -13,7 +13,8 @@ broke them.  Failure semantics:
 
 * clean failure (conflict after retries, validation error): every file any attempt wrote is
   deleted, and the error says nothing of the change is visible;
-* unknown outcome (``CommitStateUnknownError``): nothing is deleted, the error is re-raised;
+* unknown outcome (``CommitStateUnknownError``, or anything but a typed error raised inside the
+  catalog's swap, which may have come after the swap): nothing is deleted, the error is re-raised;
 * success: files written by earlier, discarded attempts are deleted; with
   ``write.metadata.delete-after-commit.enabled`` the metadata files trimmed from the log too.
 """
@@ -26,10 +27,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
+from procedures.core import fault_points
 from procedures.core import updates as U
 from procedures.core.builder import MetadataBuilder
 from procedures.core.properties import int_property
-from procedures.errors import CommitFailedError, CommitStateUnknownError
+from procedures.errors import CommitFailedError, CommitStateUnknownError, IcebergError
 from procedures.spec.metadata import TableMetadata
 
 __all__ = ["Operation", "Table", "CommitContext", "MetadataChange", "RetryPolicy", "commit"]
@@ -160,6 +162,7 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
     fixed_requirements: list[U.Requirement] | None = None
     while True:
         base = ctx.table.metadata
+        swapping = False
         try:
             builder = MetadataBuilder(base, ctx.table.metadata_location)
             fixed_updates: list[U.MetadataUpdate] = []
@@ -175,6 +178,8 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
             new = builder.build()
             if new is base:
                 return ctx.table
+            fault_points.reached(fault_points.COMMIT, ctx.identifier)
+            swapping = True
             committed = ctx.table.catalog.commit_table(ctx.table, base, new)
         except CommitStateUnknownError:
             log.error("commit to %s has an unknown outcome; no files were deleted", ctx.identifier)
@@ -195,9 +200,23 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
             time.sleep(wait / 1000)
             ctx.table = ctx.table.refresh()
             continue
-        except BaseException:
+        except BaseException as e:
+            # The catalogs raise typed errors only for swaps they know did not happen; anything else
+            # from inside the swap (an I/O error, an interrupt) may have come after it, when the new
+            # metadata already references the files: deleting them would break the table.
+            if swapping and not isinstance(e, IcebergError):
+                log.error("commit to %s was interrupted during the metadata swap; no files were deleted",
+                          ctx.identifier)
+                if isinstance(e, Exception):
+                    raise CommitStateUnknownError(
+                        f"Cannot tell whether the commit to {ctx.identifier} happened: the metadata swap failed "
+                        f"with {e!r}; reload the table to see whether the change landed",
+                        table=ctx.identifier, cause=e) from e
+                raise
             _delete_quietly(ctx, ctx.all_written())
             raise
+        # outside the try: from here on the change is visible, so nothing it wrote may be deleted
+        fault_points.reached(fault_points.SWAPPED, committed.metadata_location or "")
         _delete_quietly(ctx, ctx.discarded())
         _delete_old_metadata(committed, builder)
         return committed

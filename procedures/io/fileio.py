@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from procedures.core import fault_points
 from procedures.core.paths import join_path, local_path
 from procedures.errors import AlreadyExistsError, NotFoundError
 from procedures.io.storage import HADOOP_SCHEMES, OBJECT_STORE_SCHEMES, check_bucket, filesystem_for, redacted
@@ -146,6 +147,7 @@ class OutputFile:
         The existence check and the stream are not one atomic step: use :meth:`write` where a lost
         race must be detected (metadata commits).
         """
+        fault_points.reached(fault_points.WRITE, self.path)
         if not overwrite and self._io.exists(self.path):
             raise FileAlreadyExistsError(self.path)
         fs, p = self._io._resolve(self.path)
@@ -244,6 +246,7 @@ class FileIO:
         losers get :class:`FileAlreadyExistsError`.  On object stores the check and the write are
         separate steps (those stores offer no conditional create through pyarrow).
         """
+        fault_points.reached(fault_points.WRITE, path)
         local = local_path(path)
         if local is None:
             self._write_remote(path, data, overwrite)
@@ -290,6 +293,7 @@ class FileIO:
 
         Atomic for local files (hard link, then unlink of the source).
         """
+        fault_points.reached(fault_points.WRITE, dst)
         local_src, local_dst = local_path(src), local_path(dst)
         if local_src is not None and local_dst is not None:
             if not os.path.exists(local_src):
@@ -323,6 +327,7 @@ class FileIO:
 
     def delete(self, path: str) -> bool:
         """Delete the file at ``path``; returns False when it did not exist."""
+        fault_points.reached(fault_points.DELETE, path)
         local = local_path(path)
         if local is not None:
             try:
@@ -339,6 +344,7 @@ class FileIO:
 
     def delete_dir(self, path: str) -> bool:
         """Delete the directory ``path`` with everything below it; False when it did not exist."""
+        fault_points.reached(fault_points.DELETE, path)
         fs, p = self._resolve(path)
         if fs.get_file_info(p).type == pafs.FileType.NotFound:
             return False

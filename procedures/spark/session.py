@@ -7,7 +7,8 @@ Works with PySpark 3.5 and 4.x classic sessions.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+import functools
+from typing import Any, Callable, Iterator, TypeVar
 
 from procedures.catalog.base import Catalog, Identifier, Table
 from procedures.catalog.config import default_catalog_name, load_catalog, resolve_identifier
@@ -15,6 +16,7 @@ from procedures.errors import ValidationError
 from procedures.spark.environment import check_session
 
 __all__ = [
+    "in_caller_context",
     "active_session",
     "job_description",
     "job_group",
@@ -42,6 +44,35 @@ def active_session(spark: Any = None) -> Any:
     if session is None:
         raise ValidationError("No active SparkSession: create one (SparkSession.builder...getOrCreate()) first")
     return check_session(session)
+
+
+R = TypeVar("R")
+
+
+def in_caller_context(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn`` for a pool thread: its Spark jobs run with the local properties the calling thread has
+    now (job group, description, scheduler pool...), as a JVM thread inherits them from the thread
+    that starts it.  A Python thread of a ``ThreadPoolExecutor`` gets a fresh JVM thread with none,
+    so without this a rewrite's jobs would leave the caller's job group (``cancelJobGroup`` would
+    miss them) and its fair-scheduler pool.  Each call runs on a copy, so threads setting their own
+    job description do not race; the thread's previous properties come back afterwards."""
+    # without pinned threads (PYSPARK_PIN_THREAD=false) Python threads share JVM threads at random,
+    # so there is no thread of one's own to set properties on (pyspark's own helpers skip it too)
+    if spark is None or type(spark.sparkContext._gateway).__name__ != "ClientServer":
+        return fn
+    jsc = spark.sparkContext._jsc.sc()
+    captured = jsc.getLocalProperties().clone()
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> R:
+        previous = jsc.getLocalProperties()
+        jsc.setLocalProperties(captured.clone())
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            jsc.setLocalProperties(previous)
+
+    return run
 
 
 @contextlib.contextmanager

@@ -1,10 +1,15 @@
-"""A fault-injecting catalog wrapper for commit tests (no mocks: it wraps a real catalog)."""
+"""Fault injection for tests: a fault-injecting catalog wrapper for commit tests (no mocks: it wraps
+a real catalog), and :func:`armed`, which applies a :class:`~procedures.core.fault_points.FaultPlan`
+on the driver and in Spark tasks."""
 
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
+from typing import Callable, Iterator
 
 from procedures.catalog.base import Catalog, Table
+from procedures.core import fault_points
+from procedures.core.fault_points import FaultPlan
 from procedures.errors import CommitFailedError, CommitStateUnknownError
 
 
@@ -45,3 +50,29 @@ class FaultyCatalog:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+
+# ------------------------------------------------------------------ fault plans (kill anywhere)
+@contextlib.contextmanager
+def armed(spark, plan: FaultPlan, plan_file: str) -> Iterator[None]:
+    """Apply ``plan`` inside the block on the driver and in every Spark task the block starts."""
+    with open(plan_file, "w", encoding="utf-8") as f:
+        f.write(plan.to_json())
+    previous = fault_points.install(plan.injector("driver"))
+    sc = spark.sparkContext if spark is not None else None
+    if sc is not None:
+        sc.setLocalProperty(fault_points.PLAN_PROPERTY, plan_file)
+    try:
+        yield
+    finally:
+        fault_points.install(previous)
+        if sc is not None:
+            sc.setLocalProperty(fault_points.PLAN_PROPERTY, None)
+
+
+def count_points(log: list[tuple[str, str, int, str]]) -> dict[str, int]:
+    """How many points of each kind a plan's log (:func:`~procedures.core.fault_points.read_log`) holds."""
+    counts: dict[str, int] = {}
+    for kind, _, _, _ in log:
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts

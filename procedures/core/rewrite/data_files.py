@@ -281,7 +281,10 @@ class RewriteDataFilesAction:
             except CommitStateUnknownError:
                 log.error("Commit state unknown for a rewrite of %s; written files are kept", self.table.name)
                 raise
-            except BaseException:
+            except IcebergError:
+                # a typed refusal means the table did not change; anything else (an I/O error or an
+                # interrupt) may have come after the swap, when the table references these files,
+                # so they are left for remove_orphan_files, as Java cleans up only CleanableFailures
                 for o in outcomes:
                     _delete_files(self.table, o.added)
                 raise

@@ -15,6 +15,7 @@ from procedures.core.rewrite.data_files import (
 from procedures.core.rewrite.planner import SORT, FileGroup, RewriteOptions, RewritePlan, plan_rewrite
 from procedures.core.scan import partition_key
 from procedures.spark.rewrite import RewriteSpec, group_description, rewrite_group
+from procedures.spark.session import in_caller_context
 from procedures.spec.manifest import DataFile
 
 __all__ = ["run_rewrite"]
@@ -50,7 +51,7 @@ def run_rewrite(
                                  p.groups_in_partition.get(tuple(partition_key(0, key)[1]), 0))
         return rewrite_group(spark, table, group, spec, description=text)
 
-    action = RewriteDataFilesAction(table, opts, rewrite=lambda g, p: rewrite(g, p), committer=committer)
+    action = RewriteDataFilesAction(table, opts, rewrite=in_caller_context(spark, rewrite), committer=committer)
     result = action.execute(plan, snap.snapshot_id)
     if opts.remove_dangling_deletes:
         _, removed = remove_dangling_deletes(action.table.refresh(), committer)

@@ -34,7 +34,7 @@ from procedures.io.delete_writers import (
     DeleteTarget, merge_positions, read_position_deletes, write_deletion_vectors, write_position_delete_files,
 )
 from procedures.io.sandbox import file_io
-from procedures.spark.session import job_description
+from procedures.spark.session import in_caller_context, job_description
 from procedures.spark.write import task_ids, write_payloads
 from procedures.spec.evaluators import Evaluator
 from procedures.spec.expressions import ALWAYS_TRUE
@@ -177,7 +177,8 @@ def rewrite_position_deletes(table: Any, options: dict | None = None, where=None
         return group, added, _replaced_dvs(given, added)
 
     with ThreadPoolExecutor(opts.max_concurrent, thread_name_prefix="Rewrite-Position-Delete-Service") as pool:
-        futures = [pool.submit(run, i) for i in range(len(plan.groups))]
+        in_context = in_caller_context(spark, run)
+        futures = [pool.submit(in_context, i) for i in range(len(plan.groups))]
         outcomes = [(f.result() if f.exception() is None else f.exception()) for f in futures]
     written = [o for o in outcomes if not isinstance(o, BaseException)]
     failures = [o for o in outcomes if isinstance(o, BaseException)]
