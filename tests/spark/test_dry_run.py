@@ -34,7 +34,7 @@ from procedures.spark.session import catalog_for
 from tests.helpers.files import folder_state as files_state
 from tests.helpers.outputs import normalized
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 DB = "drdb"
 

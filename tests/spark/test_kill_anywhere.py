@@ -54,7 +54,7 @@ from tests.helpers.faults import armed, count_points
 from tests.helpers.files import fingerprint, touch
 from tests.oracles import assert_rows_equal, duckdb_read, java_read, pyiceberg_read, spark_df_to_arrow
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 FUTURE = dt.datetime(2100, 1, 1, tzinfo=dt.timezone.utc)
 #: the hadoop layout's version hint: counted as reachable, but optional (a hive table has none)

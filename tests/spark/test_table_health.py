@@ -21,7 +21,7 @@ from procedures.spec.types import LONG, STRING, NestedField
 from tests.helpers.files import touch
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "cat", STRING)))
 PROPS = {"format-version": "2", "write.delete.mode": "merge-on-read",
