@@ -132,7 +132,7 @@ def _find_orphans_spark(spark: Any, actual_list: list[str], actual_df: Any, vali
     if valid_df is not None:
         valid = valid.unionByName(valid_df.withColumnRenamed("path", "file_path").select("file_path"))
     orphans, conflicts = L.find_orphans_dataframe(
-        L.uri_dataframe(actual, "file_path", schemes, auths), L.uri_dataframe(valid, "file_path", schemes, auths), mode
+        L.uri_frame(actual, "file_path", schemes, auths), L.uri_frame(valid, "file_path", schemes, auths), mode
     )
     if conflicts:
         raise ValidationError(CONFLICTS.format(format_pairs(conflicts)))
