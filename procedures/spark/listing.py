@@ -27,7 +27,7 @@ from procedures.io.listing import walk
 from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
 
-__all__ = ["list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe", "uri_frame",
+__all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe", "uri_frame",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe"]
 
 _PATH_KIND = "path string, kind string"
@@ -37,6 +37,33 @@ _URI = "scheme string, authority string, path string, uri string"
 def _parallelism(spark: Any, n: int) -> int:
     cap = int(spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.parallelism", "10000"))
     return max(1, min(n, cap, spark.sparkContext.defaultParallelism * 4))
+
+
+class FrameKeeper:
+    """Persists the frames a step reads more than once and unpersists them all on exit.
+
+    A listing or a manifest read feeds several branches of one plan (plain and odd spellings, the
+    join and the conflict check); without persisting, Spark reruns the Python step for each branch.
+    """
+
+    def __init__(self) -> None:
+        self.frames: list[Any] = []
+
+    def __call__(self, df: Any) -> Any:
+        """``df`` persisted (memory, then disk) until the keeper closes."""
+        from pyspark import StorageLevel  # noqa: PLC0415
+
+        kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self.frames.append(kept)
+        return kept
+
+    def __enter__(self) -> "FrameKeeper":
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        for df in self.frames:
+            df.unpersist()
+        self.frames.clear()
 
 
 def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partition_prefixes: Sequence[str],
