@@ -31,8 +31,12 @@ from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import Snapshot
 
-__all__ = ["RewriteManifests", "target_manifest_count", "order_key", "assign_chunks", "chunk_of_position",
+__all__ = ["DRIVER_MAX_REWRITE_ENTRIES", "RewriteManifests", "target_manifest_count", "order_key", "assign_chunks", "chunk_of_position",
            "live_entry_counts", "RewriteJob", "DistributedRewriter"]
+
+#: live entries above which an engine (when there is one) rewrites instead of the driver, which holds
+#: every entry it sorts (about 6 KiB each with metrics: 50,000 entries are ~300 MiB)
+DRIVER_MAX_REWRITE_ENTRIES = 50_000
 
 TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
 TARGET_SIZE_DEFAULT = 8 * 1024 * 1024

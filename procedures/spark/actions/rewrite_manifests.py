@@ -21,6 +21,7 @@ import pickle
 from typing import Any, Iterable, Iterator, Sequence
 
 from procedures.core.gc import reachability as R
+from procedures.core import rewrite_manifests_op as RM
 from procedures.core.rewrite_manifests_op import (
     RewriteJob, assign_chunks, chunk_of_position, live_entry_counts, order_key,
 )
@@ -46,8 +47,10 @@ class SparkManifestRewriter:
         self.name = name
 
     def wants(self, manifests: Sequence[ManifestFile]) -> bool:
-        """True when the manifests pass the driver's reading limits."""
-        return R.use_spark(self.spark, manifests)
+        """True when the manifests pass the driver's reading limits or hold more live entries than
+        the driver should sort (:data:`~procedures.core.rewrite_manifests_op.DRIVER_MAX_REWRITE_ENTRIES`)."""
+        return (R.use_spark(self.spark, manifests)
+                or sum(live_entry_counts(manifests)) > RM.DRIVER_MAX_REWRITE_ENTRIES)
 
     def rewrite(self, job: RewriteJob) -> tuple[list[ManifestFile], int]:
         """Write the job's chunks on the executors; returns the new manifests and entries written."""
