@@ -2,9 +2,11 @@
 manifests to ``commit.manifest.target-size-bytes``.
 
 Parameters and output follow Iceberg Java 1.10's Spark 3.5 procedure (``table``, ``use_caching``,
-``spec_id``).  The work is metadata only and runs on the driver through the core operation
-:class:`procedures.core.rewrite_manifests_op.RewriteManifests`; ``use_caching`` (a Spark memory hint
-in Java) is accepted and has no effect here.
+``spec_id``).  The work is metadata only: the core operation
+:class:`procedures.core.rewrite_manifests_op.RewriteManifests` plans on the driver and rewrites small
+manifest sets there; large ones are read, sorted and written on the executors
+(:class:`procedures.spark.actions.rewrite_manifests.SparkManifestRewriter`), so the driver never holds
+the entries.  ``use_caching`` (a Spark memory hint in Java) is accepted and has no effect here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from procedures.errors import ValidationError
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
+from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
 
 __all__ = ["rewrite_manifests"]
 
@@ -40,6 +43,7 @@ def rewrite_manifests(ctx: ProcedureContext, table: str, use_caching: bool | Non
         raise ValidationError(f"Invalid spec id {spec_id}")
     if md.current_snapshot() is None:
         return [(0, 0)]
-    op = RewriteManifests(spec_id=spec_id)
+    engine = None if ctx.spark is None else SparkManifestRewriter(ctx.spark, dict(t.io.properties), str(table))
+    op = RewriteManifests(spec_id=spec_id, distributed=engine)
     ctx.commit(t, [op])
     return [(len(op.rewritten), len(op.added))]

@@ -21,13 +21,13 @@ import pyarrow.compute as pc
 
 from procedures.core.gc.orphans import HiddenPathFilter
 from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
-from procedures.core.paths import keys_within, path_keys
+from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
 from procedures.io.sandbox import file_io
 from procedures.io.listing import walk
 from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
 
-__all__ = ["list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe",
+__all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe", "uri_frame",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe"]
 
 _PATH_KIND = "path string, kind string"
@@ -37,6 +37,33 @@ _URI = "scheme string, authority string, path string, uri string"
 def _parallelism(spark: Any, n: int) -> int:
     cap = int(spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.parallelism", "10000"))
     return max(1, min(n, cap, spark.sparkContext.defaultParallelism * 4))
+
+
+class FrameKeeper:
+    """Persists the frames a step reads more than once and unpersists them all on exit.
+
+    A listing or a manifest read feeds several branches of one plan (plain and odd spellings, the
+    join and the conflict check); without persisting, Spark reruns the Python step for each branch.
+    """
+
+    def __init__(self) -> None:
+        self.frames: list[Any] = []
+
+    def __call__(self, df: Any) -> Any:
+        """``df`` persisted (memory, then disk) until the keeper closes."""
+        from pyspark import StorageLevel  # noqa: PLC0415
+
+        kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self.frames.append(kept)
+        return kept
+
+    def __enter__(self) -> "FrameKeeper":
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        for df in self.frames:
+            df.unpersist()
+        self.frames.clear()
 
 
 def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partition_prefixes: Sequence[str],
@@ -110,11 +137,52 @@ def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_aut
     return df.select(column).mapInArrow(convert, _URI)
 
 
-#: paths whose normal form needs Python (dot segments, percent-escapes, a leading "//"); the rest
-#: is normalised in the JVM by _PLAIN_KEY, which gives the same key as path_keys' literal reading
-_NEEDS_PYTHON = "instr(path, '/.') > 0 OR instr(path, '%') > 0 OR path LIKE '//%'"
-_PLAIN_KEY = ("regexp_replace(regexp_replace(regexp_replace(path, '^[A-Za-z][A-Za-z0-9+.-]+:(//[^/]*)?', ''), "
+#: paths whose normal form needs Python: dot segments, percent-escapes, a leading "//", or a colon
+#: that is not a plain scheme's (Hadoop's split takes any prefix before the first colon and slash).
+#: The rest is normalised in the JVM, giving the same key as path_keys' literal reading.
+_SCHEME_RE = "^[A-Za-z][A-Za-z0-9+.-]+:"
+_NEEDS_PYTHON = ("instr(path, '/.') > 0 OR instr(path, '%') > 0 OR path LIKE '//%' "
+                 f"OR (instr(path, ':') > 0 AND NOT path RLIKE '{_SCHEME_RE}')")
+_PLAIN_KEY = (f"regexp_replace(regexp_replace(regexp_replace(path, '{_SCHEME_RE}(//[^/]*)?', ''), "
               "'/{2,}', '/'), '(.)/$', '$1')")
+
+
+def _mapped(column: Any, mapping: dict[str, str]) -> Any:
+    """``column`` through ``mapping`` (a few entries: a CASE chain, no map lookup that ANSI mode would
+    turn into an error for a missing key)."""
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    out = None
+    for key, value in mapping.items():
+        out = (F.when(column == F.lit(key), F.lit(value)) if out is None
+               else out.when(column == F.lit(key), F.lit(value)))
+    return column if out is None else out.otherwise(column)
+
+
+def _plain_uri_frame(df: Any, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
+    """``(scheme, authority, path, uri)`` of plain paths in ``df.path``, in the JVM: the same values as
+    the literal reading of :func:`procedures.core.paths.path_keys` (the only reading a plain path has)."""
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    raw_scheme = F.lower(F.regexp_extract(F.col("path"), "^([A-Za-z][A-Za-z0-9+.-]+):", 1))
+    scheme = _mapped(_mapped(raw_scheme, dict(DEFAULT_EQUAL_SCHEMES)), dict(equal_schemes))
+    raw_auth = F.regexp_extract(F.col("path"), f"{_SCHEME_RE}//([^/]*)", 1)
+    authority = F.lower(_mapped(raw_auth, dict(equal_authorities)))
+    return df.select(
+        F.when(scheme == "", None).otherwise(scheme).alias("scheme"),
+        F.when(authority == "", None).otherwise(authority).alias("authority"),
+        F.expr(_PLAIN_KEY).alias("path"),
+        F.col("path").alias("uri"),
+    )
+
+
+def uri_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
+    """:func:`uri_dataframe` computed in the JVM for plain paths and in Python only for the others
+    (dot segments, escapes...): the same rows, without sending every path through a Python worker."""
+    paths = df.selectExpr(f"`{column}` AS path").where("path IS NOT NULL")
+    plain = _plain_uri_frame(paths.where(f"NOT ({_NEEDS_PYTHON})"), equal_schemes, equal_authorities)
+    odd = uri_dataframe(paths.where(_NEEDS_PYTHON), "path", equal_schemes, equal_authorities)
+    return plain.unionByName(odd)
 
 
 def _path_keys_frame(df: Any) -> Any:

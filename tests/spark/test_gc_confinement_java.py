@@ -188,3 +188,23 @@ def test_unreached_paths_on_spark_matches_the_path_set(spark):
     assert sorted(r[0] for r in frame.collect()) == ["/wh/t/data/./h2.parquet", "/wh/t/data/g.parquet",
                                                      "/wh/t/data/h.parquet", "/wh/t/datax/a.parquet",
                                                      "file:/wh/t/data/i%2Fj.parquet"]
+
+
+def test_uri_frame_in_the_jvm_equals_the_python_normaliser(spark):
+    """remove_orphan_files keys plain paths in the JVM: every spelling must get the very rows
+    path_keys gives (scheme and authority mapping included), or a referenced file could look orphaned."""
+    from procedures.spark.listing import uri_dataframe, uri_frame
+
+    paths = ["file:/wh/t/data/a.parquet", "file:///wh/t/data/a.parquet", "/wh/t//data/a.parquet/",
+             "S3A://Bkt/wh/t/d.parquet", "s3n://bkt/wh/t/d.parquet", "s3://bkt/wh/t/d.parquet", "s3://bkt",
+             "gs://Other/k", "hdfs://nn:8020/wh/t/x", "hdfs:///wh/t/x", "/wh/t/data/b%20c.parquet",
+             "/wh/t/data/./e.parquet", "//wh/t/g.parquet", "/wh/t/a:b.parquet", "ab c:/x", "relative/p/",
+             "/", "x:/windows/drive", "abfss://c@acct.dfs.core.windows.net/wh/t/y"]
+    schemes = {"gs": "gcs", "hdfs": ""}
+    auths = {"Other": "bucket2", "nn:8020": "nn"}
+    df = spark.createDataFrame([(p,) for p in paths], "file_path string")
+    cols = ["scheme", "authority", "path", "uri"]
+    jvm = sorted(tuple(r) for r in uri_frame(df, "file_path", schemes, auths).select(*cols).na.fill("<null>").collect())
+    python = sorted(tuple(r) for r in uri_dataframe(df, "file_path", schemes, auths).select(*cols).na.fill("<null>").collect())
+    assert len(python) >= len(paths)
+    assert jvm == python

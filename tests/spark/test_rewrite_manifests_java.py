@@ -39,3 +39,60 @@ def test_rewrite_manifests_matches_java(spark, java_warehouse, fv):
     t = HadoopCatalog("ours", str(java_warehouse)).load_table(("db", name))
     assert len(read_manifest_list(t.io, t.metadata.current_snapshot().manifest_list)) == 1  # the DELETE dropped a whole file: no delete manifest
     assert t.metadata.current_snapshot().summary["manifests-replaced"] == "6"
+
+
+def _entries(io, manifests):
+    from procedures.spec.manifest import read_manifest
+
+    return [[(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file)
+             for e in read_manifest(io, m)] for m in manifests]
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_rewrite_manifests_on_executors_writes_what_the_driver_writes(spark, java_warehouse, monkeypatch, partitioned):
+    """Past the driver's limits the entries are read, cut and written on the executors; the manifests
+    must hold the driver's entries in the driver's order, and the procedure's output equals Java's."""
+    from procedures.catalog.hadoop import HadoopCatalog
+    from procedures.core.gc import reachability as R
+    from procedures.core.rewrite_manifests_op import RewriteManifests
+    from procedures.core.transaction import CommitContext
+    from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
+
+    name = f"rm_exec_{'p' if partitioned else 'u'}"
+    by = "PARTITIONED BY (cat)" if partitioned else ""
+    for n in (name, name + "_twin"):
+        spark.sql(f"DROP TABLE IF EXISTS jcat.db.{n}")
+        spark.sql(f"CREATE TABLE jcat.db.{n} (id bigint, cat string) USING iceberg {by} "
+                  "TBLPROPERTIES ('format-version'='2', 'commit.manifest-merge.enabled'='false', "
+                  "'commit.manifest.target-size-bytes'='20000')")
+        for i in range(12):
+            spark.sql(f"INSERT INTO jcat.db.{n} VALUES ({i}, 'c{i % 5}'), ({i + 100}, 'c{(i * 7) % 5}'), "
+                      f"({i + 200}, 'c{(i + 2) % 5}')")
+        spark.sql(f"DELETE FROM jcat.db.{n} WHERE id = 4")
+    cat = HadoopCatalog("ours", str(java_warehouse))
+    t = cat.load_table(("db", name))
+    monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
+    ops = {}
+    for label, engine in (("driver", None), ("executors", SparkManifestRewriter(spark, dict(t.io.properties), name))):
+        op = RewriteManifests(distributed=engine)
+        op.apply(t.metadata, CommitContext(t))
+        ops[label] = op
+    assert len(ops["driver"].added) > 1  # the small target size makes several manifests
+    assert _entries(t.io, ops["executors"].added) == _entries(t.io, ops["driver"].added)
+    assert ops["executors"].entries_processed == ops["driver"].entries_processed
+    assert [m.existing_files_count for m in ops["executors"].added] == [m.existing_files_count for m in ops["driver"].added]
+    assert all("-c" in m.manifest_path for m in ops["executors"].added)  # really written by the executors
+    for op in ops.values():
+        for m in op.added:
+            t.io.delete(m.manifest_path)
+
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
+    metadata = java_metadata_location(java_warehouse, "db", name)
+    before = read_all(spark, f"jcat.db.{name}", metadata)
+    ours = runner.run("rewrite_manifests", kwargs={"table": f"db.{name}"}, catalog="ours", conf=conf, spark=spark).rows
+    java = [tuple(r) for r in spark.sql(f"CALL jcat.system.rewrite_manifests('db.{name}_twin')").collect()]
+    assert ours == java
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    metadata = java_metadata_location(java_warehouse, "db", name)
+    for reader, got in read_all(spark, f"jcat.db.{name}", metadata).items():
+        assert_rows_equal(got, before["java"], key="id", label=f"after rewrite_manifests on executors / {reader}")

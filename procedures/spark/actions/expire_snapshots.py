@@ -36,16 +36,17 @@ __all__ = ["expire_snapshots"]
 log = logging.getLogger(__name__)
 
 
-def _unreached_in_spark(spark: Any, io: Any) -> UnreachedStep:
+def _unreached_in_spark(spark: Any, io: Any, keep: L.FrameKeeper) -> UnreachedStep:
     """The engine step of :func:`~procedures.core.gc.expire.expired_files`: a Spark job when the
-    manifests pass the driver's limits (:func:`procedures.core.gc.reachability.use_spark`)."""
+    manifests pass the driver's limits (:func:`procedures.core.gc.reachability.use_spark`).  The
+    manifests are read once (``keep`` persists what the plan reads twice)."""
 
     def step(candidates: Sequence[Any], retained: Sequence[Any]) -> Any:
         if not R.use_spark(spark, chain(candidates, retained)):
             return None
         props = dict(io.properties)
-        return L.unreached_paths(L.manifest_content_dataframe(spark, props, list(candidates)),
-                                 L.manifest_content_dataframe(spark, props, list(retained)))
+        return L.unreached_paths(keep(L.manifest_content_dataframe(spark, props, list(candidates))),
+                                 keep(L.manifest_content_dataframe(spark, props, list(retained))))
 
     return step
 
@@ -74,9 +75,10 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
     # like Java, compare against the table as it is now: a commit that landed after ours counts
     after = committed.refresh().metadata if hasattr(committed, "refresh") else committed.metadata
     name = getattr(table, "name", "table")
-    with optional_job(spark, f"expire_snapshots: files of {len(plan.expired_snapshot_ids)} expired snapshot(s) of {name}"):
+    with optional_job(spark, f"expire_snapshots: files of {len(plan.expired_snapshot_ids)} expired snapshot(s) of {name}"), \
+            L.FrameKeeper() as keep:
         files = expired_files(table.io, op.base, after, plan.expired_snapshot_ids,
-                              unreached=_unreached_in_spark(spark, table.io) if spark is not None else None)
+                              unreached=_unreached_in_spark(spark, table.io, keep) if spark is not None else None)
         guard = DeleteGuard(committed, table_roots(after), metadata_location=getattr(committed, "metadata_location", None),
                             manifest_lists=files.retained_lists, manifests=files.retained_manifests,
                             procedure=f"expire_snapshots on {name}")

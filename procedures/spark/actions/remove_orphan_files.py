@@ -43,14 +43,15 @@ DRIVER_MAX_DIRS = 64
 MAX_STREAMED_RESULTS = 20_000
 
 
-def _content_in_spark(spark: Any, io: Any) -> Callable[[Sequence[Any]], Any]:
+def _content_in_spark(spark: Any, io: Any, keep: L.FrameKeeper) -> Callable[[Sequence[Any]], Any]:
     """The engine step of :func:`~procedures.core.gc.orphans.valid_paths`: the manifests' content
-    files as a Spark frame (``path``) when they pass the driver's limits, else None."""
+    files as a Spark frame (``path``, read once: ``keep`` persists it) when they pass the driver's
+    limits, else None."""
 
     def step(manifests: Sequence[Any]) -> Any:
         if not R.use_spark(spark, manifests):
             return None
-        return L.manifest_content_dataframe(spark, dict(io.properties), list(manifests)).select("path")
+        return keep(L.manifest_content_dataframe(spark, dict(io.properties), list(manifests)).select("path"))
 
     return step
 
@@ -74,17 +75,20 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
     path_filter = HiddenPathFilter.for_metadata(md)
     name = getattr(table, "name", "table")
 
-    with optional_job(spark, f"remove_orphan_files: {name} older_than={older_than} location={location}"):
+    with optional_job(spark, f"remove_orphan_files: {name} older_than={older_than} location={location}"), \
+            L.FrameKeeper() as keep:
         actual_list, actual_df = _actual_files(table, params, location, older_than, path_filter, spark)
+        if actual_df is not None:
+            actual_df = keep(actual_df)
         valid = valid_paths(table.io, md, table.metadata_location,
-                            content_frame=_content_in_spark(spark, table.io) if spark is not None else None)
+                            content_frame=_content_in_spark(spark, table.io, keep) if spark is not None else None)
         used_spark = actual_df is not None or valid.content_frame is not None
         if not used_spark:
             orphans: Iterable[str] = find_orphans(actual_list, valid.paths, equal_schemes=schemes,
                                                   equal_authorities=auths, mode=mode)
         else:
             orphans = _find_orphans_spark(spark, actual_list, actual_df, valid.paths, valid.content_frame, schemes,
-                                          auths, mode, params.stream_results)
+                                          auths, mode, params.stream_results, keep)
         guard = DeleteGuard(table, (location,), metadata_location=table.metadata_location,
                             manifest_lists=valid.manifest_lists, manifests=valid.manifests,
                             procedure=f"remove_orphan_files on {name}")
@@ -124,15 +128,18 @@ def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
 
 
 def _find_orphans_spark(spark: Any, actual_list: list[str], actual_df: Any, valid_list: list[str], valid_df: Any,
-                        schemes: dict[str, str], auths: dict[str, str], mode: str, stream: bool) -> Iterator[str]:
+                        schemes: dict[str, str], auths: dict[str, str], mode: str, stream: bool,
+                        keep: L.FrameKeeper) -> Iterator[str]:
     actual = L.paths_dataframe(spark, actual_list)
     if actual_df is not None:
         actual = actual.unionByName(actual_df.select("file_path"))
     valid = L.paths_dataframe(spark, valid_list)
     if valid_df is not None:
         valid = valid.unionByName(valid_df.withColumnRenamed("path", "file_path").select("file_path"))
+    # the conflict check and the orphan rows are two jobs over the same normalised paths
     orphans, conflicts = L.find_orphans_dataframe(
-        L.uri_dataframe(actual, "file_path", schemes, auths), L.uri_dataframe(valid, "file_path", schemes, auths), mode
+        keep(L.uri_frame(actual, "file_path", schemes, auths)), keep(L.uri_frame(valid, "file_path", schemes, auths)),
+        mode,
     )
     if conflicts:
         raise ValidationError(CONFLICTS.format(format_pairs(conflicts)))

@@ -1,0 +1,245 @@
+"""Metadata at scale: expire_snapshots, remove_orphan_files, rewrite_manifests and filtered scan planning
+on a table of ``--files`` data files (default 100,000; issue 18 asks for 1,000,000), ours beside Iceberg
+Java 1.10.2 in the same run, with the driver's peak memory for each.
+
+The table is built fast by committing manifests directly through our core (no Spark writes): every
+snapshot appends ``--manifests-per-snapshot`` manifests of ``--files-per-manifest`` files (so 1M files
+are 10k manifests over 1,000 snapshots with the defaults), each manifest one partition of ``p``.  The
+data files are empty files on disk (metadata work never opens them).  Then one snapshot deletes the
+files of the first tenth of the partitions, and ``--orphans`` unreferenced files are dropped into the
+data folder.  Every file's modification time is set ten days back so remove_orphan_files' default
+``older_than`` (three days) applies to all of them.
+
+Before every timed run the table is put back exactly (the metadata folder from a saved copy, deleted
+data and orphan files recreated), so both sides see the same state; their outputs are compared before
+any figure is printed.  Memory: peak RSS of the Python driver (``VmHWM``, reset before each run) and of
+Spark's driver JVM.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import (  # noqa: E402
+    Figure, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, scratch_dir, start_spark, time_pair,
+    timing_figures,
+)
+
+import procedures  # noqa: E402
+from procedures.core.operations import DeleteFiles  # noqa: E402
+from procedures.core.scan import iter_file_scan_tasks  # noqa: E402
+from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifests  # noqa: E402
+from procedures.core.transaction import commit  # noqa: E402
+from procedures.framework.context import open_catalog  # noqa: E402
+from procedures.spec.conversions import to_bytes  # noqa: E402
+from procedures.spec.manifest import DataFile, FileFormat, ManifestContent  # noqa: E402
+from procedures.spec.types import INT, LONG  # noqa: E402
+
+TABLE = "db.meta"
+TEN_DAYS_S = 10 * 24 * 3600
+CALLS = {
+    "expire_snapshots": "CALL {cat}.system.expire_snapshots(table => '" + TABLE + "', "
+                        "older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)",
+    "remove_orphan_files": "CALL {cat}.system.remove_orphan_files(table => '" + TABLE + "')",
+    "rewrite_manifests": "CALL {cat}.system.rewrite_manifests(table => '" + TABLE + "')",
+}
+
+
+class BulkAppend(SnapshotProducer):
+    """An append of ready-made data files in several manifests (one per group), keeping the parent's."""
+
+    operation = "append"
+
+    def __init__(self, groups: list[list[DataFile]]) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def manifests(self, base, parent, ctx, summary):
+        """The new manifests (one per group) followed by the parent's."""
+        new = []
+        for group in self.groups:
+            def write(w, group=group) -> None:
+                for f in group:
+                    summary.added_file(f)
+                    w.add(f)
+            new.append(self.write_manifest(base, ctx, 0, ManifestContent.DATA, write))
+        return new + snapshot_manifests(ctx.io, parent)
+
+
+def vm_hwm_mb(pid: int | None = None) -> float:
+    """Peak RSS (``VmHWM``) of ``pid`` (default this process) in MiB; reset it with ``reset_peak_rss``."""
+    for line in Path(f"/proc/{pid or os.getpid()}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc status")
+
+
+def touch_old(path: str, when: float) -> None:
+    """Create an empty file dated ``when``."""
+    with open(path, "wb"):
+        pass
+    os.utime(path, (when, when))
+
+
+def build(spark, ours, args) -> tuple[Path, list[str], int]:
+    """The table; returns its folder, the data files a run may delete (deleted-snapshot files, orphans)
+    and the first partition the delete kept."""
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    spark.sql(f"DROP TABLE IF EXISTS jcat.{TABLE} PURGE")
+    spark.sql(f"CREATE TABLE jcat.{TABLE} (id bigint, p int) USING iceberg PARTITIONED BY (p) "
+              "TBLPROPERTIES ('format-version'='2')")
+    t = ours.load_table(TABLE)
+    folder = Path(t.location.replace("file:", ""))
+    old = time.time() - TEN_DAYS_S
+    per_manifest, per_snapshot = args.files_per_manifest, args.manifests_per_snapshot
+    snapshots = max(1, args.files // (per_manifest * per_snapshot))
+    partitions = min(1000, snapshots * per_snapshot)
+    n = 0
+    started = time.perf_counter()
+    for s in range(snapshots):
+        groups = []
+        for j in range(per_snapshot):
+            p = (s * per_snapshot + j) % partitions
+            pdir = folder / "data" / f"p={p}"
+            pdir.mkdir(parents=True, exist_ok=True)
+            group = []
+            for _ in range(per_manifest):
+                path = f"{pdir}/f-{n}.parquet"
+                touch_old(path, old)
+                low, high = n * 100, n * 100 + 99
+                group.append(DataFile(
+                    path, FileFormat.PARQUET, (p,), 100, 1024,
+                    column_sizes={1: 400, 2: 100}, value_counts={1: 100, 2: 100}, null_value_counts={1: 0, 2: 0},
+                    lower_bounds={1: to_bytes(low, LONG), 2: to_bytes(p, INT)},
+                    upper_bounds={1: to_bytes(high, LONG), 2: to_bytes(p, INT)},
+                ))
+                n += 1
+            groups.append(group)
+        t = commit(t, [BulkAppend(groups)])
+        if (s + 1) % max(1, snapshots // 10) == 0:
+            print(f"  built {s + 1}/{snapshots} snapshots, {n:,} files ({time.perf_counter() - started:.0f} s)", flush=True)
+    cut = max(1, partitions // 10)
+    doomed = [f"{folder}/data/p={p}/f-{i}.parquet" for i in range(n)
+              for p in [((i // per_manifest) % partitions)] if p < cut]
+    t = commit(t, [DeleteFiles(row_filter=f"p < {cut}")])
+    orphans = []
+    for k in range(args.orphans):
+        path = f"{folder}/data/p={k % partitions}/orphan-{k}.parquet"
+        touch_old(path, old)
+        orphans.append(path)
+    for root, _, names in os.walk(folder):
+        for name in names:
+            os.utime(os.path.join(root, name), (old, old))
+    print(f"  table: {n:,} data files, {snapshots * per_snapshot:,} manifests, {snapshots + 1} snapshots, "
+          f"{len(doomed):,} deleted by the last snapshot, {len(orphans):,} orphans "
+          f"(built in {time.perf_counter() - started:.0f} s)", flush=True)
+    spark.sql(f"REFRESH TABLE jcat.{TABLE}")
+    return folder, doomed + orphans, cut
+
+
+def main() -> None:
+    parser = arg_parser(__doc__.splitlines()[0])
+    parser.set_defaults(repeat=1, warmup=0)
+    parser.add_argument("--files", type=int, default=100_000, help="data files in the table (default 100,000)")
+    parser.add_argument("--files-per-manifest", type=int, default=100)
+    parser.add_argument("--manifests-per-snapshot", type=int, default=10)
+    parser.add_argument("--orphans", type=int, default=1_000)
+    parser.add_argument("--cases", default="plan,expire_snapshots,remove_orphan_files,rewrite_manifests")
+    args = parser.parse_args()
+    args.files *= args.scale
+    warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-metadata-")
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
+    spark = start_spark(warehouse, extra_conf=conf)
+    ours = open_catalog("ours", conf)
+    folder, deletable, kept = build(spark, ours, args)
+    saved = warehouse / "saved-metadata"
+    shutil.rmtree(saved, ignore_errors=True)
+    shutil.copytree(folder / "metadata", saved)
+    old = time.time() - TEN_DAYS_S
+
+    def restore() -> None:
+        shutil.rmtree(folder / "metadata")
+        shutil.copytree(saved, folder / "metadata")
+        for path in deletable:
+            if not os.path.exists(path):
+                touch_old(path, old)
+        spark.sql(f"REFRESH TABLE jcat.{TABLE}")
+
+    jvm = spark._jvm
+    figures: list[Figure] = []
+    size = f"{args.files:,} files"
+    memory: dict[str, dict[str, float]] = {}
+
+    def measured(side: str, case: str, fn):
+        def run():
+            reset_peak_rss(spark)
+            reset_peak_rss(None)
+            result = fn()
+            memory.setdefault(case, {})[f"{side} jvm"] = jvm_peak_rss_mb(spark)
+            memory[case][f"{side} py"] = vm_hwm_mb()
+            return result
+        return run
+
+    for case in args.cases.split(","):
+        if case == "plan":
+            for label, ours_filter, java_filter in (
+                (f"plan p = {kept}", f"p = {kept}", jvm.org.apache.iceberg.expressions.Expressions.equal("p", kept)),
+                ("plan id < 5000000", "id < 5000000", jvm.org.apache.iceberg.expressions.Expressions.lessThan("id", 5_000_000)),
+            ):
+                def ours_plan(flt=ours_filter):
+                    t = ours.load_table(TABLE)
+                    return sum(1 for _ in iter_file_scan_tasks(t.metadata, t.io, filter=flt))
+
+                def java_plan(flt=java_filter):
+                    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"jcat.{TABLE}")
+                    tasks = table.newScan().filter(flt).planFiles()
+                    count = 0
+                    it = tasks.iterator()
+                    while it.hasNext():
+                        it.next()
+                        count += 1
+                    tasks.close()
+                    return count
+
+                mine, ref = time_pair(measured("ours", label, ours_plan), measured("java", label, java_plan),
+                                      repeat=args.repeat, warmup=args.warmup)
+                assert mine.result == ref.result, (label, mine.result, ref.result)
+                figures += timing_figures(f"{label} ({size})", mine, ref)
+                figures.append(Figure(f"{label} ({size})", "files planned", mine.result, ref.result, "files"))
+                figures.append(Figure(f"{label} ({size})", "python driver peak RSS", memory[label]["ours py"], None, "MiB"))
+                figures.append(Figure(f"{label} ({size})", "JVM driver peak RSS", memory[label]["ours jvm"],
+                                      memory[label]["java jvm"], "MiB"))
+            continue
+        call = CALLS[case]
+
+        def java_call(call=call):
+            return sorted(tuple(r) for r in spark.sql(call.format(cat="jcat")).collect())
+
+        def ours_call(call=call):
+            return sorted(tuple(r) for r in procedures.sql(spark, call.format(cat="ours")).collect())
+
+        mine, ref = time_pair(measured("ours", case, ours_call), measured("java", case, java_call),
+                              repeat=args.repeat, warmup=args.warmup, setup_ours=restore, setup_reference=restore)
+        if case == "remove_orphan_files":
+            same = [r[0].replace("file:", "") for r in mine.result] == [r[0].replace("file:", "") for r in ref.result]
+        else:
+            same = mine.result == ref.result
+        assert same, (case, mine.result[:5], ref.result[:5])
+        figures += timing_figures(f"{case} ({size})", mine, ref)
+        figures.append(Figure(f"{case} ({size})", "python driver peak RSS", memory[case]["ours py"], None, "MiB"))
+        figures.append(Figure(f"{case} ({size})", "JVM driver peak RSS", memory[case]["ours jvm"],
+                              memory[case]["java jvm"], "MiB"))
+        restore()
+    print_figures(figures, title=f"metadata at scale: ours vs Iceberg Java 1.10.2 (reference), {size}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
