@@ -162,13 +162,6 @@ def _end_id_for_time(md: TableMetadata, ts: int) -> int | None:
     return None
 
 
-def _lookup(md: TableMetadata, snapshot_id: int) -> Snapshot:
-    snap = md.snapshot_by_id(snapshot_id)
-    if snap is None:
-        raise NoSuchSnapshotError(f"Cannot find snapshot: {snapshot_id} in table {md.location}")
-    return snap
-
-
 def _is_parent_ancestor(md: TableMetadata, snapshot_id: int, parent_id: int) -> bool:
     return any(s.parent_snapshot_id == parent_id for s in md.ancestors_of(snapshot_id))
 
@@ -197,7 +190,8 @@ def changelog_snapshots(md: TableMetadata, opts: ChangelogOptions) -> list[Snaps
             raise ValidationError(
                 f"End snapshot is not set and table {md.location} has no current snapshot: give end-snapshot-id")
         end = md.current_snapshot_id
-    _lookup(md, end)
+    if md.snapshot_by_id(end) is None:
+        raise NoSuchSnapshotError(f"Cannot find the end snapshot: {end} in table {md.location}")
     if start is not None:
         if md.snapshot_by_id(start) is None:
             raise NoSuchSnapshotError(

@@ -150,29 +150,39 @@ def test_changelog_view_refusals(spark, java_warehouse):
         (dict(identifier_columns=["id"], net_changes=True), ValidationError, "Not support net changes with update images"),
         (dict(identifier_columns=[]), ValidationError, "unorderable columns"),
         (dict(identifier_columns=["nope"]), ValidationError, "'nope'"),
-        (dict(identifier_columns=["id"], options={"start-snapshot-id": "1", "start-timestamp": "2"}),
-         ValidationError, "Cannot set both start-snapshot-id and start-timestamp"),
-        (dict(identifier_columns=["id"], options={"end-snapshot-id": "1", "end-timestamp": "2"}),
-         ValidationError, "Cannot set both end-snapshot-id and end-timestamp"),
-        (dict(identifier_columns=["id"], options={"start-timestamp": "5", "end-timestamp": "5"}),
-         ValidationError, "greater than end-timestamp"),
-        (dict(identifier_columns=["id"], options={"snapshot-id": str(ids[0])}), ValidationError, "snapshot-id"),
-        (dict(identifier_columns=["id"], options={"end-snapshot-id": "12345"}), NoSuchSnapshotError, "12345"),
-        (dict(identifier_columns=["id"], options={"start-snapshot-id": "12345"}), NoSuchSnapshotError, "12345"),
-        (dict(identifier_columns=["id"], options={"start-snapshot-id": str(ids[1]), "end-snapshot-id": str(ids[0])}),
-         ValidationError, "not a parent ancestor"),
-        (dict(identifier_columns=["id"], options={"start-snapshot-id": "x"}), ValidationError, "start-snapshot-id"),
         (dict(identifier_columns=["id"], changelog_view="a.b.c"), ValidationError, "a.b.c"),
     ]
-    for kwargs, error, text in cases:
-        with pytest.raises(error, match=text.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
-            _ours(spark, java_warehouse, table=t, **kwargs)
-    # Java refuses the same calls (some only when the view is read)
+    # Java refuses these in the CALL
     java_refused = ["", ", identifier_columns => array('id'), net_changes => true",
-                    ", identifier_columns => array('nope')"]
+                    ", identifier_columns => array('nope')", ", identifier_columns => array('id'), changelog_view => 'a.b.c'"]
     for extra in java_refused:
         with pytest.raises(Exception):
             spark.sql(f"CALL jcat.system.create_changelog_view(table => '{t}'{extra})").collect()
+    # range options: Java refuses them when the view is read, with the same messages
+    option_cases = [
+        ({"start-snapshot-id": "1", "start-timestamp": "2"}, ValidationError,
+         "Cannot set both start-snapshot-id and start-timestamp"),
+        ({"end-snapshot-id": "1", "end-timestamp": "2"}, ValidationError, "Cannot set both end-snapshot-id and end-timestamp"),
+        ({"start-timestamp": "5", "end-timestamp": "5"}, ValidationError, "greater than end-timestamp"),
+        ({"snapshot-id": str(ids[0])}, ValidationError, "Cannot set neither snapshot-id"),
+        ({"end-snapshot-id": "12345"}, NoSuchSnapshotError, "Cannot find the end snapshot: 12345"),
+        ({"start-snapshot-id": "12345"}, NoSuchSnapshotError, "12345"),
+        ({"start-snapshot-id": str(ids[1]), "end-snapshot-id": str(ids[0])}, ValidationError, "not a parent ancestor"),
+        ({"start-snapshot-id": str(ids[1])}, ValidationError, "not a parent ancestor"),
+        ({"start-snapshot-id": "x"}, ValidationError, "start-snapshot-id"),
+    ]
+    for options, error, text in option_cases:
+        cases.append((dict(identifier_columns=["id"], options=options), error, text))
+        java_text = {"start-snapshot-id": "x"} == options and "For input string" or text
+        if error is NoSuchSnapshotError and "end" not in text:
+            java_text = "not a parent ancestor"
+        spark.sql(f"CALL jcat.system.create_changelog_view(table => '{t}', changelog_view => 'java_bad', "
+                  f"identifier_columns => array('id'), options => {_map_sql(options)})").collect()
+        with pytest.raises(Exception, match=java_text):
+            spark.sql("SELECT * FROM java_bad").collect()
+    for kwargs, error, text in cases:
+        with pytest.raises(error, match=text.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+            _ours(spark, java_warehouse, table=t, **kwargs)
     after = spark.sql(f"SELECT count(*) FROM jcat.db.{name}.snapshots").collect()[0][0]
     assert after == before
     # with identifier columns a map column is fine: update images of the two inserts

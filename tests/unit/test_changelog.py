@@ -96,7 +96,7 @@ def test_range_by_ids_skips_replace_snapshots(table):
     assert [s.snapshot_id for s in changelog_snapshots(md, ChangelogOptions(end_snapshot_id=s2))] == [s1, s2]
     with pytest.raises(ValidationError, match="not a parent ancestor"):  # Java: the start must precede the end
         changelog_snapshots(md, ChangelogOptions(start_snapshot_id=s4))
-    with pytest.raises(NoSuchSnapshotError, match="Cannot find snapshot: 77"):
+    with pytest.raises(NoSuchSnapshotError, match="Cannot find the end snapshot: 77"):
         changelog_snapshots(md, ChangelogOptions(end_snapshot_id=77))
     with pytest.raises(NoSuchSnapshotError, match="77"):
         changelog_snapshots(md, ChangelogOptions(start_snapshot_id=77))
