@@ -9,13 +9,22 @@ at consecutive snapshots (``VERSION AS OF``).
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from procedures.catalog.config import load_catalog
+from procedures.core.operations import RowDelta
+from procedures.core.transaction import commit
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.frontend import runner
+from procedures.io.arrow_schema import schema_to_arrow
+from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.schema import Schema
 
 pytestmark = pytest.mark.spark
 
@@ -238,3 +247,38 @@ def test_changelog_view_merge_on_read(spark, java_warehouse, fv):
     _ours(spark, java_warehouse, table=f"db.{name}", changelog_view="mor_updates", identifier_columns=["id"])
     pairs = [r for r in _rows(spark, "mor_updates") if r[0] == 3]
     assert sorted(r[3] for r in pairs)[-2:] == ["UPDATE_AFTER", "UPDATE_BEFORE"]
+
+
+def test_changelog_view_equality_deletes(spark, java_warehouse, tmp_path):
+    """Equality deletes (Java's Spark writes none; ours are committed through our core): the rows
+    they hide are deletes at their snapshot; same-commit data files are not affected."""
+    name = "chg_eq"
+    t = f"jcat.db.{name}"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE TABLE {t} (id bigint, cat string, name string) USING iceberg PARTITIONED BY (cat) "
+              "TBLPROPERTIES ('format-version'='2')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 'x'), (2, 'a', NULL), (3, 'b', 'x'), (4, 'b', 'y'), (5, 'a', 'z')")
+    table = load_catalog("jcat", spark).load_table(("db", name))
+    md = table.metadata
+
+    def eq_file(file_name: str, column: str, values: list, partition: tuple) -> DataFile:
+        schema = Schema((md.schema().find_field(column),))
+        path = f"{table.location}/data/{file_name}.parquet"
+        pq.write_table(pa.Table.from_pydict({column: values}, schema=schema_to_arrow(schema)), path.removeprefix("file:"))
+        return DataFile(path, FileFormat.PARQUET, partition, len(values), os.path.getsize(path.removeprefix("file:")),
+                        content=FileContent.EQUALITY_DELETES, equality_ids=(schema.fields[0].field_id,),
+                        spec_id=md.spec().spec_id)
+
+    table = commit(table, [RowDelta(add_deletes=[eq_file("eq-a", "name", [None, "x"], ("a",))])])
+    spark.sql(f"REFRESH TABLE {t}")
+    spark.sql(f"INSERT INTO {t} VALUES (6, 'b', 'y'), (7, 'b', 'w')")
+    table = table.refresh()
+    table = commit(table, [RowDelta(add_deletes=[eq_file("eq-b", "id", [4, 6], ("b",))])])
+    spark.sql(f"REFRESH TABLE {t}")
+    spark.sql(f"INSERT INTO {t} VALUES (4, 'b', 'again')")  # same key after the delete: an insert
+
+    _ours(spark, java_warehouse, table=f"db.{name}", changelog_view="eq_changes")
+    got = _rows(spark, "eq_changes")
+    assert got == _expected_by_diff(spark, name)
+    deleted = sorted((r[0], r[4]) for r in got if r[3] == "DELETE")
+    assert deleted == [(1, 1), (2, 1), (4, 3), (6, 3)]
