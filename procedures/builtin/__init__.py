@@ -10,6 +10,7 @@ from procedures.builtin import (  # imported for their @register side effect
     add_files,
     compute_partition_stats,
     compute_table_stats,
+    create_changelog_view,
     expire_snapshots,
     migrate,
     plan_maintenance,
@@ -23,8 +24,8 @@ from procedures.builtin import (  # imported for their @register side effect
 )
 
 __all__ = [
-    "add_files", "compute_partition_stats", "compute_table_stats", "expire_snapshots", "migrate", "plan_maintenance",
-    "remove_orphan_files",
+    "add_files", "compute_partition_stats", "compute_table_stats", "create_changelog_view",
+    "expire_snapshots", "migrate", "plan_maintenance", "remove_orphan_files",
     "rewrite_data_files", "rewrite_manifests",
     "rewrite_position_delete_files", "snapshot", "snapshot_management",
     "table_health",
