@@ -26,7 +26,7 @@ from procedures.io.arrow_schema import schema_to_arrow
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.schema import Schema
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 META = ("_change_type", "_change_ordinal", "_commit_snapshot_id")
 
