@@ -85,4 +85,8 @@ def imported_data_file(
     else:
         m = _parquet_metrics(io, path, target)
     df = metrics_data_file(path, size, m, partition, spec_id, 0, split_offsets=False)
+    if fmt == FileFormat.AVRO:
+        # Java's Avro metrics are the record count alone: every metrics map is absent, not empty
+        return dataclasses.replace(df, file_format=fmt, column_sizes=None, value_counts=None, null_value_counts=None,
+                                   nan_value_counts=None, lower_bounds=None, upper_bounds=None)
     return df if fmt == FileFormat.PARQUET else dataclasses.replace(df, file_format=fmt)
