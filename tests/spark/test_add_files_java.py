@@ -227,11 +227,8 @@ def test_missing_sources_refused(spark, ours, sources, tmp_path):
 
 
 def test_unsupported_formats_refused(spark, ours, sources):
+    """ORC and Avro are imported (tests/spark/test_import_orc_avro_java.py); other formats are refused."""
     mine, _ = _twins(spark, "af_format")
-    _refused(spark, ours, mine, f"source_table => '`orc`.`{sources['unpartitioned']}`'", UnsupportedFileFormatError,
-             "supports only parquet sources so far")
-    _refused(spark, ours, mine, f"source_table => '`AVRO`.`{sources['unpartitioned']}`'", UnsupportedFileFormatError,
-             "supports only parquet sources so far")
     spark.sql("DROP TABLE IF EXISTS default.af_csv")
     spark.sql("CREATE TABLE default.af_csv (id bigint, data string) USING csv")
     _refused(spark, ours, mine, "source_table => 'default.af_csv'", UnsupportedFileFormatError,
