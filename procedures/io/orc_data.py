@@ -59,8 +59,8 @@ def read_orc_batches(stream: Any, location: str) -> tuple[pa.Schema, Iterator[pa
 
     def batches() -> Iterator[pa.RecordBatch]:
         for i in range(stripes):
-            batch = f.read_stripe(i)
-            yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+            # a cast, not from_arrays: nested types keep their own field metadata otherwise
+            yield f.read_stripe(i).cast(schema)
 
     return schema, batches()
 
