@@ -57,10 +57,10 @@ def main() -> None:
     partitions, per_partition = 20, 50 * args.scale
     n_files = partitions * per_partition
     source = Path(scratch_dir("bench-import-src-")) / "src"
-    (spark.range(n_files * 100)
-     .selectExpr("id", "concat('row-', cast(id % 997 as string)) as data", "id / 7.0 as v",
-                 f"cast(id % {partitions} as int) as p")
-     .repartition(partitions * per_partition).write.partitionBy("p").parquet(str(source)))
+    rows = spark.range(n_files * 100).selectExpr(
+        "id", "concat('row-', cast(id % 997 as string)) as data", "id / 7.0 as v", f"cast(id % {partitions} as int) as p")
+    for p in range(partitions):  # exactly per_partition files in each p=<n> folder
+        rows.where(f"p = {p}").drop("p").repartition(per_partition).write.parquet(str(source / f"p={p}"))
     written = sum(1 for f in source.rglob("*.parquet"))
     if written != n_files:
         raise SystemExit(f"setup wrote {written} files, expected {n_files}")
