@@ -162,6 +162,12 @@ def _timestamp(millis: int | None, nanos: int | None) -> tuple[int, int | None] 
     return (_zigzag(millis), nanos - 1 if nanos else None)
 
 
+def _signed_min_max(s: dict[int, list[Any]]) -> tuple[int | None, int | None]:
+    """Fields 1 and 2 (minimum, maximum) of a statistics message holding zigzag integers."""
+    lo, hi = _first(s, 1), _first(s, 2)
+    return (None if lo is None else _zigzag(lo)), (None if hi is None else _zigzag(hi))
+
+
 def _stats(buf: bytes) -> OrcColumnStats:
     m = _fields(buf)
     kw: dict[str, Any] = {
@@ -170,11 +176,7 @@ def _stats(buf: bytes) -> OrcColumnStats:
         "bytes_on_disk": _first(m, 11, 0),
     }
     if (raw := _first(m, 2)) is not None:
-        s = _fields(raw)
-        if 1 in s:
-            kw["int_min"] = _zigzag(_first(s, 1))
-        if 2 in s:
-            kw["int_max"] = _zigzag(_first(s, 2))
+        kw["int_min"], kw["int_max"] = _signed_min_max(_fields(raw))
     if (raw := _first(m, 3)) is not None:
         s = _fields(raw)
         kw["double_min"], kw["double_max"] = _double(_first(s, 1)), _double(_first(s, 2))
@@ -190,11 +192,7 @@ def _stats(buf: bytes) -> OrcColumnStats:
         s = _fields(raw)
         kw["decimal_min"], kw["decimal_max"] = _text(_first(s, 1)), _text(_first(s, 2))
     if (raw := _first(m, 7)) is not None:
-        s = _fields(raw)
-        if 1 in s:
-            kw["date_min"] = _zigzag(_first(s, 1))
-        if 2 in s:
-            kw["date_max"] = _zigzag(_first(s, 2))
+        kw["date_min"], kw["date_max"] = _signed_min_max(_fields(raw))
     if (raw := _first(m, 9)) is not None:
         s = _fields(raw)
         kw["timestamp_min"] = _timestamp(_first(s, 3), _first(s, 5))
