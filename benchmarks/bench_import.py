@@ -58,7 +58,7 @@ def main() -> None:
     n_files = partitions * per_partition
     source = Path(scratch_dir("bench-import-src-")) / "src"
     rows = spark.range(n_files * 100).selectExpr(
-        "id", "concat('row-', cast(id % 997 as string)) as data", "id / 7.0 as v", f"cast(id % {partitions} as int) as p")
+        "id", "concat('row-', cast(id % 997 as string)) as data", "cast(id / 7 as double) as v", f"cast(id % {partitions} as int) as p")
     for p in range(partitions):  # exactly per_partition files in each p=<n> folder
         rows.where(f"p = {p}").drop("p").repartition(per_partition).write.parquet(str(source / f"p={p}"))
     written = sum(1 for f in source.rglob("*.parquet"))
