@@ -20,9 +20,9 @@ from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import (
     DuplicateFilesError, NoSuchTableError, NotFoundError, UnsupportedFileFormatError, ValidationError,
 )
-from procedures.framework.context import open_catalog
 from procedures.spark.actions import add_files as AF
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
+from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
 pytestmark = pytest.mark.spark
@@ -32,11 +32,7 @@ COLUMNS = "id bigint, data string, p int, f double, c string"
 
 @pytest.fixture(scope="module")
 def ours(spark, java_warehouse):
-    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    return open_catalog("ours", conf)
+    return ours_on_java_warehouse(spark, java_warehouse)
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ import pytest
 
 import procedures
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
-from procedures.framework.context import open_catalog
 from procedures.spark.actions import add_files as AF
+from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.oracles import (
     assert_rows_equal, duckdb_read, java_metadata_location, java_read, pyiceberg_read, spark_df_to_arrow,
 )
@@ -35,12 +35,8 @@ NO_P = "id bigint, data string, f double, c string, d date, dec decimal(10,2), b
 
 @pytest.fixture(scope="module")
 def ours(spark, java_warehouse):
-    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
     spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    return open_catalog("ours", conf)
+    return ours_on_java_warehouse(spark, java_warehouse)
 
 
 def _rows():

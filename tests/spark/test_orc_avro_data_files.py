@@ -13,10 +13,10 @@ import pytest
 
 import procedures
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
-from procedures.framework.context import open_catalog
 from procedures.spark.dml import append
 from procedures.spark.session import load_table
 from procedures.spec.manifest import FileFormat
+from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.oracles import assert_rows_equal, java_read, spark_df_to_arrow
 
 pytestmark = pytest.mark.spark
@@ -30,11 +30,7 @@ SELECT = ("SELECT id, concat('v', id) AS data, CASE WHEN id = 3 THEN double('NaN
 
 @pytest.fixture(scope="module")
 def ours(spark, java_warehouse):
-    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    return open_catalog("ours", conf)
+    return ours_on_java_warehouse(spark, java_warehouse)
 
 
 def _files(ours, name: str) -> list:
