@@ -38,11 +38,9 @@ from procedures.spec.transforms import IdentityTransform
 
 __all__ = [
     "PATH_FORMATS",
-    "SUPPORTED_FORMATS",
     "SourcePartition",
     "source_kind",
     "file_format",
-    "check_supported",
     "check_partition_filter",
     "match_identity_spec",
     "partition_tuple",
@@ -55,8 +53,6 @@ __all__ = [
 
 #: the namespaces that make ``source_table`` a path import
 PATH_FORMATS = ("parquet", "orc", "avro")
-#: the formats this package imports so far
-SUPPORTED_FORMATS = ("parquet",)
 
 DUPLICATE_FILE_MESSAGE = (
     "Cannot complete import because data files to be imported already exist within the target table: {}.  "
@@ -87,22 +83,12 @@ def source_kind(parts: Sequence[str]) -> str | None:
 
 
 def file_format(serde_or_provider: str) -> str:
-    """The import format of a catalog table's serde or provider (Java picks it by substring);
-    only Parquet is supported so far."""
+    """The import format of a catalog table's serde or provider (Java picks it by substring)."""
     text = serde_or_provider.lower()
     for fmt in PATH_FORMATS:
         if fmt in text:
             return fmt
     raise UnsupportedFileFormatError(f"Unknown partition format: {serde_or_provider}", file_format=serde_or_provider)
-
-
-def check_supported(fmt: str) -> None:
-    """Refuse ORC and Avro sources, which this package cannot import yet."""
-    if fmt not in SUPPORTED_FORMATS:
-        raise UnsupportedFileFormatError(
-            f"Cannot add {fmt} files: add_files supports only parquet sources so far", file_format=fmt
-        )
-
 
 
 def check_partition_filter(table_name: str, spec: PartitionSpec, partition_filter: Mapping[str, str]) -> None:

@@ -40,6 +40,8 @@ from procedures.io.arrow_schema import (
     schema_to_arrow,
     type_to_arrow,
 )
+from procedures.io.avro_data import read_avro_batches
+from procedures.io.orc_data import read_orc_batches
 from procedures.spec.deletion_vector import deserialize_dv
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import (
@@ -483,6 +485,44 @@ def _top_level_needed(file_schema: pa.Schema, ids: _FileIds, wanted: set[int]) -
     return names
 
 
+@contextlib.contextmanager
+def _open_batches(io: Any, task: Any, name_mapping: NameMapping | None, wanted: set[int], batch_size: int,
+                  ) -> Iterator[tuple[pa.Schema, int, Iterator[tuple[pa.RecordBatch | None, int]]]]:
+    """(file schema, position of the first row, batches of the top-level columns holding ``wanted``
+    ids) of a task's data file, whatever its format."""
+    df: DataFile = task.data_file
+    if df.file_format == FileFormat.PARQUET:
+        # a split of a large file streams its row groups; a small file is one read
+        size_hint = df.file_size_in_bytes if getattr(task, "length", None) is None else None
+        with open_parquet(io, df.file_path, size_hint) as pf:
+            file_schema = pf.schema_arrow
+            columns = _top_level_needed(file_schema, _FileIds(file_schema, name_mapping), wanted)
+            row_groups, offset = _row_groups_in_range(pf.metadata, getattr(task, "start", 0), getattr(task, "length", None))
+            # decoding columns on threads only pays off for large files
+            threads = size_hint is None or size_hint > WHOLE_FILE_READ_BYTES
+            yield file_schema, offset, _batches(pf, columns, batch_size, row_groups, threads)
+        return
+    # ORC and Avro files are planned whole (they have no split offsets); a range that does not
+    # start the file is another task's share of it and reads nothing
+    if getattr(task, "start", 0):
+        yield pa.schema([]), 0, iter(())
+        return
+    if df.file_format == FileFormat.AVRO:
+        file_schema, raw = read_avro_batches(io.new_input(df.file_path).read(), df.file_path, batch_size)
+        yield file_schema, 0, _selected(raw, file_schema, name_mapping, wanted)
+        return
+    with io.new_input(df.file_path).open() as stream:
+        file_schema, raw = read_orc_batches(stream, df.file_path)
+        yield file_schema, 0, _selected(raw, file_schema, name_mapping, wanted)
+
+
+def _selected(batches: Iterator[pa.RecordBatch], file_schema: pa.Schema, name_mapping: NameMapping | None,
+              wanted: set[int]) -> Iterator[tuple[pa.RecordBatch | None, int]]:
+    columns = _top_level_needed(file_schema, _FileIds(file_schema, name_mapping), wanted)
+    for batch in batches:
+        yield (batch.select(columns) if columns else None), batch.num_rows
+
+
 def read_task(
     io: Any,
     task: Any,
@@ -506,8 +546,9 @@ def read_task(
     projected = projected_schema if projected_schema is not None else task.schema
     out_schema = output_schema(projected, metadata_columns, partition_type)
     df: DataFile = task.data_file
-    if df.file_format != FileFormat.PARQUET:
-        raise ValidationError(f"Cannot read {df.file_format.value} data file {df.file_path}; only Parquet is supported")
+    if df.file_format not in (FileFormat.PARQUET, FileFormat.ORC, FileFormat.AVRO):
+        raise ValidationError(f"Cannot read {df.file_format.value} data file {df.file_path}; "
+                              "only Parquet, ORC and Avro data files are supported")
     keep_deleted = "_deleted" in metadata_columns
     deletes = task.deletes if apply_deletes else ()
     dpos = deleted_positions(io, df.file_path, deletes)
@@ -523,17 +564,9 @@ def read_task(
     lineage_fields = [f for f in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if f.name in want_lineage]
     all_fields = read_fields + extra + [NestedField(f.field_id, f.name, f.field_type, False) for f in lineage_fields]
 
-    # a split of a large file streams its row groups; a small file is one read
-    size_hint = df.file_size_in_bytes if getattr(task, "length", None) is None else None
-    with open_parquet(io, df.file_path, size_hint) as pf:
-        file_schema = pf.schema_arrow
-        ids = _FileIds(file_schema, name_mapping)
-        wanted = {fld.field_id for fld in all_fields}
-        columns = _top_level_needed(file_schema, ids, wanted)
-        row_groups, offset = _row_groups_in_range(pf.metadata, getattr(task, "start", 0), getattr(task, "length", None))
-        # decoding columns on threads only pays off for large files
-        threads = size_hint is None or size_hint > WHOLE_FILE_READ_BYTES
-        for batch, n in _batches(pf, columns, batch_size, row_groups, threads):
+    wanted = {fld.field_id for fld in all_fields}
+    with _open_batches(io, task, name_mapping, wanted, batch_size) as (file_schema, offset, batches):
+        for batch, n in batches:
             arrays = _project_batch(batch, file_schema, all_fields, n, constants, name_mapping)
             deleted = _delete_mask(dpos, offset, n)
             if eq_sets:

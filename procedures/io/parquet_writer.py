@@ -20,7 +20,7 @@ import re
 import uuid as _uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -614,6 +614,9 @@ class ParquetFileWriter:
     make few row groups.
     """
 
+    #: the file name extension of this format
+    EXTENSION = "parquet"
+
     def __init__(self, io: FileIO, path: str, settings: WriteSettings, partition: tuple = ()) -> None:
         self.path = path
         self.settings = settings
@@ -684,13 +687,18 @@ class ParquetFileWriter:
         return metrics_data_file(self.path, size, m, self.partition, self.settings.spec.spec_id,
                                  self.settings.sort_order_id)
 
+    def discard(self) -> None:
+        """Stop writing without a footer (the caller deletes the file)."""
+        self._writer.close()
+        self._stream.close()
+
 
 class RollingDataWriter:
     """Writes the rows of one partition to data files, starting a new file when the current one
     reaches ``write.target-file-size-bytes``.
 
     File names follow Java's ``OutputFileFactory``:
-    ``<partition id:05d>-<task id>-<operation id>-<file count:05d>.parquet``.
+    ``<partition id:05d>-<task id>-<operation id>-<file count:05d>.<format>`` (parquet, orc, avro).
     """
 
     def __init__(
@@ -703,8 +711,11 @@ class RollingDataWriter:
         task_id: int = 0,
         operation_id: str | None = None,
         counter: list[int] | None = None,
+        file_writer: Callable[..., Any] | None = None,
     ) -> None:
         self.io = io
+        # the class writing one file: ParquetFileWriter or another format's with its interface
+        self.file_writer = file_writer or ParquetFileWriter
         self.settings = settings
         self.partition = tuple(partition)
         self.partition_id = partition_id
@@ -712,7 +723,7 @@ class RollingDataWriter:
         self.operation_id = operation_id or str(_uuid.uuid4())
         # shared between the writers of one task so file numbers never repeat
         self._counter = counter if counter is not None else [0]
-        self._current: ParquetFileWriter | None = None
+        self._current: Any = None
         self.files: list[DataFile] = []
         if settings.spec.fields:
             self._dir = join_path(settings.data_path, settings.spec.partition_to_path(self.partition, settings.schema))
@@ -721,7 +732,8 @@ class RollingDataWriter:
 
     def _new_path(self) -> str:
         self._counter[0] += 1
-        name = f"{self.partition_id:05d}-{self.task_id}-{self.operation_id}-{self._counter[0]:05d}.parquet"
+        name = (f"{self.partition_id:05d}-{self.task_id}-{self.operation_id}-{self._counter[0]:05d}"
+                f".{self.file_writer.EXTENSION}")
         return join_path(self._dir, name)
 
     def write(self, table: pa.Table) -> None:
@@ -732,7 +744,7 @@ class RollingDataWriter:
         for start in range(0, table.num_rows, step):
             part = table.slice(start, step)
             if self._current is None:
-                self._current = ParquetFileWriter(self.io, self._new_path(), self.settings, self.partition)
+                self._current = self.file_writer(self.io, self._new_path(), self.settings, self.partition)
             self._current.write(part)
             if self._current.estimated_size >= target:
                 self._current.flush()
@@ -754,8 +766,7 @@ class RollingDataWriter:
         paths = [f.file_path for f in self.files]
         if self._current is not None:
             try:
-                self._current._writer.close()
-                self._current._stream.close()
+                self._current.discard()
             except Exception:  # noqa: BLE001 - best effort: the file is deleted next
                 pass
             paths.append(self._current.path)
@@ -777,11 +788,14 @@ def write_data_files(
     task_id: int = 0,
     operation_id: str | None = None,
     cast: bool = True,
+    file_writer: Callable[..., Any] | None = None,
 ) -> list[DataFile]:
     """Write Arrow data (any batch sizes and column orders) to partitioned data files.
 
     With ``cast`` every batch goes through :func:`cast_to_schema` first.  One rolling writer is
-    kept open per partition seen; on error everything written is deleted.
+    kept open per partition seen; on error everything written is deleted.  ``file_writer`` is the
+    class writing one file (default :class:`ParquetFileWriter`; see
+    :func:`procedures.io.data_writers.write_data_files` for the table's format).
     """
     operation_id = operation_id or str(_uuid.uuid4())
     writers: dict[tuple, RollingDataWriter] = {}
@@ -796,7 +810,7 @@ def write_data_files(
                 if w is None:
                     w = writers[values] = RollingDataWriter(
                         io, settings, values, partition_id=partition_id, task_id=task_id,
-                        operation_id=operation_id, counter=counter,
+                        operation_id=operation_id, counter=counter, file_writer=file_writer,
                     )
                 w.write(rows)
         out: list[DataFile] = []

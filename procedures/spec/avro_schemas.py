@@ -58,6 +58,7 @@ __all__ = [
     "sanitize_name",
     "strip_logical_types",
     "without_logical_types",
+    "container_record_count",
 ]
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
@@ -373,6 +374,21 @@ def without_logical_types(data: bytes) -> tuple[bytes, Any]:
     schema = json.loads(meta["avro.schema"])
     meta["avro.schema"] = json.dumps(strip_logical_types(schema)).encode()
     return _encode_header(meta, sync) + data[end:], schema
+
+
+def container_record_count(data: bytes) -> int:
+    """The number of records in an Avro container file, summed from its block headers without
+    decoding any record (as Java's ``Avro.rowCount``)."""
+    _, _, pos = _parse_header(data)
+    total = 0
+    while pos < len(data):
+        count, pos = _read_long(data, pos)
+        size, pos = _read_long(data, pos)
+        if count < 0 or size < 0 or pos + size + 16 > len(data):
+            raise EOFError("truncated Avro block")
+        total += count
+        pos += size + 16
+    return total
 
 
 def _read_long(data: bytes, pos: int) -> tuple[int, int]:

@@ -20,9 +20,9 @@ from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import (
     DuplicateFilesError, NoSuchTableError, NotFoundError, UnsupportedFileFormatError, ValidationError,
 )
-from procedures.framework.context import open_catalog
 from procedures.spark.actions import add_files as AF
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
+from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)
@@ -33,11 +33,7 @@ COLUMNS = "id bigint, data string, p int, f double, c string"
 
 @pytest.fixture(scope="module")
 def ours(spark, java_warehouse):
-    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    return open_catalog("ours", conf)
+    return ours_on_java_warehouse(spark, java_warehouse)
 
 
 @pytest.fixture(scope="module")
@@ -228,11 +224,8 @@ def test_missing_sources_refused(spark, ours, sources, tmp_path):
 
 
 def test_unsupported_formats_refused(spark, ours, sources):
+    """ORC and Avro are imported (tests/spark/test_import_orc_avro_java.py); other formats are refused."""
     mine, _ = _twins(spark, "af_format")
-    _refused(spark, ours, mine, f"source_table => '`orc`.`{sources['unpartitioned']}`'", UnsupportedFileFormatError,
-             "supports only parquet sources so far")
-    _refused(spark, ours, mine, f"source_table => '`AVRO`.`{sources['unpartitioned']}`'", UnsupportedFileFormatError,
-             "supports only parquet sources so far")
     spark.sql("DROP TABLE IF EXISTS default.af_csv")
     spark.sql("CREATE TABLE default.af_csv (id bigint, data string) USING csv")
     _refused(spark, ours, mine, "source_table => 'default.af_csv'", UnsupportedFileFormatError,

@@ -1,7 +1,8 @@
-"""snapshot and migrate against Iceberg Java 1.10.2, on twin Parquet tables of ``spark_catalog``.
+"""snapshot and migrate against Iceberg Java 1.10.2, on twin Parquet, ORC and Avro tables of ``spark_catalog``.
 
 Each case creates two identical sources with Spark SQL (``CREATE TABLE spark_catalog.smdb.<t> ...
-USING parquet`` and the same inserts), runs ours (``CALL ohive.system.snapshot/migrate`` through
+USING parquet`` / ``USING orc`` / Hive's ``STORED AS AVRO`` (Spark's own avro source needs the
+spark-avro package, which pyspark does not ship) and the same inserts), runs ours (``CALL ohive.system.snapshot/migrate`` through
 :func:`procedures.sql`; ``ohive`` is our hive catalog on the session's metastore) on one and Java's
 ``snapshot`` into ``jhive`` (Iceberg Java's HiveCatalog on the same metastore) on the other.  Java's
 ``migrate`` cannot run here: it needs ``spark_catalog`` to be Iceberg's ``SparkSessionCatalog``, which
@@ -21,13 +22,15 @@ from procedures.catalog.hive import HiveCatalog
 from procedures.core.paths import local_path
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import (
-    NoSuchTableError, TableAlreadyExistsError, UnsupportedFileFormatError, ValidationError,
+    NoSuchTableError, TableAlreadyExistsError, ValidationError,
 )
 from procedures.spark.actions import migrate as MG
 from procedures.spark.session import catalog_for
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
 from tests.helpers.files import fingerprint
-from tests.oracles import assert_rows_equal, read_all
+from tests.oracles import (
+    assert_rows_equal, duckdb_read, java_read, pyiceberg_read, read_all, spark_df_to_arrow,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -55,8 +58,21 @@ def _drop(spark, *names: str) -> None:
 
 def _source(spark, name: str, partitioned: bool = True, using: str = "parquet") -> None:
     spark.sql(f"DROP TABLE IF EXISTS spark_catalog.{DB}.{name}")
-    spark.sql(f"CREATE TABLE spark_catalog.{DB}.{name} ({COLUMNS}) USING {using}"
-              + (" PARTITIONED BY (p)" if partitioned else ""))
+    columns = COLUMNS
+    if using == "orc":
+        # Spark stores `timestamp` in ORC as a local timestamp, which Java cannot read as the
+        # timestamptz it maps the column to ("Can not promote TIMESTAMP type to TIMESTAMP"), and a
+        # `timestamp_ntz` column makes the table Spark-specific, whose partitions Java (and we)
+        # refuse ("Unknown partition format: ...LazySimpleSerDe"): the values are kept as text
+        columns = COLUMNS.replace("ts timestamp", "ts string")
+    if using == "avro":  # a Hive serde table: partition columns are declared apart
+        spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+        cols = columns.removesuffix(", p int") if partitioned else columns
+        spark.sql(f"CREATE TABLE spark_catalog.{DB}.{name} ({cols})"
+                  + (" PARTITIONED BY (p int)" if partitioned else "") + " STORED AS AVRO")
+    else:
+        spark.sql(f"CREATE TABLE spark_catalog.{DB}.{name} ({columns}) USING {using}"
+                  + (" PARTITIONED BY (p)" if partitioned else ""))
     for rows in ROWS:
         spark.sql(f"INSERT INTO spark_catalog.{DB}.{name} VALUES {rows}")
 
@@ -88,8 +104,10 @@ def _files(table) -> list[tuple]:
 IGNORED_PROPERTIES = {"snapshot", "migrated", "gc.enabled"}
 
 
-def _compare_tables(spark, hive, mine: tuple[str, str], java: tuple[str, str], ignored: tuple[str, ...] = ()) -> None:
-    """Same schema, spec, name mapping, files and rows; properties as Java's but for the ones named."""
+def _compare_tables(spark, hive, mine: tuple[str, str], java: tuple[str, str], ignored: tuple[str, ...] = (),
+                    using: str = "parquet") -> None:
+    """Same schema, spec, name mapping, files and rows; properties as Java's but for the ones named.
+    DuckDB reads Parquet data files only, PyIceberg Parquet and ORC ones."""
     t_mine, t_java = hive.load_table(mine), hive.load_table(java)
     m, j = t_mine.metadata, t_java.metadata
     assert m.format_version == j.format_version
@@ -105,9 +123,18 @@ def _compare_tables(spark, hive, mine: tuple[str, str], java: tuple[str, str], i
     assert {k: m.current_snapshot().summary.get(k) for k in keys} == \
         {k: j.current_snapshot().summary.get(k) for k in keys}, "summary"
     spark.sql(f"REFRESH TABLE jhive.{'.'.join(mine)}")
-    expected = read_all(spark, f"jhive.{'.'.join(java)}", t_java.metadata_location)["java"]
-    for reader, rows in read_all(spark, f"jhive.{'.'.join(mine)}", t_mine.metadata_location).items():
-        assert_rows_equal(rows, expected, key="id", label=f"{mine} / {reader}")
+    expected = java_read(spark, f"jhive.{'.'.join(java)}")
+    readers = {"java": lambda: java_read(spark, f"jhive.{'.'.join(mine)}"),
+               "ours": lambda: spark_df_to_arrow(procedures.read_table(spark, f"ohive.{'.'.join(mine)}")),
+               "pyiceberg": lambda: pyiceberg_read(t_mine.metadata_location),
+               "duckdb": lambda: duckdb_read(t_mine.metadata_location)}
+    unsupported = {"parquet": (), "orc": ("duckdb",), "avro": ("duckdb", "pyiceberg")}[using]
+    for reader, read in readers.items():
+        if reader in unsupported:
+            with pytest.raises(Exception, match="(?i)not supported|unsupported file format"):
+                read()
+        else:
+            assert_rows_equal(read(), expected, key="id", label=f"{mine} / {reader}")
     assert expected.num_rows == 4
 
 
@@ -115,16 +142,16 @@ def _ours(spark, sql: str) -> list[tuple]:
     return [tuple(r) for r in procedures.sql(spark, sql).collect()]
 
 
-def _unsupported_sources(spark, iceberg: str, orc: str) -> None:
-    """An Iceberg table (Java's, in the metastore) and an ORC table of spark_catalog."""
+def _unsupported_sources(spark, iceberg: str, csv: str) -> None:
+    """An Iceberg table (Java's, in the metastore) and a CSV table of spark_catalog."""
     spark.sql(f"DROP TABLE IF EXISTS jhive.{DB}.{iceberg} PURGE")
     spark.sql(f"CREATE TABLE jhive.{DB}.{iceberg} (id bigint) USING iceberg")
-    _source(spark, orc, using="orc")
+    _source(spark, csv, using="csv")
 
 
 def _bad_sources(names: tuple[str, str, str], rest: str) -> list[tuple[str, type, str]]:
-    """Refusals of a missing, an ORC and an Iceberg source (``names`` in that order)."""
-    errors = ((NoSuchTableError, "does not exist"), (UnsupportedFileFormatError, "orc files are not supported"),
+    """Refusals of a missing, a CSV and an Iceberg source (``names`` in that order)."""
+    errors = ((NoSuchTableError, "does not exist"), (ValidationError, "from source provider: 'csv'"),
               (ValidationError, "already an Iceberg table"))
     return [(f"'{DB}.{n}'{rest}", e, m) for n, (e, m) in zip(names, errors)]
 
@@ -144,13 +171,14 @@ def _java_snapshot(spark, source: str, target: str) -> list[tuple]:
 
 # ------------------------------------------------------------------------------ snapshot
 @pytest.mark.java
+@pytest.mark.parametrize("using", ["parquet", "orc", "avro"])
 @pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
-def test_snapshot_matches_java(spark, hive, partitioned):
-    tag = "p" if partitioned else "u"
+def test_snapshot_matches_java(spark, hive, partitioned, using):
+    tag = ("p" if partitioned else "u") + ("" if using == "parquet" else f"_{using}")
     src_o, src_j, snap_o, snap_j = f"sn_src_{tag}_o", f"sn_src_{tag}_j", f"sn_{tag}_o", f"sn_{tag}_j"
     _drop(spark, snap_o)
-    _source(spark, src_o, partitioned)
-    _source(spark, src_j, partitioned)
+    _source(spark, src_o, partitioned, using)
+    _source(spark, src_j, partitioned, using)
     before = _fingerprint(_location(spark, src_o))
     before_rows = _spark_rows(spark, f"spark_catalog.{DB}.{src_o}")
     df = procedures.sql(spark, f"CALL ohive.system.snapshot(source_table => '{DB}.{src_o}', table => '{DB}.{snap_o}')")
@@ -158,7 +186,7 @@ def test_snapshot_matches_java(spark, hive, partitioned):
     got = [tuple(r) for r in df.collect()]
     want = _java_snapshot(spark, src_j, snap_j)
     assert got == want and got[0][0] >= 2
-    _compare_tables(spark, hive, (DB, snap_o), (DB, snap_j))
+    _compare_tables(spark, hive, (DB, snap_o), (DB, snap_j), using=using)
     md = hive.load_table((DB, snap_o)).metadata
     assert md.properties["gc.enabled"] == "false" and md.properties["snapshot"] == "true"
     assert md.location == hive.default_table_location((DB, snap_o))
@@ -168,7 +196,7 @@ def test_snapshot_matches_java(spark, hive, partitioned):
     assert _spark_rows(spark, f"spark_catalog.{DB}.{src_o}") == before_rows
     provider = [r for r in spark.sql(f"DESCRIBE TABLE EXTENDED spark_catalog.{DB}.{src_o}").collect()
                 if r.col_name == "Provider"]
-    assert provider[0].data_type.lower() == "parquet"
+    assert provider[0].data_type.lower() == ("hive" if using == "avro" else using)
 
 
 @pytest.mark.java
@@ -225,25 +253,28 @@ def test_java_migrate_needs_a_session_catalog_we_do_not_have(spark, hive):
 
 
 @pytest.mark.java
-def test_migrate_matches_java_snapshot(spark, hive):
-    _drop(spark, "mg_src", "mg_src_backup_", "mg_twin")
-    _source(spark, "mg_src")
-    _source(spark, "mg_twin")
-    location = _location(spark, "mg_src")
-    rows = _spark_rows(spark, f"spark_catalog.{DB}.mg_src")
-    df = procedures.sql(spark, f"CALL ohive.system.migrate(table => '{DB}.mg_src', properties => map('k', 'v'))")
+@pytest.mark.parametrize("using", ["parquet", "orc", "avro"])
+def test_migrate_matches_java_snapshot(spark, hive, using):
+    # names of one length: Hive's Avro writer puts the table name in each file's schema
+    src, twin = ("mg_src", "mg_twin") if using == "parquet" else (f"mg_src_{using}", f"mg_twn_{using}")
+    _drop(spark, src, f"{src}_backup_", twin)
+    _source(spark, src, using=using)
+    _source(spark, twin, using=using)
+    location = _location(spark, src)
+    rows = _spark_rows(spark, f"spark_catalog.{DB}.{src}")
+    df = procedures.sql(spark, f"CALL ohive.system.migrate(table => '{DB}.{src}', properties => map('k', 'v'))")
     assert [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema] == [("migrated_files_count", "bigint", False)]
     got = [tuple(r) for r in df.collect()]
-    want = _java_snapshot(spark, "mg_twin", "mg_twin_snap")
+    want = _java_snapshot(spark, twin, f"{twin}_snap")
     assert got == want
-    md = hive.load_table((DB, "mg_src")).metadata
+    md = hive.load_table((DB, src)).metadata
     assert md.properties["migrated"] == "true" and md.properties["k"] == "v"
     assert "gc.enabled" not in md.properties and "snapshot" not in md.properties
     assert local_path(md.location) == local_path(location)
-    _compare_tables(spark, hive, (DB, "mg_src"), (DB, "mg_twin_snap"), ignored=("k",))
-    # the backup is the original Parquet table, readable by Spark
-    spark.sql(f"REFRESH TABLE spark_catalog.{DB}.mg_src_backup_")
-    assert _spark_rows(spark, f"spark_catalog.{DB}.mg_src_backup_") == rows
+    _compare_tables(spark, hive, (DB, src), (DB, f"{twin}_snap"), ignored=("k",), using=using)
+    # the backup is the original table, readable by Spark
+    spark.sql(f"REFRESH TABLE spark_catalog.{DB}.{src}_backup_")
+    assert _spark_rows(spark, f"spark_catalog.{DB}.{src}_backup_") == rows
 
 
 def test_migrate_drop_backup_and_backup_name(spark, hive):

@@ -34,8 +34,8 @@ def test_source_kind_and_formats():
     assert A.file_format("org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe") == "parquet"
     with pytest.raises(UnsupportedFileFormatError, match="Unknown partition format: csv"):
         A.file_format("csv")
-    with pytest.raises(UnsupportedFileFormatError, match="only parquet"):
-        A.check_supported("avro")
+    assert A.file_format("org.apache.hadoop.hive.ql.io.orc.OrcSerde") == "orc"
+    assert A.file_format("org.apache.hadoop.hive.serde2.avro.AvroSerDe") == "avro"
 
 
 def test_partition_filter_checks():

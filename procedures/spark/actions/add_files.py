@@ -10,8 +10,8 @@ Order of work:
 3. match the source's partition columns to an all-identity spec of the target, keep the
    partitions ``partition_filter`` selects, and list the files directly in each partition
    directory (hidden ``_``/``.`` files skipped, sub-directories ignored);
-4. read each file's Parquet footer for its metrics, on the driver for a few files and as a Spark
-   job over the file list otherwise (:data:`DRIVER_MAX_FILES`);
+4. read each file's metrics (Parquet and ORC footers, Avro record counts), on the driver for a
+   few files and as a Spark job over the file list otherwise (:data:`DRIVER_MAX_FILES`);
 5. refuse files already live in the target (unless ``check_duplicate_files`` is false);
 6. commit one ``append`` snapshot through the core, together with the name mapping when the table
    has none (Java commits the mapping first, on its own; here a refusal leaves the table unchanged).
@@ -33,8 +33,8 @@ from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.transaction import commit
 from procedures.errors import NotFoundError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO
+from procedures.io.data_import import ImportTarget, imported_data_file
 from procedures.io.sandbox import file_io
-from procedures.io.parquet_import import ImportTarget, imported_data_file
 from procedures.io.parquet_writer import MetricsConfig
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import optional_job
@@ -196,10 +196,14 @@ def _list_partition(io: FileIO, partition: A.SourcePartition) -> list[str]:
             if not is_dir and not _hidden(name)]
 
 
-def _describe_on_driver(io: FileIO, target: ImportTarget, items: list[tuple[str, int, tuple]], parallelism: int) -> list[DataFile]:
-    def one(item: tuple[str, int, tuple]) -> DataFile:
-        path, spec_id, partition = item
-        return imported_data_file(io, path, io.new_input(path).size(), target, spec_id, partition)
+#: one file to describe: (path, spec id, partition tuple, file format)
+ImportItem = tuple[str, int, tuple, str]
+
+
+def _describe_on_driver(io: FileIO, target: ImportTarget, items: list[ImportItem], parallelism: int) -> list[DataFile]:
+    def one(item: ImportItem) -> DataFile:
+        path, spec_id, partition, fmt = item
+        return imported_data_file(io, path, io.new_input(path).size(), target, spec_id, partition, fmt)
 
     if parallelism <= 1 or len(items) <= 1:
         return [one(i) for i in items]
@@ -207,11 +211,11 @@ def _describe_on_driver(io: FileIO, target: ImportTarget, items: list[tuple[str,
         return list(pool.map(one, items))
 
 
-def _describe_in_spark(spark: Any, target: ImportTarget, items: list[tuple[str, int, tuple]], parallelism: int) -> list[DataFile]:
+def _describe_in_spark(spark: Any, target: ImportTarget, items: list[ImportItem], parallelism: int) -> list[DataFile]:
     check_python_workers(spark)
     slices = max(1, min(len(items), spark.sparkContext.defaultParallelism * 2))
 
-    def read(part: Iterator[tuple[str, int, tuple]]) -> Iterator[DataFile]:
+    def read(part: Iterator[ImportItem]) -> Iterator[DataFile]:
         prepare_python_worker()
         io = file_io(dict(target.io_properties))
         yield from _describe_on_driver(io, target, list(part), parallelism)
@@ -223,13 +227,12 @@ def import_data_files(spark: Any, io: FileIO, md: Any, spec: Any, partitions: Se
                       parallelism: int, job: str) -> list[DataFile]:
     """The ``DataFile`` of every file directly in ``partitions`` for a table with metadata ``md``
     under ``spec``: footers read on the driver for a few files, as a Spark job (description ``job``,
-    ``{n}`` the file count) for more.  ORC/Avro partitions raise UnsupportedFileFormatError."""
-    for p in partitions:
-        A.check_supported(p.file_format)
+    ``{n}`` the file count) for more.  Each file is read as its partition's format says (Parquet
+    and ORC footers, Avro block headers; :mod:`procedures.io.data_import`)."""
     items = []
     for p in partitions:
         values = A.partition_tuple(spec, md, p.as_dict())
-        items.extend((path, spec.spec_id, values) for path in _list_partition(io, p))
+        items.extend((path, spec.spec_id, values, p.file_format) for path in _list_partition(io, p))
     target = ImportTarget(
         schema=md.schema(), mapping=A.table_name_mapping(md),
         metrics=MetricsConfig.from_properties(dict(md.properties), md.schema()),
@@ -251,7 +254,6 @@ def _resolve_source(spark: Any, io: FileIO, text: str) -> ImportSource:
         raise ValidationError(f"Cannot parse identifier for parameter 'source_table': {text}") from None
     fmt = A.source_kind(parts)
     if fmt is not None:
-        A.check_supported(fmt)
         return _path_source(io, fmt, parts[1])
     return catalog_source(spark, parts)
 
@@ -261,8 +263,8 @@ def add_files(table: Any, params: AddFilesParams, *, spark: Any = None,
     """Add the files of ``params.source_table`` to ``table`` in one append; see the module doc.
 
     Raises ValidationError (table unchanged) for a filter or layout the target cannot take,
-    DuplicateFilesError for files the table already has, UnsupportedFileFormatError for ORC/Avro
-    and other formats, and NotFoundError / NoSuchTableError for a missing source.
+    DuplicateFilesError for files the table already has, UnsupportedFileFormatError for a source
+    format other than Parquet, ORC and Avro, and NotFoundError / NoSuchTableError for a missing source.
     """
     if params.parallelism is not None and params.parallelism <= 0:
         raise ValidationError("Parallelism should be larger than 0")

@@ -1,11 +1,11 @@
 """The ``snapshot`` and ``migrate`` actions (procedures.md §3.12, §3.13; Iceberg Java 1.10's
-``SnapshotTableSparkAction`` and ``MigrateTableSparkAction``) for Parquet tables of Spark's session
-catalog, with one of our catalogs as the Iceberg side.
+``SnapshotTableSparkAction`` and ``MigrateTableSparkAction``) for Parquet, ORC and Avro tables of Spark's
+session catalog, with one of our catalogs as the Iceberg side.
 
 Both read the source through the JVM's ``SessionCatalog`` (schema, partition columns, location,
 provider, properties, buckets), build the new table's metadata (the source's schema, identity
 partitioning on its partition columns, the properties of :mod:`procedures.core.migrate`, the name
-mapping), read every source file's footer as ``add_files`` does
+mapping), read every source file's metrics as ``add_files`` does
 (:func:`procedures.spark.actions.add_files.import_data_files`), and create the table with its first
 snapshot in one commit (:func:`procedures.catalog.base.staged_create`: a failed import writes no
 metadata file).
@@ -37,7 +37,7 @@ from procedures.core import migrate as M
 from procedures.core.builder import new_table_metadata
 from procedures.core.snapshot_producer import snapshot_manifests
 from procedures.core.transaction import commit
-from procedures.errors import TableAlreadyExistsError, UnsupportedFileFormatError, ValidationError
+from procedures.errors import TableAlreadyExistsError, ValidationError
 from procedures.spark.actions.add_files import catalog_source, import_data_files, session_table
 from procedures.spark.session import optional_job
 
@@ -95,15 +95,10 @@ def read_source(spark: Any, parts: Sequence[str]) -> M.SourceTable:
     )
 
 
-def _checked_partitions(spark: Any, source: M.SourceTable, what: str) -> list[A.SourcePartition]:
-    """The source's partitions, refusing formats other than Parquet before anything changes."""
-    partitions = catalog_source(spark, (source.database, source.name)).partitions
-    for p in partitions:
-        if p.file_format not in A.SUPPORTED_FORMATS:
-            raise UnsupportedFileFormatError(
-                f"Cannot {what} {source.qualified}: its {p.file_format} files are not supported yet "
-                "(only parquet sources so far)", file_format=p.file_format)
-    return partitions
+def _checked_partitions(spark: Any, source: M.SourceTable) -> list[A.SourcePartition]:
+    """The source's partitions; a partition in an unknown format is refused (UnsupportedFileFormatError)
+    before anything changes."""
+    return catalog_source(spark, (source.database, source.name)).partitions
 
 
 def _check_parallelism(parallelism: int | None) -> int:
@@ -143,7 +138,7 @@ def snapshot_table(spark: Any, catalog: Any, ident: tuple[str, ...], params: Sna
     parallelism = _check_parallelism(params.parallelism)
     source = read_source(spark, params.source)
     M.check_source(source)
-    partitions = _checked_partitions(spark, source, "snapshot")
+    partitions = _checked_partitions(spark, source)
     if catalog.table_exists(ident):
         raise TableAlreadyExistsError(f"Cannot create table {'.'.join(ident)} as it already exists")
     location = params.location or catalog.default_table_location(ident)
@@ -204,7 +199,7 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
             "so the CALL's catalog must be a hive catalog on Spark's metastore")
     source = read_source(spark, params.source)
     M.check_source(source)
-    partitions = _checked_partitions(spark, source, "migrate")
+    partitions = _checked_partitions(spark, source)
     db, name = source.database, source.name
     backup = M.backup_name(name, params.backup_table_name)
     if _exists(spark, db, backup):
@@ -218,7 +213,7 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
         return _total_files(planned)
     _rename(spark, db, name, backup)
     try:
-        partitions = _checked_partitions(spark, read_source(spark, (db, backup)), "migrate")
+        partitions = _checked_partitions(spark, read_source(spark, (db, backup)))
         table = _create(spark, catalog, ident, source, partitions, location, props, parallelism, "migrate")
     except BaseException:
         log.error("migrate of %s failed; restoring the original table", source.qualified)
