@@ -16,6 +16,7 @@ from procedures.builtin import (  # imported for their @register side effect
     rewrite_data_files,
     rewrite_manifests,
     rewrite_position_delete_files,
+    rewrite_table_path,
     snapshot,
     snapshot_management,
 )
@@ -23,5 +24,5 @@ from procedures.builtin import (  # imported for their @register side effect
 __all__ = [
     "add_files", "compute_partition_stats", "compute_table_stats", "expire_snapshots", "migrate", "remove_orphan_files",
     "rewrite_data_files", "rewrite_manifests",
-    "rewrite_position_delete_files", "snapshot", "snapshot_management",
+    "rewrite_position_delete_files", "rewrite_table_path", "snapshot", "snapshot_management",
 ]
