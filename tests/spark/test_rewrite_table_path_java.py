@@ -163,3 +163,136 @@ def _make_v1(spark, name: str) -> None:
     for i in range(3):
         spark.sql(f"INSERT INTO jcat.db.{name} VALUES ({i}, 'c{i % 2}'), ({i + 10}, 'c{(i + 1) % 2}')")
     spark.sql(f"DELETE FROM jcat.db.{name} WHERE cat = 'c1'")
+
+
+def _prefixes(t, tmp_path, name):
+    source = t.metadata.location
+    scheme = "file:" if source.startswith("file:") else ""
+    return source, f"{scheme}{tmp_path}/moved/{name}", f"{scheme}{tmp_path}/"
+
+
+def _read_copy(spark, metadata: str, expected, label: str) -> None:
+    for reader, got in {"java": java_read(spark, metadata), "pyiceberg": pyiceberg_read(metadata),
+                        "duckdb": duckdb_read(metadata)}.items():
+        assert_rows_equal(got, expected, key="id", label=f"{label} / {reader}")
+
+
+def test_incremental_copy_after_a_full_copy(spark, java_warehouse, tmp_path):
+    name = "tp_incr"
+    _make_table(spark, name)
+    t = _table(java_warehouse, name)
+    source, target, base = _prefixes(t, tmp_path, name)
+    first_version = os.path.basename(t.metadata_location)
+    full = _ours(spark, java_warehouse, table=f"db.{name}", source_prefix=source, target_prefix=target,
+                 end_version=first_version, staging_location=base + "s1")
+    assert full[0][0] == first_version
+    first = _file_list(full[0][1])
+    _copy(first)
+
+    spark.sql(f"INSERT INTO jcat.db.{name} VALUES (100, 'c0'), (101, 'c1'), (102, 'c2'), (103, 'c2')")
+    spark.sql(f"DELETE FROM jcat.db.{name} WHERE id IN (3, 102)")
+    t = _table(java_warehouse, name)
+    before = read_all(spark, f"jcat.db.{name}", _local(t.metadata_location))
+    ours = _ours(spark, java_warehouse, table=f"db.{name}", source_prefix=source, target_prefix=target,
+                 start_version=first_version, staging_location=base + "s2")
+    java = _java(spark, f"db.{name}", source_prefix=source, target_prefix=target, start_version=first_version,
+                 staging_location=base + "s2-java")
+    latest = os.path.basename(t.metadata_location)
+    assert ours[0][0] == java[0][0] == latest
+    new_ids = {s.snapshot_id for s in t.metadata.snapshots} - {
+        s.snapshot_id for s in read_table_metadata(IO, f"{_local(source)}/metadata/{first_version}").snapshots}
+    assert len(new_ids) == 2
+    assert ours[0][2] == len({m.manifest_path for s in t.metadata.snapshots if s.snapshot_id in new_ids
+                              for m in read_manifest_list(IO, s.manifest_list) if m.added_snapshot_id in new_ids})
+    second = _file_list(ours[0][1])
+    _compare_with_java(second, _file_list(java[0][1]), base + "s2/", base + "s2-java/")
+    assert not {dst for _, dst in first} & {dst for _, dst in second}  # nothing copied twice
+    assert sum(dst.endswith(".metadata.json") for _, dst in second) == 2
+    assert sum(dst.endswith(".parquet") and "deletes" not in dst for _, dst in second) == 3  # c0, c1, c2 files
+    _copy(second)
+    shutil.move(_local(source), str(tmp_path / "original"))
+    _read_copy(spark, f"{target}/metadata/{latest}", before["java"], "incremental copy")
+
+
+def test_partition_statistics_files_are_relocated(spark, java_warehouse, tmp_path):
+    name = "tp_pstats"
+    _make_table(spark, name)
+    conf = _conf(java_warehouse)
+    [(stats_path,)] = runner.run("compute_partition_stats", kwargs={"table": f"db.{name}"}, catalog="ours",
+                                 conf=conf, spark=spark).rows
+    t = _table(java_warehouse, name)
+    source, target, base = _prefixes(t, tmp_path, name)
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")  # Java's catalog caches the table
+    before = read_all(spark, f"jcat.db.{name}", _local(t.metadata_location))
+    with pytest.raises(Exception, match="Partition statistics files are not supported yet"):
+        _java(spark, f"db.{name}", source_prefix=source, target_prefix=target, staging_location=base + "java")
+    ours = _ours(spark, java_warehouse, table=f"db.{name}", source_prefix=source, target_prefix=target,
+                 staging_location=base + "ours")
+    pairs = dict(_file_list(ours[0][1]))
+    moved = new_stats = pairs[stats_path]
+    assert moved == stats_path.replace(source, target)
+    _copy(pairs.items())
+    shutil.move(_local(source), str(tmp_path / "original"))
+    copy = read_table_metadata(IO, f"{target}/metadata/{os.path.basename(t.metadata_location)}")
+    assert [p.statistics_path for p in copy.partition_statistics] == [new_stats]
+    assert os.path.getsize(_local(new_stats)) == copy.partition_statistics[0].file_size_in_bytes
+    _read_copy(spark, f"{target}/metadata/{os.path.basename(t.metadata_location)}", before["java"], "copy")
+
+
+def test_deletion_vectors_on_spark_tasks(spark, java_warehouse, tmp_path, monkeypatch):
+    from procedures.core.gc import reachability as R
+
+    monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)  # manifests and delete files rewritten in Spark tasks
+    name = "tp_dv"
+    _make_table(spark, name, fv=3)
+    t = _table(java_warehouse, name)
+    source, target, base = _prefixes(t, tmp_path, name)
+    before = read_all(spark, f"jcat.db.{name}", _local(t.metadata_location))
+    ours = _ours(spark, java_warehouse, table=f"db.{name}", source_prefix=source, target_prefix=target,
+                 staging_location=base + "ours")
+    assert ours[0][3] == 2  # two DVs (one per data file touched)
+    pairs = _file_list(ours[0][1])
+    puffins = [src for src, _ in pairs if src.endswith(".puffin")]
+    assert puffins and all(src.startswith(base + "ours/") for src in puffins)
+    _copy(pairs)
+    shutil.move(_local(source), str(tmp_path / "original"))
+    _read_copy(spark, f"{target}/metadata/{os.path.basename(t.metadata_location)}", before["java"], "DV copy")
+
+
+def test_refusals_leave_the_table_and_staging_clean(spark, java_warehouse, tmp_path):
+    name = "tp_bad"
+    _make_table(spark, name)
+    t = _table(java_warehouse, name)
+    source, target, base = _prefixes(t, tmp_path, name)
+    table_files = fingerprint(_local(source))
+    version = os.path.basename(t.metadata_location)
+    ok = {"table": f"db.{name}", "source_prefix": source, "target_prefix": target}
+    (tmp_path / "a-file").write_text("x")
+    cases = [
+        ({"table": "db.nope"}, NoSuchTableError, "nope"),
+        ({"source_prefix": source + "x"}, ValidationError, "does not start with"),
+        ({"source_prefix": os.path.dirname(source) + "/other"}, ValidationError, "does not start with"),
+        ({"start_version": "v99.metadata.json"}, ValidationError, "Cannot find provided version file v99.metadata.json"),
+        ({"end_version": "nope.metadata.json"}, ValidationError, "Cannot find provided version file"),
+        ({"start_version": " "}, ValidationError, r"Start version\(' '\) cannot be empty"),
+        ({"staging_location": ""}, ValidationError, r"Staging location\(''\) cannot be empty"),
+        ({"staging_location": str(tmp_path / "a-file")}, ValidationError, "is a file"),
+        ({"staging_location": source}, ValidationError, "source prefix"),
+        ({"target_prefix": source}, ValidationError, "cannot be the same as target prefix"),
+        ({"target_prefix": ""}, ValidationError, r"Target prefix\(''\) cannot be empty"),
+    ]
+    for change, error, message in cases:
+        kwargs = {**ok, "staging_location": base + "stage", **change}
+        with pytest.raises(error, match=message):
+            _ours(spark, java_warehouse, **kwargs)
+        assert fingerprint(_local(source)) == table_files, change
+        assert not os.path.exists(tmp_path / "stage") or not os.listdir(tmp_path / "stage"), change
+    # Java refuses the same inputs with the same words
+    for change, message in [({"start_version": "v99.metadata.json"}, "Cannot find provided version file"),
+                            ({"target_prefix": source}, "cannot be the same as target prefix"),
+                            ({"source_prefix": source + "x"}, "does not start with")]:
+        kwargs = {**ok, "staging_location": base + "stage-java", **change}
+        kwargs.pop("table")
+        with pytest.raises(Exception, match=message):
+            _java(spark, f"db.{name}", **kwargs)
+    assert version == os.path.basename(_table(java_warehouse, name).metadata_location)
