@@ -17,6 +17,7 @@ from procedures.errors import NoSuchTableError, ValidationError
 from procedures.frontend import runner
 from procedures.io.fileio import FileIO
 from procedures.spec.manifest import read_manifest, read_manifest_list
+from procedures.spark.dml import append, delete_where
 from procedures.spec.metadata import read_table_metadata
 from tests.helpers.files import fingerprint
 from tests.oracles import assert_rows_equal, duckdb_read, java_read, pyiceberg_read, read_all
@@ -52,14 +53,24 @@ def _table(warehouse, name):
     return HadoopCatalog("ours", str(warehouse)).load_table(("db", name))
 
 
-def _make_table(spark, name: str, fv: int = 2) -> None:
+def _make_table(spark, name: str, fv: int = 2, writer: str = "java") -> None:
+    """Three appends of two partitions and a merge-on-read delete touching two data files, written by
+    Iceberg Java or by us."""
     spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name}")
     spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, cat string) USING iceberg PARTITIONED BY (cat) "
               f"TBLPROPERTIES ('format-version'='{fv}', 'write.delete.mode'='merge-on-read')")
+    warehouse = spark.conf.get("spark.sql.catalog.jcat.warehouse")
     for i in range(3):
-        rows = ", ".join(f"({i * 10 + k}, 'c{k % 2}')" for k in range(6))
-        spark.sql(f"INSERT INTO jcat.db.{name} VALUES {rows}")
-    spark.sql(f"DELETE FROM jcat.db.{name} WHERE id IN (1, 12, 14)")
+        rows = [(i * 10 + k, f"c{k % 2}") for k in range(6)]
+        if writer == "java":
+            spark.sql(f"INSERT INTO jcat.db.{name} VALUES " + ", ".join(f"({a}, '{b}')" for a, b in rows))
+        else:
+            append(spark, _table(warehouse, name), spark.createDataFrame(rows, "id bigint, cat string").coalesce(1))
+    if writer == "java":
+        spark.sql(f"DELETE FROM jcat.db.{name} WHERE id IN (1, 12, 14)")
+    else:
+        delete_where(spark, _table(warehouse, name), "id = 1 OR id = 12 OR id = 14")
+        spark.sql(f"REFRESH TABLE jcat.db.{name}")
 
 
 def _copy(pairs) -> None:
@@ -115,10 +126,10 @@ def _compare_with_java(ours_list, java_list, ours_staging, java_staging) -> None
             assert _staged_view(src, rows) == _staged_view(java_src, rows), src
 
 
-@pytest.mark.parametrize("fv", [1, 2])
-def test_full_rewrite_matches_java_and_the_copy_reads_the_same(spark, java_warehouse, tmp_path, fv):
-    name = f"tp_full_v{fv}"
-    _make_table(spark, name, fv) if fv == 2 else _make_v1(spark, name)
+@pytest.mark.parametrize("writer, fv", [("java", 1), ("java", 2), ("ours", 2)])
+def test_full_rewrite_matches_java_and_the_copy_reads_the_same(spark, java_warehouse, tmp_path, writer, fv):
+    name = f"tp_full_{writer}_v{fv}"
+    _make_table(spark, name, fv, writer) if fv == 2 else _make_v1(spark, name)
     spark.sql(f"CALL jcat.system.compute_table_stats(table => 'db.{name}')").collect()
     t = _table(java_warehouse, name)
     source = t.metadata.location
