@@ -33,6 +33,17 @@ def _path_column(schema: pa.Schema, location: str) -> int:
     raise InvalidMetadataError("position delete file has no file_path column", location=location)
 
 
+_PYARROW_CODECS = {"uncompressed": "none", "snappy": "snappy", "gzip": "gzip", "zstd": "zstd", "brotli": "brotli",
+                   "lz4": "lz4", "lz4_raw": "lz4"}
+
+
+def _codec(pf: pq.ParquetFile) -> str:
+    """The source file's compression codec, so the copy is written alike (zstd when unknown)."""
+    if not pf.metadata.num_row_groups or not pf.metadata.num_columns:
+        return "zstd"
+    return _PYARROW_CODECS.get(pf.metadata.row_group(0).column(0).compression.lower(), "zstd")
+
+
 def _rewrite_parquet(io: Any, source: str, output: str, rename: Callable[[str], str]) -> int:
     data = io.new_input(source).read()
     pf = pq.ParquetFile(pa.BufferReader(data))
@@ -44,10 +55,8 @@ def _rewrite_parquet(io: Any, source: str, output: str, rename: Callable[[str], 
     renamed = pa.array([rename(p) for p in encoded.dictionary.to_pylist()], pa.string())
     column = pc.take(renamed, encoded.indices)
     table = table.set_column(i, table.schema.field(i), column)
-    codec = pf.metadata.row_group(0).column(0).compression.lower() if pf.metadata.num_row_groups else "zstd"
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=codec if codec != "uncompressed" else "none",
-                   write_statistics=True, store_schema=False)
+    pq.write_table(table, sink, compression=_codec(pf), write_statistics=True, store_schema=False)
     out = sink.getvalue().to_pybytes()
     io.write(output, out, overwrite=True)
     return len(out)

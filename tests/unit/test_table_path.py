@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,6 +21,8 @@ from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.io.delete_writers import write_deletion_vectors, write_position_delete_file
+from procedures.io.fileio import FileIO
+from procedures.io.path_rewrite import rewrite_delete_file_paths
 from procedures.spark.actions.rewrite_table_path import rewrite_table_path
 from procedures.spec.manifest import (
     DataFile, FileContent, FileFormat, read_manifest, read_manifest_list,
@@ -245,3 +248,23 @@ def test_procedure_through_the_registry(catalog, tmp_path):
     rows = runner.run("rewrite_table_path", args=["db.t", t.location, "/copy/t", None, None, str(tmp_path / "s")],
                       catalog="local", conf=conf).rows
     assert rows == [(os.path.basename(t.metadata_location), str(tmp_path / "s") + "/file-list", 3, 2)]
+
+
+def test_position_delete_copy_keeps_columns_ids_and_codec(tmp_path):
+    ids = [DELETE_FILE_PATH_ID, DELETE_FILE_PATH_ID - 1]
+    schema = pa.schema([pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": str(ids[0]).encode()}),
+                        pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": str(ids[1]).encode()})])
+    src = str(tmp_path / "d.parquet")
+    pq.write_table(pa.table({"file_path": ["/a/t/x.parquet", "/a/t/x.parquet", "/a/t/y.parquet"], "pos": [1, 5, 0]},
+                            schema=schema), src, compression="snappy")
+    f = DataFile(src, FileFormat.PARQUET, (), 3, os.path.getsize(src), content=FileContent.POSITION_DELETES)
+    out = str(tmp_path / "out.parquet")
+    size = rewrite_delete_file_paths(FileIO(), f, out, lambda p: new_path(p, "/a/t", "/b"))
+    assert size == os.path.getsize(out)
+    pf = pq.ParquetFile(out)
+    assert pf.metadata.row_group(0).column(0).compression == "SNAPPY"
+    assert [fl.metadata[b"PARQUET:field_id"] for fl in pf.schema_arrow] == [str(i).encode() for i in ids]
+    assert pf.read().to_pylist() == [{"file_path": "/b/x.parquet", "pos": 1}, {"file_path": "/b/x.parquet", "pos": 5},
+                                     {"file_path": "/b/y.parquet", "pos": 0}]
+    with pytest.raises(ValidationError, match="does not start with"):
+        rewrite_delete_file_paths(FileIO(), f, out, lambda p: new_path(p, "/c", "/b"))
