@@ -268,3 +268,14 @@ def test_position_delete_copy_keeps_columns_ids_and_codec(tmp_path):
                                      {"file_path": "/b/y.parquet", "pos": 0}]
     with pytest.raises(ValidationError, match="does not start with"):
         rewrite_delete_file_paths(FileIO(), f, out, lambda p: new_path(p, "/c", "/b"))
+
+
+def test_call_without_a_file_list(catalog, tmp_path):
+    t, _, _ = build(catalog)
+    conf = {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": catalog.warehouse}
+    rows = runner.run("rewrite_table_path", kwargs={"table": "db.t", "source_prefix": t.location,
+                                                    "target_prefix": "/copy/t", "staging_location": str(tmp_path / "s"),
+                                                    "create_file_list": False}, catalog="local", conf=conf).rows
+    assert rows == [(os.path.basename(t.metadata_location), "N/A", 3, 2)]
+    assert not os.path.exists(tmp_path / "s" / "file-list")
+    assert os.path.exists(tmp_path / "s" / "metadata" / os.path.basename(t.metadata_location))
