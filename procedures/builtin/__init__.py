@@ -18,6 +18,7 @@ from procedures.builtin import (  # imported for their @register side effect
     rewrite_data_files,
     rewrite_manifests,
     rewrite_position_delete_files,
+    rewrite_table_path,
     snapshot,
     snapshot_management,
     table_health,
@@ -27,6 +28,6 @@ __all__ = [
     "add_files", "compute_partition_stats", "compute_table_stats", "create_changelog_view",
     "expire_snapshots", "migrate", "plan_maintenance", "remove_orphan_files",
     "rewrite_data_files", "rewrite_manifests",
-    "rewrite_position_delete_files", "snapshot", "snapshot_management",
+    "rewrite_position_delete_files", "rewrite_table_path", "snapshot", "snapshot_management",
     "table_health",
 ]

@@ -27,7 +27,7 @@ from tests.oracles import (
     assert_rows_equal, duckdb_read, java_metadata_location, java_read, pyiceberg_read, spark_df_to_arrow,
 )
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 COLUMNS = "id bigint, data string, p int, f double, c string, d date, dec decimal(10,2), b boolean"
 NO_P = "id bigint, data string, f double, c string, d date, dec decimal(10,2), b boolean"

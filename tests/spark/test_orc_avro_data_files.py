@@ -19,7 +19,7 @@ from procedures.spec.manifest import FileFormat
 from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.oracles import assert_rows_equal, java_read, spark_df_to_arrow
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 COLUMNS = "id bigint, data string, f double, d date, dec decimal(10,2), s struct<a:int,b:string>, l array<int>, cat string"
 SELECT = ("SELECT id, concat('v', id) AS data, CASE WHEN id = 3 THEN double('NaN') ELSE id / 4 END AS f, "

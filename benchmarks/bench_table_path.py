@@ -1,0 +1,94 @@
+"""rewrite_table_path: ours beside Iceberg Java's procedure on the same table, in the same run.
+
+For each size (default 10, 100 and 500 snapshots, times --scale) a table gets one small append per
+snapshot (copies of one Java-written Parquet file, committed through our core, so every snapshot
+adds a manifest) and then a merge-on-read DELETE by Java.  The procedure does not change the table,
+so both sides restage the same table: a full rewrite into a fresh staging folder each run (removed
+untimed before the next).  Both file lists are checked to hold the same lines apart from the
+staging folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import Figure, arg_parser, print_figures, scratch_dir, start_spark, time_pair, timing_figures  # noqa: E402
+
+import procedures  # noqa: E402
+from procedures.core.operations import FastAppend  # noqa: E402
+from procedures.core.transaction import commit  # noqa: E402
+from procedures.framework.context import open_catalog  # noqa: E402
+from procedures.spec.manifest import read_manifest, read_manifest_list  # noqa: E402
+
+CALL = ("CALL {cat}.system.rewrite_table_path(table => 'db.{name}', source_prefix => '{source}', "
+        "target_prefix => '/copy/{name}', staging_location => '{staging}')")
+
+
+def build(spark, ours, name: str, snapshots: int) -> str:
+    """The table with ``snapshots`` appends and one MOR delete; returns its location."""
+    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
+    spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, data string) USING iceberg "
+              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+    spark.sql(f"INSERT INTO jcat.db.{name} VALUES (0, 'a'), (1, 'b')")
+    t = ours.load_table(("db", name))
+    template = next(iter(t.metadata.snapshots))
+    first = next(read_manifest(t.io, read_manifest_list(t.io, template.manifest_list)[0]))
+    src = first.data_file.file_path.replace("file:", "")
+    for i in range(snapshots - 1):
+        dst = src.replace(".parquet", f"-copy{i}.parquet")
+        shutil.copyfile(src, dst)
+        f = first.data_file
+        copy = type(f)(**{**{k: getattr(f, k) for k in f.__dataclass_fields__}, "file_path": dst})
+        t = commit(t, [FastAppend([copy])])
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    spark.sql(f"DELETE FROM jcat.db.{name} WHERE id = 0")
+    return ours.load_table(("db", name)).metadata.location
+
+
+def file_list(path: str, staging: str) -> list[str]:
+    """The file list's lines with the staging folder taken out."""
+    with open(path.replace("file:", "")) as f:
+        return sorted(line.replace(staging, "<staging>/") for line in f)
+
+
+def main() -> None:
+    parser = arg_parser(__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,100,500", help="snapshot counts (comma-separated)")
+    args = parser.parse_args()
+    warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-table-path-")
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
+    spark = start_spark(warehouse, extra_conf=conf)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    ours = open_catalog("ours", conf)
+    figures: list[Figure] = []
+    for size in (int(s) * args.scale for s in args.sizes.split(",")):
+        name = f"tp_{size}"
+        source = build(spark, ours, name, size)
+        stages = {side: f"{warehouse}/stage-{side}-{name}/" for side in ("ours", "java")}
+
+        def clear(side: str) -> None:
+            shutil.rmtree(stages[side], ignore_errors=True)
+
+        def run(side: str) -> tuple:
+            cat = "ours" if side == "ours" else "jcat"
+            call = CALL.format(cat=cat, name=name, source=source, staging=stages[side])
+            rows = (procedures.sql(spark, call) if side == "ours" else spark.sql(call)).collect()
+            return tuple(rows[0])
+
+        mine, ref = time_pair(lambda: run("ours"), lambda: run("java"), repeat=args.repeat, warmup=args.warmup,
+                              setup_ours=lambda: clear("ours"), setup_reference=lambda: clear("java"))
+        assert file_list(mine.result[1], stages["ours"]) == file_list(ref.result[1], stages["java"])
+        case = f"{size} snapshots"
+        figures += timing_figures(case, mine, ref)
+        figures.append(Figure(case, "manifests restaged", mine.result[2], None, "files"))
+    print_figures(figures, title="rewrite_table_path: ours vs Iceberg Java 1.10.2 (reference), full rewrite")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
