@@ -12,6 +12,7 @@ Not part of the test suite (the suite runs a short concurrent version:
 ``tests/spark/test_concurrent_writers.py``).  Exit status 1 on any mismatch or missing file.
 
     python benchmarks/soak.py --minutes 30
+    python benchmarks/soak.py --minutes 30 --steady 5   # a table of constant size: memory must be flat
 """
 
 from __future__ import annotations
@@ -67,10 +68,11 @@ class State:
                 self.expected[sid] = rows
 
 
-def writer(spark, cat, state: State, rows_per_append: int) -> None:
+def writer(spark, cat, state: State, rows_per_append: int, window: int = 0) -> None:
     next_id = 0
     total = 0
     round_no = 0
+    remaining: list[int] = []  # rows each round still has (steady mode drops a round after `window`)
     location = normalize_path(cat.load_table(("db", "events")).location).path
     try:
         while not state.stop.is_set():
@@ -83,6 +85,14 @@ def writer(spark, cat, state: State, rows_per_append: int) -> None:
             delete_where(spark, TABLE, f"id >= {next_id} AND id < {next_id + rows_per_append // 10}")
             total -= rows_per_append // 10
             state.record(cat, total)
+            remaining.append(rows_per_append - rows_per_append // 10)
+            if window and len(remaining) > window:
+                # steady mode: the round `window` rounds back goes whole, so the table stops growing
+                old = round_no - window - 1
+                delete_where(spark, TABLE, f"id >= {old * rows_per_append} AND id < {(old + 1) * rows_per_append}")
+                total -= remaining[old]
+                remaining[old] = 0
+                state.record(cat, total)
             next_id += rows_per_append
             for name, kwargs in (
                 ("rewrite_data_files", {"options": {"min-input-files": "2"}}),
@@ -135,6 +145,9 @@ def main() -> int:
     p.add_argument("--minutes", type=float, default=30.0, help="how long to loop (default 30)")
     p.add_argument("--rows", type=int, default=20_000, help="rows per append (default 20,000)")
     p.add_argument("--report", type=float, default=60.0, help="seconds between memory lines (default 60)")
+    p.add_argument("--steady", type=int, default=0, metavar="ROUNDS",
+                   help="keep only the last ROUNDS appends (deleting older rounds whole), so the table stops "
+                        "growing and the driver's memory can be judged flat (default 0: the table grows)")
     args = p.parse_args()
     warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("soak-")
     spark = start_spark(warehouse, app_name="iceberg-procedures-soak", extra_conf={
@@ -144,7 +157,7 @@ def main() -> int:
     procedures.sql(spark, f"CREATE TABLE {TABLE} (id bigint, cat string) USING iceberg PARTITIONED BY (cat) "
                           "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
     state = State()
-    threads = [threading.Thread(target=writer, args=(spark, cat, state, args.rows), daemon=True),
+    threads = [threading.Thread(target=writer, args=(spark, cat, state, args.rows, args.steady), daemon=True),
                threading.Thread(target=reader, args=(spark, cat, state), daemon=True)]
     start = time.monotonic()
     for t in threads:
