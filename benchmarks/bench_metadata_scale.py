@@ -216,6 +216,7 @@ def main() -> None:
                 figures.append(Figure(f"{label} ({size})", "python driver peak RSS", memory[label]["ours py"], None, "MiB"))
                 figures.append(Figure(f"{label} ({size})", "JVM driver peak RSS", memory[label]["ours jvm"],
                                       memory[label]["java jvm"], "MiB"))
+                print_figures(figures[-5:], title=f"  {label}: done")
             continue
         call = CALLS[case]
 
@@ -236,6 +237,7 @@ def main() -> None:
         figures.append(Figure(f"{case} ({size})", "python driver peak RSS", memory[case]["ours py"], None, "MiB"))
         figures.append(Figure(f"{case} ({size})", "JVM driver peak RSS", memory[case]["ours jvm"],
                               memory[case]["java jvm"], "MiB"))
+        print_figures(figures[-4:], title=f"  {case}: done")
         restore()
     print_figures(figures, title=f"metadata at scale: ours vs Iceberg Java 1.10.2 (reference), {size}")
     spark.stop()
