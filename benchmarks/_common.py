@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from procedures.core.operations import FastAppend
+from procedures.core.transaction import commit
+from procedures.spec.manifest import read_manifest, read_manifest_list
+
 __all__ = [
     "Figure",
     "Timing",
+    "append_snapshots_table",
     "arg_parser",
     "driver_peak_rss_mb",
     "iceberg_runtime_jar",
@@ -301,3 +306,29 @@ def print_figures(figures: Iterable[Figure], title: str = "", file: Any = None) 
     text = "\n".join(lines)
     print(text, file=file or sys.stdout, flush=True)
     return text
+
+
+# --------------------------------------------------------------------------------------------- tables
+
+
+def append_snapshots_table(spark: Any, ours: Any, name: str, snapshots: int) -> Any:
+    """``jcat.db.<name>``: ``snapshots`` small appends (copies of one Java-written Parquet file,
+    committed through our core: fast even at thousands of snapshots) and then one merge-on-read
+    DELETE by Java.  Returns our catalog's view of the table after the delete."""
+    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
+    spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, data string) USING iceberg "
+              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+    spark.sql(f"INSERT INTO jcat.db.{name} VALUES (0, 'a'), (1, 'b')")
+    t = ours.load_table(("db", name))
+    template = next(iter(t.metadata.snapshots))
+    first = next(read_manifest(t.io, read_manifest_list(t.io, template.manifest_list)[0]))
+    src = first.data_file.file_path.replace("file:", "")
+    for i in range(snapshots - 1):
+        dst = src.replace(".parquet", f"-copy{i}.parquet")
+        shutil.copyfile(src, dst)
+        f = first.data_file
+        copy = type(f)(**{**{k: getattr(f, k) for k in f.__dataclass_fields__}, "file_path": dst})
+        t = commit(t, [FastAppend([copy])])
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    spark.sql(f"DELETE FROM jcat.db.{name} WHERE id = 0")
+    return ours.load_table(("db", name))

@@ -18,39 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    Figure, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, scratch_dir, start_spark, time_call,
+    Figure, append_snapshots_table, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, scratch_dir, start_spark, time_call,
     timing_figures,
 )
 
 import procedures  # noqa: E402
-from procedures.core.operations import FastAppend  # noqa: E402
-from procedures.core.transaction import commit  # noqa: E402
 from procedures.framework.context import open_catalog  # noqa: E402
 
 CALL = "CALL {cat}.system.expire_snapshots(table => 'db.{name}', older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)"
-
-
-def build(spark, ours, name: str, snapshots: int) -> Path:
-    """The table with ``snapshots`` appends and one MOR delete; returns its folder."""
-    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
-    spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, data string) USING iceberg "
-              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
-    spark.sql(f"INSERT INTO jcat.db.{name} VALUES (0, 'a'), (1, 'b')")
-    t = ours.load_table(("db", name))
-    template = next(iter(t.metadata.snapshots))
-    from procedures.spec.manifest import read_manifest, read_manifest_list  # noqa: PLC0415
-
-    first = next(read_manifest(t.io, read_manifest_list(t.io, template.manifest_list)[0]))
-    src = first.data_file.file_path.replace("file:", "")
-    for i in range(snapshots - 1):
-        dst = src.replace(".parquet", f"-copy{i}.parquet")
-        shutil.copyfile(src, dst)
-        f = first.data_file
-        copy = type(f)(**{**{k: getattr(f, k) for k in f.__dataclass_fields__}, "file_path": dst})
-        t = commit(t, [FastAppend([copy])])
-    spark.sql(f"REFRESH TABLE jcat.db.{name}")
-    spark.sql(f"DELETE FROM jcat.db.{name} WHERE id = 0")
-    return Path(t.location.replace("file:", ""))
 
 
 def main() -> None:
@@ -65,7 +40,7 @@ def main() -> None:
     figures: list[Figure] = []
     for size in (int(s) * args.scale for s in args.sizes.split(",")):
         name = f"expire_{size}"
-        folder = build(spark, ours, name, size)
+        folder = Path(append_snapshots_table(spark, ours, name, size).location.replace("file:", ""))
         saved = warehouse / f"saved-{name}"
         shutil.rmtree(saved, ignore_errors=True)
         shutil.copytree(folder, saved)

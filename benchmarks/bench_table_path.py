@@ -17,37 +17,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import Figure, arg_parser, print_figures, scratch_dir, start_spark, time_pair, timing_figures  # noqa: E402
+from _common import Figure, append_snapshots_table, arg_parser, print_figures, scratch_dir, start_spark, time_pair, timing_figures  # noqa: E402
 
 import procedures  # noqa: E402
-from procedures.core.operations import FastAppend  # noqa: E402
-from procedures.core.transaction import commit  # noqa: E402
 from procedures.framework.context import open_catalog  # noqa: E402
-from procedures.spec.manifest import read_manifest, read_manifest_list  # noqa: E402
 
 CALL = ("CALL {cat}.system.rewrite_table_path(table => 'db.{name}', source_prefix => '{source}', "
         "target_prefix => '/copy/{name}', staging_location => '{staging}')")
-
-
-def build(spark, ours, name: str, snapshots: int) -> str:
-    """The table with ``snapshots`` appends and one MOR delete; returns its location."""
-    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
-    spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, data string) USING iceberg "
-              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
-    spark.sql(f"INSERT INTO jcat.db.{name} VALUES (0, 'a'), (1, 'b')")
-    t = ours.load_table(("db", name))
-    template = next(iter(t.metadata.snapshots))
-    first = next(read_manifest(t.io, read_manifest_list(t.io, template.manifest_list)[0]))
-    src = first.data_file.file_path.replace("file:", "")
-    for i in range(snapshots - 1):
-        dst = src.replace(".parquet", f"-copy{i}.parquet")
-        shutil.copyfile(src, dst)
-        f = first.data_file
-        copy = type(f)(**{**{k: getattr(f, k) for k in f.__dataclass_fields__}, "file_path": dst})
-        t = commit(t, [FastAppend([copy])])
-    spark.sql(f"REFRESH TABLE jcat.db.{name}")
-    spark.sql(f"DELETE FROM jcat.db.{name} WHERE id = 0")
-    return ours.load_table(("db", name)).metadata.location
 
 
 def file_list(path: str, staging: str) -> list[str]:
@@ -68,7 +44,7 @@ def main() -> None:
     figures: list[Figure] = []
     for size in (int(s) * args.scale for s in args.sizes.split(",")):
         name = f"tp_{size}"
-        source = build(spark, ours, name, size)
+        source = append_snapshots_table(spark, ours, name, size).metadata.location
         stages = {side: f"{warehouse}/stage-{side}-{name}/" for side in ("ours", "java")}
 
         def clear(side: str) -> None:
