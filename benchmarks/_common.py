@@ -22,12 +22,14 @@ from typing import Any, Callable, Iterable
 
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import commit
+from procedures.framework.context import open_catalog
 from procedures.spec.manifest import read_manifest, read_manifest_list
 
 __all__ = [
     "Figure",
     "Timing",
     "append_snapshots_table",
+    "hadoop_pair",
     "arg_parser",
     "driver_peak_rss_mb",
     "iceberg_runtime_jar",
@@ -309,6 +311,17 @@ def print_figures(figures: Iterable[Figure], title: str = "", file: Any = None) 
 
 
 # --------------------------------------------------------------------------------------------- tables
+
+
+def hadoop_pair(args: argparse.Namespace, prefix: str) -> tuple[Path, Any, Any]:
+    """``(warehouse, spark, ours)``: a session (``start_spark``) whose Java ``jcat`` and our ``ours``
+    hadoop catalogs share one warehouse (``--warehouse`` or a fresh temporary folder), with namespace
+    ``db`` created."""
+    warehouse = Path(args.warehouse) if args.warehouse else scratch_dir(prefix)
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
+    spark = start_spark(warehouse, extra_conf=conf)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    return warehouse, spark, open_catalog("ours", conf)
 
 
 def append_snapshots_table(spark: Any, ours: Any, name: str, snapshots: int) -> Any:

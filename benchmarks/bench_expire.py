@@ -18,12 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    Figure, append_snapshots_table, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, scratch_dir, start_spark, time_call,
+    Figure, append_snapshots_table, arg_parser, hadoop_pair, jvm_peak_rss_mb, print_figures, reset_peak_rss, time_call,
     timing_figures,
 )
 
 import procedures  # noqa: E402
-from procedures.framework.context import open_catalog  # noqa: E402
 
 CALL = "CALL {cat}.system.expire_snapshots(table => 'db.{name}', older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)"
 
@@ -32,11 +31,7 @@ def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000", help="snapshot counts (comma-separated)")
     args = parser.parse_args()
-    warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-expire-")
-    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
-    spark = start_spark(warehouse, extra_conf=conf)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    ours = open_catalog("ours", conf)
+    warehouse, spark, ours = hadoop_pair(args, "bench-expire-")
     figures: list[Figure] = []
     for size in (int(s) * args.scale for s in args.sizes.split(",")):
         name = f"expire_{size}"

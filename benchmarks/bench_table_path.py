@@ -17,10 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import Figure, append_snapshots_table, arg_parser, print_figures, scratch_dir, start_spark, time_pair, timing_figures  # noqa: E402
+from _common import Figure, append_snapshots_table, arg_parser, hadoop_pair, print_figures, time_pair, timing_figures  # noqa: E402
 
 import procedures  # noqa: E402
-from procedures.framework.context import open_catalog  # noqa: E402
 
 CALL = ("CALL {cat}.system.rewrite_table_path(table => 'db.{name}', source_prefix => '{source}', "
         "target_prefix => '/copy/{name}', staging_location => '{staging}')")
@@ -36,11 +35,7 @@ def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,500", help="snapshot counts (comma-separated)")
     args = parser.parse_args()
-    warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-table-path-")
-    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
-    spark = start_spark(warehouse, extra_conf=conf)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    ours = open_catalog("ours", conf)
+    warehouse, spark, ours = hadoop_pair(args, "bench-table-path-")
     figures: list[Figure] = []
     for size in (int(s) * args.scale for s in args.sizes.split(",")):
         name = f"tp_{size}"
