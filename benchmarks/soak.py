@@ -5,7 +5,9 @@ rewrite_data_files (bin-pack), rewrite_position_delete_files, rewrite_manifests,
 (everything older than now but the last 5) and remove_orphan_files (with an orphan planted each round).  After every
 commit it records the row count the new snapshot must have.  A reader thread keeps reading the table at
 a recorded snapshot and compares the count (snapshots expired in between are skipped).  Every
-``--report`` seconds it prints the driver's resident memory; at the end the final row count beside the
+``--report`` seconds it prints the driver's resident memory, split into the main malloc heap, anonymous
+mappings and mapped files (``--trace`` adds, on stderr, the Python allocations that grew most since the
+last report); at the end the final row count beside the
 expected one, the number of reads and mismatches, and whether every file a snapshot references exists.
 
 Not part of the test suite (the suite runs a short concurrent version:
@@ -17,10 +19,12 @@ Not part of the test suite (the suite runs a short concurrent version:
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
 import time
+import tracemalloc
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import arg_parser, scratch_dir, start_spark  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
 
 import procedures  # noqa: E402
 from procedures.core.gc import reachability as R  # noqa: E402
@@ -46,6 +52,39 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def rss_by_kind() -> dict[str, float]:
+    """Resident MiB of the driver by kind of mapping: the main malloc heap, anonymous mappings (thread
+    arenas, Arrow's allocator, large mallocs) and files (shared libraries' pages as they are touched)."""
+    kinds = {"heap": 0.0, "anon": 0.0, "files": 0.0}
+    kind = "anon"
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            first = line.split(maxsplit=6)
+            if first and "-" in first[0] and len(first) >= 5:
+                name = first[5].strip() if len(first) > 5 else ""
+                kind = "heap" if name == "[heap]" else ("files" if name.startswith("/") else "anon")
+            elif first and first[0] == "Rss:":
+                kinds[kind] += int(first[1]) / 1024
+    return kinds
+
+
+def python_heap_report(previous):
+    """The Python allocations that grew most since ``previous`` (a tracemalloc snapshot), printed to stderr,
+    with the live heap, pyarrow's pool and the number of threads and gc-tracked objects; returns the new
+    snapshot.  Tells a leak in Python objects from growth outside the Python heap (native pools, the JVM
+    bridge)."""
+    snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+    current, _ = tracemalloc.get_traced_memory()
+    print(f"  python heap {current / 2**20:.1f} MiB, pyarrow pool {pa.total_allocated_bytes() / 2**20:.1f} MiB, "
+          f"threads {threading.active_count()}, gc objects {len(gc.get_objects())}", file=sys.stderr, flush=True)
+    if previous is not None:
+        for stat in snap.compare_to(previous, "traceback")[:8]:
+            frames = " <- ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in stat.traceback[:4])
+            print(f"    {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} objs  {frames}", file=sys.stderr,
+                  flush=True)
+    return snap
 
 
 class State:
@@ -148,7 +187,12 @@ def main() -> int:
     p.add_argument("--steady", type=int, default=0, metavar="ROUNDS",
                    help="keep only the last ROUNDS appends (deleting older rounds whole), so the table stops "
                         "growing and the driver's memory can be judged flat (default 0: the table grows)")
+    p.add_argument("--trace", action="store_true",
+                   help="also print, at every report, the Python allocations that grew most (tracemalloc; slower)")
     args = p.parse_args()
+    if args.trace:
+        tracemalloc.start(4)
+    heap = None
     warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("soak-")
     spark = start_spark(warehouse, app_name="iceberg-procedures-soak", extra_conf={
         "spark.sql.catalog.soak.type": "hadoop", "spark.sql.catalog.soak.warehouse": str(warehouse / "soak")})
@@ -162,13 +206,17 @@ def main() -> int:
     start = time.monotonic()
     for t in threads:
         t.start()
-    print(f"{'minutes':>8} {'driver RSS MiB':>15} {'rows':>10} {'reads':>7} {'mismatches':>11}", flush=True)
+    print(f"{'minutes':>8} {'driver RSS MiB':>15} {'heap/anon/files':>16} {'rows':>10} {'reads':>7} "
+          f"{'mismatches':>11}", flush=True)
     deadline = start + args.minutes * 60
     next_report = start
     while time.monotonic() < deadline and not state.stop.is_set():
         if time.monotonic() >= next_report:
-            print(f"{(time.monotonic() - start) / 60:8.1f} {rss_mb():15.1f} {state.rows:10d} {state.reads:7d} "
-                  f"{len(state.mismatches):11d}", flush=True)
+            kinds = "/".join(f"{v:.0f}" for v in rss_by_kind().values())
+            print(f"{(time.monotonic() - start) / 60:8.1f} {rss_mb():15.1f} {kinds:>16} {state.rows:10d} "
+                  f"{state.reads:7d} {len(state.mismatches):11d}", flush=True)
+            if args.trace:
+                heap = python_heap_report(heap)
             next_report += args.report
         time.sleep(1)
     state.stop.set()
@@ -178,7 +226,8 @@ def main() -> int:
     final = read_table(spark, TABLE).count()
     sm = R.read_snapshot_manifests(t.io, t.metadata)
     missing = [f for f in R.content_paths_driver(t.io, sm.distinct().values()) if not t.io.exists(f)]
-    print(f"{(time.monotonic() - start) / 60:8.1f} {rss_mb():15.1f} {state.rows:10d} {state.reads:7d} "
+    kinds = "/".join(f"{v:.0f}" for v in rss_by_kind().values())
+    print(f"{(time.monotonic() - start) / 60:8.1f} {rss_mb():15.1f} {kinds:>16} {state.rows:10d} {state.reads:7d} "
           f"{len(state.mismatches):11d}")
     print(f"final rows {final}, expected {state.rows}; snapshots {len(t.metadata.snapshots)}; "
           f"referenced files missing {len(missing)}")

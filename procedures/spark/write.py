@@ -180,6 +180,21 @@ def write_dataframe(
         return written.collect(t.io, df.mapInArrow(write_task, f"{OUTPUT_COLUMN} binary"))
 
 
+class PathList:
+    """Accumulates lists of paths (PySpark's ``AccumulatorParam`` protocol, which is duck-typed, so the
+    module loads without pyspark).  Defined once at module level, not per write, so that tasks unpickle it
+    by reference instead of cloudpickle shipping, and tracking, a new class for every job."""
+
+    def zero(self, value: list[str]) -> list[str]:
+        """An empty list."""
+        return []
+
+    def addInPlace(self, v1: list[str], v2: list[str]) -> list[str]:  # noqa: N802 -- PySpark's name
+        """``v1`` extended by ``v2``."""
+        v1.extend(v2)
+        return v1
+
+
 class WrittenFiles:
     """Paths of the files a Spark job's tasks wrote, gathered with an accumulator.
 
@@ -189,17 +204,7 @@ class WrittenFiles:
     """
 
     def __init__(self, spark: Any) -> None:
-        from pyspark.accumulators import AccumulatorParam  # noqa: PLC0415
-
-        class _Paths(AccumulatorParam):
-            def zero(self, value: list[str]) -> list[str]:
-                return []
-
-            def addInPlace(self, v1: list[str], v2: list[str]) -> list[str]:
-                v1.extend(v2)
-                return v1
-
-        self._acc = spark.sparkContext.accumulator([], _Paths())
+        self._acc = spark.sparkContext.accumulator([], PathList())
 
     def record(self, files: Sequence[DataFile]) -> None:
         """Called in a task after its files are closed."""
@@ -222,7 +227,23 @@ class WrittenFiles:
             raise
         keep = {f.file_path for f in files}
         delete_quietly(io, [p for p in self.paths() if p not in keep])
+        self.release()
         return files
+
+    def release(self) -> None:
+        """Forget the accumulator on the driver once its job has succeeded.
+
+        PySpark keeps every accumulator, with its value, in a driver-side registry for the life of the
+        SparkContext, so one per write grew a long-running driver without bound (the soak showed it).
+        Only after success is this safe: every task's update has then been merged, whereas after a
+        failure a straggling task may still send one, and an update for an unknown accumulator fails in
+        the driver's accumulator server and may disturb later jobs' updates.
+        """
+        from pyspark import accumulators  # noqa: PLC0415 -- the package loads without pyspark
+
+        registry = getattr(accumulators, "_accumulatorRegistry", None)
+        if isinstance(registry, dict):
+            registry.pop(self._acc.aid, None)
 
 
 def write_payloads(spark: Any, io: Any, payloads: Sequence[bytes],

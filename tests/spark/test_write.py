@@ -173,3 +173,17 @@ def test_task_failing_after_some_files_deletes_them(spark):
     data_dir = t.metadata.location.removeprefix("file:") + "/data"
     left = [f for _, _, files in os.walk(data_dir) for f in files] if os.path.isdir(data_dir) else []
     assert left == []
+
+
+def test_successful_writes_leave_no_accumulator_behind(spark):
+    """PySpark keeps every accumulator on the driver for the life of the context; a write forgets its own
+    once its job succeeded, so a long-running driver does not grow with every write (the soak's leak)."""
+    from pyspark import accumulators
+
+    t = _table(spark, "w_acc_release", partitioned=False)
+    df = spark.range(0, 100, 1, 2).selectExpr("id", "'a' AS cat")
+    write_dataframe(spark, t, df)  # warm: anything the first write registers once
+    before = set(accumulators._accumulatorRegistry)
+    for _ in range(3):
+        assert len(write_dataframe(spark, t, df)) == 2
+    assert set(accumulators._accumulatorRegistry) - before == set()
