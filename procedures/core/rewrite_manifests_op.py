@@ -28,7 +28,7 @@ from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import manifest_entry_avro_schema
 from procedures.spec.conversions import from_bytes
 from procedures.spec.manifest import (
-    ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile, ManifestWriter, existing_records, read_manifest,
+    ManifestContent, ManifestEntry, ManifestFile, ManifestWriter, existing_records, read_manifest,
 )
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
@@ -68,12 +68,12 @@ def order_key(value: Any) -> tuple:
     return (1, type(value).__name__, value)
 
 
-def _chunks(entries: list[ManifestEntry], keys: list[tuple] | None, n: int) -> list[list[ManifestEntry]]:
+def _chunks(entries: list[Any], keys: list[tuple] | None, n: int) -> list[list[Any]]:
     """Split into at most ``n`` parts of about equal size; a key is never split across parts."""
     if n <= 1 or len(entries) <= 1:
         return [entries] if entries else []
     per = math.ceil(len(entries) / n)
-    out: list[list[ManifestEntry]] = [[]]
+    out: list[list[Any]] = [[]]
     for i, e in enumerate(entries):
         if len(out[-1]) >= per and (keys is None or keys[i] != keys[i - 1]) and len(out) < n:
             out.append([])
@@ -320,21 +320,21 @@ class RewriteManifests(SnapshotProducer):
                 self.entries_processed += processed
                 self.rewritten.extend(matching)
                 continue
-            entries = [e for m in matching for e in read_manifest(ctx.io, m, specs=specs)
-                       if e.status != ManifestEntryStatus.DELETED]
+            schema = manifest_entry_avro_schema(base.format_version, spec.partition_type(base.schema()))
+            copies = [c for m in matching for c in live_copies(ctx.io, m, schema, base.format_version, specs)]
             keys = None
             if spec.fields:
-                def key(e: ManifestEntry) -> tuple:
-                    values = e.data_file.partition
+                def key(c: tuple[tuple, Any]) -> tuple:
+                    values = c[0]
                     picked = values if positions is None else tuple(values[i] for i in positions)
                     return tuple(order_key(v) for v in picked)
-                entries.sort(key=key)
-                keys = [key(e) for e in entries]
-            self.entries_processed += len(entries)
-            for chunk in _chunks(entries, keys, n):
+                copies.sort(key=key)
+                keys = [key(c) for c in copies]
+            self.entries_processed += len(copies)
+            for chunk in _chunks(copies, keys, n):
                 def write(w, chunk=chunk) -> None:
-                    for e in chunk:
-                        w.existing(e.data_file, e.snapshot_id, e.sequence_number, e.file_sequence_number)
+                    for _, copy in chunk:
+                        write_copy(w, copy)
                 self.added.append(self.write_manifest(base, ctx, spec.spec_id, content, write))
             self.rewritten.extend(matching)
         self._planned = True
