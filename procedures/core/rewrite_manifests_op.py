@@ -18,21 +18,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifests
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext
 from procedures.core.properties import int_property
-from procedures.errors import ValidationError
-from procedures.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile, read_manifest
+from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.spec.avro_schemas import manifest_entry_avro_schema
+from procedures.spec.conversions import from_bytes
+from procedures.spec.manifest import (
+    ManifestContent, ManifestEntry, ManifestFile, ManifestWriter, existing_records, read_manifest,
+)
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import Snapshot
+from procedures.spec.types import DoubleType, FloatType, StructType
 
 __all__ = ["DRIVER_MAX_REWRITE_ENTRIES", "RewriteManifests", "target_manifest_count", "order_key", "assign_chunks", "chunk_of_position",
-           "live_entry_counts", "RewriteJob", "DistributedRewriter"]
+           "live_entry_counts", "uniform_partition", "ManifestSlice", "live_copies", "write_copy", "copy_slice",
+           "RewriteJob", "DistributedRewriter"]
 
 #: live entries above which an engine (when there is one) rewrites instead of the driver, which holds
 #: every entry it sorts (about 6 KiB each with metrics: 50,000 entries are ~300 MiB)
@@ -62,12 +68,12 @@ def order_key(value: Any) -> tuple:
     return (1, type(value).__name__, value)
 
 
-def _chunks(entries: list[ManifestEntry], keys: list[tuple] | None, n: int) -> list[list[ManifestEntry]]:
+def _chunks(entries: list[Any], keys: list[tuple] | None, n: int) -> list[list[Any]]:
     """Split into at most ``n`` parts of about equal size; a key is never split across parts."""
     if n <= 1 or len(entries) <= 1:
         return [entries] if entries else []
     per = math.ceil(len(entries) / n)
-    out: list[list[ManifestEntry]] = [[]]
+    out: list[list[Any]] = [[]]
     for i, e in enumerate(entries):
         if len(out[-1]) >= per and (keys is None or keys[i] != keys[i - 1]) and len(out) < n:
             out.append([])
@@ -105,6 +111,82 @@ def chunk_of_position(position: int, total: int, n: int) -> int:
     return min(position // math.ceil(total / n), n - 1)
 
 
+def uniform_partition(manifest: ManifestFile, partition_type: StructType) -> tuple | None:
+    """The one partition tuple of every entry of ``manifest``, when its manifest-list partition
+    summaries prove there is only one (each field null throughout, or with equal lower and upper
+    bounds and no null); None when they do not, or cannot be read with ``partition_type``.
+
+    An engine places such a manifest's entries without reading it.  Writers store untruncated
+    partition bounds (Java's ``PartitionSummary``, ours), so equal bounds mean equal values."""
+    summaries, fields = manifest.partitions, partition_type.fields
+    if summaries is None or len(summaries) != len(fields):
+        return None
+    values = []
+    for s, f in zip(summaries, fields):
+        floating = isinstance(f.field_type, (FloatType, DoubleType))
+        if floating and s.contains_nan is not False:
+            return None
+        if s.lower_bound is None and s.upper_bound is None:
+            if not s.contains_null:
+                return None  # no values at all (an empty manifest): nothing to place
+            values.append(None)
+            continue
+        if s.contains_null or s.lower_bound != s.upper_bound:
+            return None
+        try:
+            values.append(from_bytes(s.lower_bound, f.field_type))
+        except InvalidMetadataError:
+            return None
+    return tuple(values)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestSlice:
+    """The live entries of ``manifest`` at positions ``[start, stop)`` (``stop`` None: to the end),
+    as one item of a chunk (an engine's write task reads them itself)."""
+
+    manifest: ManifestFile
+    start: int = 0
+    stop: int | None = None
+
+
+def live_copies(io: Any, manifest: ManifestFile, avro_schema: Mapping[str, Any], format_version: int,
+                specs: Mapping[int, PartitionSpec]) -> Iterator[tuple[tuple, Any]]:
+    """``(partition, copy)`` for each live entry of ``manifest`` in file order; ``copy`` goes to
+    :func:`write_copy` of a writer with ``avro_schema``: the entry already encoded as EXISTING when
+    the manifest's schema allows (:func:`~procedures.spec.manifest.existing_records`), otherwise
+    the decoded :class:`ManifestEntry`."""
+    records = existing_records(io, manifest, avro_schema, format_version, specs=specs)
+    if records is not None:
+        for record in records:
+            yield record[0], record
+        return
+    for e in read_manifest(io, manifest, specs=specs, skip_deleted=True):
+        yield e.data_file.partition, e
+
+
+def write_copy(writer: ManifestWriter, copy: Any) -> None:
+    """Write one :func:`live_copies` item as an EXISTING entry."""
+    if isinstance(copy, ManifestEntry):
+        writer.existing(copy.data_file, copy.snapshot_id, copy.sequence_number, copy.file_sequence_number)
+    else:
+        partition, record_count, sequence_number, record = copy
+        writer.existing_encoded(record, partition, record_count, sequence_number)
+
+
+def copy_slice(io: Any, writer: ManifestWriter, part: ManifestSlice, format_version: int,
+               specs: Mapping[int, PartitionSpec]) -> int:
+    """Write a :class:`ManifestSlice`'s entries into ``writer``; returns how many."""
+    written = 0
+    for position, (_, copy) in enumerate(live_copies(io, part.manifest, writer.avro_schema, format_version, specs)):
+        if part.stop is not None and position >= part.stop:
+            break
+        if position >= part.start:
+            write_copy(writer, copy)
+            written += 1
+    return written
+
+
 @dataclass(frozen=True, slots=True)
 class RewriteJob:
     """One content type's rewrite handed to an engine: write the live entries of ``manifests`` as
@@ -128,6 +210,15 @@ class RewriteJob:
         """Where chunk ``chunk`` is written by engine task attempt ``attempt`` (a retried task never
         meets the file of the attempt before it)."""
         return f"{self.path_prefix}-c{chunk}-a{attempt}.avro"
+
+    def entry_schema(self) -> dict[str, Any]:
+        """The Avro schema the job's manifests are written with (:attr:`ManifestWriter.avro_schema`)."""
+        return manifest_entry_avro_schema(self.format_version, self.spec.partition_type(self.schema))
+
+    def writer(self, io: Any, chunk: int, attempt: int) -> ManifestWriter:
+        """The writer of chunk ``chunk`` for engine task attempt ``attempt``."""
+        return ManifestWriter(io, self.path_for(chunk, attempt), self.spec, self.schema, self.format_version,
+                              self.content, self.snapshot_id)
 
     def partition_key(self, partition: tuple) -> tuple:
         """The tuple entries are clustered by."""
@@ -229,21 +320,21 @@ class RewriteManifests(SnapshotProducer):
                 self.entries_processed += processed
                 self.rewritten.extend(matching)
                 continue
-            entries = [e for m in matching for e in read_manifest(ctx.io, m, specs=specs)
-                       if e.status != ManifestEntryStatus.DELETED]
+            schema = manifest_entry_avro_schema(base.format_version, spec.partition_type(base.schema()))
+            copies = [c for m in matching for c in live_copies(ctx.io, m, schema, base.format_version, specs)]
             keys = None
             if spec.fields:
-                def key(e: ManifestEntry) -> tuple:
-                    values = e.data_file.partition
+                def key(c: tuple[tuple, Any]) -> tuple:
+                    values = c[0]
                     picked = values if positions is None else tuple(values[i] for i in positions)
                     return tuple(order_key(v) for v in picked)
-                entries.sort(key=key)
-                keys = [key(e) for e in entries]
-            self.entries_processed += len(entries)
-            for chunk in _chunks(entries, keys, n):
+                copies.sort(key=key)
+                keys = [key(c) for c in copies]
+            self.entries_processed += len(copies)
+            for chunk in _chunks(copies, keys, n):
                 def write(w, chunk=chunk) -> None:
-                    for e in chunk:
-                        w.existing(e.data_file, e.snapshot_id, e.sequence_number, e.file_sequence_number)
+                    for _, copy in chunk:
+                        write_copy(w, copy)
                 self.added.append(self.write_manifest(base, ctx, spec.spec_id, content, write))
             self.rewritten.extend(matching)
         self._planned = True

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from procedures.errors import InvalidMetadataError
 
-__all__ = ["install", "zstd_decompress", "snappy_decompress", "snappy_compress"]
+__all__ = ["install", "zstd_decompress", "snappy_decompress", "snappy_compress", "compress_block"]
 
 _installed = False
 
@@ -85,6 +85,22 @@ def snappy_compress(data: bytes) -> bytes:
     return pa.Codec("snappy").compress(data, asbytes=True)
 
 
+def compress_block(codec: str, block: bytes, level: int | None) -> bytes:
+    """A container block's payload in fastavro's codec ``codec`` (``null``, ``deflate``, ``snappy``,
+    ``zstandard``), as it follows the block's byte count: raw deflate, snappy with its CRC-32."""
+    if codec == "null":
+        return block
+    if codec == "deflate":
+        c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, -15)
+        return c.compress(block) + c.flush()
+    if codec == "snappy":
+        return snappy_compress(block) + struct.pack(">I", zlib.crc32(block) & 0xFFFFFFFF)
+    if codec == "zstandard":
+        zstd = pa.Codec("zstd", compression_level=level) if level is not None else pa.Codec("zstd")
+        return zstd.compress(block, asbytes=True)
+    raise InvalidMetadataError(f"no block compressor for Avro codec {codec!r}")
+
+
 def _zstd_read_block(fo: BinaryIO) -> _io.BytesIO:
     return _io.BytesIO(zstd_decompress(_read_payload(fo, _read_long(fo))))
 
@@ -103,17 +119,15 @@ def _snappy_decompress_checked(payload: bytes, crc: bytes) -> bytes:
 
 
 def _zstd_write_block(fo: BinaryIO, block: bytes, level: Any) -> None:
-    codec = pa.Codec("zstd", compression_level=level) if level is not None else pa.Codec("zstd")
-    data = codec.compress(block, asbytes=True)
+    data = compress_block("zstandard", block, level)
     _write_long(fo, len(data))
     fo.write(data)
 
 
 def _snappy_write_block(fo: BinaryIO, block: bytes, level: Any) -> None:
-    data = snappy_compress(block)
-    _write_long(fo, len(data) + 4)
+    data = compress_block("snappy", block, level)
+    _write_long(fo, len(data))
     fo.write(data)
-    fo.write(struct.pack(">I", zlib.crc32(block) & 0xFFFFFFFF))
 
 
 def _works(registry: dict[str, Any], name: str) -> bool:

@@ -12,6 +12,7 @@ are not valid Avro names rewritten with ``iceberg-field-name`` keeping the origi
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from typing import Any
 
@@ -59,6 +60,8 @@ __all__ = [
     "strip_logical_types",
     "without_logical_types",
     "container_record_count",
+    "encode_long",
+    "decode_long",
 ]
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
@@ -371,9 +374,16 @@ def without_logical_types(data: bytes) -> tuple[bytes, Any]:
     the header is rewritten instead; the blocks are untouched because the encodings are the same.
     """
     meta, sync, end = _parse_header(data)
-    schema = json.loads(meta["avro.schema"])
-    meta["avro.schema"] = json.dumps(strip_logical_types(schema)).encode()
+    meta["avro.schema"], schema = _stripped_schema_text(meta["avro.schema"])
     return _encode_header(meta, sync) + data[end:], schema
+
+
+@functools.lru_cache(maxsize=64)
+def _stripped_schema_text(text: bytes) -> tuple[bytes, Any]:
+    # the manifests of a table share a handful of schemas: strip each once (callers must not change
+    # the schema returned, it is shared)
+    schema = json.loads(text)
+    return json.dumps(strip_logical_types(schema)).encode(), schema
 
 
 def container_record_count(data: bytes) -> int:
@@ -389,6 +399,16 @@ def container_record_count(data: bytes) -> int:
         total += count
         pos += size + 16
     return total
+
+
+def decode_long(data: bytes, pos: int) -> tuple[int, int]:
+    """The zig-zag varint ``long`` at ``data[pos:]`` and the position after it."""
+    return _read_long(data, pos)
+
+
+def encode_long(n: int) -> bytes:
+    """``n`` as Avro encodes a ``long`` (zig-zag varint)."""
+    return _write_long(n)
 
 
 def _read_long(data: bytes, pos: int) -> tuple[int, int]:

@@ -30,9 +30,12 @@ from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec import avro_codecs
 from procedures.spec.avro_schemas import (
     check_format_version,
+    encode_long,
+    decode_long,
     manifest_entry_avro_schema,
     manifest_list_avro_schema,
     sanitize_name,
+    strip_logical_types,
     without_logical_types,
 )
 from procedures.spec.conversions import to_bytes
@@ -64,10 +67,13 @@ __all__ = [
     "read_manifest_list",
     "read_manifest",
     "read_manifest_metadata",
+    "existing_records",
 ]
 
 #: sequence number of a manifest written but not yet committed; the manifest list writer replaces it
 UNASSIGNED_SEQ = -1
+#: uncompressed bytes of records per Avro block (fastavro's default sync interval)
+_BLOCK_BYTES = 16_000
 #: the deprecated v1 ``block_size_in_bytes`` value Java writes
 DEFAULT_BLOCK_SIZE = 64 * 1024 * 1024
 
@@ -245,6 +251,40 @@ def _write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], metad
     return buf.getvalue()
 
 
+def _write_encoded_avro(schema: dict[str, Any], records: Iterable[dict[str, Any] | bytes],
+                        metadata: dict[str, str], codec: str, level: int | None) -> bytes:
+    """:func:`_write_avro` for records of which some are already encoded: fastavro writes the header
+    (the same one :func:`_write_avro` writes) and the blocks are framed here."""
+    avro_codecs.install()
+    parsed = fastavro.parse_schema(schema)
+    name = _codec(codec)
+    head = _io.BytesIO()
+    fastavro.writer(head, parsed, [], codec=name, metadata=metadata, codec_compression_level=level)
+    header = head.getvalue()  # no records: the header alone, ending with the sync marker
+    sync = header[-16:]
+    out = [header]
+    block: list[bytes] = []
+    size = 0
+
+    def flush() -> None:
+        payload = avro_codecs.compress_block(name, b"".join(block), level)
+        out.extend((encode_long(len(block)), encode_long(len(payload)), payload, sync))
+
+    for r in records:
+        if not isinstance(r, bytes):
+            buf = _io.BytesIO()
+            fastavro.schemaless_writer(buf, parsed, r)
+            r = buf.getvalue()
+        block.append(r)
+        size += len(r)
+        if size >= _BLOCK_BYTES:
+            flush()
+            block, size = [], 0
+    if block:
+        flush()
+    return b"".join(out)
+
+
 def _read_bytes(io: _FileIO, path: str) -> bytes:
     try:
         return io.new_input(path).read()
@@ -387,7 +427,8 @@ class ManifestWriter:
         self._pnames = [sanitize_name(f.name) for f in pfields]
         self._pconv = [_to_avro_converter(f.field_type) for f in pfields]
         self._stats = [_FieldStats(f.field_type) for f in pfields]
-        self._records: list[dict[str, Any]] = []
+        self._records: list[dict[str, Any] | bytes] = []
+        self._encoded = False
         self._counts = [0, 0, 0]  # files by status value
         self._rows = [0, 0, 0]
         self._min_seq: int | None = None
@@ -426,23 +467,45 @@ class ManifestWriter:
                 f"{self.path}: {ManifestEntryStatus(status).name} entry for {df.file_path} needs an explicit data "
                 "sequence number; only ADDED entries may inherit it"
             )
-        if len(df.partition) != len(self._stats):
-            raise ValidationError(
-                f"{self.path}: partition {df.partition!r} of {df.file_path} has {len(df.partition)} values, "
-                f"spec {self.spec.spec_id} has {len(self._stats)} fields"
-            )
-        self._counts[status] += 1
-        self._rows[status] += df.record_count
-        for stats, value in zip(self._stats, df.partition):
-            stats.update(value)
-        if status != ManifestEntryStatus.DELETED and entry.sequence_number is not None:
-            if self._min_seq is None or entry.sequence_number < self._min_seq:
-                self._min_seq = entry.sequence_number
+        self._account(status, df.partition, df.record_count, entry.sequence_number, df.file_path)
         record: dict[str, Any] = {"status": status, "snapshot_id": entry.snapshot_id, "data_file": self._data_file_record(df)}
         if v > 1:
             record["sequence_number"] = entry.sequence_number
             record["file_sequence_number"] = entry.file_sequence_number
         self._records.append(record)
+
+    @property
+    def avro_schema(self) -> dict[str, Any]:
+        """The Avro schema entries are written with (records given to :meth:`existing_encoded` follow it)."""
+        return self._avro_schema
+
+    def existing_encoded(self, record: bytes, partition: tuple, record_count: int,
+                         sequence_number: int | None) -> None:
+        """Append an EXISTING entry already encoded in :attr:`avro_schema` (from
+        :func:`existing_records`); the values are the entry's, for the manifest's counts and
+        partition summaries."""
+        if self._result is not None:
+            raise ValidationError(f"{self.path}: manifest writer is already closed")
+        if self.format_version > 1 and sequence_number is None:
+            raise ValidationError(f"{self.path}: an EXISTING entry needs an explicit data sequence number")
+        self._account(ManifestEntryStatus.EXISTING, partition, record_count, sequence_number, "an encoded entry")
+        self._encoded = True
+        self._records.append(record)
+
+    def _account(self, status: int, partition: tuple, record_count: int, sequence_number: int | None,
+                 file_path: str) -> None:
+        if len(partition) != len(self._stats):
+            raise ValidationError(
+                f"{self.path}: partition {partition!r} of {file_path} has {len(partition)} values, "
+                f"spec {self.spec.spec_id} has {len(self._stats)} fields"
+            )
+        self._counts[status] += 1
+        self._rows[status] += record_count
+        for stats, value in zip(self._stats, partition):
+            stats.update(value)
+        if status != ManifestEntryStatus.DELETED and sequence_number is not None:
+            if self._min_seq is None or sequence_number < self._min_seq:
+                self._min_seq = sequence_number
 
     def _data_file_record(self, df: DataFile) -> dict[str, Any]:
         partition = {
@@ -495,7 +558,8 @@ class ManifestWriter:
         """Write the manifest and return its manifest-list row (idempotent)."""
         if self._result is not None:
             return self._result
-        data = _write_avro(self._avro_schema, self._records, self._metadata(), self._codec, self._level)
+        write = _write_encoded_avro if self._encoded else _write_avro
+        data = write(self._avro_schema, self._records, self._metadata(), self._codec, self._level)
         self.io.write(self.path, data, overwrite=False)
         self._records = []
         self._result = ManifestFile(
@@ -804,5 +868,164 @@ def read_manifest(
                 spec_id,
             )
             yield ManifestEntry(status, snap, seq, fseq, df)
+    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+        raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
+
+
+# ------------------------------------------------------------------- copying entries as EXISTING
+#: schema attributes that do not change how a value is encoded
+_SHAPE_IGNORED = frozenset(("doc", "default", "name", "namespace", "aliases"))
+#: the data_file fields a copy decodes (the rest of the struct is copied as bytes)
+_COPY_FIELDS = ("content", "file_format", "partition", "record_count")
+
+
+def _shape(node: Any, named: Mapping[str, Any]) -> Any:
+    """What decides an Avro schema's encoding, comparable with ``==``: field names, ids and types
+    in order, logical types and their parameters; not docs, defaults or record names."""
+    if isinstance(node, str):
+        return _shape(named[node], named) if node in named else node
+    if isinstance(node, list):
+        return tuple(_shape(n, named) for n in node)
+    if not isinstance(node, dict):
+        return node
+    if node.get("type") == "record":
+        return ("record", tuple((f["name"], f.get("field-id"), _shape(f["type"], named)) for f in node["fields"]))
+    return tuple(sorted(((k, _shape(v, named)) for k, v in node.items() if k not in _SHAPE_IGNORED),
+                        key=operator.itemgetter(0)))
+
+
+def _optional_long(value: int | None) -> bytes:
+    return b"\x00" if value is None else b"\x02" + encode_long(value)
+
+
+def existing_records(
+    io: _FileIO,
+    manifest: ManifestFile,
+    avro_schema: Mapping[str, Any],
+    format_version: int,
+    *,
+    specs: Mapping[int, Any] | None = None,
+) -> Iterator[tuple[tuple, int, int | None, bytes]] | None:
+    """The live entries of ``manifest`` as EXISTING records encoded in ``avro_schema`` (a
+    :class:`ManifestWriter`'s :attr:`~ManifestWriter.avro_schema`), without decoding their metrics.
+
+    Rewriting an entry as EXISTING changes only the entry's own fields: status 0 and the snapshot
+    id and sequence numbers made explicit by inheritance (as :func:`read_manifest` fills them in).
+    The ``data_file`` struct is copied byte for byte (the file format upper-cased, as the writer
+    writes it), so its metrics are never decoded nor re-encoded.  Yields ``(partition, record_count,
+    data sequence number, record)`` in file order, for :meth:`ManifestWriter.existing_encoded`.
+
+    Returns None -- read with :func:`read_manifest` instead -- unless ``format_version`` is 2 and
+    the manifest's schema encodes exactly like ``avro_schema`` (v1 rewrites the block size, v3 makes
+    inherited first row ids explicit inside ``data_file``).
+    """
+    if format_version != 2:
+        return None
+    path = manifest.manifest_path
+    data = _read_bytes(io, path)
+    try:
+        stripped, schema = without_logical_types(data)
+    except Exception as e:  # the header parser raises several unrelated types for corrupt files
+        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    plan = _copy_plan(schema, avro_schema)
+    if plan is None:
+        return None
+    return _existing_records(stripped, plan, manifest, specs)
+
+
+class _CopyPlan:
+    """What copying entries of one source schema into one target schema needs, built once per pair."""
+
+    __slots__ = ("source", "target", "df_schema", "named", "writer", "projection", "part_getters")
+
+    def __init__(self, source: dict[str, Any], target: Mapping[str, Any]) -> None:
+        self.source, self.target = source, target
+        self.named = _named_types(source)
+        self.df_schema = _resolve(next(f for f in source["fields"] if f["name"] == "data_file")["type"], self.named)
+        stripped = strip_logical_types(source)
+        self.writer = fastavro.parse_schema(stripped)
+        self.projection = fastavro.parse_schema(_copy_projection(stripped))
+        self.part_getters: dict[int, Callable[[dict], tuple]] = {}
+
+    def part_get(self, spec: Any | None) -> Callable[[dict], tuple]:
+        key = id(spec)
+        get = self.part_getters.get(key)
+        if get is None:
+            get = self.part_getters[key] = _partition_plan(self.df_schema, spec, self.named)
+        return get
+
+
+#: (source schema, target schema) -> plan, or None when they encode differently; keyed by identity
+#: (the header cache of ``without_logical_types`` hands out one object per schema text)
+_COPY_PLANS: dict[tuple[int, int], tuple[Any, Any, _CopyPlan | None]] = {}
+
+
+def _copy_plan(source: dict[str, Any], target: Mapping[str, Any]) -> _CopyPlan | None:
+    key = (id(source), id(target))
+    hit = _COPY_PLANS.get(key)
+    if hit is not None and hit[0] is source and hit[1] is target:
+        return hit[2]
+    same = _shape(source, _named_types(source)) == _shape(target, _named_types(target))
+    plan = _CopyPlan(source, target) if same else None
+    if len(_COPY_PLANS) >= 64:
+        _COPY_PLANS.clear()
+    _COPY_PLANS[key] = (source, target, plan)
+    return plan
+
+
+def _copy_projection(stripped: dict[str, Any]) -> dict[str, Any]:
+    """The stripped entry schema reduced to the fields :func:`existing_records` decodes."""
+    fields = []
+    for f in stripped["fields"]:
+        if f["name"] == "data_file":
+            df = dict(f["type"], fields=[g for g in f["type"]["fields"] if g["name"] in _COPY_FIELDS])
+            f = dict(f, type=df)
+        fields.append(f)
+    return dict(stripped, fields=fields)
+
+
+def _existing_records(stripped_data: bytes, plan: _CopyPlan, manifest: ManifestFile,
+                      specs: Mapping[int, Any] | None) -> Iterator[tuple[tuple, int, int | None, bytes]]:
+    path = manifest.manifest_path
+    part_get = plan.part_get(specs.get(manifest.partition_spec_id) if specs else None)
+    writer, projection = plan.writer, plan.projection
+    m_snap, m_seq = manifest.added_snapshot_id, manifest.sequence_number
+    formats, read, decode = _FORMATS, fastavro.schemaless_reader, decode_long
+    try:
+        for block in fastavro.block_reader(_io.BytesIO(stripped_data)):
+            buf = block.bytes_.getvalue()
+            fo = _io.BytesIO(buf)
+            for _ in range(block.num_records):
+                start = fo.tell()
+                r = read(fo, writer, projection)
+                end = fo.tell()
+                status = r["status"]
+                if status == ManifestEntryStatus.DELETED:
+                    continue
+                pos = decode(buf, start)[1]
+                for _ in range(3):  # snapshot_id, sequence_number, file_sequence_number: null or long
+                    branch, pos = decode(buf, pos)
+                    if branch:
+                        pos = decode(buf, pos)[1]
+                snap, seq, fseq = r["snapshot_id"], r["sequence_number"], r["file_sequence_number"]
+                if snap is None:
+                    snap = m_snap
+                if status == ManifestEntryStatus.ADDED or m_seq == 0:
+                    if seq is None:
+                        seq = m_seq
+                    if fseq is None:
+                        fseq = m_seq
+                d = r["data_file"]
+                head = b"\x00" + _optional_long(snap) + _optional_long(seq) + _optional_long(fseq)
+                fmt = d["file_format"]
+                if fmt in formats:
+                    body = buf[pos:end]
+                else:  # content, file_path, then file_format: re-encode only the format
+                    p = decode(buf, pos)[1]
+                    n, p = decode(buf, p)
+                    n_fmt, q = decode(buf, p + n)
+                    canonical = FileFormat(fmt).value.encode()
+                    body = buf[pos:p + n] + encode_long(len(canonical)) + canonical + buf[q + n_fmt:end]
+                yield part_get(d["partition"]), d["record_count"], seq, head + body
     except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
         raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e

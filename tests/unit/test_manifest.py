@@ -8,6 +8,7 @@ import json
 import re
 import struct
 import uuid
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from procedures.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
     ManifestWriter,
+    existing_records,
     read_manifest,
     read_manifest_list,
     read_manifest_metadata,
@@ -496,3 +498,75 @@ def test_pyarrow_avro_codecs_read_what_other_writers_produce() -> None:
     data[len(data) - 16 - 4] ^= 0xFF  # the block's CRC sits just before the 16-byte sync marker
     with pytest.raises(InvalidMetadataError, match="CRC"):
         list(fastavro.reader(io.BytesIO(bytes(data))))
+
+
+def _copied(mio: MemIO, manifest: ManifestFile, version: int, content: ManifestContent, path: str):
+    """``manifest``'s live entries rewritten as EXISTING through ``existing_records`` (or None)."""
+    w = ManifestWriter(mio, path, SPEC, SCHEMA, version, content, 99)
+    records = existing_records(mio, manifest, w.avro_schema, version, specs={SPEC.spec_id: SPEC})
+    if records is None:
+        return None
+    for partition, record_count, seq, record in records:
+        w.existing_encoded(record, partition, record_count, seq)
+    return w.close()
+
+
+def _rewritten_by_driver(mio: MemIO, manifest: ManifestFile, version: int, content: ManifestContent, path: str):
+    with ManifestWriter(mio, path, SPEC, SCHEMA, version, content, 99) as w:
+        for e in read_manifest(mio, manifest, specs={SPEC.spec_id: SPEC}, skip_deleted=True):
+            w.existing(e.data_file, e.snapshot_id, e.sequence_number, e.file_sequence_number)
+    return w.close()
+
+
+def _lower_case_formats(mio: MemIO, path: str) -> None:
+    reader = fastavro.reader(io.BytesIO(mio.files[path]))
+    records = list(reader)
+    for r in records:
+        r["data_file"]["file_format"] = r["data_file"]["file_format"].lower()
+    meta = {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
+    buf = io.BytesIO()
+    fastavro.writer(buf, reader.writer_schema, records, codec="deflate", metadata=meta)
+    mio.files[path] = buf.getvalue()
+
+
+@pytest.mark.parametrize("content", [ManifestContent.DATA, ManifestContent.DELETES])
+def test_existing_records_copy_what_the_driver_rewrites(content: ManifestContent) -> None:
+    """Entries copied as encoded EXISTING records read back as the driver's rewrite of them:
+    inheritance made explicit, DELETED entries dropped, every data_file field and partition type
+    kept, the file format upper-cased; the new manifest's counts and summaries are the same."""
+    mio = MemIO()
+    kind = FileContent.DATA if content == ManifestContent.DATA else FileContent.EQUALITY_DELETES
+    files = [("add", _full_file(kind, 2, PARTITION), None, None),
+             ("delete", _full_file(kind, 2, NULL_PARTITION, file_path="s3://bucket/t/data/gone.parquet"), 2, 2),
+             ("existing", _full_file(kind, 2, NULL_PARTITION, file_path="s3://bucket/t/data/b.parquet"), 3, 4),
+             ("add", _full_file(kind, 2, PARTITION, file_path="s3://bucket/t/data/c.parquet", nan_value_counts=None), 5, None)]
+    path = "s3://bucket/t/metadata/source.avro"
+    source = replace(_write(mio, 2, content, files, path), sequence_number=7, min_sequence_number=2)
+    _lower_case_formats(mio, path)
+    copied = _copied(mio, source, 2, content, "s3://bucket/t/metadata/copied.avro")
+    driver = _rewritten_by_driver(mio, source, 2, content, "s3://bucket/t/metadata/driver.avro")
+    assert replace(copied, manifest_path="", manifest_length=0) == replace(driver, manifest_path="", manifest_length=0)
+    got = list(read_manifest(mio, copied, specs={SPEC.spec_id: SPEC}))
+    assert got == list(read_manifest(mio, driver, specs={SPEC.spec_id: SPEC}))
+    assert [(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number) for e in got] == [
+        (ManifestEntryStatus.EXISTING, 55, 7, 7), (ManifestEntryStatus.EXISTING, 44, 3, 4),
+        (ManifestEntryStatus.EXISTING, 55, 5, 7)]
+    raw = list(fastavro.reader(io.BytesIO(mio.files[copied.manifest_path])))
+    assert [r["data_file"]["file_format"] for r in raw] == ["PARQUET"] * 3
+    assert fastavro.reader(io.BytesIO(mio.files[copied.manifest_path])).writer_schema == \
+        fastavro.reader(io.BytesIO(mio.files[driver.manifest_path])).writer_schema
+    assert read_manifest_metadata(mio, copied.manifest_path) == read_manifest_metadata(mio, driver.manifest_path)
+
+
+def test_existing_records_refuse_what_they_cannot_copy() -> None:
+    """Other format versions and schemas that encode differently are left to read_manifest."""
+    mio = MemIO()
+    for version in (1, 3):
+        m = _write(mio, version, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, version, PARTITION), None, None)],
+                   f"s3://bucket/t/metadata/v{version}.avro")
+        target = ManifestWriter(mio, "unused", SPEC, SCHEMA, version).avro_schema
+        assert existing_records(mio, m, target, version) is None
+    m = _write(mio, 2, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, 2, PARTITION), None, None)])
+    other_spec = PartitionSpec(2, SPEC.fields[:-1])  # one partition field fewer
+    assert existing_records(mio, m, ManifestWriter(mio, "unused", other_spec, SCHEMA, 2).avro_schema, 2) is None
+    assert existing_records(mio, m, ManifestWriter(mio, "unused", SPEC, SCHEMA, 2).avro_schema, 2) is not None

@@ -1,5 +1,6 @@
 """The chunk cut an engine uses for rewrite_manifests (assign_chunks, chunk_of_position) must be the
-cut the driver makes on the sorted entries, or the two paths would write different manifests."""
+cut the driver makes on the sorted entries, or the two paths would write different manifests; and a
+manifest is placed from its partition summaries only when they prove a single partition."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import random
 
 import pytest
 
-from procedures.core.rewrite_manifests_op import assign_chunks, chunk_of_position, order_key
+from procedures.core.rewrite_manifests_op import assign_chunks, chunk_of_position, order_key, uniform_partition
+from procedures.spec.conversions import to_bytes
+from procedures.spec.manifest import FieldSummary, ManifestFile
+from procedures.spec.types import DOUBLE, INT, STRING, NestedField, StructType
 
 
 def _driver_cut(entries: list, n: int, keyed: bool) -> list[int]:
@@ -44,3 +48,32 @@ def test_assign_chunks_cuts_where_the_driver_cuts(seed):
 @pytest.mark.parametrize("total,n", [(1, 3), (10, 1), (10, 3), (10, 10), (97, 8), (1000, 7)])
 def test_chunk_of_position_cuts_where_the_driver_cuts(total, n):
     assert [chunk_of_position(i, total, n) for i in range(total)] == _driver_cut(list(range(total)), n, keyed=False)
+
+
+def _summarised(*summaries: FieldSummary) -> ManifestFile:
+    return ManifestFile("m.avro", 1, 0, partitions=tuple(summaries))
+
+
+PTYPE = StructType((NestedField(1000, "p", INT, False), NestedField(1001, "s", STRING, False),
+                    NestedField(1002, "d", DOUBLE, False)))
+
+
+def test_uniform_partition_only_when_the_summaries_prove_one_value():
+    """A manifest is placed without reading it only when every field has one value (or only nulls);
+    anything the summaries leave open (two values, null beside a value, NaN unknown, an unreadable
+    bound, no summaries) means reading it."""
+    one = FieldSummary(False, None, to_bytes(7, INT), to_bytes(7, INT))
+    text = FieldSummary(False, None, b"ab", b"ab")
+    dbl = FieldSummary(False, False, to_bytes(1.5, DOUBLE), to_bytes(1.5, DOUBLE))
+    nulls = FieldSummary(True, False, None, None)
+    assert uniform_partition(_summarised(one, text, dbl), PTYPE) == (7, "ab", 1.5)
+    assert uniform_partition(_summarised(one, text, nulls), PTYPE) == (7, "ab", None)
+    assert uniform_partition(_summarised(FieldSummary(False, None, to_bytes(7, INT), to_bytes(8, INT)), text, dbl), PTYPE) is None
+    assert uniform_partition(_summarised(FieldSummary(True, None, to_bytes(7, INT), to_bytes(7, INT)), text, dbl), PTYPE) is None
+    assert uniform_partition(_summarised(one, text, FieldSummary(False, None, dbl.lower_bound, dbl.upper_bound)), PTYPE) is None
+    assert uniform_partition(_summarised(one, text, FieldSummary(False, True, dbl.lower_bound, dbl.upper_bound)), PTYPE) is None
+    assert uniform_partition(_summarised(FieldSummary(False, None, b"\x01", b"\x01"), text, dbl), PTYPE) is None
+    assert uniform_partition(_summarised(FieldSummary(False, None, None, None), text, dbl), PTYPE) is None
+    assert uniform_partition(_summarised(one, text), PTYPE) is None
+    assert uniform_partition(ManifestFile("m.avro", 1, 0), PTYPE) is None
+    assert uniform_partition(ManifestFile("m.avro", 1, 0, partitions=()), StructType(())) == ()

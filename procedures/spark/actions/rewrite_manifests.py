@@ -5,10 +5,19 @@ type's manifests pass the driver's limits (:func:`procedures.core.gc.reachabilit
 hands a :class:`~procedures.core.rewrite_manifests_op.RewriteJob` to :class:`SparkManifestRewriter`,
 which keeps the entries off the driver, as Java's ``RewriteManifestsSparkAction`` does:
 
-1. executors read the manifests and count live entries per clustering key; the driver gets only the
-   distinct keys and cuts them into chunks (:func:`~procedures.core.rewrite_manifests_op.assign_chunks`);
-2. executors read the manifests again and send each entry to the task of its chunk, which sorts
-   its entries (key, manifest, position) and writes one manifest.
+1. the clustering keys are counted: a manifest whose partition summaries show a single partition
+   (:func:`~procedures.core.rewrite_manifests_op.uniform_partition`) counts from the manifest list
+   alone; only the other ("mixed") manifests are read, on the executors, which send back the
+   distinct keys and their counts.  The driver cuts the keys into chunks
+   (:func:`~procedures.core.rewrite_manifests_op.assign_chunks`; an unpartitioned spec is cut by
+   position, :func:`~procedures.core.rewrite_manifests_op.chunk_of_position`);
+2. a manifest that falls in one chunk, or a run of positions of one, travels to its chunk's task as
+   a :class:`~procedures.core.rewrite_manifests_op.ManifestSlice` that the task reads itself; the
+   entries of mixed manifests are read on the executors and sent to their chunks' tasks.  Each task
+   sorts its items (key, manifest, position) and writes one manifest, copying every entry's
+   ``data_file`` bytes unchanged where the schemas allow
+   (:func:`~procedures.spec.manifest.existing_records`).  Every entry is read once and pickled at
+   most once (by Spark's shuffle, mixed manifests only).
 
 The manifests written are the driver's, entry for entry; only their file names differ.  A retried
 task writes under a new name (the attempt number is part of it); files of failed attempts are
@@ -17,25 +26,41 @@ orphans for remove_orphan_files, never referenced.
 
 from __future__ import annotations
 
+import bisect
 import pickle
+from dataclasses import replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from procedures.core.gc import reachability as R
 from procedures.core import rewrite_manifests_op as RM
 from procedures.core.rewrite_manifests_op import (
-    RewriteJob, assign_chunks, chunk_of_position, live_entry_counts, order_key,
+    ManifestSlice, RewriteJob, assign_chunks, chunk_of_position, copy_slice, live_copies, live_entry_counts, order_key,
+    uniform_partition, write_copy,
 )
 from procedures.io.sandbox import file_io
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import ManifestEntryStatus, ManifestFile, ManifestWriter, read_manifest
+from procedures.spec.manifest import ManifestFile
 
 __all__ = ["SparkManifestRewriter"]
 
 
 def _sort_key(key: tuple) -> tuple:
     return tuple(order_key(v) for v in key)
+
+
+def _position_slices(index: int, manifest: ManifestFile, start: int, count: int, total: int,
+                     n: int) -> Iterator[tuple[int, tuple]]:
+    """The chunk items of an unpartitioned manifest whose live entries are global positions
+    ``[start, start + count)``: one slice per chunk it falls in."""
+    local = 0
+    while local < count:
+        chunk = chunk_of_position(start + local, total, n)
+        # chunks grow with the position: the slice ends where the next chunk starts
+        stop = bisect.bisect_right(range(count), chunk, lo=local, key=lambda p: chunk_of_position(start + p, total, n))
+        yield chunk, (0, index, local, ManifestSlice(manifest, local, stop))
+        local = stop
 
 
 class SparkManifestRewriter:
@@ -57,71 +82,99 @@ class SparkManifestRewriter:
         check_python_workers(self.spark)
         sc = self.spark.sparkContext
         props, specs, manifests = self.props, dict(job.specs), list(job.manifests)
-        indexed = list(enumerate(manifests))
-        slices = max(1, min(len(indexed), sc.defaultParallelism * 4))
-        partitioned = bool(job.spec.fields)
-
-        def live(pairs: Iterable[tuple[int, ManifestFile]]) -> Iterator[tuple[int, int, Any]]:
-            prepare_python_worker()
-            io = file_io(props)
-            for index, manifest in pairs:
-                position = 0
-                for e in read_manifest(io, manifest, specs=specs):
-                    if e.status != ManifestEntryStatus.DELETED:
-                        yield index, position, e
-                        position += 1
-
-        chunks: dict[bytes, tuple[int, int]] = {}
-        if partitioned:
-            with job_description(self.spark, f"rewrite_manifests: {self.name}: count entries per partition "
-                                             f"in {len(manifests)} manifests"):
-                counts = (sc.parallelize(indexed, slices)
-                          .mapPartitions(lambda pairs: ((pickle.dumps(job.partition_key(e.data_file.partition)), 1)
-                                                        for _, _, e in live(pairs)))
-                          .reduceByKey(lambda a, b: a + b).collect())
-            keyed = {pickle.loads(k): n for k, n in counts}
+        fv = job.format_version
+        job = replace(job, manifests=())  # what the tasks need, without the list they are handed parts of
+        counts = live_entry_counts(manifests)
+        items: list[tuple[int, tuple]] = []  # (chunk, (rank, manifest index, position, item))
+        mixed: list[tuple[int, ManifestFile]] = []
+        entry_chunks: dict[bytes, tuple[int, int]] = {}
+        if job.spec.fields:
+            ptype = job.spec.partition_type(job.schema)
+            uniform = [uniform_partition(m, ptype) for m in manifests]
+            mixed = [(i, m) for i, (m, u) in enumerate(zip(manifests, uniform)) if u is None]
+            keyed: dict[Any, int] = {}
+            for u, n in zip(uniform, counts):
+                if u is not None and n:
+                    key = job.partition_key(u)
+                    keyed[key] = keyed.get(key, 0) + n
+            read_keys: list[bytes] = []
+            if mixed:
+                read_keys = self._count_keys(job, mixed, keyed)
             by_key = assign_chunks(keyed, job.n, _sort_key)
-            chunks = {pickle.dumps(k): v for k, v in by_key.items()}
-            total = sum(keyed.values())
+            # the executors look keys up by their own pickles (a key the driver derived from a summary
+            # may pickle differently while equal)
+            entry_chunks = {k: by_key[pickle.loads(k)] for k in read_keys}
+            for i, (m, u, n) in enumerate(zip(manifests, uniform, counts)):
+                if u is not None and n:
+                    chunk, rank = by_key[job.partition_key(u)]
+                    items.append((chunk, (rank, i, 0, ManifestSlice(m))))
+            n_chunks = 1 + max((c for c, _ in by_key.values()), default=0)
         else:
-            live_counts = live_entry_counts(manifests)
-            starts = [sum(live_counts[:i]) for i in range(len(live_counts))]
-            total = sum(live_counts)
-        n_chunks = 1 + max((c for c, _ in chunks.values()), default=0) if partitioned else \
-            1 + chunk_of_position(max(total - 1, 0), total, job.n)
-        placement = sc.broadcast(chunks)
+            total, start = sum(counts), 0
+            for i, (m, n) in enumerate(zip(manifests, counts)):
+                items.extend(_position_slices(i, m, start, n, total, job.n))
+                start += n
+            n_chunks = 1 + chunk_of_position(max(total - 1, 0), total, job.n)
+        placement = sc.broadcast(entry_chunks)
 
         def place(pairs: Iterable[tuple[int, ManifestFile]]) -> Iterator[tuple[int, tuple]]:
-            table = placement.value
-            for index, position, e in live(pairs):
-                if partitioned:
-                    chunk, rank = table[pickle.dumps(job.partition_key(e.data_file.partition))]
-                else:
-                    chunk, rank = chunk_of_position(starts[index] + position, total, job.n), 0
-                yield chunk, (rank, index, position, pickle.dumps(e))
-
-        def write(chunk_and_entries: Iterator[tuple[int, tuple]]) -> Iterator[bytes]:
             prepare_python_worker()
-            rows = list(chunk_and_entries)
+            io, table, schema = file_io(props), placement.value, job.entry_schema()
+            for index, manifest in pairs:
+                for position, (partition, copy) in enumerate(live_copies(io, manifest, schema, fv, specs)):
+                    chunk, rank = table[pickle.dumps(job.partition_key(partition))]
+                    yield chunk, (rank, index, position, copy)
+
+        def write(chunk_and_items: Iterator[tuple[int, tuple]]) -> Iterator[bytes]:
+            prepare_python_worker()
+            rows = list(chunk_and_items)
             if not rows:
                 return
             chunk = rows[0][0]
             rows.sort(key=lambda r: r[1][:3])
-            attempt = TaskAttempt.number()
-            writer = ManifestWriter(file_io(props), job.path_for(chunk, attempt), job.spec, job.schema,
-                                    job.format_version, job.content, job.snapshot_id)
-            for _, (_, _, _, blob) in rows:
-                e = pickle.loads(blob)
-                writer.existing(e.data_file, e.snapshot_id, e.sequence_number, e.file_sequence_number)
-            yield pickle.dumps((chunk, writer.close(), len(rows)))
+            io = file_io(props)
+            writer = job.writer(io, chunk, TaskAttempt.number())
+            written = 0
+            for _, (_, _, _, item) in rows:
+                if isinstance(item, ManifestSlice):
+                    written += copy_slice(io, writer, item, fv, specs)
+                else:
+                    write_copy(writer, item)
+                    written += 1
+            yield pickle.dumps((chunk, writer.close(), written))
 
+        slices = max(1, min(len(items), sc.defaultParallelism * 4))
+        rdd = sc.parallelize(items, slices)
+        if mixed:
+            rdd = rdd.union(sc.parallelize(mixed, max(1, min(len(mixed), sc.defaultParallelism * 4))).mapPartitions(place))
         with job_description(self.spark, f"rewrite_manifests: {self.name}: write {n_chunks} manifests "
-                                         f"from {len(manifests)}"):
-            results = (sc.parallelize(indexed, slices).mapPartitions(place)
-                       .partitionBy(n_chunks, lambda chunk: chunk).mapPartitions(write).collect())
+                                         f"from {len(manifests)} ({len(mixed)} read for placement)"):
+            results = rdd.partitionBy(n_chunks, lambda chunk: chunk).mapPartitions(write).collect()
         placement.unpersist()
         done = sorted(pickle.loads(r) for r in results)
         return [m for _, m, _ in done], sum(n for _, _, n in done)
+
+    def _count_keys(self, job: RewriteJob, mixed: list[tuple[int, ManifestFile]], keyed: dict[Any, int]) -> list[bytes]:
+        """Count the live entries of the mixed manifests per clustering key on the executors, into
+        ``keyed``; returns the keys as the executors pickled them."""
+        sc = self.spark.sparkContext
+        props, specs, fv = self.props, dict(job.specs), job.format_version
+
+        def keys(pairs: Iterable[tuple[int, ManifestFile]]) -> Iterator[tuple[bytes, int]]:
+            prepare_python_worker()
+            io, schema = file_io(props), job.entry_schema()
+            for _, manifest in pairs:
+                for partition, _ in live_copies(io, manifest, schema, fv, specs):
+                    yield pickle.dumps(job.partition_key(partition)), 1
+
+        with job_description(self.spark, f"rewrite_manifests: {self.name}: count entries per partition "
+                                         f"in {len(mixed)} manifests"):
+            counted = (sc.parallelize(mixed, max(1, min(len(mixed), sc.defaultParallelism * 4)))
+                       .mapPartitions(keys).reduceByKey(lambda a, b: a + b).collect())
+        for k, n in counted:
+            key = pickle.loads(k)
+            keyed[key] = keyed.get(key, 0) + n
+        return [k for k, _ in counted]
 
 
 class TaskAttempt:
