@@ -150,12 +150,12 @@ def test_java_first_v0_database(spark, request, kind):
     assert types == {"java_t": None, "java_v0_t": None, "v1_t": "TABLE"}
 
 
-#: Iceberg Java 1.10.2 opening a SQLite catalog database that already has its tables: Java's writes after
-#: our commits are not seen by Java (its INSERT's REFRESH reads the table as it was when Java's catalog
-#: started).  Java's initialization leaves its metadata queries (``getTables``, ``getColumns``) open when
-#: they find a row, which keeps a read transaction, and so a WAL snapshot, on a pooled connection; on a
-#: database Java created itself those queries find nothing and close.  Hence the shared catalogs of the
-#: other tests let Java create the database.  PostgreSQL is not affected.
+#: Iceberg Java 1.10.2 opening a SQLite catalog database that already has its tables does not see commits
+#: made after its catalog started (after our INSERT and a REFRESH, Java reads the table as it was).  The
+#: likely cause: its initialization leaves its metadata queries (``getTables``, ``getColumns``) unclosed
+#: when they find a row, which keeps a read transaction, and so a WAL snapshot, open on a pooled
+#: connection; on a database Java creates itself they find nothing and end.  Hence the shared catalogs of
+#: the other tests let Java create the database.  Not seen on PostgreSQL.
 STALE_SQLITE = pytest.mark.xfail(reason="Iceberg Java 1.10.2 reads a stale snapshot of a SQLite catalog database "
                                         "that existed before its catalog started", strict=False)
 

@@ -207,7 +207,7 @@ def _live_files(cat, ident, content: bool = False) -> set[str]:
     t = cat.load_table(ident)
     sm = R.read_snapshot_manifests(t.io, t.metadata, [t.metadata.current_snapshot_id])
     paths = R.content_paths_driver(t.io, sm.distinct().values())
-    return {p for p, kind in paths.items() if content or kind == "data"}
+    return {p for p, kind in paths.items() if content or kind == R.DATA}
 
 
 def _files_under(folder: str) -> set[str]:
