@@ -1,5 +1,6 @@
 """Shared fixtures.  One Spark session per test run (local[2], UI off, two shuffle partitions) with the
-Iceberg Java 1.10.2 runtime on ``spark.jars`` and a Java ``hadoop`` catalog named ``jcat`` whose
+Iceberg Java 1.10.2 runtime on ``spark.jars`` (with the SQLite and PostgreSQL JDBC drivers of Debian's
+packages when installed, for Iceberg Java's JdbcCatalog) and a Java ``hadoop`` catalog named ``jcat`` whose
 warehouse is a temporary folder.  Unit tests never touch these fixtures, so they run without a JVM.
 
 Skips because a reference (Iceberg jar, PyIceberg, DuckDB, PostgreSQL, the shared golden files...) is
@@ -14,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.references import SHARED, SPARK4, import_reference, is_missing_reference, skip_missing_reference
+from tests.helpers.references import (
+    SHARED,
+    SPARK4,
+    import_reference,
+    is_missing_reference,
+    present_jdbc_driver_jars,
+    skip_missing_reference,
+)
 
 GOLDEN = SHARED / "golden" / "iceberg-java"
 
@@ -69,9 +77,11 @@ def spark(java_warehouse: Path, hive_home: Path):
     )
     if not SPARK4:
         # the Iceberg Java runtime jar is built for Spark 3.5 / Scala 2.12 and does not load on Spark 4:
-        # there the `java` tests are deselected and Spark has no Java catalogs (`jcat` is only ours)
+        # there the `java` tests are deselected and Spark has no Java catalogs (`jcat` is only ours).
+        # The JDBC drivers are added when installed; tests that need one skip without it
+        # (tests.helpers.references.require_jdbc_driver).
         builder = (
-            builder.config("spark.jars", iceberg_runtime_jar())
+            builder.config("spark.jars", ",".join([iceberg_runtime_jar(), *present_jdbc_driver_jars()]))
             .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
             .config("spark.sql.catalog.jcat", "org.apache.iceberg.spark.SparkCatalog")
             .config("spark.sql.catalog.jhive", "org.apache.iceberg.spark.SparkCatalog")

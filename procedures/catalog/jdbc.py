@@ -10,6 +10,11 @@ Two tables, shared with those implementations so all three see the same tables:
 A namespace exists when it has a property row or a table (in it or below it), as in both
 reference implementations; ``create_namespace`` writes ``exists=true`` when given no properties.
 
+Schema versions (Java's ``jdbc.schema-version``): ``iceberg_tables`` without ``iceberg_type`` is V0, with
+it V1.  An existing database is used at the version it has; with ``jdbc.schema-version=V1`` a V0
+database gets the column (``ALTER TABLE ... ADD COLUMN``), as Java does.  A new database is created at
+V1 (as PyIceberg does; Java creates V0 unless told V1): Java and PyIceberg read and write both.
+
 The commit is a compare-and-swap: ``UPDATE iceberg_tables SET metadata_location = <new>,
 previous_metadata_location = <base> WHERE ... AND metadata_location = <base>``.  One updated row
 means the swap happened; zero means another writer moved the pointer first.
@@ -61,6 +66,8 @@ log = logging.getLogger(__name__)
 TABLES = "iceberg_tables"
 NS_PROPS = "iceberg_namespace_properties"
 TABLE_TYPE = "TABLE"
+#: Java's catalog property naming the schema version a V0 database is moved to (V0 or V1)
+SCHEMA_VERSION = "jdbc.schema-version"
 
 _CREATE_TABLES = (
     f"CREATE TABLE IF NOT EXISTS {TABLES} ("
@@ -72,11 +79,12 @@ _CREATE_TABLES = (
     "iceberg_type VARCHAR(5), "
     "PRIMARY KEY (catalog_name, table_namespace, table_name))"
 )
+_ADD_TYPE_COLUMN = f"ALTER TABLE {TABLES} ADD COLUMN iceberg_type VARCHAR(5)"
 _CREATE_NS_PROPS = (
     f"CREATE TABLE IF NOT EXISTS {NS_PROPS} ("
     "catalog_name VARCHAR(255) NOT NULL, "
     "namespace VARCHAR(255) NOT NULL, "
-    "property_key VARCHAR(255) NOT NULL, "
+    "property_key VARCHAR(255), "
     "property_value VARCHAR(1000), "
     "PRIMARY KEY (catalog_name, namespace, property_key))"
 )
@@ -261,7 +269,9 @@ class JdbcCatalog(Catalog):
 
     ``uri`` is ``jdbc:sqlite:<path>`` or ``jdbc:postgresql://host:port/db``; ``warehouse`` is the
     root for default table locations (``<warehouse>/<ns...>/<table>``, as Java's JdbcCatalog).
-    Property ``jdbc.busy-timeout-ms`` (default 30000) bounds how long SQLite waits for a lock.
+    Property ``jdbc.busy-timeout-ms`` (default 30000) bounds how long SQLite waits for a lock;
+    ``jdbc.schema-version`` (``V0``, the default, or ``V1``) says whether to add ``iceberg_type`` to a
+    V0 database.
     """
 
     def __init__(
@@ -285,11 +295,18 @@ class JdbcCatalog(Catalog):
             self._db: _Backend = _SqliteBackend(parsed.target, timeout)
         else:
             self._db = _PostgresBackend(parsed, self.properties)
-        self._with_type_column = self._initialize()
+        version = self.properties.get(SCHEMA_VERSION, "V0").strip().upper()
+        if version not in ("V0", "V1"):
+            raise CatalogConfigError(
+                f"{SCHEMA_VERSION}: expected V0 or V1, got {self.properties[SCHEMA_VERSION]!r}"
+            )
+        self._with_type_column = self._initialize(upgrade=version == "V1")
 
     # -- schema -------------------------------------------------------------------------------
 
-    def _initialize(self) -> bool:
+    def _initialize(self, upgrade: bool) -> bool:
+        """Create the catalog tables when missing; whether ``iceberg_tables`` has ``iceberg_type``
+        (adding it to a V0 database when ``upgrade``)."""
         db = self._db
         if isinstance(db, _SqliteBackend):
             conn = db.connect()
@@ -306,12 +323,31 @@ class JdbcCatalog(Catalog):
                 # duplicate from its catalog; the table exists either way
                 if not db.is_integrity_error(e):
                     raise
+        if self._has_type_column():
+            return True
+        if not upgrade:
+            log.warning("Catalog %s: %s has no iceberg_type column (JDBC schema V0; set %s=V1 to add it)",
+                        self.name, TABLES, SCHEMA_VERSION)
+            return False
         try:
             with db.transaction() as execute:
+                execute(_ADD_TYPE_COLUMN)
+        except db.errors() as e:
+            # another catalog may have added it meanwhile
+            if not self._has_type_column():
+                raise CatalogConfigError(
+                    f"{SCHEMA_VERSION}=V1: catalog {self.name} could not add iceberg_type to {TABLES} ({e}); "
+                    f"run {_ADD_TYPE_COLUMN} as the database owner, or set {SCHEMA_VERSION}=V0"
+                ) from e
+        return True
+
+    def _has_type_column(self) -> bool:
+        db = self._db
+        try:
+            with db.transaction(write=False) as execute:
                 execute(f"SELECT iceberg_type FROM {TABLES} WHERE 1 = 0").fetchall()
             return True
         except db.errors():
-            log.warning("Catalog %s: %s has no iceberg_type column (JDBC schema v0)", self.name, TABLES)
             return False
 
     def _type_filter(self) -> str:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from procedures.framework.context import open_catalog
+from tests import postgres_server
+from tests.helpers.references import require_jdbc_driver
+
+#: every catalog kind Iceberg Java and we both serve in the test session (``shared_catalog``)
+SHARED_KINDS = ("hadoop", "hive", "sqlite", "postgres")
 
 
 def ours_on_java_warehouse(spark: Any, java_warehouse: str | Path, name: str = "ours") -> Any:
@@ -16,3 +25,72 @@ def ours_on_java_warehouse(spark: Any, java_warehouse: str | Path, name: str = "
         spark.conf.set(k, v)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
     return open_catalog(name, conf)
+
+
+@dataclass(frozen=True)
+class SharedCatalog:
+    """One catalog that Iceberg Java and we both write: ``java`` is the Spark catalog name of Java's
+    SparkCatalog (for ``spark.sql``), ``ours`` the name our procedures open it under (for
+    ``procedures.call``/``procedures.sql``), ``catalog`` our catalog object."""
+
+    kind: str
+    java: str
+    ours: str
+    catalog: Any
+
+
+def java_jdbc_conf(spark: Any, name: str, uri: str, warehouse: str | Path, user: str | None = None,
+                   **properties: str) -> dict[str, str]:
+    """Make Spark catalog ``name`` Iceberg Java's JdbcCatalog on ``uri`` (plus catalog ``properties``)
+    and return the ``spark.sql.catalog.<name>.*`` keys, which configure our JdbcCatalog of that name too.
+    Both must answer to one name: it is the ``catalog_name`` column of every row either writes.  Java
+    initializes the database when Spark first uses the catalog; Spark keeps the plugin for the whole
+    session, so use a fresh name for every database."""
+    dialect = "sqlite" if uri.startswith("jdbc:sqlite:") else "postgresql"
+    require_jdbc_driver(dialect)
+    prefix = f"spark.sql.catalog.{name}"
+    conf = {f"{prefix}.type": "jdbc", f"{prefix}.uri": uri, f"{prefix}.warehouse": str(warehouse)}
+    if user:
+        conf[f"{prefix}.jdbc.user"] = user
+    if dialect == "sqlite":
+        # Java's SQLite driver waits 3 s for the database lock by default (then fails the statement,
+        # which Java does not retry); ours waits 30 s (jdbc.busy-timeout-ms)
+        conf[f"{prefix}.jdbc.busy_timeout"] = "30000"
+    conf.update({f"{prefix}.{k}": v for k, v in properties.items()})
+    spark.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    return conf
+
+
+def shared_catalog(spark: Any, kind: str, request: pytest.FixtureRequest) -> SharedCatalog:
+    """A catalog of ``kind`` (one of :data:`SHARED_KINDS`) reachable from Iceberg Java and from us.
+
+    ``hadoop``: Java's ``jcat`` and our ``ours`` on its warehouse; ``hive``: Java's ``jhive`` and our
+    ``ohive`` on the session's metastore; ``sqlite``/``postgres``: one JdbcCatalog name for both on a
+    fresh database (a file in the test's temporary folder, or a database on the run's server)."""
+    if kind == "hadoop":
+        warehouse = request.getfixturevalue("java_warehouse")
+        return SharedCatalog(kind, "jcat", "ours", ours_on_java_warehouse(spark, warehouse))
+    if kind == "hive":
+        spark.conf.set("spark.sql.catalog.ohive.type", "hive")
+        return SharedCatalog(kind, "jhive", "ohive", open_catalog("ohive", spark))
+    name = f"j{kind[:2]}{uuid.uuid4().hex[:10]}"
+    if kind not in SHARED_KINDS:
+        raise ValueError(f"unknown catalog kind {kind!r}; expected one of {SHARED_KINDS}")
+    uri, user = jdbc_database(request, kind, name)
+    conf = java_jdbc_conf(spark, name, uri, request.getfixturevalue("tmp_path") / "wh", user)
+    # Java initializes the database first (at its default V0): on a SQLite database that already has
+    # the catalog tables, Iceberg Java 1.10.2 keeps reading a stale snapshot of it (see
+    # tests/conformance/test_jdbc_catalog_java.py), so its writer would never see our commits
+    spark.sql(f"SHOW NAMESPACES IN {name}").collect()
+    return SharedCatalog(kind, name, name, open_catalog(name, conf))
+
+
+def jdbc_database(request: pytest.FixtureRequest, kind: str, name: str) -> tuple[str, str | None]:
+    """A new, empty catalog database for a test: ``(jdbc uri, user)``; ``kind`` is ``sqlite`` (a file in
+    the test's temporary folder) or ``postgres`` (a database ``name`` on the run's server)."""
+    if kind == "sqlite":
+        return f"jdbc:sqlite:{request.getfixturevalue('tmp_path') / (name + '.db')}", None
+    server = request.getfixturevalue("pg_server")
+    return postgres_server.create_database(server, name), server.user

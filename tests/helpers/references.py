@@ -46,5 +46,30 @@ def shared_file(relative: str) -> Path:
     return path
 
 
+#: The JDBC drivers Iceberg Java's JdbcCatalog needs in the test session, from Debian's packages
+#: (``.ci/run`` installs them): dialect -> (jar, package).  The SQLite driver's native library comes with
+#: its ``-jni`` package, a dependency of the jar's package, on the JVM's default library path.
+JDBC_DRIVER_JARS = {
+    "sqlite": (Path("/usr/share/java/sqlite-jdbc.jar"), "libxerial-sqlite-jdbc-java"),
+    "postgresql": (Path("/usr/share/java/postgresql.jar"), "libpostgresql-jdbc-java"),
+}
+
+
+def present_jdbc_driver_jars() -> list[str]:
+    """The JDBC driver jars of :data:`JDBC_DRIVER_JARS` installed here (for ``spark.jars``)."""
+    return [str(jar) for jar, _ in JDBC_DRIVER_JARS.values() if jar.is_file()]
+
+
+def require_jdbc_driver(dialect: str) -> str:
+    """The driver jar of ``dialect`` (``sqlite`` or ``postgresql``), or a missing-reference skip naming
+    the Debian package to install.  The shared session puts present jars on ``spark.jars`` when it
+    starts, so installing one later needs a new run."""
+    jar, package = JDBC_DRIVER_JARS[dialect]
+    if not jar.is_file():
+        skip_missing_reference(f"the {dialect} JDBC driver for Iceberg Java's JdbcCatalog is not installed at "
+                               f"{jar}: apt-get install {package}")
+    return str(jar)
+
+
 def is_missing_reference(reason: str) -> bool:
     return MISSING_REFERENCE in reason

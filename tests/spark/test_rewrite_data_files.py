@@ -3,19 +3,18 @@
 Each scenario builds two identical tables with Iceberg Java (one for us, one "twin" for Java's own
 CALL), rewrites ours with our procedure and the twin with Java's, and checks: Java, PyIceberg and
 DuckDB read exactly the rows they read before; our rewritten count equals Java's and the added count
-is comparable; sorted output is sorted per file; z-order clusters; concurrent commits behave.
+is comparable; sorted output is sorted per file; z-order clusters.  Concurrent Java commits during
+a rewrite, on every catalog: ``tests/spark/test_concurrent_writers.py``.
 """
 
 from __future__ import annotations
-
-import threading
 
 import pyarrow.parquet as pq
 import pytest
 
 from procedures.frontend import runner
 from procedures.spec.manifest import FileContent, read_manifest, read_manifest_list
-from tests.oracles import assert_rows_equal, java_metadata_location, java_read, read_all
+from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)
 pytestmark = [pytest.mark.spark, pytest.mark.java]
@@ -181,58 +180,3 @@ def _files_required(files) -> tuple[float, float, float]:
     on_xy = sum(sum(xl <= a <= xu and yl <= b <= yu for xl, xu, yl, yu in boxes)
                 for a in range(20) for b in range(20)) / (400 * n)
     return on_x, on_y, on_xy
-
-
-def test_concurrent_append_kept_and_concurrent_delete_fails_cleanly(spark, java_warehouse, monkeypatch):
-    name = "rw_conc"
-    ddl = "(id bigint, cat string) USING iceberg TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')"
-    _create(spark, name, ddl, [f"({i}, 'a'), ({i + 100}, 'a')" for i in range(6)])
-    import procedures.spark.actions.rewrite_data_files as action  # where run_rewrite looks rewrite_group up
-
-    original = action.rewrite_group
-    fired = threading.Event()
-
-    def with_append(*args, **kwargs):
-        out = original(*args, **kwargs)
-        if not fired.is_set():
-            fired.set()
-            spark.sql(f"INSERT INTO jcat.db.{name} VALUES (999, 'a')")
-        return out
-
-    monkeypatch.setattr(action, "rewrite_group", with_append)
-    before = java_read(spark, f"jcat.db.{name}")
-    n_input = len(_live_data_files(java_warehouse, name)[1])
-    assert _ours(spark, java_warehouse, table=f"db.{name}", options={"min-input-files": "2"})[0] == n_input
-    spark.sql(f"REFRESH TABLE jcat.db.{name}")
-    after = java_read(spark, f"jcat.db.{name}")
-    assert after.num_rows == before.num_rows + 1
-
-    def with_delete(*args, **kwargs):
-        out = original(*args, **kwargs)
-        spark.sql(f"DELETE FROM jcat.db.{name} WHERE id = 3")
-        return out
-
-    name = "rw_conc_delete"  # a fresh location: a dropped hadoop table leaves its data files behind
-    _create(spark, name, ddl, [f"({i}, 'a'), ({i + 100}, 'a')" for i in range(6)])
-    monkeypatch.setattr(action, "rewrite_group", with_delete)
-    t, files_before = _live_data_files(java_warehouse, name)
-    import os
-
-    data_dir = t.location.removeprefix("file:") + "/data"
-
-    def on_disk():
-        return {os.path.join(dp, f) for dp, _, fs in os.walk(data_dir) for f in fs if f.endswith(".parquet")}
-
-    disk_before = on_disk()
-    from procedures.errors import ValidationError
-
-    with pytest.raises(ValidationError, match="Cannot commit rewrite"):
-        _ours(spark, java_warehouse, table=f"db.{name}", options={"min-input-files": "2"})
-    spark.sql(f"REFRESH TABLE jcat.db.{name}")
-    rows = java_read(spark, f"jcat.db.{name}").column("id").to_pylist()
-    assert sorted(rows) == sorted([i for i in range(6) if i != 3] + [i + 100 for i in range(6)])
-    t, files_after = _live_data_files(java_warehouse, name)
-    referenced = {f.file_path.removeprefix("file:") for f in files_after}
-    # Java's DELETE dropped a whole file (metadata only); nothing our failed rewrite wrote is left behind
-    assert on_disk() - disk_before <= referenced
-    assert t.metadata.current_snapshot().summary["operation"] == "delete"

@@ -230,6 +230,23 @@ def test_v0_schema_without_iceberg_type(tmp_path):
     c.create_namespace("db")
     new_table(c)
     assert c.list_tables("db") == [("db", "t")]
+    assert "iceberg_type" not in _columns(db)  # left at V0 unless told V1, as Java's default
+
+    # jdbc.schema-version=V1 moves the database to V1 as Java does; the V0 row (NULL type) stays a table
+    v1 = JdbcCatalog("j", f"jdbc:sqlite:{db}", str(tmp_path / "wh"), {"jdbc.schema-version": "v1"})
+    assert "iceberg_type" in _columns(db)
+    new_table(v1, "u")
+    assert v1.list_tables("db") == [("db", "t"), ("db", "u")]
+    assert sorted(v1._query("SELECT table_name, iceberg_type FROM iceberg_tables")) == [("t", None), ("u", "TABLE")]
+    assert c.list_tables("db") == [("db", "t"), ("db", "u")]  # a catalog opened at V0 still sees both
+
+
+def _columns(db) -> list[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return [row[1] for row in conn.execute("PRAGMA table_info(iceberg_tables)")]
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize(
@@ -255,6 +272,7 @@ def test_parse_jdbc_uri(uri, dialect, target):
         ({"spark.sql.catalog.j.type": "jdbc", "spark.sql.catalog.j.uri": "jdbc:sqlite::memory:"}, "spark.sql.catalog.j.uri"),
         ({"spark.sql.catalog.j.type": "jdbc", "spark.sql.catalog.j.uri": "jdbc:postgresql://h:x/db"}, "spark.sql.catalog.j.uri"),
         ({"type": "jdbc", "uri": "jdbc:sqlite:/tmp/x.db", "jdbc.busy-timeout-ms": "soon"}, "jdbc.busy-timeout-ms"),
+        ({"type": "jdbc", "uri": "jdbc:sqlite:/tmp/x.db", "jdbc.schema-version": "V2"}, "jdbc.schema-version"),
     ],
 )
 def test_bad_jdbc_config_names_the_key(props, key, tmp_path):
