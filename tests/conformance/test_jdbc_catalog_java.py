@@ -156,12 +156,12 @@ def test_java_first_v0_database(spark, request, kind):
 #: when they find a row, which keeps a read transaction, and so a WAL snapshot, open on a pooled
 #: connection; on a database Java creates itself they find nothing and end.  Hence the shared catalogs of
 #: the other tests let Java create the database.  Not seen on PostgreSQL.
-STALE_SQLITE = pytest.mark.xfail(reason="Iceberg Java 1.10.2 reads a stale snapshot of a SQLite catalog database "
-                                        "that existed before its catalog started", strict=False)
+#: So this case runs on PostgreSQL only: on SQLite the outcome depends on Java's connection pool, and a
+#: test that passes either way proves nothing.  docs/interfaces.md recommends PostgreSQL for a catalog
+#: shared with Java.
 
 
-@pytest.mark.parametrize("kind", [pytest.param("sqlite", marks=STALE_SQLITE),
-                                  pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.parametrize("kind", [pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_ours_first_v1_database(spark, request, kind):
     """We create the database (V1); Java, with its default settings, finds iceberg_type and uses V1."""
     name, conf, uri = _fresh(spark, request, kind)
