@@ -125,6 +125,8 @@ def write_position_delete_file(
         properties=props,
         sort_order_id=None,
         metrics=MetricsConfig(FULL),
+        # positions are unique: a dictionary of them doubles the file (plain, as Java writes them)
+        dictionary_columns=("file_path",),
     )
     # each path once, repeated by index: no Python object per deleted row
     indices = np.repeat(np.arange(len(order), dtype=np.int32), [len(r) for r in runs])
