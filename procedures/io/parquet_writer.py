@@ -258,18 +258,9 @@ class WriteSettings:
 
 
 # --------------------------------------------------------------------------- partitioning
-def _column_path(schema: Schema, field_id: int) -> list[str]:
-    names = []
-    fid: int | None = field_id
-    while fid is not None:
-        names.append(schema.find_field(fid).name)
-        fid = schema.parent_id(fid)
-    return names[::-1]
-
-
 def source_column(table: pa.Table, schema: Schema, field_id: int) -> pa.ChunkedArray:
     """The column of ``table`` holding field ``field_id``, walking into structs by name."""
-    path = _column_path(schema, field_id)
+    path = schema.field_path(field_id)
     col: Any = table.column(path[0])
     for name in path[1:]:
         col = pc.struct_field(col, name)

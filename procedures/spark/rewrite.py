@@ -29,7 +29,7 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 
 from procedures.catalog.base import Table
-from procedures.core.rewrite.arrow_sort import arrow_sortable, column_at, column_path, sort_indices
+from procedures.core.rewrite.arrow_sort import arrow_sortable, column_at, sort_indices
 from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup
 from procedures.core.rewrite.zorder import Z_COLUMN, zorder_values
 from procedures.core.splits import spread_groups
@@ -82,7 +82,7 @@ def _key_columns(schema: Any, fields: Sequence[tuple[int, Any]]) -> list[tuple[s
     out = []
     for i, (source_id, transform) in enumerate(fields):
         f = schema.find_field(source_id)
-        out.append((f"__rewrite_key_{i}", column_path(schema, source_id), transform, f.field_type))
+        out.append((f"__rewrite_key_{i}", schema.field_path(source_id), transform, f.field_type))
     return out
 
 
@@ -176,7 +176,7 @@ def _sorted_df(df: Any, schema: Any, fields: Sequence[SortField], partitions: in
     it = iter(keys)
     for f in fields:
         if isinstance(f.transform, IdentityTransform):
-            path = column_path(schema, f.source_id)
+            path = schema.field_path(f.source_id)
             col = F.col(".".join(f"`{p}`" for p in path))
         else:
             col = F.col(f"`{next(it)[0]}`")

@@ -22,7 +22,7 @@ from procedures.spec.types import (
     StringType, TimestampNanoType, TimestampType, TimestamptzNanoType, TimestamptzType, TimeType,
 )
 
-__all__ = ["arrow_sortable", "column_at", "column_path", "sort_indices"]
+__all__ = ["arrow_sortable", "column_at", "sort_indices"]
 
 _SORTABLE = (BooleanType, IntegerType, LongType, FloatType, DoubleType, DecimalType, DateType, TimeType,
              TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType, StringType, BinaryType)
@@ -50,23 +50,13 @@ def column_at(data: pa.Table | pa.RecordBatch, path: Sequence[str]) -> pa.Array:
     return arr
 
 
-def column_path(schema: Schema, field_id: int) -> list[str]:
-    """Names from the top-level column down to the field ``field_id``."""
-    names = []
-    fid: int | None = field_id
-    while fid is not None:
-        names.append(schema.find_field(fid).name)
-        fid = schema.parent_id(fid)
-    return names[::-1]
-
-
 def sort_indices(data: pa.Table | pa.RecordBatch, schema: Schema, fields: Sequence[SortField]) -> pa.Array:
     """Row indices of ``data`` (columns named as ``schema``) in the order of ``fields``."""
     keys: dict[str, pa.Array] = {}
     order: list[tuple[str, str]] = []
     for i, f in enumerate(fields):
         source = schema.find_field(f.source_id).field_type
-        values = f.transform.apply_arrow(column_at(data, column_path(schema, f.source_id)), source)
+        values = f.transform.apply_arrow(column_at(data, schema.field_path(f.source_id)), source)
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         # False sorts before True: descending puts the nulls (True) first
