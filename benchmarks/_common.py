@@ -35,6 +35,7 @@ __all__ = [
     "iceberg_runtime_jar",
     "jvm_peak_rss_mb",
     "print_figures",
+    "python_peak_rss_mb",
     "reset_peak_rss",
     "start_spark",
     "time_call",
@@ -169,6 +170,17 @@ def jvm_peak_rss_mb(spark: Any) -> float | None:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return None
+
+
+def python_peak_rss_mb() -> float:
+    """Peak RSS (``VmHWM``) of this Python process in MiB since the last ``reset_peak_rss(None)``
+    (``driver_peak_rss_mb`` cannot be reset), or ``driver_peak_rss_mb()`` off Linux."""
+    status = Path(f"/proc/{os.getpid()}/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return driver_peak_rss_mb()
 
 
 def reset_peak_rss(spark: Any | None = None) -> bool:

@@ -19,6 +19,7 @@ import uuid as _uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+import numpy as np
 import pyarrow as pa
 
 from procedures.core.properties import file_scoped_deletes
@@ -39,11 +40,13 @@ __all__ = [
     "POSITION_DELETE_SCHEMA",
     "DeleteTarget",
     "merge_positions",
+    "merged_positions",
     "write_position_delete_file",
     "write_position_delete_files",
     "write_deletion_vectors",
     "write_deletes",
     "read_position_deletes",
+    "read_position_arrays",
     "read_existing_positions",
 ]
 
@@ -69,14 +72,19 @@ class DeleteTarget:
         return cls(data_file.file_path, tuple(data_file.partition), data_file.spec_id)
 
 
+def merged_positions(*position_sets: Iterable[int]) -> np.ndarray:
+    """The sorted union of several position collections as an int64 array (vectorised: a rewrite
+    merges millions of positions)."""
+    arrays = [np.asarray(s if isinstance(s, np.ndarray) else list(s), dtype=np.int64) for s in position_sets]
+    merged = np.unique(np.concatenate(arrays)) if arrays else np.empty(0, dtype=np.int64)
+    if len(merged) and merged[0] < 0:
+        raise ValidationError(f"row positions must be non-negative, got {int(merged[0])}")
+    return merged
+
+
 def merge_positions(*position_sets: Iterable[int]) -> list[int]:
     """The sorted union of several position collections (a new DV absorbing older deletes)."""
-    merged: set[int] = set()
-    for s in position_sets:
-        merged.update(int(p) for p in s)
-    if merged and min(merged) < 0:
-        raise ValidationError(f"row positions must be non-negative, got {min(merged)}")
-    return sorted(merged)
+    return merged_positions(*position_sets).tolist()
 
 
 def _file_name(partition_id: int, task_id: int, operation_id: str, n: int, ext: str) -> str:
@@ -104,13 +112,10 @@ def write_position_delete_file(
 ) -> DataFile:
     """Write one position delete file at ``path`` holding ``deletes`` (data file path ->
     positions), sorted by path then position, and describe it as a ``DataFile`` (content 1)."""
-    paths: list[str] = []
-    positions: list[int] = []
-    for data_path in sorted(deletes):
-        ps = merge_positions(deletes[data_path])
-        paths.extend([data_path] * len(ps))
-        positions.extend(ps)
-    if not positions:
+    order = sorted(deletes)
+    runs = [merged_positions(deletes[data_path]) for data_path in order]
+    positions = np.concatenate(runs) if runs else np.empty(0, dtype=np.int64)
+    if not len(positions):
         raise ValidationError(f"{path}: no positions to delete; refusing to write an empty delete file")
     props = {k: v for k, v in (properties or {}).items() if k.startswith("write.parquet.")}
     settings = WriteSettings(
@@ -120,15 +125,20 @@ def write_position_delete_file(
         properties=props,
         sort_order_id=None,
         metrics=MetricsConfig(FULL),
+        # positions are unique: a dictionary of them doubles the file (plain, as Java writes them)
+        dictionary_columns=("file_path",),
     )
+    # each path once, repeated by index: no Python object per deleted row
+    indices = np.repeat(np.arange(len(order), dtype=np.int32), [len(r) for r in runs])
+    paths = pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(order, pa.string())).cast(pa.string())
     table = pa.Table.from_arrays(
-        [pa.array(paths, pa.string()), pa.array(positions, pa.int64())],
+        [paths, pa.array(positions, pa.int64())],
         schema=schema_to_arrow(POSITION_DELETE_SCHEMA),
     )
     writer = ParquetFileWriter(io, path, settings, partition)
     writer.write(table)
     df = writer.close()
-    referenced = paths[0] if len(deletes) == 1 else None
+    referenced = order[0] if len(order) == 1 else None
     return dataclasses.replace(
         df, content=FileContent.POSITION_DELETES, referenced_data_file=referenced, sort_order_id=None,
         split_offsets=df.split_offsets, spec_id=spec_id,
@@ -163,7 +173,7 @@ def write_position_delete_files(
         g = (t.spec_id, t.partition, t.file_path if file_scoped else None)
         groups.setdefault(g, {})
         existing = groups[g].get(t.file_path)
-        groups[g][t.file_path] = positions if existing is None else merge_positions(existing, positions)
+        groups[g][t.file_path] = positions if existing is None else merged_positions(existing, positions)
         targets[g] = t
     base = data_location(metadata.location, metadata.properties)
     schema = metadata.schema()
@@ -250,8 +260,9 @@ def write_deletes(
     return write_position_delete_files(io, metadata, deletes, **kwargs)
 
 
-def read_position_deletes(io: FileIO, delete_file: DataFile) -> dict[str, list[int]]:
-    """The positions a delete file (Parquet position deletes or one DV blob) deletes, by data file."""
+def read_position_arrays(io: FileIO, delete_file: DataFile) -> dict[str, np.ndarray]:
+    """The positions a delete file (Parquet position deletes or one DV blob) deletes, by data file,
+    as sorted int64 arrays (shared with a cache: do not modify them)."""
     if delete_file.file_format == FileFormat.PUFFIN:
         pf = read_puffin(io, delete_file.file_path)
         blob = next((b for b in pf.blobs if b.offset == delete_file.content_offset), None)
@@ -259,11 +270,15 @@ def read_position_deletes(io: FileIO, delete_file: DataFile) -> dict[str, list[i
             raise ValidationError(
                 f"{delete_file.file_path}: no blob at offset {delete_file.content_offset} for {delete_file.referenced_data_file}"
             )
-
-        return {delete_file.referenced_data_file or "": deserialize_dv(pf.read_blob(blob), location=delete_file.file_path)}
+        positions = deserialize_dv(pf.read_blob(blob), location=delete_file.file_path)
+        return {delete_file.referenced_data_file or "": np.asarray(positions, dtype=np.int64)}
     # the scan's reader: columns found by field id, small files in one read, recent files cached
+    return read_parquet_positions(io, delete_file)
 
-    return {path: pos.tolist() for path, pos in read_parquet_positions(io, delete_file).items()}
+
+def read_position_deletes(io: FileIO, delete_file: DataFile) -> dict[str, list[int]]:
+    """The positions a delete file (Parquet position deletes or one DV blob) deletes, by data file."""
+    return {path: pos.tolist() for path, pos in read_position_arrays(io, delete_file).items()}
 
 
 def read_existing_positions(io: FileIO, delete_files: Iterable[DataFile], data_file_path: str) -> list[int]:

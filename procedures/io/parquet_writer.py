@@ -198,6 +198,9 @@ class WriteSettings:
     properties: Mapping[str, str] = field(default_factory=dict)
     sort_order_id: int | None = None
     metrics: MetricsConfig = MetricsConfig()
+    #: columns to dictionary-encode (None: all); pyarrow keeps a dictionary of unique values where
+    #: parquet-mr falls back to plain, so columns known to be unique (delete positions) leave it out
+    dictionary_columns: tuple[str, ...] | None = None
 
     @classmethod
     def from_metadata(cls, metadata: Any, *, spec_id: int | None = None, sort_order_id: int | None = None) -> "WriteSettings":
@@ -246,6 +249,8 @@ class WriteSettings:
             "dictionary_pagesize_limit": int(self.properties.get(DICT_SIZE, 2 * MIB)),
             "max_rows_per_page": int(self.properties.get(PAGE_ROW_LIMIT, 20000)),
         }
+        if self.dictionary_columns is not None:
+            opts["use_dictionary"] = list(self.dictionary_columns)
         level = self.properties.get(COMPRESSION_LEVEL)
         if level is not None and codec != "none":
             opts["compression_level"] = int(level)
@@ -253,18 +258,9 @@ class WriteSettings:
 
 
 # --------------------------------------------------------------------------- partitioning
-def _column_path(schema: Schema, field_id: int) -> list[str]:
-    names = []
-    fid: int | None = field_id
-    while fid is not None:
-        names.append(schema.find_field(fid).name)
-        fid = schema.parent_id(fid)
-    return names[::-1]
-
-
 def source_column(table: pa.Table, schema: Schema, field_id: int) -> pa.ChunkedArray:
     """The column of ``table`` holding field ``field_id``, walking into structs by name."""
-    path = _column_path(schema, field_id)
+    path = schema.field_path(field_id)
     col: Any = table.column(path[0])
     for name in path[1:]:
         col = pc.struct_field(col, name)

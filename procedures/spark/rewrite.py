@@ -11,7 +11,9 @@ committed here.  The three rewriters follow Iceberg Java 1.10's runners:
   partition values first;
 * SORT: rows are range-partitioned into ``expected files x shuffle-partitions-per-file`` partitions
   by the sort order (prefixed by the output spec's partition values when the spec changes) and sorted
-  within them; sort keys with transforms are computed with Iceberg's own transforms;
+  within them; sort keys with transforms are computed with Iceberg's own transforms.  A group of at
+  most ``IN_TASK_SORT_MAX_BYTES`` that stays in its spec is instead read, sorted in Arrow and written
+  by one Python task (no shuffle, one read, rows never in the JVM), cut into the same number of files;
 * Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.core.rewrite.zorder`).
 
 Writers roll files at the group's ``max_output_file_size`` (target plus half the way to max).
@@ -20,11 +22,14 @@ Writers roll files at the group's ``max_output_file_size`` (target plus half the
 from __future__ import annotations
 
 import dataclasses
+import pickle
+import uuid
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
 from procedures.catalog.base import Table
+from procedures.core.rewrite.arrow_sort import arrow_sortable, column_at, sort_indices
 from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup
 from procedures.core.rewrite.zorder import Z_COLUMN, zorder_values
 from procedures.core.splits import spread_groups
@@ -40,7 +45,14 @@ from procedures.spec.sorting import NullOrder, SortDirection, SortField, SortOrd
 from procedures.spec.transforms import IdentityTransform
 from procedures.spec.types import BinaryType, BooleanType, DecimalType, DoubleType, FixedType, FloatType, StringType
 
-__all__ = ["rewrite_group", "group_description", "RewriteSpec"]
+__all__ = ["rewrite_group", "group_description", "RewriteSpec", "IN_TASK_SORT_MAX_BYTES"]
+
+#: Largest group (input file bytes) that SORT rewrites inside one Python task: its rows are held in
+#: Arrow memory (a few times their Parquet size) while sorted.  Larger groups go through Spark's range
+#: shuffle and external sort, which spill.
+IN_TASK_SORT_MAX_BYTES = 64 * 1024 * 1024
+#: Rows per batch handed to the writer after an in-task sort (it rolls files between batches).
+SORTED_BATCH_ROWS = 65_536
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,28 +77,12 @@ def group_description(table: Table, group: FileGroup, total: int, rewriter: str,
     return f"Rewriting {group.input_file_count} files ({rewriter}, file group {group.global_index}/{total}) in {table.name}"
 
 
-def _column_path(schema: Any, field_id: int) -> list[str]:
-    names = []
-    fid = field_id
-    while fid is not None:
-        names.append(schema.find_field(fid).name)
-        fid = schema.parent_id(fid)
-    return names[::-1]
-
-
-def _arrow_column(batch: pa.RecordBatch, path: Sequence[str]) -> pa.Array:
-    arr: Any = batch.column(batch.schema.get_field_index(path[0]))
-    for part in path[1:]:
-        arr = arr.field(part)
-    return arr
-
-
 def _key_columns(schema: Any, fields: Sequence[tuple[int, Any]]) -> list[tuple[str, list[str], Any, Any]]:
     """(temp column name, source path, transform, source type) for each transformed key."""
     out = []
     for i, (source_id, transform) in enumerate(fields):
         f = schema.find_field(source_id)
-        out.append((f"__rewrite_key_{i}", _column_path(schema, source_id), transform, f.field_type))
+        out.append((f"__rewrite_key_{i}", schema.field_path(source_id), transform, f.field_type))
     return out
 
 
@@ -141,7 +137,7 @@ def _with_keys(df: Any, keys: list[tuple[str, list[str], Any, Any]], zorder: tup
             arrays = list(b.columns)
             names = list(b.schema.names)
             for (name, path, transform, source_type), (_, arrow_t) in zip(keys, kinds):
-                arrays.append(_as_key(transform.apply_arrow(_arrow_column(b, path), source_type), arrow_t))
+                arrays.append(_as_key(transform.apply_arrow(column_at(b, path), source_type), arrow_t))
                 names.append(name)
             if zorder is not None:
                 cols, vlc, mos = zorder
@@ -180,7 +176,7 @@ def _sorted_df(df: Any, schema: Any, fields: Sequence[SortField], partitions: in
     it = iter(keys)
     for f in fields:
         if isinstance(f.transform, IdentityTransform):
-            path = _column_path(schema, f.source_id)
+            path = schema.field_path(f.source_id)
             col = F.col(".".join(f"`{p}`" for p in path))
         else:
             col = F.col(f"`{next(it)[0]}`")
@@ -197,9 +193,6 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     size (small files packed, large ones cut at row groups) and each split is written by the task
     that read it, rolling at the group's max output size.  Rows stay inside the Python worker: no
     trip through the JVM between reading and writing."""
-    import pickle  # noqa: PLC0415
-    import uuid  # noqa: PLC0415
-
     md = table.metadata
     settings = write_settings(md, spec_id=spec_id,
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
@@ -221,6 +214,40 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
             yield write_in_task(reader.io_properties, settings, f"{operation_id}-{index}", reader.batches(split))
 
     return write_payloads(spark, table.io, payloads, write_splits)
+
+
+def _sort_in_task(spark: Any, table: Table, tasks: Sequence[Any], group: FileGroup, spec_id: int,
+                  fields: Sequence[SortField]) -> list[DataFile]:
+    """SORT of a small group without a shuffle: one Python task reads the group's rows (deletes
+    applied), sorts them in Arrow and writes the group's expected number of files, each a run of
+    consecutive rows (as a range partition is) rolled at the group's max output size, so rows never
+    cross into the JVM and are read once (a range shuffle samples its input first)."""
+    md = table.metadata
+    schema = md.schema()
+    settings = write_settings(md, spec_id=spec_id,
+                              properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
+    reader = TaskReader.for_table(table, schema)
+    operation_id = str(uuid.uuid4())
+    payload = pickle.dumps([light_task(t) for t in tasks], protocol=pickle.HIGHEST_PROTOCOL)
+    n_out = max(1, group.expected_output_files)
+
+    def sort_and_write(raw: bytes) -> Iterator[list[DataFile]]:
+        batches = list(reader.batches(pickle.loads(raw)))
+        if not batches:
+            return
+        data = pa.Table.from_batches(batches)
+        del batches
+        data = data.take(sort_indices(data, schema, fields))
+        # the group's expected file count in equal runs of rows, each its own file(s), as the range
+        # partitions of the shuffle would be
+        bounds = [len(data) * i // n_out for i in range(n_out + 1)]
+        for i in range(n_out):
+            part = data.slice(bounds[i], bounds[i + 1] - bounds[i])
+            if len(part):
+                yield write_in_task(reader.io_properties, settings, f"{operation_id}-{i}",
+                                    part.to_batches(max_chunksize=SORTED_BATCH_ROWS))
+
+    return write_payloads(spark, table.io, [payload], sort_and_write)
 
 
 def rewrite_group(
@@ -249,6 +276,10 @@ def rewrite_group(
         temp: list[str] = []
         if how.rewriter == BIN_PACK and not _sort_fields(SortOrder(0, ()), output_spec, repartition):
             files = _bin_pack_splits(spark, table, tasks, group, output_spec.spec_id)
+            return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
+        if (how.rewriter == SORT and how.sort_order is not None and not repartition
+                and group.input_size <= IN_TASK_SORT_MAX_BYTES and arrow_sortable(schema, how.sort_order.fields)):
+            files = _sort_in_task(spark, table, tasks, group, output_spec.spec_id, how.sort_order.fields)
             return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
         # the read only feeds a shuffle: scan-sized splits (spread over the cores for a small group)
         # rather than one per output file; files are cheap to open here, so no open-file cost

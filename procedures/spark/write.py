@@ -58,15 +58,6 @@ def _col(name_path: Sequence[str]) -> Any:
     return F.col(".".join(f"`{p}`" for p in name_path))
 
 
-def _column_path(schema: Any, field_id: int) -> list[str]:
-    names = []
-    fid = field_id
-    while fid is not None:
-        names.append(schema.find_field(fid).name)
-        fid = schema.parent_id(fid)
-    return names[::-1]
-
-
 def _resolve_case(df_columns: Sequence[str], path: list[str]) -> list[str]:
     # DataFrames from users may spell top-level names in another case than the table
     if path[0] not in df_columns:
@@ -86,7 +77,7 @@ def partition_expressions(df: Any, settings: WriteSettings) -> list[Any]:
         source = settings.schema.find_field_or_none(pf.source_id)
         if source is None or pf.transform.is_void:
             continue
-        c = _col(_resolve_case(df.columns, _column_path(settings.schema, pf.source_id)))
+        c = _col(_resolve_case(df.columns, settings.schema.field_path(pf.source_id)))
         t = pf.transform
         if isinstance(t, IdentityTransform):
             out.append(c)
@@ -120,7 +111,7 @@ def sort_expressions(df: Any, settings: WriteSettings, sort_order: Any | None) -
             continue
         if settings.schema.find_field_or_none(sf.source_id) is None:
             continue
-        c = _col(_resolve_case(df.columns, _column_path(settings.schema, sf.source_id)))
+        c = _col(_resolve_case(df.columns, settings.schema.field_path(sf.source_id)))
         if sf.direction == SortDirection.ASC:
             c = c.asc_nulls_first() if sf.null_order == NullOrder.NULLS_FIRST else c.asc_nulls_last()
         else:

@@ -156,6 +156,15 @@ class Schema:
         """Id of the struct/list/map field that directly contains ``field_id``, or None at top level."""
         return self._parents.get(field_id)
 
+    def field_path(self, field_id: int) -> list[str]:
+        """Names from the top-level field down to ``field_id`` (each name whole, even with dots in it)."""
+        names = []
+        fid: int | None = field_id
+        while fid is not None:
+            names.append(self.find_field(fid).name)
+            fid = self.parent_id(fid)
+        return names[::-1]
+
     def column_names(self) -> list[str]:
         """Full dotted names of every field, depth first."""
         return list(self._names.values())

@@ -310,3 +310,26 @@ def test_deletion_vectors_in_one_puffin(tmp_path):
     assert read_existing_positions(FileIO(), files, b.file_path) == [7, 1 << 33]
     with pytest.raises(ValidationError, match="non-negative"):
         merge_positions([-1])
+
+
+def test_position_delete_file_from_arrays_is_sorted_and_keeps_pos_plain(tmp_path):
+    import numpy as np
+
+    from procedures.io.delete_writers import merged_positions, read_position_arrays, write_position_delete_file
+
+    assert merged_positions(np.array([5, 1]), [3, 1], ()).tolist() == [1, 3, 5]
+    with pytest.raises(ValidationError, match="non-negative"):
+        merged_positions(np.array([2, -4]))
+    path = str(tmp_path / "d.parquet")
+    deletes = {"s3://x/b.parquet": np.arange(0, 10_000, 2), "s3://x/a.parquet": [9, 2, 2]}
+    f = write_position_delete_file(FileIO(), path, deletes)
+    assert f.record_count == 5_002 and f.referenced_data_file is None
+    rows = pq.read_table(path)
+    assert rows.column("file_path").to_pylist()[:3] == ["s3://x/a.parquet", "s3://x/a.parquet", "s3://x/b.parquet"]
+    assert rows.column("pos").to_pylist()[:4] == [2, 9, 0, 2]
+    got = read_position_arrays(FileIO(), f)
+    assert {k: v.tolist()[:3] for k, v in got.items()} == {"s3://x/a.parquet": [2, 9], "s3://x/b.parquet": [0, 2, 4]}
+    # unique positions are not dictionary-encoded (a dictionary of them doubles the file)
+    chunk = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {chunk.column(i).path_in_schema: chunk.column(i).encodings for i in range(chunk.num_columns)}
+    assert "RLE_DICTIONARY" not in encodings["pos"] and "RLE_DICTIONARY" in encodings["file_path"]

@@ -31,7 +31,7 @@ from procedures.core.summary import content_size, is_dv
 from procedures.core.transaction import commit
 from procedures.errors import CommitStateUnknownError, IcebergError, ValidationError
 from procedures.io.delete_writers import (
-    DeleteTarget, merge_positions, read_position_deletes, write_deletion_vectors, write_position_delete_files,
+    DeleteTarget, merged_positions, read_position_arrays, write_deletion_vectors, write_position_delete_files,
 )
 from procedures.io.sandbox import file_io
 from procedures.spark.session import in_caller_context, job_description
@@ -69,11 +69,12 @@ def _rewrite_group(io: Any, md: Any, group: _GroupInput, *, partition_id: int = 
                    operation_id: str | None = None) -> list[DataFile]:
     """New delete files for a group; deletes of data files that are not live targets are dangling
     and dropped.  On v3 each new DV absorbs the data file's current DV (see :func:`_replaced_dvs`)."""
-    positions: dict[str, list[int]] = {}
+    found: dict[str, list[Any]] = {}
     for f in group.files:
-        for path, pos in read_position_deletes(io, f).items():
+        for path, pos in read_position_arrays(io, f).items():
             if path in group.targets:
-                positions[path] = merge_positions(positions.get(path, ()), pos)
+                found.setdefault(path, []).append(pos)
+    positions = {path: merged_positions(*runs) for path, runs in found.items()}
     if not positions:
         return []
     names = {"partition_id": partition_id, "task_id": task_id, "operation_id": operation_id}
@@ -82,7 +83,7 @@ def _rewrite_group(io: Any, md: Any, group: _GroupInput, *, partition_id: int = 
         for path, pos in positions.items():
             old = group.dvs.get(path)
             if old is not None:
-                pos = merge_positions(pos, read_position_deletes(io, old).get(path, ()))
+                pos = merged_positions(pos, read_position_arrays(io, old).get(path, ()))
             merged[group.targets[path]] = pos
         return write_deletion_vectors(io, md, merged, **names)
     return write_position_delete_files(io, md, {group.targets[p]: pos for p, pos in positions.items()}, **names)
