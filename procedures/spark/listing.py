@@ -14,7 +14,7 @@ plain values travel with the tasks.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -217,9 +217,13 @@ def within_dataframe(df: Any, column: str, location: str) -> Any:
     return df.mapInArrow(keep, df.schema) if fields else df
 
 
-def find_orphans_dataframe(actual: Any, valid: Any, mode: str) -> tuple[Any, list[tuple[str | None, str | None]]]:
+def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[Any], Any] | None = None
+                           ) -> tuple[Any, list[tuple[str | None, str | None]]]:
     """Join normalised actual and valid URIs on the path; returns the orphan DataFrame (``uri``)
     and, for ``mode == "ERROR"``, the conflicting ``(valid, actual)`` scheme/authority pairs.
+
+    ``keep`` (a :class:`FrameKeeper`) persists the join and the per-file verdicts when the conflict
+    check runs, so the orphan rows that follow read them instead of joining again.
 
     An actual file is not an orphan when one valid entry with its path matches on scheme and
     authority (case-insensitive; an empty valid component matches anything).  When entries exist
@@ -237,10 +241,14 @@ def find_orphans_dataframe(actual: Any, valid: Any, mode: str) -> tuple[Any, lis
                 | F.coalesce(F.lower(F.col(vc)) == F.lower(F.col(ac)), F.lit(False)))
 
     joined = joined.withColumn("s_ok", comp("v_scheme", "a_scheme")).withColumn("a_ok", comp("v_authority", "a_authority"))
+    if mode == "ERROR" and keep is not None:
+        joined = keep(joined)
     per_file = joined.groupBy("a_uri").agg(
         F.max(F.col("v_path").isNotNull().cast("int")).alias("has_valid"),
         F.max((F.col("v_path").isNotNull() & F.col("s_ok") & F.col("a_ok")).cast("int")).alias("matched"),
     )
+    if mode == "ERROR" and keep is not None:
+        per_file = keep(per_file)
     if mode == "DELETE":
         orphans = per_file.where("matched = 0")
     else:

@@ -64,6 +64,10 @@ __all__ = [
     "UNASSIGNED_SEQ",
     "DEFAULT_BLOCK_SIZE",
     "write_manifest_list",
+    "EncodedManifestList",
+    "read_encoded_manifest_list",
+    "decode_manifest_list_head",
+    "manifest_live_paths",
     "read_manifest_list",
     "read_manifest",
     "read_manifest_metadata",
@@ -688,35 +692,98 @@ def write_manifest_list(
 
 
 # ----------------------------------------------------------------------------------- reading
+def _manifest_file_converter(schema: Mapping[str, Any]) -> Callable[[dict], ManifestFile]:
+    """A function from a decoded manifest-list record (writer ``schema``) to a :class:`ManifestFile`."""
+    names = _names_by_id(schema)
+    g = {fid: names.get(fid, "") for fid in range(500, 521)}
+    summaries_name = g[507]
+
+    def convert(r: dict) -> ManifestFile:
+        parts = r.get(summaries_name)
+        content = r.get(g[517])
+        return ManifestFile(
+            r[g[500]], r[g[501]], r[g[502]],
+            ManifestContent.DATA if content is None else ManifestContent(content),
+            r.get(g[515]) or 0,
+            r.get(g[516]) or 0,
+            r.get(g[503]),
+            r.get(g[504]), r.get(g[505]), r.get(g[506]),
+            r.get(g[512]), r.get(g[513]), r.get(g[514]),
+            None if parts is None else tuple(
+                FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
+                for p in parts
+            ),
+            r.get(g[519]),
+            r.get(g[520]),
+        )
+
+    return convert
+
+
 def read_manifest_list(io: _FileIO, path: str) -> list[ManifestFile]:
     """The rows of a manifest list; v1 rows read as data manifests with sequence numbers 0."""
     data = _read_bytes(io, path)
     reader, schema = _open_avro(data, path, strip=False)
-    names = _names_by_id(schema)
-    g = {fid: names.get(fid, "") for fid in range(500, 521)}
-    summaries_name = g[507]
-    out = []
+    convert = _manifest_file_converter(schema)
     try:
-        for r in reader:
-            parts = r.get(summaries_name)
-            content = r.get(g[517])
-            out.append(ManifestFile(
-                r[g[500]], r[g[501]], r[g[502]],
-                ManifestContent.DATA if content is None else ManifestContent(content),
-                r.get(g[515]) or 0,
-                r.get(g[516]) or 0,
-                r.get(g[503]),
-                r.get(g[504]), r.get(g[505]), r.get(g[506]),
-                r.get(g[512]), r.get(g[513]), r.get(g[514]),
-                None if parts is None else tuple(
-                    FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
-                    for p in parts
-                ),
-                r.get(g[519]),
-                r.get(g[520]),
-            ))
+        return [convert(r) for r in reader]
     except (KeyError, ValueError, EOFError) as e:
         raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
+
+
+@dataclass(frozen=True)
+class EncodedManifestList:
+    """A manifest list's rows still Avro-encoded: the writer schema (the header's JSON text) and the
+    decompressed blocks joined into one byte string of ``count`` records.
+
+    Iceberg writers carry a parent's manifests after the new ones, unchanged, so a snapshot's
+    encoded rows usually end with its parent's byte for byte; :func:`decode_manifest_list_head`
+    then decodes only the new rows in front.
+    """
+
+    path: str
+    schema: str
+    records: bytes
+    count: int
+
+
+def read_encoded_manifest_list(io: _FileIO, path: str) -> EncodedManifestList:
+    """A manifest list's rows, decompressed but not decoded (see :class:`EncodedManifestList`)."""
+    data = _read_bytes(io, path)
+    avro_codecs.install()
+    try:
+        blocks = fastavro.block_reader(_io.BytesIO(data))
+        schema = blocks.metadata["avro.schema"]
+        parts = []
+        count = 0
+        for block in blocks:
+            parts.append(block.bytes_.getvalue())
+            count += block.num_records
+    except Exception as e:  # fastavro raises several unrelated types for corrupt files
+        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    return EncodedManifestList(path, schema if isinstance(schema, str) else schema.decode(), b"".join(parts), count)
+
+
+def decode_manifest_list_head(encoded: EncodedManifestList, size: int, count: int) -> list[ManifestFile]:
+    """The first ``count`` rows of ``encoded``, which must take exactly its first ``size`` bytes.
+
+    Decoding is deterministic, so when the rest of the bytes equal another list's rows (same
+    schema), the rows of ``encoded`` are these followed by that list's.  Raises
+    :class:`InvalidMetadataError` when the rows do not end exactly at ``size``.
+    """
+    schema = json.loads(encoded.schema)
+    parsed = fastavro.parse_schema(schema)
+    convert = _manifest_file_converter(schema)
+    buf = _io.BytesIO(encoded.records[:size])
+    out = []
+    try:
+        for _ in range(count):
+            out.append(convert(fastavro.schemaless_reader(buf, parsed, None)))
+    except Exception as e:  # fastavro raises several unrelated types for corrupt bytes
+        raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=encoded.path) from e
+    if buf.tell() != size:
+        raise InvalidMetadataError(f"manifest list rows end at byte {buf.tell()}, expected {size}",
+                                   location=encoded.path)
     return out
 
 
@@ -1027,5 +1094,50 @@ def _existing_records(stripped_data: bytes, plan: _CopyPlan, manifest: ManifestF
                     canonical = FileFormat(fmt).value.encode()
                     body = buf[pos:p + n] + encode_long(len(canonical)) + canonical + buf[q + n_fmt:end]
                 yield part_get(d["partition"]), d["record_count"], seq, head + body
+    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+        raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
+
+
+def _live_paths_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], str, str, str, str]:
+    """A reader schema keeping only an entry's status and its file's content and path (by field id),
+    with the names of status, data_file, content and file_path; fastavro skips everything else
+    without building it."""
+    top = {f.get("field-id"): f for f in schema["fields"]}
+    status, df_field = top.get(0), top.get(2)
+    if status is None or df_field is None:
+        raise InvalidMetadataError("manifest schema has no status (id 0) or data_file (id 2) field")
+    df_schema = _record_type(df_field["type"])
+    inner = {f.get("field-id"): f for f in df_schema["fields"]}
+    if 100 not in inner:
+        raise InvalidMetadataError("manifest schema has no file_path field (id 100)")
+    kept = [inner[i] for i in (134, 100) if i in inner]
+    reader = {"type": "record", "name": schema["name"], "fields": [
+        status,
+        {"name": df_field["name"], "type": {"type": "record", "name": df_schema["name"], "fields": kept}},
+    ]}
+    return (reader, status["name"], df_field["name"], inner[134]["name"] if 134 in inner else "\0",
+            inner[100]["name"])
+
+
+def manifest_live_paths(io: _FileIO, manifest: ManifestFile) -> Iterator[tuple[str, FileContent]]:
+    """``(file_path, content)`` of every live (ADDED or EXISTING) entry of a manifest, decoding only
+    those fields: garbage collection needs nothing else and :func:`read_manifest` builds far more."""
+    path = manifest.manifest_path
+    data = _read_bytes(io, path)
+    reader, schema = _open_avro(data, path, strip=False)
+    try:
+        projection, n_status, n_df, n_content, n_path = _live_paths_schema(schema)
+        records = fastavro.reader(_io.BytesIO(data), reader_schema=projection)
+        deleted = int(ManifestEntryStatus.DELETED)
+        contents = _CONTENTS
+        for r in records:
+            if r[n_status] == deleted:
+                continue
+            d = r[n_df]
+            content = d.get(n_content)
+            yield d[n_path], (
+                FileContent.DATA if content is None else contents[content])
+    except InvalidMetadataError as e:
+        raise InvalidMetadataError(str(e), location=path) from e
     except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
         raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e

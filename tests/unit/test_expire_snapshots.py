@@ -429,3 +429,60 @@ def test_procedure_through_the_registry(catalog):
         runner.run("expire_snapshots", kwargs={"table": "db.t", "retain_last": "one"}, catalog="local", conf=conf)
     with pytest.raises(ValidationError, match="max_concurrent_deletes should have value > 0, value: 0"):
         runner.run("expire_snapshots", args=["db.missing", None, None, 0], catalog="local", conf=conf)
+
+
+# ------------------------------------------------------------------------------------ retained manifests pruned
+def test_retained_file_in_a_rewritten_manifest_of_a_pruned_table_is_kept(catalog, monkeypatch):
+    """Many partitions, one manifest each: only the retained manifest of the candidates' partition
+    is read, and the file it still lists survives while its deleted neighbour goes."""
+    from procedures.core.gc import pruning
+
+    t = make_table(catalog)
+    for p in range(6):
+        if p == 3:
+            keep, gone = data_file(t, "keep", 3), data_file(t, "gone", 3)
+            t = c(t, FastAppend([keep, gone]))
+        else:
+            t = c(t, FastAppend([data_file(t, f"f{p}", p)]))
+    t = c(t, DeleteFiles([gone.file_path]))  # the partition-3 manifest is rewritten: keep EXISTING
+    read = []
+    real = pruning.retained_to_read
+
+    def spy(md, cands, retained):
+        out = real(md, cands, retained)
+        read.extend(out)
+        return out
+
+    monkeypatch.setattr(pruning, "retained_to_read", spy)
+    result, deleted, after = run_expire(t, older_than_ms=FUTURE, retain_last=1)
+    assert gone.file_path in deleted and keep.file_path not in deleted
+    assert result.deleted_data_files_count == 1
+    assert len(read) == 1 and read[0].partitions is not None  # only the partition-3 manifest
+
+
+def test_tag_keeping_an_old_snapshot_keeps_its_files_after_a_rewrite(catalog):
+    t = make_table(catalog)
+    f = [data_file(t, f"f{i}", i % 3) for i in range(6)]
+    t = c(t, FastAppend(f[:3]))
+    t = c(t, FastAppend(f[3:]))
+    t = c(t, ManageRef("create", "old", SnapshotRefType.TAG, snapshot_id=t.metadata.current_snapshot_id))
+    t = c(t, DeleteFiles([f[0].file_path, f[4].file_path]))
+    t = c(t, RewriteFiles(remove_files=[f[1]], add_files=[data_file(t, "r1", 1)]))
+    t = c(t, FastAppend([data_file(t, "late", 2)]))
+    result, deleted, _ = run_expire(t, older_than_ms=FUTURE, retain_last=1)
+    assert not {x.file_path for x in f} & deleted  # the tag still reaches every original file
+    assert result.deleted_data_files_count == 0
+
+
+def test_deleted_delete_files_in_pruned_partitions(catalog):
+    t = make_table(catalog)
+    files = [data_file(t, f"f{p}", p) for p in range(4)]
+    for x in files:
+        t = c(t, FastAppend([x]))
+    d1 = pos_delete(t, "d1", files[1])
+    t = c(t, RowDelta(add_deletes=[d1]))
+    t = c(t, DeleteFiles([files[1].file_path, d1.file_path]))
+    t = c(t, FastAppend([data_file(t, "g1", 1)]))
+    result, deleted, _ = run_expire(t, older_than_ms=FUTURE, retain_last=1)
+    assert {files[1].file_path, d1.file_path} <= deleted
+    assert result.row()[:2] == (1, 1)

@@ -28,6 +28,7 @@ from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from procedures.core import updates as U
+from procedures.core.gc import pruning as P
 from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.paths import PathSet, path_keys
@@ -187,8 +188,8 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
 
     Manifests shared by an expired and a retained snapshot are never read for content: every live
     entry of a shared manifest is reachable from the retained snapshot.  Only manifests reachable
-    exclusively from expired snapshots yield candidates, which are then checked against every
-    manifest of the retained snapshots.
+    exclusively from expired snapshots yield candidates, which are then checked against the
+    retained manifests that may name one (:func:`procedures.core.gc.pruning.retained_to_read`).
     """
     expired_ids = [i for i in expired_ids if before.snapshot_by_id(i) is not None]
     if not expired_ids:
@@ -217,13 +218,16 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
                 "retained_manifests": tuple(kept_manifests)}
     if not only_expired:
         return ExpiredFiles(driver, **retained)
+    to_read = P.retained_to_read(before, only_expired.values(), kept_manifests.values())
+    log.info("expire: %d manifest(s) only expired snapshots reach; %d of %d retained manifest(s) may name "
+             "their files", len(only_expired), len(to_read), len(kept_manifests))
     if unreached is not None:
-        frame = unreached(list(only_expired.values()), list(kept_manifests.values()))
+        frame = unreached(list(only_expired.values()), to_read)
         if frame is not None:
             return ExpiredFiles(driver, frame, **retained)
     candidates = R.content_paths_driver(io, only_expired.values())
     if candidates:
-        _drop_reachable(io, candidates, kept_manifests.values())
+        _drop_reachable(io, candidates, to_read)
     driver.update(candidates)
     return ExpiredFiles(driver, **retained)
 

@@ -25,11 +25,16 @@ which decide with :func:`use_spark`.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from procedures.spec.manifest import FileContent, ManifestContent, ManifestFile, read_manifest, read_manifest_list
+from procedures.errors import InvalidMetadataError
+from procedures.spec.manifest import (
+    EncodedManifestList, FileContent, ManifestContent, ManifestFile, decode_manifest_list_head, manifest_live_paths,
+    read_encoded_manifest_list,
+)
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
@@ -91,38 +96,84 @@ class SnapshotManifests:
         return out
 
 
+def _parents_first(ids: Iterable[int], snapshots: dict[int, Any]) -> list[int]:
+    """``ids`` ordered so that every snapshot comes after its ancestors (by depth in the history)."""
+    depth: dict[int, int] = {}
+    for sid in ids:
+        chain: list[int] = []
+        cur: int | None = sid
+        # bounded walk: a corrupt history with a parent cycle must not loop forever
+        while cur is not None and cur not in depth and cur in snapshots and len(chain) <= len(snapshots):
+            chain.append(cur)
+            cur = snapshots[cur].parent_snapshot_id
+        base = depth.get(cur, -1) if cur is not None else -1
+        for c in reversed(chain):
+            if c not in depth:
+                base += 1
+                depth[c] = base
+    return sorted(ids, key=depth.__getitem__)
+
+
 def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[int] | None = None,
                             *, threads: int = DRIVER_READ_THREADS) -> SnapshotManifests:
-    """Read the manifest lists of ``snapshot_ids`` (default: every snapshot of ``md``) in parallel.
+    """Read the manifest lists of ``snapshot_ids`` (default: every snapshot of ``md``).
+
+    A manifest appears in the list of every later snapshot that keeps it: 1,000 snapshots over
+    10,000 manifests are 5M list rows but 10,000 manifests.  Writers put a snapshot's new manifests
+    first and carry the parent's rows after them unchanged, so the lists are read parents first and
+    a list whose encoded rows end with its parent's (same schema, byte for byte) decodes only the
+    rows in front; the rest are the parent's, already read.  Any other list is decoded in full.
+    One object is kept per manifest, so memory follows the distinct manifests, not the rows.
+    Files are fetched by ``threads`` threads ahead of the decoding.
 
     v1 snapshots that embed a ``manifests`` array instead of a list are not supported by the
     model; they have no manifest list and contribute no manifests.
     """
     wanted = {s.snapshot_id: s for s in md.snapshots}
-    ids = list(wanted) if snapshot_ids is None else [i for i in snapshot_ids if i in wanted]
+    ids = list(wanted) if snapshot_ids is None else [i for i in dict.fromkeys(snapshot_ids) if i in wanted]
     lists = {sid: wanted[sid].manifest_list or None for sid in ids}
-
-    def one(sid: int) -> tuple[int, tuple[ManifestFile, ...]]:
-        path = lists[sid]
-        return sid, (tuple(read_manifest_list(io, path)) if path else ())
-
-    # A manifest appears in the list of every later snapshot that keeps it: 1,000 snapshots over
-    # 10,000 manifests are 5M list rows but 10,000 manifests.  Keep one object per manifest and read
-    # the lists a batch at a time, so memory follows the distinct manifests, not the rows.
+    order = _parents_first(ids, wanted)
+    # a parent's encoded rows are kept only until its last child in this read has been decoded
+    children_left = Counter(wanted[sid].parent_snapshot_id for sid in ids)
+    encoded: dict[int, EncodedManifestList] = {}
     interned: dict[str, ManifestFile] = {}
     pairs: dict[int, tuple[ManifestFile, ...]] = {}
+
+    def fetch(sid: int) -> EncodedManifestList | None:
+        path = lists[sid]
+        return read_encoded_manifest_list(io, path) if path else None
+
+    def decode(sid: int, enc: EncodedManifestList) -> tuple[ManifestFile, ...]:
+        parent = wanted[sid].parent_snapshot_id
+        prev = encoded.get(parent) if parent is not None else None
+        if (prev is not None and prev.schema == enc.schema and prev.count <= enc.count
+                and enc.records.endswith(prev.records)):
+            try:
+                head = decode_manifest_list_head(enc, len(enc.records) - len(prev.records), enc.count - prev.count)
+                return tuple(interned.setdefault(m.manifest_path, m) for m in head) + pairs[parent]
+            except InvalidMetadataError:
+                pass  # the rows do not split there: decode the whole list below
+        return tuple(interned.setdefault(m.manifest_path, m) for m in decode_manifest_list_head(
+            enc, len(enc.records), enc.count))
+
     workers = min(threads, len(ids))
     batch = max(1, workers * 4)
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="read-manifest-list") if workers > 1 else None
     try:
-        for start in range(0, len(ids), batch):
-            chunk = ids[start:start + batch]
-            for sid, manifests in (pool.map(one, chunk) if pool is not None else map(one, chunk)):
-                pairs[sid] = tuple(interned.setdefault(m.manifest_path, m) for m in manifests)
+        for start in range(0, len(order), batch):
+            chunk = order[start:start + batch]
+            for sid, enc in zip(chunk, pool.map(fetch, chunk) if pool is not None else map(fetch, chunk)):
+                pairs[sid] = decode(sid, enc) if enc is not None else ()
+                if enc is not None and children_left[sid]:
+                    encoded[sid] = enc
+                parent = wanted[sid].parent_snapshot_id
+                children_left[parent] -= 1
+                if children_left[parent] <= 0:
+                    encoded.pop(parent, None)
     finally:
         if pool is not None:
             pool.shutdown()
-    return SnapshotManifests(lists, pairs)
+    return SnapshotManifests(lists, {sid: pairs[sid] for sid in ids})
 
 
 def use_spark(spark: Any, manifests: Iterable[ManifestFile]) -> bool:
@@ -141,8 +192,8 @@ def use_spark(spark: Any, manifests: Iterable[ManifestFile]) -> bool:
 
 def manifest_content_paths(io: Any, manifest: ManifestFile) -> Iterator[tuple[str, str]]:
     """``(path, kind)`` of every live content file of one manifest (DVs give their Puffin file)."""
-    for e in read_manifest(io, manifest, skip_deleted=True):
-        yield e.data_file.file_path, _KIND_OF_CONTENT[e.data_file.content]
+    for path, content in manifest_live_paths(io, manifest):
+        yield path, _KIND_OF_CONTENT[content]
 
 
 def content_paths_driver(io: Any, manifests: Iterable[ManifestFile], *,

@@ -139,7 +139,7 @@ def _find_orphans_spark(spark: Any, actual_list: list[str], actual_df: Any, vali
     # the conflict check and the orphan rows are two jobs over the same normalised paths
     orphans, conflicts = L.find_orphans_dataframe(
         keep(L.uri_frame(actual, "file_path", schemes, auths)), keep(L.uri_frame(valid, "file_path", schemes, auths)),
-        mode,
+        mode, keep,
     )
     if conflicts:
         raise ValidationError(CONFLICTS.format(format_pairs(conflicts)))

@@ -1,0 +1,153 @@
+"""Which retained manifests expire_snapshots reads (procedures.core.gc.pruning) and the manifest-list
+reading it relies on (read_snapshot_manifests decoding only the rows a list adds to its parent's).
+
+The end-to-end cases (a retained file in a rewritten manifest, a tag keeping an old snapshot, delete
+files) are in test_expire_snapshots.py, checked against its naive oracle."""
+
+from __future__ import annotations
+
+import pytest
+
+from procedures.core.builder import new_table_metadata
+from procedures.core.gc import pruning as P
+from procedures.core.gc import reachability as R
+from procedures.core.manage import ManageRef
+from procedures.core.operations import DeleteFiles, FastAppend
+from procedures.core.transaction import RetryPolicy, commit
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.spec.conversions import to_bytes
+from procedures.spec.manifest import (
+    DataFile, FieldSummary, FileFormat, ManifestContent, ManifestFile, manifest_live_paths, read_manifest,
+    read_manifest_list,
+)
+from procedures.spec.partitioning import PartitionField, PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.snapshots import SnapshotRefType
+from procedures.spec.transforms import parse_transform
+from procedures.spec.types import DOUBLE, LONG, STRING, NestedField
+
+FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
+SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "data", STRING), NestedField(3, "x", DOUBLE)))
+SPECS = {
+    "id": PartitionSpec(0, (PartitionField(1, 1000, parse_transform("identity"), "id"),)),
+    "data": PartitionSpec(0, (PartitionField(2, 1000, parse_transform("identity"), "data"),)),
+    "x": PartitionSpec(0, (PartitionField(3, 1000, parse_transform("identity"), "x"),)),
+}
+
+
+def metadata(field: str = "id"):
+    md, _ = new_table_metadata(schema=SCHEMA, location="/tmp/t", spec=SPECS[field], format_version=2)
+    return md
+
+
+def summary(lo, hi, t=LONG, null=False) -> FieldSummary:
+    return FieldSummary(null, None, None if lo is None else to_bytes(lo, t), None if hi is None else to_bytes(hi, t))
+
+
+def manifest(name: str, *summaries: FieldSummary, content=ManifestContent.DATA, spec_id=0, added=1, existing=0,
+             partitions=True) -> ManifestFile:
+    return ManifestFile(f"/m/{name}.avro", 100, spec_id, content, added_files_count=added,
+                        existing_files_count=existing, deleted_files_count=0,
+                        partitions=tuple(summaries) if partitions else None)
+
+
+def names(ms) -> list[str]:
+    return sorted(m.manifest_path.rsplit("/", 1)[1][:-5] for m in ms)
+
+
+# ------------------------------------------------------------------------------------ pruning rules
+def test_manifests_without_live_entries_are_not_read():
+    cands = [manifest("c", summary(1, 1))]
+    retained = [manifest("gone", summary(1, 1), added=0, existing=0),
+                manifest("existing", summary(1, 1), added=0, existing=3),
+                manifest("v1", summary(1, 1), added=None, existing=None)]
+    assert names(P.retained_to_read(metadata(), cands, retained)) == ["existing", "v1"]
+
+
+def test_disjoint_partition_ranges_are_not_read_overlapping_ones_are():
+    cands = [manifest("c1", summary(0, 9)), manifest("c2", summary(20, 29)), manifest("c3", summary(5, 12))]
+    retained = [manifest("below", summary(-5, -1)), manifest("gap", summary(13, 19)),
+                manifest("above", summary(30, 99)), manifest("touch_lo", summary(-5, 0)),
+                manifest("inside", summary(21, 22)), manifest("spans", summary(13, 40)),
+                manifest("touch_hi", summary(12, 12))]
+    assert names(P.retained_to_read(metadata(), cands, retained)) == ["inside", "spans", "touch_hi", "touch_lo"]
+
+
+def test_nulls_meet_nulls_only():
+    cands = [manifest("c", summary(None, None, null=True))]  # only null partition values
+    retained = [manifest("values", summary(1, 5)), manifest("with_null", summary(1, 5, null=True)),
+                manifest("unknown", FieldSummary(False, None, None, None))]
+    assert names(P.retained_to_read(metadata(), cands, retained)) == ["unknown", "with_null"]
+
+
+def test_delete_candidates_other_specs_and_missing_summaries_are_always_read():
+    retained = [manifest("far", summary(100, 200)), manifest("other_spec", summary(100, 200), spec_id=1),
+                manifest("no_summary", partitions=False),
+                manifest("deletes", summary(100, 200), content=ManifestContent.DELETES)]
+    data_cands = [manifest("c", summary(1, 2))]
+    assert names(P.retained_to_read(metadata(), data_cands, retained)) == ["deletes", "no_summary", "other_spec"]
+    # a Puffin file of deletion vectors is named by entries of several partitions: no pruning at all
+    delete_cands = data_cands + [manifest("d", summary(1, 2), content=ManifestContent.DELETES)]
+    assert names(P.retained_to_read(metadata(), delete_cands, retained)) == names(retained)
+    assert names(P.retained_to_read(metadata(), [manifest("c", partitions=False)], retained)) == names(retained)
+
+
+def test_only_safely_ordered_types_prune():
+    cands = [manifest("c", summary("a", "b", STRING))]
+    retained = [manifest("far", summary("x", "z", STRING)), manifest("near", summary("b", "c", STRING))]
+    assert names(P.retained_to_read(metadata("data"), cands, retained)) == ["near"]
+    # characters beyond ASCII may order differently in the writer: read
+    wide = [manifest("c", summary("\u00e9", "\u00e9", STRING))]
+    assert names(P.retained_to_read(metadata("data"), wide, retained)) == ["far", "near"]
+    floats = [manifest("c", summary(1.0, 2.0, DOUBLE))]
+    assert names(P.retained_to_read(metadata("x"), floats, [manifest("r", summary(5.0, 6.0, DOUBLE))])) == ["r"]
+
+
+# ------------------------------------------------------------------------------------ reading lists and manifests
+@pytest.fixture()
+def table(tmp_path):
+    cat = HadoopCatalog("local", str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{cat.warehouse}/db/t", spec=SPECS["id"], format_version=2)
+    return cat.create_table(("db", "t"), md)
+
+
+def data_file(t, name: str, part: int) -> DataFile:
+    return DataFile(f"{t.location}/data/id={part}/{name}.parquet", FileFormat.PARQUET, (part,), 10, 100, spec_id=0)
+
+
+def test_lists_decode_only_the_rows_they_add_and_equal_a_full_read(table, monkeypatch):
+    t = table
+    for i in range(6):
+        t = commit(t, [FastAppend([data_file(t, f"f{i}", i)])], policy=FAST)
+    t = commit(t, [ManageRef("create", "b", SnapshotRefType.BRANCH)], policy=FAST)
+    t = commit(t, [FastAppend([data_file(t, "fb", 9)], branch="b")], policy=FAST)
+    t = commit(t, [DeleteFiles([f"{t.location}/data/id=2/f2.parquet"])], policy=FAST)  # rewrites a manifest
+    t = commit(t, [FastAppend([data_file(t, "f7", 7)])], policy=FAST)
+    decoded = []
+    real = R.decode_manifest_list_head
+
+    def spy(enc, size, count):
+        decoded.append(count)
+        return real(enc, size, count)
+
+    monkeypatch.setattr(R, "decode_manifest_list_head", spy)
+    md = t.metadata
+    read = R.read_snapshot_manifests(t.io, md)
+    for s in md.snapshots:
+        assert list(read.manifests[s.snapshot_id]) == read_manifest_list(t.io, s.manifest_list)
+    rows = sum(len(read_manifest_list(t.io, s.manifest_list)) for s in md.snapshots)
+    # every append and the branch's decode one row; the delete decodes its whole list
+    assert sum(decoded) < rows and sorted(decoded)[:-1] == [1] * (len(md.snapshots) - 1)
+    sub = R.read_snapshot_manifests(t.io, md, [md.snapshots[3].snapshot_id])
+    assert list(sub.manifests) == [md.snapshots[3].snapshot_id]
+
+
+def test_live_paths_equal_the_full_reader(table):
+    t = table
+    t = commit(t, [FastAppend([data_file(t, f"f{i}", 1) for i in range(4)])], policy=FAST)
+    t = commit(t, [DeleteFiles([f"{t.location}/data/id=1/f1.parquet"])], policy=FAST)
+    for m in read_manifest_list(t.io, t.metadata.current_snapshot().manifest_list):
+        full = [(e.data_file.file_path, e.data_file.content) for e in read_manifest(t.io, m, skip_deleted=True)]
+        assert list(manifest_live_paths(t.io, m)) == full
+        assert len(full) == 3
