@@ -4,8 +4,10 @@ task instead of through an engine's shuffle.
 Each sort field becomes two Arrow sort keys: whether the value is null (placed first or last as the
 field says, so each field keeps its own null order, which Arrow's one global null placement cannot)
 and the value itself (the source column, or the field's transform of it).  Arrow compares strings and
-binary by their bytes and puts NaN above every number, as Spark's sort does, so the order is the one
-the shuffle would give (ties aside).
+binary by their bytes, as Spark's sort does.  Spark also holds NaN above every number in both
+directions, while Arrow puts NaN last whatever the direction, so floating-point fields get a third key,
+whether the value is NaN, ahead of the value.  The order is then the one the shuffle would give (ties
+aside).
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ def sort_indices(data: pa.Table | pa.RecordBatch, schema: Schema, fields: Sequen
         # False sorts before True: descending puts the nulls (True) first
         keys[f"n{i}"] = pc.is_null(values)
         order.append((f"n{i}", "descending" if f.null_order == NullOrder.NULLS_FIRST else "ascending"))
+        direction = "ascending" if f.direction == SortDirection.ASC else "descending"
+        if pa.types.is_floating(values.type):
+            # NaN is the largest value: last ascending, first descending (True sorts after False)
+            keys[f"x{i}"] = pc.fill_null(pc.is_nan(values), False)
+            order.append((f"x{i}", direction))
         keys[f"v{i}"] = values
-        order.append((f"v{i}", "ascending" if f.direction == SortDirection.ASC else "descending"))
+        order.append((f"v{i}", direction))
     return pc.sort_indices(pa.table(keys), sort_keys=order)
