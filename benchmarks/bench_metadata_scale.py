@@ -34,10 +34,10 @@ from _common import (  # noqa: E402
 
 import procedures  # noqa: E402
 from procedures.core.operations import DeleteFiles  # noqa: E402
-from procedures.core.scan import iter_file_scan_tasks  # noqa: E402
 from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifests  # noqa: E402
 from procedures.core.transaction import commit  # noqa: E402
 from procedures.framework.context import open_catalog  # noqa: E402
+from procedures.spark.scan_planning import plan_scan_tasks  # noqa: E402
 from procedures.spec.conversions import to_bytes  # noqa: E402
 from procedures.spec.manifest import DataFile, FileFormat, ManifestContent  # noqa: E402
 from procedures.spec.types import INT, LONG  # noqa: E402
@@ -205,7 +205,8 @@ def main() -> None:
             ):
                 def ours_plan(flt=ours_filter):
                     t = ours.load_table(TABLE)
-                    return sum(1 for _ in iter_file_scan_tasks(t.metadata, t.io, filter=flt))
+                    # past the driver's limits the data manifests are read in Spark tasks
+                    return len(plan_scan_tasks(spark, t, filter=flt))
 
                 def java_plan(flt=java_filter):
                     table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"jcat.{TABLE}")

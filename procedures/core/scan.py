@@ -23,7 +23,7 @@ import bisect
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from procedures.core.summary import is_dv
 from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
@@ -66,6 +66,13 @@ __all__ = [
     "snapshot_id_as_of_time",
     "plan_files",
     "iter_file_scan_tasks",
+    "EntryFilter",
+    "ScanEntry",
+    "ScanManifests",
+    "scan_manifests",
+    "read_entries_on_driver",
+    "delete_index",
+    "tasks_from_entries",
     "partition_key",
     "unified_partition_type",
 ]
@@ -395,6 +402,151 @@ def _manifest_may_have_live_files(m: ManifestFile) -> bool:
     return m.has_added_files() or m.has_existing_files()
 
 
+@dataclass(frozen=True, slots=True)
+class ScanEntry:
+    """A live data-file entry of a manifest that passed the scan's filter (before deletes)."""
+
+    data_file: DataFile
+    data_sequence_number: int
+    file_sequence_number: int | None
+
+
+class EntryFilter:
+    """The partition and metrics tests of a scan for the entries of one manifest at a time.
+
+    Built from plain values (specs, schema, filter) so it pickles small and can travel to Spark
+    tasks; the evaluators are built lazily on whichever side uses it, once per spec.
+    """
+
+    def __init__(self, specs: Mapping[int, PartitionSpec], schema: Schema, expr: Expression,
+                 case_sensitive: bool) -> None:
+        self.specs = dict(specs)
+        self.schema = schema
+        self.expr = expr
+        self.case_sensitive = case_sensitive
+        self._pruner = _pruners(self.specs, schema, expr, case_sensitive)
+        self._metrics: InclusiveMetricsEvaluator | None = None
+
+    def __reduce__(self) -> tuple:
+        return (EntryFilter, (self.specs, self.schema, self.expr, self.case_sensitive))
+
+    def keeps_manifest(self, m: ManifestFile) -> bool:
+        """Whether the manifest's partition summaries allow a matching file."""
+        mev, _ = self._pruner(m.partition_spec_id)
+        return mev is None or mev.eval(m)
+
+    def partition_evaluator(self, spec_id: int) -> Evaluator | None:
+        """The projected partition filter of a spec (None when it keeps every partition)."""
+        return self._pruner(spec_id)[1]
+
+    def data_entries(self, io: Any, manifest: ManifestFile) -> list[ScanEntry]:
+        """The live entries of a data manifest whose partition values and column metrics may match."""
+        pev = self.partition_evaluator(manifest.partition_spec_id)
+        metrics = self._metrics
+        if metrics is None and self.expr is not ALWAYS_TRUE:
+            metrics = self._metrics = InclusiveMetricsEvaluator(self.schema, self.expr, self.case_sensitive)
+        out: list[ScanEntry] = []
+        for e in read_manifest(io, manifest, specs=self.specs, skip_deleted=True):
+            df = e.data_file
+            if pev is not None and not pev.eval(df.partition):
+                continue
+            if metrics is not None and not metrics.eval(df):
+                continue
+            out.append(ScanEntry(df, e.sequence_number or 0, e.file_sequence_number))
+        return out
+
+
+@dataclass(frozen=True)
+class ScanManifests:
+    """What a scan must read after pruning the manifest list: its delete and data manifests (in
+    manifest-list order) and the filter for their entries."""
+
+    schema: Schema
+    entry_filter: EntryFilter
+    delete_manifests: tuple[ManifestFile, ...]
+    data_manifests: tuple[ManifestFile, ...]
+
+
+def scan_manifests(
+    table_metadata: TableMetadata,
+    io: Any,
+    *,
+    snapshot_id: int | None = None,
+    as_of_timestamp_ms: int | None = None,
+    ref: str | None = None,
+    filter: Expression | str | None = None,
+    case_sensitive: bool = True,
+    manifests: Iterable[ManifestFile] | None = None,
+) -> ScanManifests | None:
+    """Which manifests a scan reads: the snapshot's (or ``manifests``) with live files whose
+    partition summaries may match ``filter``; None for a table without snapshots.  Binds the filter
+    first, so an unknown column fails before any manifest is read."""
+    md = table_metadata
+    sel = select_snapshot(md, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_timestamp_ms, ref=ref)
+    if sel.snapshot is None and manifests is None:
+        return None
+    expr = _as_expression(filter)
+    if expr is not ALWAYS_TRUE:
+        bind(expr, sel.schema, case_sensitive)
+    if manifests is None:
+        assert sel.snapshot is not None
+        manifests = read_manifest_list(io, sel.snapshot.manifest_list) if sel.snapshot.manifest_list else []
+    ef = EntryFilter(md.specs_by_id, sel.schema, expr, case_sensitive)
+    kept = [m for m in manifests if _manifest_may_have_live_files(m) and ef.keeps_manifest(m)]
+    return ScanManifests(
+        schema=sel.schema, entry_filter=ef,
+        delete_manifests=tuple(m for m in kept if m.content == ManifestContent.DELETES),
+        data_manifests=tuple(m for m in kept if m.content == ManifestContent.DATA),
+    )
+
+
+def read_entries_on_driver(io: Any, plan: ScanManifests) -> Iterator[list[ScanEntry]]:
+    """The matching entries of each data manifest of ``plan``, in order, read one by one here."""
+    for m in plan.data_manifests:
+        yield plan.entry_filter.data_entries(io, m)
+
+
+def delete_index(io: Any, plan: ScanManifests) -> DeleteFileIndex:
+    """The live delete files of ``plan``'s delete manifests whose partitions may match."""
+    ef = plan.entry_filter
+    index = DeleteFileIndex(sid for sid, s in ef.specs.items() if s.is_unpartitioned())
+    for m in plan.delete_manifests:
+        pev = ef.partition_evaluator(m.partition_spec_id)
+        for e in read_manifest(io, m, specs=ef.specs, skip_deleted=True):
+            if pev is not None and not pev.eval(e.data_file.partition):
+                continue
+            index.add(e.data_file, e.sequence_number or 0)
+    return index
+
+
+def tasks_from_entries(plan: ScanManifests, index: DeleteFileIndex,
+                       entries: Iterable[list[ScanEntry]]) -> Iterator[FileScanTask]:
+    """The scan's tasks from its data manifests' matching entries (one list per manifest of
+    ``plan.data_manifests``, in order, wherever they were read): deletes and residuals attached."""
+    ef = plan.entry_filter
+    expr, schema = ef.expr, plan.schema
+    residuals: dict[int, _ResidualEvaluator] = {}
+    for m, matched in zip(plan.data_manifests, entries, strict=True):
+        spec = ef.specs.get(m.partition_spec_id)
+        res_ev = None
+        if expr is not ALWAYS_TRUE and spec is not None:
+            res_ev = residuals.get(spec.spec_id)
+            if res_ev is None:
+                res_ev = residuals[spec.spec_id] = _ResidualEvaluator(spec, schema, expr, ef.case_sensitive)
+        for e in matched:
+            df = e.data_file
+            yield FileScanTask(
+                data_file=df,
+                data_sequence_number=e.data_sequence_number,
+                deletes=index.for_data_file(df, e.data_sequence_number),
+                residual=ALWAYS_TRUE if res_ev is None else res_ev.residual_for(df.partition),
+                spec_id=df.spec_id,
+                partition=df.partition,
+                schema=schema,
+                file_sequence_number=e.file_sequence_number,
+            )
+
+
 def iter_file_scan_tasks(
     table_metadata: TableMetadata,
     io: Any,
@@ -405,70 +557,22 @@ def iter_file_scan_tasks(
     filter: Expression | str | None = None,
     case_sensitive: bool = True,
     manifests: Iterable[ManifestFile] | None = None,
+    read_entries: Callable[[ScanManifests], Iterable[list[ScanEntry]]] | None = None,
 ) -> Iterator[FileScanTask]:
     """Stream the :class:`FileScanTask` of a scan; see :func:`plan_files`.
 
     ``manifests`` replaces the snapshot's manifest list (tests, and callers that already read it).
+    ``read_entries`` reads the data manifests' matching entries elsewhere (an engine's tasks); it
+    gets the pruned manifests and returns one entry list per data manifest, in order.  By default
+    they are streamed here, holding the deletes plus one manifest's entries.
     """
-    md = table_metadata
-    sel = select_snapshot(md, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_timestamp_ms, ref=ref)
-    if sel.snapshot is None and manifests is None:
+    plan = scan_manifests(table_metadata, io, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_timestamp_ms,
+                          ref=ref, filter=filter, case_sensitive=case_sensitive, manifests=manifests)
+    if plan is None:
         return
-    schema = sel.schema
-    expr = _as_expression(filter)
-    if expr is not ALWAYS_TRUE:
-        # Bind once up front so an unknown column fails before any manifest is read.
-        bind(expr, schema, case_sensitive)
-    specs = md.specs_by_id
-    if manifests is None:
-        assert sel.snapshot is not None
-        manifests = read_manifest_list(io, sel.snapshot.manifest_list) if sel.snapshot.manifest_list else []
-    manifests = [m for m in manifests if _manifest_may_have_live_files(m)]
-    pruner = _pruners(specs, schema, expr, case_sensitive)
-
-    def keep_manifest(m: ManifestFile) -> bool:
-        mev, _ = pruner(m.partition_spec_id)
-        return mev is None or mev.eval(m)
-
-    index = DeleteFileIndex(sid for sid, s in specs.items() if s.is_unpartitioned())
-    for m in manifests:
-        if m.content != ManifestContent.DELETES or not keep_manifest(m):
-            continue
-        _, pev = pruner(m.partition_spec_id)
-        for e in read_manifest(io, m, specs=specs, skip_deleted=True):
-            if pev is not None and not pev.eval(e.data_file.partition):
-                continue
-            index.add(e.data_file, e.sequence_number or 0)
-
-    metrics = None if expr is ALWAYS_TRUE else InclusiveMetricsEvaluator(schema, expr, case_sensitive)
-    residuals: dict[int, _ResidualEvaluator] = {}
-    for m in manifests:
-        if m.content != ManifestContent.DATA or not keep_manifest(m):
-            continue
-        _, pev = pruner(m.partition_spec_id)
-        spec = specs.get(m.partition_spec_id)
-        res_ev = None
-        if expr is not ALWAYS_TRUE and spec is not None:
-            res_ev = residuals.get(spec.spec_id)
-            if res_ev is None:
-                res_ev = residuals[spec.spec_id] = _ResidualEvaluator(spec, schema, expr, case_sensitive)
-        for e in read_manifest(io, m, specs=specs, skip_deleted=True):
-            df = e.data_file
-            if pev is not None and not pev.eval(df.partition):
-                continue
-            if metrics is not None and not metrics.eval(df):
-                continue
-            seq = e.sequence_number or 0
-            yield FileScanTask(
-                data_file=df,
-                data_sequence_number=seq,
-                deletes=index.for_data_file(df, seq),
-                residual=ALWAYS_TRUE if res_ev is None else res_ev.residual_for(df.partition),
-                spec_id=df.spec_id,
-                partition=df.partition,
-                schema=schema,
-                file_sequence_number=e.file_sequence_number,
-            )
+    index = delete_index(io, plan)
+    entries = read_entries_on_driver(io, plan) if read_entries is None else read_entries(plan)
+    yield from tasks_from_entries(plan, index, entries)
 
 
 def plan_files(

@@ -1,6 +1,7 @@
 """Reading Iceberg tables into Spark DataFrames (the read half of Spark I/O).
 
-Planning runs on the driver (:func:`procedures.core.scan.iter_file_scan_tasks`); only file metadata
+Planning runs on the driver (:func:`procedures.core.scan.iter_file_scan_tasks`; the data manifests of a
+large scan are read on the executors, :mod:`procedures.spark.scan_planning`); only file metadata
 travels to the executors, one serialized task per row, and ``mapInArrow`` reads the data there
 with :func:`procedures.io.parquet_reader.read_task`.
 
@@ -38,13 +39,14 @@ import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
 from procedures.catalog.config import load_catalog, resolve_identifier
-from procedures.core.scan import FileScanTask, iter_file_scan_tasks, select_snapshot, unified_partition_type
+from procedures.core.scan import FileScanTask, select_snapshot, unified_partition_type
 from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import type_to_arrow
 from procedures.io.sandbox import file_io
 from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
 from procedures.spark.environment import check_python_workers, check_session
+from procedures.spark.scan_planning import plan_scan_tasks
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expression_parser import parse_filter
@@ -422,10 +424,10 @@ def read_table(
     with job_description(spark, f"Plan scan of {t.name}"):
         sel = select_snapshot(t.metadata, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_ms(as_of_timestamp),
                               ref=ref)
-        tasks = list(iter_file_scan_tasks(
-            t.metadata, t.io, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_ms(as_of_timestamp), ref=ref,
+        tasks = plan_scan_tasks(
+            spark, t, snapshot_id=snapshot_id, as_of_timestamp_ms=as_of_ms(as_of_timestamp), ref=ref,
             filter=expr, case_sensitive=case_sensitive,
-        ))
+        )
     filter_names = referenced_names(expr) if (expr is not None and isinstance(filter, str)) else set()
     projected, order = _projection(sel.schema, columns, filter_names, case_sensitive)
     df = read_tasks(spark, t, tasks, projected, scan_schema=sel.schema, metadata_columns=metadata_columns)
@@ -459,7 +461,7 @@ def read_files(
         filter if isinstance(filter, Expression) else None)
     with job_description(spark, f"Plan reading {len(wanted)} file(s) of {t.name}"):
         sel = select_snapshot(t.metadata, snapshot_id=snapshot_id)
-        tasks = [tk for tk in iter_file_scan_tasks(t.metadata, t.io, snapshot_id=snapshot_id, filter=expr)
+        tasks = [tk for tk in plan_scan_tasks(spark, t, snapshot_id=snapshot_id, filter=expr)
                  if tk.data_file.file_path in wanted]
     if expr is None:
         missing = wanted - {tk.data_file.file_path for tk in tasks}

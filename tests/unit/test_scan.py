@@ -252,3 +252,47 @@ def test_committed_deletes_attach_by_sequence_number(catalog):
 def test_empty_table_plans_nothing(catalog):
     t = _table(catalog)
     assert plan_files(t.metadata, t.io) == []
+
+
+# ------------------------------------------------------------------------------ pieces for engines
+def test_scan_manifests_prunes_by_summaries_and_entry_filter_travels_pickled(catalog):
+    import pickle
+
+    from procedures.core.scan import iter_file_scan_tasks, scan_manifests
+
+    t = _table(catalog)
+    t = commit(t, [FastAppend([_file(t, "a1", ("a",), 0, 9), _file(t, "a2", ("a",), 10, 19)])], policy=FAST)
+    t = commit(t, [FastAppend([_file(t, "b1", ("b",), 0, 9)])], policy=FAST)
+    pos = DataFile(f"{t.location}/data/pos.parquet", FileFormat.PARQUET, ("a",), 1, 10,
+                   content=FileContent.POSITION_DELETES, spec_id=0)
+    t = commit(t, [RowDelta(add_rows=[_file(t, "a3", ("a",), 30, 39)], add_deletes=[pos])], policy=FAST)
+    md = t.metadata
+    plan = scan_manifests(md, t.io, filter="data = 'a' AND id >= 12")
+    # the manifest of b1 is pruned by its partition summary; the delete manifest is kept apart
+    assert len(plan.data_manifests) == 2 and len(plan.delete_manifests) == 1
+    assert len(scan_manifests(md, t.io).data_manifests) == 3
+    # the filter rebuilt from its pickle keeps only what the metrics allow, manifest by manifest
+    shipped = pickle.loads(pickle.dumps(plan.entry_filter))
+    per_manifest = [[e.data_file.file_path.rsplit("/", 1)[1] for e in shipped.data_entries(t.io, m)]
+                    for m in plan.data_manifests]
+    assert sorted(per_manifest) == [["a2.parquet"], ["a3.parquet"]]
+
+    # entries read elsewhere (pickled round trip) give the driver's tasks, in the driver's order
+    calls = []
+
+    def elsewhere(p):
+        calls.append(len(p.data_manifests))
+        f = pickle.loads(pickle.dumps(p.entry_filter))
+        return [pickle.loads(pickle.dumps(f.data_entries(t.io, m))) for m in p.data_manifests]
+
+    for flt in (None, "data = 'a'", "id >= 12", "data = 'a' AND id >= 12"):
+        here = list(iter_file_scan_tasks(md, t.io, filter=flt))
+        there = list(iter_file_scan_tasks(md, t.io, filter=flt, read_entries=elsewhere))
+        assert there == here and here
+    assert calls == [3, 2, 3, 2]
+    tasks = {tk.data_file.file_path.rsplit("/", 1)[1]: tk for tk in iter_file_scan_tasks(md, t.io, read_entries=elsewhere)}
+    assert [d.data_file.file_path for d in tasks["a2.parquet"].deletes] == [pos.file_path]
+    # position deletes apply at an equal sequence number, and only within their partition
+    assert [d.data_file.file_path for d in tasks["a3.parquet"].deletes] == [pos.file_path]
+    assert tasks["b1.parquet"].deletes == ()
+    assert scan_manifests(md, t.io, filter="data = 'zzz'").data_manifests == ()

@@ -1,0 +1,93 @@
+"""Scan planning with the data manifests read on the executors, past a size.
+
+:func:`procedures.core.scan.iter_file_scan_tasks` reads every data manifest on the driver, where
+decoding the entries of a large table (10k manifests, 1M files) is most of a filtered scan's time.
+When more than :data:`DRIVER_MAX_SCAN_MANIFESTS` data manifests remain after pruning, or they pass
+the driver's reading limits of the garbage-collection procedures
+(:func:`procedures.core.gc.reachability.use_spark`), :class:`SparkEntryReader` reads them in Spark tasks, a contiguous group of
+manifests per task, each task applying the scan's partition and metrics filter
+(:class:`~procedures.core.scan.EntryFilter`) and sending back only the matching entries, one pickled
+list per manifest.  The driver reads the delete manifests and builds the tasks from those lists in
+manifest order (:func:`~procedures.core.scan.tasks_from_entries`), so the tasks are the driver
+path's, in the same order.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Iterable, Iterator, Sequence
+
+from procedures.core.gc import reachability as R
+from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, read_entries_on_driver
+from procedures.io.sandbox import file_io
+from procedures.spark.environment import check_python_workers
+from procedures.spark.session import job_description
+from procedures.spark.worker import prepare_python_worker
+from procedures.spec.manifest import ManifestFile
+
+__all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "SparkEntryReader", "plan_scan_tasks"]
+
+#: Data manifests a scan reads on the driver at most.  Measured on 100-entry manifests: 1,000 of them
+#: take 5.4 s on the driver and 3.0 s as a Spark job on two cores; a job's fixed cost (~0.3 s) is
+#: about what the driver spends on 50 such manifests.
+DRIVER_MAX_SCAN_MANIFESTS = 200
+
+
+class SparkEntryReader:
+    """Reads a scan's data manifests on the executors when there are enough of them.
+
+    ``min_manifests`` forces the choice: read on the executors when at least that many data
+    manifests remain after pruning (tests use a small one); None uses :data:`DRIVER_MAX_SCAN_MANIFESTS`
+    and the driver's reading limits.
+    """
+
+    def __init__(self, spark: Any, io_properties: dict[str, str], name: str = "table",
+                 min_manifests: int | None = None) -> None:
+        self.spark = spark
+        self.props = dict(io_properties)
+        self.name = name
+        self.min_manifests = min_manifests
+        self.distributed = False  # whether the last plan read its manifests on the executors
+
+    def wants(self, manifests: Sequence[ManifestFile]) -> bool:
+        """Whether reading ``manifests`` should be a Spark job."""
+        if self.spark is None:
+            return False
+        if self.min_manifests is not None:
+            return len(manifests) >= self.min_manifests
+        return len(manifests) > DRIVER_MAX_SCAN_MANIFESTS or R.use_spark(self.spark, manifests)
+
+    def __call__(self, plan: ScanManifests) -> Iterable[list[ScanEntry]]:
+        """One list of matching entries per data manifest of ``plan``, in order."""
+        manifests = list(plan.data_manifests)
+        self.distributed = bool(manifests) and self.wants(manifests)
+        if not self.distributed:
+            return read_entries_on_driver(file_io(self.props), plan)
+        return self._read(plan, manifests)
+
+    def _read(self, plan: ScanManifests, manifests: list[ManifestFile]) -> Iterator[list[ScanEntry]]:
+        check_python_workers(self.spark)
+        sc = self.spark.sparkContext
+        props, entry_filter = self.props, plan.entry_filter
+
+        def read(pairs: Iterable[tuple[int, ManifestFile]]) -> Iterator[tuple[int, bytes]]:
+            prepare_python_worker()
+            io = file_io(props)
+            for index, manifest in pairs:
+                yield index, pickle.dumps(entry_filter.data_entries(io, manifest), protocol=pickle.HIGHEST_PROTOCOL)
+
+        # parallelize cuts the list into contiguous groups: collect returns them in manifest order
+        slices = max(1, min(len(manifests), sc.defaultParallelism * 4))
+        with job_description(self.spark, f"Planning scan of {self.name}: reading {len(manifests)} manifests"):
+            results = sc.parallelize(list(enumerate(manifests)), slices).mapPartitions(read).collect()
+        for expected, (index, raw) in enumerate(results):
+            if index != expected:
+                raise RuntimeError(f"Planning scan of {self.name}: manifest {index} came back as number {expected}")
+            yield pickle.loads(raw)
+
+
+def plan_scan_tasks(spark: Any, table: Any, *, min_manifests: int | None = None, **scan: Any) -> list[FileScanTask]:
+    """:func:`~procedures.core.scan.iter_file_scan_tasks` of a loaded table (``scan`` are its keyword
+    arguments), reading the data manifests on the executors past a size (:class:`SparkEntryReader`)."""
+    reader = SparkEntryReader(spark, dict(table.io.properties), str(table.name), min_manifests)
+    return list(iter_file_scan_tasks(table.metadata, table.io, read_entries=reader, **scan))
