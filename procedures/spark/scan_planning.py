@@ -41,10 +41,10 @@ class SparkEntryReader:
     and the driver's reading limits.
     """
 
-    def __init__(self, spark: Any, io_properties: dict[str, str], name: str = "table",
-                 min_manifests: int | None = None) -> None:
+    def __init__(self, spark: Any, io: Any, name: str = "table", min_manifests: int | None = None) -> None:
         self.spark = spark
-        self.props = dict(io_properties)
+        self.io = io  # the driver path reads with the table's own FileIO
+        self.props = dict(getattr(io, "properties", {}) or {})  # the executors rebuild it from these
         self.name = name
         self.min_manifests = min_manifests
         self.distributed = False  # whether the last plan read its manifests on the executors
@@ -62,7 +62,7 @@ class SparkEntryReader:
         manifests = list(plan.data_manifests)
         self.distributed = bool(manifests) and self.wants(manifests)
         if not self.distributed:
-            return read_entries_on_driver(file_io(self.props), plan)
+            return read_entries_on_driver(self.io, plan)
         return self._read(plan, manifests)
 
     def _read(self, plan: ScanManifests, manifests: list[ManifestFile]) -> Iterator[list[ScanEntry]]:
@@ -89,5 +89,5 @@ class SparkEntryReader:
 def plan_scan_tasks(spark: Any, table: Any, *, min_manifests: int | None = None, **scan: Any) -> list[FileScanTask]:
     """:func:`~procedures.core.scan.iter_file_scan_tasks` of a loaded table (``scan`` are its keyword
     arguments), reading the data manifests on the executors past a size (:class:`SparkEntryReader`)."""
-    reader = SparkEntryReader(spark, dict(table.io.properties), str(table.name), min_manifests)
+    reader = SparkEntryReader(spark, table.io, str(table.name), min_manifests)
     return list(iter_file_scan_tasks(table.metadata, table.io, read_entries=reader, **scan))

@@ -69,7 +69,7 @@ def table(tmp_path_factory):
 def test_executor_planning_gives_the_driver_tasks_in_order(spark, table, flt):
     md = table.metadata
     driver = list(iter_file_scan_tasks(md, table.io, filter=flt))
-    reader = SparkEntryReader(spark, dict(table.io.properties), table.name, min_manifests=2)
+    reader = SparkEntryReader(spark, table.io, table.name, min_manifests=2)
     executors = list(iter_file_scan_tasks(md, table.io, filter=flt, read_entries=reader))
     assert reader.distributed
     assert executors == driver and driver
@@ -86,7 +86,7 @@ def test_deletes_and_both_specs_reach_the_executor_plan(spark, table):
 
 
 def test_small_scans_stay_on_the_driver(spark, table):
-    reader = SparkEntryReader(spark, dict(table.io.properties), table.name)
+    reader = SparkEntryReader(spark, table.io, table.name)
     assert list(iter_file_scan_tasks(table.metadata, table.io, read_entries=reader))
     assert not reader.distributed
 
