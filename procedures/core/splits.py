@@ -36,6 +36,7 @@ __all__ = [
     "plan_task_groups",
     "plan_spread_groups",
     "spread_groups",
+    "spread_weights",
 ]
 
 SPLIT_SIZE = "read.split.target-size"
@@ -156,16 +157,21 @@ def spread_groups(groups: Sequence[Sequence[FileScanTask]], slots: int,
     """Indexes of ``groups`` dealt into at most ``slots`` engine tasks of balanced weight.
 
     For work whose output is per group (a compaction writes each split's files) but whose engine
-    tasks have a fixed cost: the heaviest group goes to the lightest task first (longest-processing-
-    time order); each task lists its groups in their original order.
+    tasks have a fixed cost: see :func:`spread_weights`, with each group weighing what its tasks read.
     """
+    return spread_weights([sum(task_weight(t, open_file_cost) for t in g) for g in groups], slots)
+
+
+def spread_weights(weights: Sequence[int], slots: int) -> list[list[int]]:
+    """Indexes of items of the given ``weights`` dealt into at most ``slots`` engine tasks of
+    balanced weight: the heaviest item goes to the lightest task first (longest-processing-time
+    order); each task lists its items in their original order, and no task is empty."""
     if slots < 1:
         raise ValidationError(f"Invalid slots {slots!r}: must be at least 1")
-    weights = [sum(task_weight(t, open_file_cost) for t in g) for g in groups]
-    n = min(slots, len(groups))
+    n = min(slots, len(weights))
     loads = [0] * n
     members: list[list[int]] = [[] for _ in range(n)]
-    for i in sorted(range(len(groups)), key=lambda i: -weights[i]):
+    for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
         j = min(range(n), key=lambda j: (loads[j], j))
         loads[j] += weights[i]
         members[j].append(i)

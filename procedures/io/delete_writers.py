@@ -159,7 +159,8 @@ def write_position_delete_files(
 
     One file per data file (each then has ``referenced_data_file``) when ``file_scoped``, else one
     per (spec, partition) of the targets; by default as the table's ``write.delete.granularity``
-    says.  Files go under the partition's data directory.
+    says.  Files go under the partition's data directory.  If writing fails part way, the files
+    already written are deleted before the error propagates.
     """
     if metadata.format_version < 2:
         raise ValidationError(f"table {metadata.location} is format v1, which has no delete files; upgrade it to v2")
@@ -177,16 +178,23 @@ def write_position_delete_files(
         targets[g] = t
     base = data_location(metadata.location, metadata.properties)
     schema = metadata.schema()
-    out = []
-    for n, g in enumerate(sorted(groups, key=repr), start=1):
-        t = targets[g]
-        spec = metadata.spec_by_id(t.spec_id)
-        directory = join_path(base, spec.partition_to_path(t.partition, schema)) if spec.fields else base
-        path = join_path(directory, _file_name(partition_id, task_id, operation_id, n, "parquet"))
-        out.append(
-            write_position_delete_file(io, path, groups[g], partition=t.partition, spec_id=t.spec_id,
-                                       properties=metadata.properties)
-        )
+    out: list[DataFile] = []
+    path = None
+    try:
+        for n, g in enumerate(sorted(groups, key=repr), start=1):
+            t = targets[g]
+            spec = metadata.spec_by_id(t.spec_id)
+            directory = join_path(base, spec.partition_to_path(t.partition, schema)) if spec.fields else base
+            path = join_path(directory, _file_name(partition_id, task_id, operation_id, n, "parquet"))
+            out.append(
+                write_position_delete_file(io, path, groups[g], partition=t.partition, spec_id=t.spec_id,
+                                           properties=metadata.properties)
+            )
+    except BaseException:
+        # the caller never learns the names of the files written before the failure: they go here
+        # (delete_many reports rather than raises, so the original error stays the one seen)
+        io.delete_many([f.file_path for f in out] + ([path] if path is not None else []))
+        raise
     return out
 
 

@@ -206,20 +206,22 @@ class WrittenFiles:
         """Every path recorded so far (driver side)."""
         return list(self._acc.value)
 
-    def collect(self, io: Any, written_df: Any) -> list[DataFile]:
-        """Run the job (a DataFrame of :func:`files_batch` rows) and return its DataFiles.
+    def collect(self, io: Any, written_df: Any, files_of: Callable[[Any], Iterable[DataFile]] | None = None) -> list[Any]:
+        """Run the job (a DataFrame of one pickled object per row) and return the objects: the
+        DataFiles of :func:`files_batch` rows, or what other rows hold when ``files_of`` says which
+        files each object carries.
 
         If the job fails or is cancelled every recorded file is deleted; after success, recorded
         files that the job did not return are deleted."""
         try:
-            files = [pickle.loads(r[0]) for r in written_df.collect()]
+            rows = [pickle.loads(r[0]) for r in written_df.collect()]
         except BaseException:
             delete_quietly(io, self.paths())
             raise
-        keep = {f.file_path for f in files}
+        keep = {f.file_path for row in rows for f in (files_of(row) if files_of is not None else (row,))}
         delete_quietly(io, [p for p in self.paths() if p not in keep])
         self.release()
-        return files
+        return rows
 
     def release(self) -> None:
         """Forget the accumulator on the driver once its job has succeeded.

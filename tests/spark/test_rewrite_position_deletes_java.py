@@ -7,6 +7,7 @@ same rows before and after.  The v3 case is a v2 table with position delete file
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -111,3 +112,119 @@ def test_unreadable_delete_file_fails_cleanly(spark, java_warehouse):
                      catalog="ours", conf=conf, spark=spark)
     assert table.refresh().metadata_location == before
     assert {os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs} == files_before
+
+
+# ------------------------------------------------------------------ every group in one Spark job
+def _build_four_partitions(spark, name: str) -> None:
+    """Four partitions of three data files each, every data file with deletes of three DELETEs."""
+    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name}")
+    spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, cat string) USING iceberg PARTITIONED BY (cat) "
+              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+    for i in range(3):
+        spark.sql(f"INSERT INTO jcat.db.{name} SELECT id, concat('c', cast(id % 4 as string)) "
+                  f"FROM range({i * 100}, {(i + 1) * 100})")
+    for k in (7, 11, 13):
+        spark.sql(f"DELETE FROM jcat.db.{name} WHERE id % {k} = 0")
+
+
+def _jobs_of(spark, group: str, call):
+    """Run ``call`` in Spark job group ``group``; returns its result and the ids of the jobs it ran."""
+    from procedures.spark.environment import check_python_workers
+
+    sc = spark.sparkContext
+    check_python_workers(spark)  # its one-off probe job is not the procedure's
+    sc.setJobGroup(group, group)
+    try:
+        result = call()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    return result, sorted(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def _files(folder: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs}
+
+
+def test_groups_are_rewritten_by_one_spark_job(spark, java_warehouse):
+    name = "rpd_one_job"
+    _build_four_partitions(spark, name)
+    table = HadoopCatalog("ours", str(java_warehouse)).load_table(("db", name))
+    _, deletes = _deletes(table)
+    assert len({tuple(d.partition) for d in deletes}) == 4  # four groups
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
+    rows, jobs = _jobs_of(spark, "rpd-one-job", lambda: runner.run(
+        "rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
+        catalog="ours", conf=conf, spark=spark).rows)
+    assert len(jobs) == 1, f"expected the four groups in one Spark job, ran {len(jobs)}"
+    assert rows[0][0] == len(deletes) and rows[0][1] == 12  # one new file per data file
+    live, after = _deletes(table.refresh())
+    assert {p for f in after for p in read_position_deletes(table.io, f)} <= live
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_failing_group_in_a_shared_task(spark, java_warehouse, tmp_path, partial):
+    """One task rewrites all four groups (max-concurrent-file-group-rewrites 1); the task's last write
+    fails, in the last group after it wrote its other files.  Without partial progress every file
+    written goes and the table is unchanged; with it the three other groups are committed and the
+    failed group's delete files stay live.  Either way one Spark job ran and no file is left over."""
+    from procedures.core import fault_points as FP
+    from tests.helpers.faults import armed
+
+    name = f"rpd_fail_{'partial' if partial else 'all'}"
+    _build_four_partitions(spark, name)
+    folder = os.path.join(str(java_warehouse), "db", name)
+    saved = str(tmp_path / "saved")
+    shutil.copytree(folder, saved)
+    metadata = java_metadata_location(java_warehouse, "db", name)
+    before_rows = read_all(spark, f"jcat.db.{name}", metadata)["java"]
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
+    options = {"rewrite-all": "true", "max-concurrent-file-group-rewrites": "1",
+               "partial-progress.enabled": str(partial).lower()}
+
+    def call():
+        return runner.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": options},
+                          catalog="ours", conf=conf, spark=spark).rows
+
+    # count the task's writes on a complete run, then put the table back
+    count_log = str(tmp_path / "count.log")
+    with armed(spark, FP.FaultPlan(count_log, action="count", where="task"), str(tmp_path / "count.plan")):
+        call()
+    writes = [r for r in FP.read_log(count_log) if r[0] == FP.WRITE and r[1] == "task"]
+    assert len(writes) == 12 and len({pid for _, _, pid, _ in writes}) == 1, writes  # one task wrote them all
+    shutil.rmtree(folder)
+    shutil.copytree(saved, folder)
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+
+    table = HadoopCatalog("ours", str(java_warehouse)).load_table(("db", name))
+    _, deletes = _deletes(table)
+    files_before = _files(folder)
+    plan = FP.FaultPlan(str(tmp_path / "fault.log"), kind=FP.WRITE, n=len(writes), action="raise", where="task")
+    with armed(spark, plan, str(tmp_path / "fault.plan")):
+        if partial:
+            rows, jobs = _jobs_of(spark, f"rpd-fail-{name}", call)
+        else:
+            with pytest.raises(FP.InjectedFault, match="injected fault"):
+                _jobs_of(spark, f"rpd-fail-{name}", call)
+            jobs = sorted(spark.sparkContext.statusTracker().getJobIdsForGroup(f"rpd-fail-{name}"))
+    assert len(jobs) == 1, f"expected the four groups in one Spark job, ran {len(jobs)}"
+    table = table.refresh()
+    _, after = _deletes(table)
+    new_files = {f.file_path.removeprefix("file:") for f in after} - {f.file_path.removeprefix("file:") for f in deletes}
+    if partial:
+        failed = {tuple(d.partition) for d in after if d in deletes}
+        assert len(failed) == 1, failed  # the last group's delete files are still live, the others rewritten
+        assert rows[0][0] == sum(1 for d in deletes if tuple(d.partition) not in failed) and rows[0][1] == 9
+        assert len(new_files) == 9
+    else:
+        assert table.metadata_location.endswith(os.path.basename(metadata))  # no commit
+        assert not new_files
+    # the files written by the group that failed, and without partial progress by every group, are gone
+    assert _files(folder) - files_before == {p for p in new_files} | _new_metadata(folder, files_before)
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    for reader, got in read_all(spark, f"jcat.db.{name}", table.metadata_location).items():
+        assert_rows_equal(got, before_rows, key="id", label=f"after a failed group / {reader}")
+
+
+def _new_metadata(folder: str, before: set[str]) -> set[str]:
+    return {p for p in _files(os.path.join(folder, "metadata")) if p not in before}

@@ -172,3 +172,16 @@ def test_spread_groups_balances_by_weight_and_keeps_every_group_once():
     assert spread_groups([], 3) == []
     with pytest.raises(ValidationError, match="slots"):
         spread_groups(groups, 0)
+
+
+def test_spread_weights_deals_items_by_weight():
+    from procedures.core.splits import spread_weights
+
+    weights = [8, 1, 1, 1, 1, 4, 4]
+    slots = spread_weights(weights, 2)
+    assert slots == [[0, 1, 3], [2, 4, 5, 6]]  # the heaviest first, each to the lighter task: 10 and 10
+    assert [sum(weights[i] for i in s) for s in slots] == [10, 10]
+    assert spread_weights([3, 3, 3], 5) == [[0], [1], [2]]  # never an empty task
+    assert spread_weights([], 2) == []
+    with pytest.raises(ValidationError, match="slots"):
+        spread_weights([1], 0)

@@ -8,10 +8,14 @@ and each kept group is rewritten into new files holding only the positions of *l
 On a v3 table where every position delete is already a deletion vector there is nothing to do; v2
 position delete files of a v3 table are rewritten into DVs (merged with a data file's existing DV,
 which is replaced).  As in Java, a group keeps only the deletes of live data files of its own
-partition.  With a Spark session each group is rewritten by one Spark task (groups run as concurrent
-jobs, up to ``max-concurrent-file-group-rewrites``; files of a failed job are deleted); without one,
-on the driver.  Commits go through the same ``RewriteFiles`` path as ``rewrite_data_files``, all at
-once or, with partial progress, in batches (a failed batch is logged and skipped, as in Java).
+partition.  With a Spark session every group is rewritten in one Spark job: the groups are dealt
+over at most ``max-concurrent-file-group-rewrites`` tasks (and twice the cores), balanced by the
+bytes of their delete files, each task rewriting its groups one after the other
+(:func:`procedures.spark.group_writes.write_groups`: a group that fails is reported on its own, its
+files deleted, and the other groups of its task go on with partial progress, or are skipped
+without).  Without a session, groups are rewritten on the driver.  Commits go through the same
+``RewriteFiles`` path as ``rewrite_data_files``, all at once or, with partial progress, in batches (a
+failed group or batch is logged and skipped, as in Java).
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import pickle
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -34,8 +37,9 @@ from procedures.io.delete_writers import (
     DeleteTarget, merged_positions, read_position_arrays, write_deletion_vectors, write_position_delete_files,
 )
 from procedures.io.sandbox import file_io
-from procedures.spark.session import in_caller_context, job_description
-from procedures.spark.write import task_ids, write_payloads
+from procedures.spark.group_writes import GroupOutcome, write_groups
+from procedures.spark.session import job_description
+from procedures.spark.write import task_ids
 from procedures.spec.evaluators import Evaluator
 from procedures.spec.expressions import ALWAYS_TRUE
 from procedures.spec.manifest import DataFile, FileContent, ManifestContent
@@ -44,6 +48,9 @@ from procedures.spec.projection import inclusive_projection
 __all__ = ["rewrite_position_deletes"]
 
 log = logging.getLogger(__name__)
+
+#: the least a delete file weighs when groups are dealt over tasks (opening one costs a round trip)
+_OPEN_FILE_COST = 4 * 1024 * 1024
 
 
 class _DeleteTask:
@@ -95,19 +102,42 @@ def _replaced_dvs(group: _GroupInput, added: list[DataFile]) -> list[DataFile]:
             if f.referenced_data_file is not None and f.referenced_data_file in group.dvs]
 
 
-def _rewrite_group_in_spark(spark: Any, table: Any, group: _GroupInput, description: str) -> list[DataFile]:
-    """:func:`_rewrite_group` as a one-task Spark job; its files are deleted if the job fails."""
+def _rewrite_groups_in_spark(spark: Any, table: Any, inputs: list[_GroupInput], slots: int,
+                             stop_on_failure: bool) -> list[GroupOutcome]:
+    """Every group rewritten by one Spark job of at most ``slots`` tasks, balanced by the bytes of
+    the groups' delete files; see :func:`~procedures.spark.group_writes.write_groups` for what a
+    failing group means for the others."""
     md = table.metadata
     io_props = dict(getattr(table.io, "properties", {}) or {})
     operation_id = str(uuid.uuid4())
 
-    def rewrite(payload: bytes) -> list[list[DataFile]]:
+    def rewrite(index: int, group: _GroupInput) -> list[DataFile]:
         partition_id, task_id = task_ids()
-        return [_rewrite_group(file_io(io_props), md, pickle.loads(payload), partition_id=partition_id,
-                               task_id=task_id, operation_id=operation_id)]
+        # one operation id per group keeps file names unique when a task rewrites several groups
+        return _rewrite_group(file_io(io_props), md, group, partition_id=partition_id, task_id=task_id,
+                              operation_id=f"{operation_id}-{index}")
 
-    with job_description(spark, description):
-        return write_payloads(spark, table.io, [pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)], rewrite)
+    # reading a delete file costs at least a round trip however small it is
+    weights = [sum(max(content_size(f), _OPEN_FILE_COST) for f in g.files) for g in inputs]
+    n_files = sum(len(g.files) for g in inputs)
+    text = (f"rewrite_position_delete_files: {table.name}: rewrite {n_files} position delete files "
+            f"in {len(inputs)} file groups")
+    with job_description(spark, text):
+        return write_groups(spark, table.io, inputs, weights, slots, rewrite, stop_on_failure=stop_on_failure)
+
+
+def _rewrite_groups_on_driver(table: Any, inputs: list[_GroupInput], max_concurrent: int) -> list[GroupOutcome]:
+    """Every group rewritten on the driver, up to ``max_concurrent`` at once (no Spark session)."""
+    def run(index: int) -> GroupOutcome:
+        try:
+            added = _rewrite_group(table.io, table.metadata, inputs[index])
+        except Exception as e:  # noqa: BLE001 -- the caller decides by the partial-progress rules
+            return GroupOutcome(index, error=e)
+        log.info("Rewrote position delete file group %d/%d of %s", index + 1, len(inputs), table.name)
+        return GroupOutcome(index, tuple(added))
+
+    with ThreadPoolExecutor(max_concurrent, thread_name_prefix="Rewrite-Position-Delete-Service") as pool:
+        return list(pool.map(run, range(len(inputs))))
 
 
 def _group_inputs(md: Any, groups: list[FileGroup], data_files: list[DataFile], dvs: dict[str, DataFile]
@@ -165,30 +195,33 @@ def rewrite_position_deletes(table: Any, options: dict | None = None, where=None
     results: list[tuple[FileGroup, list[DataFile]]] = []
 
     inputs = _group_inputs(md, plan.groups, data_files, dvs)
-
-    def run(index: int) -> tuple[FileGroup, list[DataFile], list[DataFile]]:
-        group, given = plan.groups[index], inputs[index]
-        if spark is None:
-            added = _rewrite_group(table.io, md, given)
-        else:
-            text = (f"Rewriting {len(given.files)} position delete files (file group {index + 1}/{len(inputs)}) "
-                    f"in {table.name}")
-            added = _rewrite_group_in_spark(spark, table, given, text)
-        log.info("Rewrote position delete file group %d/%d of %s", index + 1, len(inputs), table.name)
-        return group, added, _replaced_dvs(given, added)
-
-    with ThreadPoolExecutor(opts.max_concurrent, thread_name_prefix="Rewrite-Position-Delete-Service") as pool:
-        in_context = in_caller_context(spark, run)
-        futures = [pool.submit(in_context, i) for i in range(len(plan.groups))]
-        outcomes = [(f.result() if f.exception() is None else f.exception()) for f in futures]
-    written = [o for o in outcomes if not isinstance(o, BaseException)]
-    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    if spark is None:
+        outcomes = _rewrite_groups_on_driver(table, inputs, opts.max_concurrent)
+    else:
+        # groups in flight at once: one per task, so the tasks are capped by the option (and by
+        # twice the cores, which is enough to even out estimated weights)
+        slots = max(1, min(opts.max_concurrent, 2 * spark.sparkContext.defaultParallelism))
+        try:
+            outcomes = _rewrite_groups_in_spark(spark, table, inputs, slots, stop_on_failure=not opts.partial_progress)
+        except Exception as e:
+            if not opts.partial_progress:
+                raise
+            # the job failed as a whole (its files are gone): every group failed, and with partial
+            # progress a failed group is logged and skipped, as in Java
+            log.error("Failure during rewrite of the position delete file groups of %s: %s", table.name, e)
+            outcomes = []
+        log.info("Rewrote %d of %d position delete file groups of %s in one Spark job",
+                 sum(1 for o in outcomes if o.error is None), len(inputs), table.name)
+    written = [(plan.groups[o.index], list(o.files), _replaced_dvs(inputs[o.index], list(o.files)))
+               for o in outcomes if o.error is None]
+    failures = [o for o in outcomes if o.error is not None]
+    for o in failures:
+        log.error("Failure during rewrite of position delete file group %d/%d of %s: %s\n%s", o.index + 1,
+                  len(inputs), table.name, o.error, o.task_traceback)
     if failures and not opts.partial_progress:
         # nothing is committed: the files of the groups that did finish go too
         _cleanup(table, [f for _, added, _ in written for f in added])
-        raise failures[0]
-    for error in failures:
-        log.error("Failure during rewrite of a position delete file group of %s: %s", table.name, error)
+        raise failures[0].error
     per_commit = math.ceil(plan.total_group_count / opts.max_commits) if opts.partial_progress else len(written)
     current = table
     for start in range(0, len(written), max(1, per_commit)):

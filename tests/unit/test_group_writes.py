@@ -1,0 +1,55 @@
+"""procedures.spark.group_writes without Spark: how many attempts a task gets, and errors that must
+travel from a task to the driver."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from procedures.errors import IcebergError
+from procedures.spark import group_writes
+
+
+class _Conf:
+    def __init__(self, values: dict) -> None:
+        self.values = values
+
+    def get(self, key: str, default: str) -> str:
+        return self.values.get(key, default)
+
+
+class _Session:
+    def __init__(self, master: str, conf: dict | None = None) -> None:
+        self.sparkContext = type("SC", (), {"master": master, "getConf": lambda _self: _Conf(conf or {})})()
+
+
+@pytest.mark.parametrize("master, conf, attempts", [
+    ("local", {}, 1),
+    ("local[2]", {"spark.task.maxFailures": "8"}, 1),  # local[N] ignores the setting, as Spark does
+    ("local[*]", {}, 1),
+    ("local[2,4]", {}, 4),
+    ("local[*, 3]", {}, 3),
+    ("spark://host:7077", {}, 4),
+    ("yarn", {"spark.task.maxFailures": "2"}, 2),
+    ("local-cluster[2,1,1024]", {"spark.task.maxFailures": "5"}, 5),
+])
+def test_task_attempts_follow_spark_scheduler(master, conf, attempts):
+    assert group_writes.task_attempts(_Session(master, conf)) == attempts
+
+
+class _Unpicklable(Exception):
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+
+
+def test_outcome_errors_survive_the_trip_to_the_driver():
+    kept = group_writes.GroupOutcome(3, error=FileNotFoundError("gone.parquet"))
+    assert isinstance(pickle.loads(pickle.dumps(kept)).error, FileNotFoundError)
+    # an exception whose constructor does not take its args back cannot be unpickled: described instead
+    with pytest.raises(TypeError):
+        pickle.loads(pickle.dumps(_Unpicklable("a", "b")))
+    described = group_writes.portable_error(_Unpicklable("a", "b"))
+    assert isinstance(described, IcebergError) and "_Unpicklable: a: b" in str(described)
+    same = ValueError("x")
+    assert group_writes.portable_error(same) is same
