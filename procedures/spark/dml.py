@@ -22,6 +22,7 @@ from procedures.core.transaction import commit
 from procedures.errors import ValidationError
 from procedures.io.delete_writers import DeleteTarget, merge_positions, read_position_deletes, write_deletes
 from procedures.spark.read import read_files
+from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import job_description, load_table
 from procedures.spark.write import write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
@@ -77,16 +78,18 @@ def _expression(filter: str | Expression) -> Expression:
     raise ValidationError(f"a filter is required (Spark SQL text such as \"id > 5\"), got {filter!r}")
 
 
-def match_files(table: Table, filter: str | Expression) -> FilterMatch:
+def match_files(table: Table, filter: str | Expression, spark: Any = None) -> FilterMatch:
     """Files that may hold matching rows, split into those whose every row matches (by strict
-    partition projection or strict metrics) and those that only may."""
+    partition projection or strict metrics) and those that only may.  With ``spark``, many data
+    manifests are read on the executors (:class:`SparkEntryReader`), as a scan plans them."""
     md = table.metadata
     expr = _expression(filter)
     schema = md.schema()
     strict_metrics = StrictMetricsEvaluator(schema, expr)
     strict_parts: dict[int, Evaluator] = {}
     out = FilterMatch(md.current_snapshot_id)
-    for task in iter_file_scan_tasks(md, table.io, filter=expr):
+    reader = SparkEntryReader(spark, table.io, table.name) if spark is not None else None
+    for task in iter_file_scan_tasks(md, table.io, filter=expr, read_entries=reader):
         df = task.data_file
         spec = md.spec_by_id(df.spec_id)
         ev = strict_parts.get(df.spec_id)
@@ -134,7 +137,7 @@ def overwrite(spark: Any, table: str | Table, df: Any, filter: str | Expression,
     """
     t = load_table(spark, table)
     with job_description(spark, f"overwrite {t.name} where {filter}"):
-        match = match_files(t, filter)
+        match = match_files(t, filter, spark)
         new_files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite {t.name}: new rows")
         rewritten: list[DataFile] = []
         if match.partial:
@@ -165,7 +168,7 @@ def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mo
     if mode == MERGE_ON_READ and md.format_version < 2:
         raise ValidationError(f"{t.name} is format v1: merge-on-read deletes need v2 or later")
     with job_description(spark, f"delete from {t.name} where {filter}"):
-        match = match_files(t, filter)
+        match = match_files(t, filter, spark)
         if not match.full and not match.partial:
             return t
         if mode == COPY_ON_WRITE or not match.partial:

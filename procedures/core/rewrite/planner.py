@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from procedures.core.scan import FileScanTask, iter_file_scan_tasks, partition_key
+from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, partition_key
 from procedures.core.summary import content_size
 from procedures.errors import ValidationError
 from procedures.spec.manifest import FileContent, FileFormat
@@ -555,16 +555,19 @@ def plan_rewrite(
     snapshot_id: int | None = None,
     case_sensitive: bool = False,
     tasks: Iterable[FileScanTask] | None = None,
+    read_entries: Callable[[ScanManifests], Iterable[list[ScanEntry]]] | None = None,
 ) -> RewritePlan:
     """Plan a data-file rewrite of ``snapshot_id`` (default: current) restricted by ``filter``.
 
     ``tasks`` replaces scan planning (tests); otherwise :func:`iter_file_scan_tasks` plans the files
-    whose partition or metrics may match ``filter`` -- residuals are ignored, whole files are rewritten.
+    whose partition or metrics may match ``filter`` -- residuals are ignored, whole files are rewritten
+    -- reading the data manifests with ``read_entries`` when given (an engine's tasks).
     """
     if tasks is None:
         if snapshot_id is None and md.current_snapshot() is None:
             return RewritePlan((), 0, {})
-        tasks = iter_file_scan_tasks(md, io, snapshot_id=snapshot_id, filter=filter, case_sensitive=case_sensitive)
+        tasks = iter_file_scan_tasks(md, io, snapshot_id=snapshot_id, filter=filter, case_sensitive=case_sensitive,
+                                     read_entries=read_entries)
     cf = opts.compression_factor if opts.rewriter in (SORT, Z_ORDER) else 1.0
     return plan_groups(
         tasks, opts, bucket_of=data_bucket(md),

@@ -30,6 +30,7 @@ from procedures.core.transaction import commit
 from procedures.errors import MissingDependencyError
 from procedures.io.stats_files import ThetaBlob, write_statistics_file
 from procedures.spark.read import TaskReader, light_task, plan_read_groups, tasks_frame
+from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.schema import Schema
@@ -121,7 +122,8 @@ def compute_table_stats(
     cols = stats_columns(schema, columns)
     ds = require_datasketches()
     projected = schema.select([c.name for c in cols])
-    tasks = list(iter_file_scan_tasks(md, table.io, snapshot_id=snapshot.snapshot_id))
+    reader = SparkEntryReader(spark, table.io, table.name) if spark is not None else None
+    tasks = list(iter_file_scan_tasks(md, table.io, snapshot_id=snapshot.snapshot_id, read_entries=reader))
     reader = TaskReader.for_table(table, projected, schema)
     if spark is None:
         per_column = [[s] for s in sketch_batches(reader.batches(tasks), cols)]

@@ -15,6 +15,7 @@ from procedures.core.rewrite.data_files import (
 from procedures.core.rewrite.planner import SORT, FileGroup, RewriteOptions, RewritePlan, plan_rewrite
 from procedures.core.scan import partition_key
 from procedures.spark.rewrite import RewriteSpec, group_description, rewrite_group
+from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import in_caller_context
 from procedures.spec.manifest import DataFile
 
@@ -37,7 +38,8 @@ def run_rewrite(
     snap = md.current_snapshot()
     if snap is None:
         return RewriteResult()
-    plan = plan_rewrite(md, table.io, opts, filter=filter, snapshot_id=snap.snapshot_id, case_sensitive=case_sensitive)
+    plan = plan_rewrite(md, table.io, opts, filter=filter, snapshot_id=snap.snapshot_id, case_sensitive=case_sensitive,
+                        read_entries=SparkEntryReader(spark, table.io, table.name) if spark is not None else None)
     spec = RewriteSpec(
         rewriter=how.rewriter, sort_order=how.sort_order, zorder_columns=how.zorder_columns,
         sort_order_id=sort_order_id(md, how.sort_order) if how.rewriter == SORT else 0,
