@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -328,14 +329,17 @@ def partition_table(table: pa.Table, spec: PartitionSpec, schema: Schema) -> lis
             arr = pf.transform.apply_arrow(col, source.field_type)
         keys[f"_p{i}"] = _storage(arr)
         types.append(pf.transform.result_type(source.field_type))
-    keys["_row"] = pa.array(range(table.num_rows), pa.int64())
-    key_table = pa.table(keys)
-    names = [f"_p{i}" for i in range(len(spec.fields))]
-    grouped = key_table.group_by(names, use_threads=False).aggregate([("_row", "list")])
+    names = list(keys)
+    if table.num_rows and all(pc.count_distinct(keys[n], mode="all").as_py() == 1 for n in names):
+        # the usual case (a task writes one partition's rows): no grouping and no copy
+        return [(tuple(_py_value(keys[n][0].as_py(), t) for n, t in zip(names, types)), table)]
+    keys["_row"] = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    grouped = pa.table(keys).group_by(names, use_threads=False).aggregate([("_row", "list")])
+    rows = grouped.column("_row_list").combine_chunks()
     out = []
-    for row in grouped.to_pylist():
-        values = tuple(_py_value(row[n], t) for n, t in zip(names, types))
-        out.append((values, table.take(pa.array(row["_row_list"], pa.int64()))))
+    for i in range(grouped.num_rows):
+        values = tuple(_py_value(grouped.column(n)[i].as_py(), t) for n, t in zip(names, types))
+        out.append((values, table.take(rows[i].values)))
     return out
 
 

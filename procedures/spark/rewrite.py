@@ -39,6 +39,7 @@ from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup
 from procedures.core.rewrite.zorder import Z_COLUMN, zorder_values
 from procedures.core.splits import spread_groups
 from procedures.errors import ValidationError
+from procedures.io.prefetch import read_ahead
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import light_task, plan_read_groups, read_tasks, TaskReader
 from procedures.spark.session import job_description
@@ -217,7 +218,8 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     def write_splits(payload: bytes) -> Iterator[list[DataFile]]:
         for index, split in pickle.loads(payload):
             # one operation id per split keeps file names unique within the task
-            yield write_in_task(reader.io_properties, settings, f"{operation_id}-{index}", reader.batches(split))
+            yield write_in_task(reader.io_properties, settings, f"{operation_id}-{index}",
+                                read_ahead(reader.batches(split)))
 
     return write_payloads(spark, table.io, payloads, write_splits)
 
@@ -248,7 +250,7 @@ def _sort_in_task(spark: Any, table: Table, tasks: Sequence[Any], group: FileGro
 
     def sort_and_write(raw: bytes) -> Iterator[list[DataFile]]:
         with ExternalSorter(schema, fields, _spill_dir(), memory_bytes=memory_bytes) as sorter:
-            for batch in reader.batches(pickle.loads(raw)):
+            for batch in read_ahead(reader.batches(pickle.loads(raw))):
                 sorter.add(batch)
             # the group's expected file count in equal runs of rows, each its own file(s), as the range
             # partitions of the shuffle would be
