@@ -606,12 +606,19 @@ def metrics_data_file(
 
 
 # --------------------------------------------------------------------------- file writers
+#: Most Arrow bytes a Parquet writer buffers for one row group (see :class:`ParquetFileWriter`).
+ROW_GROUP_BUFFER_MAX_BYTES = 256 * 1024 * 1024
+
+
 class ParquetFileWriter:
     """One Parquet data file written batch by batch; :meth:`close` returns its ``DataFile``.
 
     Batches are buffered and written as row groups of about ``write.parquet.row-group-size-bytes``
     (estimated from the Arrow size and the compression seen so far), so many small batches still
-    make few row groups.
+    make few row groups.  pyarrow encodes a row group from rows held whole in memory (Java's writer
+    holds its encoded pages), so a row group also ends at ``ROW_GROUP_BUFFER_MAX_BYTES`` of Arrow rows:
+    well-compressed data gets row groups below the property rather than a writer holding several
+    times the row group size.
     """
 
     #: the file name extension of this format
@@ -654,7 +661,8 @@ class ParquetFileWriter:
         self._buffer.append(table)
         self._buffered_bytes += table.nbytes
         ratio = (self.bytes_written / self._arrow_bytes_written) if self._arrow_bytes_written else 0.25
-        if self._buffered_bytes * ratio >= self.settings.row_group_size:
+        if (self._buffered_bytes * ratio >= self.settings.row_group_size
+                or self._buffered_bytes >= ROW_GROUP_BUFFER_MAX_BYTES):
             self.flush()
 
     def flush(self) -> None:

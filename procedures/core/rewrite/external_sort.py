@@ -68,7 +68,9 @@ class _Run:
 
     def open(self) -> Any:
         if self.reader is None:
-            self.reader = pa.ipc.open_file(pa.memory_map(self.path))
+            # read, not mapped: batches are decompressed into new buffers anyway, and mapped pages
+            # would count in the worker's resident memory
+            self.reader = pa.ipc.open_file(pa.OSFile(self.path, "rb"))
         return self.reader
 
     def close(self) -> None:
