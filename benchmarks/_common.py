@@ -194,6 +194,54 @@ def reset_peak_rss(spark: Any | None = None) -> bool:
         return False
 
 
+def _python_workers(spark: Any) -> list[int]:
+    """Pids of the Python processes under Spark's driver JVM (PySpark's worker daemon and the
+    workers it forked), found through ``/proc/<pid>/stat`` parent links; empty off Linux."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    jvm = _jvm_pid(spark)
+    found, frontier = [], [jvm]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent:
+                frontier.append(pid)
+                try:
+                    if "python" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                        found.append(pid)
+                except OSError:
+                    continue
+    return found
+
+
+def worker_peak_rss_mb(spark: Any) -> float:
+    """The largest peak RSS (``VmHWM``) in MiB of Spark's Python workers since
+    :func:`reset_worker_peak_rss` (local mode: the workers are the JVM's descendants); 0 if none."""
+    peak = 0.0
+    for pid in _python_workers(spark):
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except OSError:
+            continue
+    return peak
+
+
+def reset_worker_peak_rss(spark: Any) -> None:
+    """Reset the peak-RSS mark of every Python worker of the session (see :func:`reset_peak_rss`)."""
+    for pid in _python_workers(spark):
+        try:
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+        except OSError:
+            continue
+
+
 # --------------------------------------------------------------------------------------------- Spark
 
 

@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    Figure, arg_parser, jvm_peak_rss_mb, print_figures, python_peak_rss_mb, reset_peak_rss, scratch_dir,
-    start_spark, time_call, time_pair, timing_figures,
+    Figure, arg_parser, jvm_peak_rss_mb, print_figures, python_peak_rss_mb, reset_peak_rss, reset_worker_peak_rss,
+    scratch_dir, start_spark, time_call, time_pair, timing_figures, worker_peak_rss_mb,
 )
 
 from procedures.frontend import runner  # noqa: E402
@@ -249,10 +249,12 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> list[Figure]:
         def run() -> tuple:
             reset_peak_rss(spark)
             reset_peak_rss(None)
+            reset_worker_peak_rss(spark)
             result = fn()
-            seen = memory.setdefault((case, side), {"py": 0.0, "jvm": 0.0})
+            seen = memory.setdefault((case, side), {"py": 0.0, "jvm": 0.0, "workers": 0.0})
             seen["py"] = max(seen["py"], python_peak_rss_mb())
             seen["jvm"] = max(seen["jvm"], jvm_peak_rss_mb(spark) or 0.0)
+            seen["workers"] = max(seen["workers"], worker_peak_rss_mb(spark))
             return result
         return run
 
@@ -281,9 +283,12 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> list[Figure]:
                                   memory[(case, "java")]["py"], "MiB"))
             figures.append(Figure(label, "JVM driver peak RSS", memory[(case, "ours")]["jvm"],
                                   memory[(case, "java")]["jvm"], "MiB"))
+            # (Java runs no Python worker: its column shows what idle workers of earlier runs hold)
+            figures.append(Figure(label, "python worker peak RSS", memory[(case, "ours")]["workers"],
+                                  memory[(case, "java")]["workers"], "MiB"))
             figures.append(Figure(label, "files rewritten", float(ours.result[0]), float(java.result[0]), "files"))
             figures.append(Figure(label, "files added", float(ours.result[1]), float(java.result[1]), "files"))
-            print_figures(figures[-8:], title=f"  {case}: done")
+            print_figures(figures[-9:], title=f"  {case}: done")
         state.restore()
     finally:
         state.drop_saved()

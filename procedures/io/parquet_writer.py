@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -328,14 +329,17 @@ def partition_table(table: pa.Table, spec: PartitionSpec, schema: Schema) -> lis
             arr = pf.transform.apply_arrow(col, source.field_type)
         keys[f"_p{i}"] = _storage(arr)
         types.append(pf.transform.result_type(source.field_type))
-    keys["_row"] = pa.array(range(table.num_rows), pa.int64())
-    key_table = pa.table(keys)
-    names = [f"_p{i}" for i in range(len(spec.fields))]
-    grouped = key_table.group_by(names, use_threads=False).aggregate([("_row", "list")])
+    names = list(keys)
+    if table.num_rows and all(pc.count_distinct(keys[n], mode="all").as_py() == 1 for n in names):
+        # the usual case (a task writes one partition's rows): no grouping and no copy
+        return [(tuple(_py_value(keys[n][0].as_py(), t) for n, t in zip(names, types)), table)]
+    keys["_row"] = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    grouped = pa.table(keys).group_by(names, use_threads=False).aggregate([("_row", "list")])
+    rows = grouped.column("_row_list").combine_chunks()
     out = []
-    for row in grouped.to_pylist():
-        values = tuple(_py_value(row[n], t) for n, t in zip(names, types))
-        out.append((values, table.take(pa.array(row["_row_list"], pa.int64()))))
+    for i in range(grouped.num_rows):
+        values = tuple(_py_value(grouped.column(n)[i].as_py(), t) for n, t in zip(names, types))
+        out.append((values, table.take(rows[i].values)))
     return out
 
 
@@ -602,12 +606,19 @@ def metrics_data_file(
 
 
 # --------------------------------------------------------------------------- file writers
+#: Most Arrow bytes a Parquet writer buffers for one row group (see :class:`ParquetFileWriter`).
+ROW_GROUP_BUFFER_MAX_BYTES = 256 * 1024 * 1024
+
+
 class ParquetFileWriter:
     """One Parquet data file written batch by batch; :meth:`close` returns its ``DataFile``.
 
     Batches are buffered and written as row groups of about ``write.parquet.row-group-size-bytes``
     (estimated from the Arrow size and the compression seen so far), so many small batches still
-    make few row groups.
+    make few row groups.  pyarrow encodes a row group from rows held whole in memory (Java's writer
+    holds its encoded pages), so a row group also ends at ``ROW_GROUP_BUFFER_MAX_BYTES`` of Arrow rows:
+    well-compressed data gets row groups below the property rather than a writer holding several
+    times the row group size.
     """
 
     #: the file name extension of this format
@@ -650,7 +661,8 @@ class ParquetFileWriter:
         self._buffer.append(table)
         self._buffered_bytes += table.nbytes
         ratio = (self.bytes_written / self._arrow_bytes_written) if self._arrow_bytes_written else 0.25
-        if self._buffered_bytes * ratio >= self.settings.row_group_size:
+        if (self._buffered_bytes * ratio >= self.settings.row_group_size
+                or self._buffered_bytes >= ROW_GROUP_BUFFER_MAX_BYTES):
             self.flush()
 
     def flush(self) -> None:

@@ -11,9 +11,12 @@ committed here.  The three rewriters follow Iceberg Java 1.10's runners:
   partition values first;
 * SORT: rows are range-partitioned into ``expected files x shuffle-partitions-per-file`` partitions
   by the sort order (prefixed by the output spec's partition values when the spec changes) and sorted
-  within them; sort keys with transforms are computed with Iceberg's own transforms.  A group of at
-  most ``IN_TASK_SORT_MAX_BYTES`` that stays in its spec is instead read, sorted in Arrow and written
-  by one Python task (no shuffle, one read, rows never in the JVM), cut into the same number of files;
+  within them; sort keys with transforms are computed with Iceberg's own transforms.  A group that
+  stays in its spec and is either small (at most ``IN_TASK_SORT_MAX_BYTES``) or would be sorted in one
+  range partition anyway (one expected file, one shuffle partition per file) is instead read, sorted
+  in Arrow and written by one Python task (no shuffle, one read, rows never in the JVM), cut into the
+  same number of files; past a memory budget the task sorts in runs spilled to its local disk
+  (:mod:`procedures.core.rewrite.external_sort`), as Spark's sort spills;
 * Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.core.rewrite.zorder`).
 
 Writers roll files at the group's ``max_output_file_size`` (target plus half the way to max).
@@ -22,6 +25,7 @@ Writers roll files at the group's ``max_output_file_size`` (target plus half the
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import uuid
 from typing import Any, Iterator, Sequence
@@ -29,11 +33,13 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 
 from procedures.catalog.base import Table
-from procedures.core.rewrite.arrow_sort import arrow_sortable, column_at, sort_indices
+from procedures.core.rewrite.arrow_sort import arrow_sortable, column_at
+from procedures.core.rewrite.external_sort import SORT_MEMORY_BYTES, BatchCursor, ExternalSorter
 from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup
 from procedures.core.rewrite.zorder import Z_COLUMN, zorder_values
 from procedures.core.splits import spread_groups
 from procedures.errors import ValidationError
+from procedures.io.prefetch import read_ahead
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import light_task, plan_read_groups, read_tasks, TaskReader
 from procedures.spark.session import job_description
@@ -47,9 +53,10 @@ from procedures.spec.types import BinaryType, BooleanType, DecimalType, DoubleTy
 
 __all__ = ["rewrite_group", "group_description", "RewriteSpec", "IN_TASK_SORT_MAX_BYTES"]
 
-#: Largest group (input file bytes) that SORT rewrites inside one Python task: its rows are held in
-#: Arrow memory (a few times their Parquet size) while sorted.  Larger groups go through Spark's range
-#: shuffle and external sort, which spill.
+#: Largest group (input file bytes) of several range partitions that SORT rewrites inside one Python
+#: task: past it, the partitions' sorts run in parallel through Spark's range shuffle.  A group of one
+#: range partition is sorted in one task on either path, so it always stays in Python (the task sorts
+#: in bounded memory, spilling past ``SORT_MEMORY_BYTES`` of Arrow rows).
 IN_TASK_SORT_MAX_BYTES = 64 * 1024 * 1024
 #: Rows per batch handed to the writer after an in-task sort (it rolls files between batches).
 SORTED_BATCH_ROWS = 65_536
@@ -211,16 +218,25 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     def write_splits(payload: bytes) -> Iterator[list[DataFile]]:
         for index, split in pickle.loads(payload):
             # one operation id per split keeps file names unique within the task
-            yield write_in_task(reader.io_properties, settings, f"{operation_id}-{index}", reader.batches(split))
+            yield write_in_task(reader.io_properties, settings, f"{operation_id}-{index}",
+                                read_ahead(reader.batches(split)))
 
     return write_payloads(spark, table.io, payloads, write_splits)
 
 
+def _spill_dir() -> str | None:
+    """The running task's local scratch directory (Spark hands Python workers its local dirs), else
+    the system's temporary directory."""
+    dirs = os.environ.get("SPARK_LOCAL_DIRS", "")
+    return dirs.split(",")[0] or None
+
+
 def _sort_in_task(spark: Any, table: Table, tasks: Sequence[Any], group: FileGroup, spec_id: int,
                   fields: Sequence[SortField]) -> list[DataFile]:
-    """SORT of a small group without a shuffle: one Python task reads the group's rows (deletes
-    applied), sorts them in Arrow and writes the group's expected number of files, each a run of
-    consecutive rows (as a range partition is) rolled at the group's max output size, so rows never
+    """SORT of a group without a shuffle: one Python task reads the group's rows (deletes applied),
+    sorts them in Arrow (in memory when they fit ``SORT_MEMORY_BYTES``, else in spilled runs merged by
+    key ranges, :class:`ExternalSorter`) and writes the group's expected number of files, each a run
+    of consecutive rows (as a range partition is) rolled at the group's max output size, so rows never
     cross into the JVM and are read once (a range shuffle samples its input first)."""
     md = table.metadata
     schema = md.schema()
@@ -230,22 +246,20 @@ def _sort_in_task(spark: Any, table: Table, tasks: Sequence[Any], group: FileGro
     operation_id = str(uuid.uuid4())
     payload = pickle.dumps([light_task(t) for t in tasks], protocol=pickle.HIGHEST_PROTOCOL)
     n_out = max(1, group.expected_output_files)
+    memory_bytes = SORT_MEMORY_BYTES  # read on the driver, so a session can lower it for a test
 
     def sort_and_write(raw: bytes) -> Iterator[list[DataFile]]:
-        batches = list(reader.batches(pickle.loads(raw)))
-        if not batches:
-            return
-        data = pa.Table.from_batches(batches)
-        del batches
-        data = data.take(sort_indices(data, schema, fields))
-        # the group's expected file count in equal runs of rows, each its own file(s), as the range
-        # partitions of the shuffle would be
-        bounds = [len(data) * i // n_out for i in range(n_out + 1)]
-        for i in range(n_out):
-            part = data.slice(bounds[i], bounds[i + 1] - bounds[i])
-            if len(part):
-                yield write_in_task(reader.io_properties, settings, f"{operation_id}-{i}",
-                                    part.to_batches(max_chunksize=SORTED_BATCH_ROWS))
+        with ExternalSorter(schema, fields, _spill_dir(), memory_bytes=memory_bytes) as sorter:
+            for batch in read_ahead(reader.batches(pickle.loads(raw))):
+                sorter.add(batch)
+            # the group's expected file count in equal runs of rows, each its own file(s), as the range
+            # partitions of the shuffle would be
+            rows = BatchCursor(sorter.sorted_batches(SORTED_BATCH_ROWS))
+            bounds = [sorter.rows * i // n_out for i in range(n_out + 1)]
+            for i in range(n_out):
+                count = bounds[i + 1] - bounds[i]
+                if count:
+                    yield write_in_task(reader.io_properties, settings, f"{operation_id}-{i}", rows.take(count))
 
     return write_payloads(spark, table.io, [payload], sort_and_write)
 
@@ -278,7 +292,8 @@ def rewrite_group(
             files = _bin_pack_splits(spark, table, tasks, group, output_spec.spec_id)
             return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
         if (how.rewriter == SORT and how.sort_order is not None and not repartition
-                and group.input_size <= IN_TASK_SORT_MAX_BYTES and arrow_sortable(schema, how.sort_order.fields)):
+                and (group.input_size <= IN_TASK_SORT_MAX_BYTES or n_out * how.shuffle_partitions_per_file == 1)
+                and arrow_sortable(schema, how.sort_order.fields)):
             files = _sort_in_task(spark, table, tasks, group, output_spec.spec_id, how.sort_order.fields)
             return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
         # the read only feeds a shuffle: scan-sized splits (spread over the cores for a small group)

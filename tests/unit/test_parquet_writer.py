@@ -172,6 +172,24 @@ def test_split_offsets_are_row_group_starts(tmp_path):
     assert list(f.split_offsets) == starts and f.split_offsets[0] == 4
 
 
+def test_a_row_group_ends_at_the_arrow_buffer_limit(tmp_path, monkeypatch):
+    # pyarrow encodes a row group from rows held in memory: a big row-group size must not make the
+    # writer hold them all (the limit is lowered here; 800 KB of Arrow rows, 80 KB a batch)
+    import procedures.io.parquet_writer as writer
+
+    schema = Schema((NestedField(1, "id", LONG, True),))
+    rows = pa.table({"id": pa.array(range(100_000), pa.int64())})
+    settings = WriteSettings(schema, UNPARTITIONED_SPEC, str(tmp_path / "data"),
+                             {"write.parquet.row-group-size-bytes": str(1 << 30)})
+    (big,) = write_data_files(FileIO(), settings, rows.to_batches(max_chunksize=10_000))
+    assert pq.ParquetFile(big.file_path).metadata.num_row_groups == 1
+    monkeypatch.setattr(writer, "ROW_GROUP_BUFFER_MAX_BYTES", 200_000)
+    (f,) = write_data_files(FileIO(), settings, rows.to_batches(max_chunksize=10_000), operation_id="capped")
+    md = pq.ParquetFile(f.file_path).metadata
+    assert md.num_row_groups == 4 and md.num_rows == 100_000
+    assert len(f.split_offsets) == 4
+
+
 def test_partitioned_write_paths_and_tuples(tmp_path):
     schema = Schema((
         NestedField(1, "id", LONG, True),

@@ -24,7 +24,7 @@ from procedures.spec.types import (
     StringType, TimestampNanoType, TimestampType, TimestamptzNanoType, TimestamptzType, TimeType,
 )
 
-__all__ = ["arrow_sortable", "column_at", "sort_indices"]
+__all__ = ["arrow_sortable", "column_at", "sort_indices", "sort_keys"]
 
 _SORTABLE = (BooleanType, IntegerType, LongType, FloatType, DoubleType, DecimalType, DateType, TimeType,
              TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType, StringType, BinaryType)
@@ -52,8 +52,12 @@ def column_at(data: pa.Table | pa.RecordBatch, path: Sequence[str]) -> pa.Array:
     return arr
 
 
-def sort_indices(data: pa.Table | pa.RecordBatch, schema: Schema, fields: Sequence[SortField]) -> pa.Array:
-    """Row indices of ``data`` (columns named as ``schema``) in the order of ``fields``."""
+def sort_keys(data: pa.Table | pa.RecordBatch, schema: Schema, fields: Sequence[SortField]
+              ) -> tuple[pa.Table, list[tuple[str, str]]]:
+    """The sort-key columns of ``data`` (columns named as ``schema``) in the order of ``fields``,
+    and the Arrow sort keys over them: sorting the key table by those keys sorts ``data``.  Dates,
+    times and timestamps are keyed by their integer storage (same order), so a key value read back
+    as a Python object is a plain number."""
     keys: dict[str, pa.Array] = {}
     order: list[tuple[str, str]] = []
     for i, f in enumerate(fields):
@@ -61,6 +65,8 @@ def sort_indices(data: pa.Table | pa.RecordBatch, schema: Schema, fields: Sequen
         values = f.transform.apply_arrow(column_at(data, schema.field_path(f.source_id)), source)
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
+        if pa.types.is_temporal(values.type):
+            values = values.view(pa.int32() if values.type.bit_width == 32 else pa.int64())
         # False sorts before True: descending puts the nulls (True) first
         keys[f"n{i}"] = pc.is_null(values)
         order.append((f"n{i}", "descending" if f.null_order == NullOrder.NULLS_FIRST else "ascending"))
@@ -71,4 +77,10 @@ def sort_indices(data: pa.Table | pa.RecordBatch, schema: Schema, fields: Sequen
             order.append((f"x{i}", direction))
         keys[f"v{i}"] = values
         order.append((f"v{i}", direction))
-    return pc.sort_indices(pa.table(keys), sort_keys=order)
+    return pa.table(keys), order
+
+
+def sort_indices(data: pa.Table | pa.RecordBatch, schema: Schema, fields: Sequence[SortField]) -> pa.Array:
+    """Row indices of ``data`` (columns named as ``schema``) in the order of ``fields``."""
+    keys, order = sort_keys(data, schema, fields)
+    return pc.sort_indices(keys, sort_keys=order)

@@ -1,0 +1,56 @@
+"""Reading ahead in a background thread (procedures.io.prefetch): order kept, errors raised where
+they happened, and a consumer that stops early stops the producer."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from procedures.io.prefetch import read_ahead
+
+
+def test_items_come_in_order_and_the_producer_runs_ahead():
+    produced = []
+
+    def items():
+        for i in range(10):
+            produced.append(i)
+            yield i
+
+    it = read_ahead(items(), depth=3)
+    assert next(it) == 0
+    time.sleep(0.2)
+    assert len(produced) >= 3  # produced while the consumer was elsewhere
+    assert list(it) == list(range(1, 10))
+
+
+def test_an_error_is_raised_after_the_items_before_it():
+    def items():
+        yield 1
+        yield 2
+        raise OSError("disk gone")
+
+    got = []
+    with pytest.raises(OSError, match="disk gone"):
+        for x in read_ahead(items()):
+            got.append(x)
+    assert got == [1, 2]
+
+
+def test_stopping_early_stops_the_producer():
+    produced = []
+
+    def items():
+        for i in range(1_000_000):
+            produced.append(i)
+            yield i
+
+    it = read_ahead(items(), depth=2)
+    assert next(it) == 0
+    it.close()
+    count = len(produced)
+    time.sleep(0.2)
+    assert len(produced) == count < 10
+    assert not [t for t in threading.enumerate() if t.name == "read-ahead"]
