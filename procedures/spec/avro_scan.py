@@ -17,6 +17,7 @@ lengths and block counts; a negative block count is followed by the block's byte
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -24,6 +25,7 @@ __all__ = ["SkimField", "Skimmer", "compile_skimmer", "named_types"]
 
 _FIXED_WIDTH = {"null": 0, "boolean": 1, "float": 4, "double": 8}
 _VARINTS = ("int", "long", "enum")
+_FLOAT, _DOUBLE = struct.Struct("<f"), struct.Struct("<d")
 #: nesting the generated code may reach (Python refuses more than 20 nested blocks)
 _MAX_DEPTH = 12
 
@@ -32,17 +34,20 @@ _MAX_DEPTH = 12
 class SkimField:
     """A field to keep: its path of Avro field ids from the top record, and how to keep it.
 
-    ``kind`` is ``"long"`` for an int or long (None when a union gives null) or ``"map"`` for an
-    Iceberg map stored as an array of ``key``/``value`` records with int keys (as manifests store
-    metrics): kept as a dict of the entries whose key is in ``keys`` (None when null).
+    ``kind`` is ``"long"`` for an int or long, ``"string"``, ``"bytes"`` (bytes or fixed),
+    ``"longs"`` for an array of ints or longs (a list), ``"record"`` for a record of primitive
+    fields (a dict by field name, values as fastavro gives them without logical types), or
+    ``"map"`` for an Iceberg map stored as an array of ``key``/``value`` records with int keys (as
+    manifests store metrics): a dict of the entries whose key is in ``keys`` (every entry when
+    ``keys`` is None).  A union with null gives None.
     """
 
     path: tuple[int, ...]
     kind: str
-    keys: frozenset[int] = frozenset()
+    keys: frozenset[int] | None = frozenset()
 
 
-class Unsupported(Exception):
+class _Unsupported(Exception):
     """The schema has a shape the generator does not handle; callers fall back to a full decode."""
 
 
@@ -54,6 +59,7 @@ class Skimmer:
 
     skim: Callable[[bytes, int], tuple[int, tuple]]
     source: str
+    found: frozenset[int] = frozenset()  # positions (in the fields given) of the fields the schema has
 
 
 def compile_skimmer(schema: Mapping[str, Any], fields: Sequence[SkimField]) -> Skimmer | None:
@@ -62,21 +68,22 @@ def compile_skimmer(schema: Mapping[str, Any], fields: Sequence[SkimField]) -> S
     try:
         gen = _Generator(named_types(schema), fields)
         body = gen.record(schema, (), 1)
-    except Unsupported:
+    except _Unsupported:
         return None
     names = [gen.outputs[i] for i in range(len(fields))]
     lines = ["def skim(buf, pos):"]
     lines += [f"    {n} = None" for n in names]
     lines += body
     lines.append(f"    return pos, ({', '.join(names)}{',' if len(names) == 1 else ''})")
+    # only field ids, sizes and indexes reach the source (as ints); names and values never do
     source = "\n".join(lines) + "\n"
-    scope: dict[str, Any] = {}
+    scope: dict[str, Any] = {"_float": _FLOAT.unpack_from, "_double": _DOUBLE.unpack_from}
     scope.update(gen.constants)
     try:
         exec(compile(source, "<avro skimmer>", "exec"), scope)  # noqa: S102 -- generated from the schema above
     except (SyntaxError, RecursionError):  # too deep for the compiler: read in full instead
         return None
-    return Skimmer(scope["skim"], source)
+    return Skimmer(scope["skim"], source, frozenset(gen.found))
 
 
 def named_types(schema: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -104,6 +111,7 @@ class _Generator:
         self.prefixes = {f.path[:k] for f in fields for k in range(1, len(f.path))}
         self.outputs = {i: f"out{i}" for i in range(len(fields))}
         self.constants: dict[str, Any] = {}
+        self.found: set[int] = set()
         self.counter = 0
 
     def var(self, stem: str) -> str:
@@ -113,7 +121,7 @@ class _Generator:
     def resolve(self, t: Any) -> Any:
         if isinstance(t, str) and t not in _FIXED_WIDTH and t not in _VARINTS and t not in ("bytes", "string"):
             if t not in self.named:
-                raise Unsupported(f"unknown named type {t}")
+                raise _Unsupported(f"unknown named type {t}")
             return self.named[t]
         if isinstance(t, dict) and t.get("type") in ("record", "enum", "fixed", "array", "map"):
             return t
@@ -124,12 +132,13 @@ class _Generator:
     # -- code for one value; ``depth`` is the indentation level
     def record(self, t: Mapping[str, Any], path: tuple[int, ...], depth: int) -> list[str]:
         if depth > _MAX_DEPTH:
-            raise Unsupported("schema nested too deeply")
+            raise _Unsupported("schema nested too deeply")
         out: list[str] = []
         for f in t["fields"]:
             fid = f.get("field-id")
             sub = path + (fid,) if fid is not None else None
             if sub is not None and sub in self.wanted:
+                self.found.add(self.wanted[sub][0])
                 out += self.keep(f["type"], self.wanted[sub], depth)
             elif sub is not None and sub in self.prefixes:
                 inner = self.resolve(f["type"])
@@ -150,7 +159,7 @@ class _Generator:
     def union(self, branches: list, depth: int, emit: Callable[[Any, int], list[str]]) -> list[str]:
         # a branch index below 64 is one byte holding twice the index: compare the byte itself
         if len(branches) > 63:
-            raise Unsupported("union of more than 63 branches")
+            raise _Unsupported("union of more than 63 branches")
         ind = "    " * depth
         u = self.var("u")
         out = [f"{ind}{u} = buf[pos]", f"{ind}pos += 1"]
@@ -180,9 +189,14 @@ class _Generator:
             f"{ind}{name} = ({name} >> 1) ^ -({name} & 1)",
         ]
 
+    def non_negative(self, name: str, depth: int) -> list[str]:
+        # a negative length would walk backwards: corrupt data must fail, never loop
+        ind = "    " * depth
+        return [f"{ind}if {name} < 0:", f"{ind}    raise ValueError('negative length')"]
+
     def skip(self, t: Any, depth: int) -> list[str]:
         if depth > _MAX_DEPTH:
-            raise Unsupported("schema nested too deeply")
+            raise _Unsupported("schema nested too deeply")
         ind = "    " * depth
         t = self.resolve(t)
         if isinstance(t, list):
@@ -194,20 +208,23 @@ class _Generator:
                 return [f"{ind}while buf[pos] >= 128:", f"{ind}    pos += 1", f"{ind}pos += 1"]
             if t in ("bytes", "string"):
                 n = self.var("n")
-                return self.read_long(n, depth) + [f"{ind}pos += {n}"]
-            raise Unsupported(f"type {t}")
+                return self.read_long(n, depth) + self.non_negative(n, depth) + [f"{ind}pos += {n}"]
+            raise _Unsupported(f"type {t}")
         kind = t.get("type")
         if kind == "record":
             return self.plain_record(t, depth)
         if kind == "enum":
             return self.skip("int", depth)
         if kind == "fixed":
-            return [f"{ind}pos += {int(t['size'])}"]
+            size = int(t["size"])
+            if size < 0:
+                raise _Unsupported(f"fixed of size {size}")
+            return [f"{ind}pos += {size}"] if size else []
         if kind == "array":
             return self.blocks(depth, lambda d: self.skip(t["items"], d))
         if kind == "map":
             return self.blocks(depth, lambda d: self.skip("string", d) + self.skip(t["values"], d))
-        raise Unsupported(f"type {kind}")
+        raise _Unsupported(f"type {kind}")
 
     def plain_record(self, t: Mapping[str, Any], depth: int) -> list[str]:
         out: list[str] = []
@@ -218,7 +235,9 @@ class _Generator:
     def blocks(self, depth: int, item: Callable[[int], list[str]]) -> list[str]:
         ind = "    " * depth
         c = self.var("c")
-        body = item(depth + 2) or [f"{ind}        pass"]
+        body = item(depth + 2)
+        if not body:  # items of no bytes: a hostile count could spin without reading anything
+            raise _Unsupported("array or map of zero-width items")
         return (
             [f"{ind}while True:"]
             + self.read_long(c, depth + 1)
@@ -244,24 +263,51 @@ class _Generator:
             return [f"{ind}{target} = None"]
         if field.kind == "long":
             if t not in ("int", "long"):
-                raise Unsupported(f"field {field.path} is {t}, not an int or long")
+                raise _Unsupported(f"field {field.path} is {t}, not an int or long")
             return self.read_long(target, depth)
+        if field.kind in ("string", "bytes"):
+            if t != field.kind and not (field.kind == "bytes" and isinstance(t, dict) and t.get("type") == "fixed"):
+                raise _Unsupported(f"field {field.path} is {t}, not {field.kind}")
+            return self.value(t, target, depth)
+        if field.kind == "longs":
+            if not isinstance(t, dict) or t.get("type") != "array" or self.resolve(t["items"]) not in ("int", "long"):
+                raise _Unsupported(f"field {field.path} is not an array of ints or longs")
+            v = self.var("v")
+            body = self.read_long(v, depth + 2) + [f"{ind}        {target}.append({v})"]
+            return [f"{ind}{target} = []"] + self.blocks(depth, lambda d: body)
+        if field.kind == "record":
+            if not isinstance(t, dict) or t.get("type") != "record":
+                raise _Unsupported(f"field {field.path} is not a record")
+            out = [f"{ind}{target} = {{}}"]
+            for f in t["fields"]:
+                name, v = self.var("NAME"), self.var("v")
+                self.constants[name] = f["name"]
+                ft = self.resolve(f["type"])
+                if isinstance(ft, list):
+                    out += self.union(ft, depth, lambda b, d, v=v: self.value(b, v, d))
+                else:
+                    out += self.value(ft, v, depth)
+                out.append(f"{ind}{target}[{name}] = {v}")
+            return out
         if field.kind != "map" or not isinstance(t, dict) or t.get("type") != "array":
-            raise Unsupported(f"field {field.path} is not an array of key/value records")
+            raise _Unsupported(f"field {field.path} is not an array of key/value records")
         item = self.resolve(t["items"])
         if not isinstance(item, dict) or item.get("type") != "record" or [f["name"] for f in item["fields"]] != [
                 "key", "value"]:
-            raise Unsupported(f"field {field.path} is not an array of key/value records")
+            raise _Unsupported(f"field {field.path} is not an array of key/value records")
         key_type, value_type = (self.resolve(f["type"]) for f in item["fields"])
         if key_type not in ("int", "long") or value_type not in ("int", "long", "bytes"):
-            raise Unsupported(f"field {field.path} has key {key_type} and value {value_type}")
-        keys = self.var("KEYS")
-        self.constants[keys] = frozenset(field.keys)
+            raise _Unsupported(f"field {field.path} has key {key_type} and value {value_type}")
         k, v = self.var("k"), self.var("v")
         inner = "    " * (depth + 2)
         body = self.read_long(k, depth + 2)
+        if field.keys is None:  # every entry
+            body += self.value(value_type, v, depth + 2) + [f"{inner}{target}[{k}] = {v}"]
+            return [f"{ind}{target} = {{}}"] + self.blocks(depth, lambda d: body)
+        keys = self.var("KEYS")
+        self.constants[keys] = frozenset(field.keys)
         if value_type == "bytes":
-            body += self.read_long(v, depth + 2) + [
+            body += self.read_long(v, depth + 2) + self.non_negative(v, depth + 2) + [
                 f"{inner}if {k} in {keys}:",
                 f"{inner}    {target}[{k}] = buf[pos:pos + {v}]",
                 f"{inner}pos += {v}",
@@ -270,3 +316,28 @@ class _Generator:
             body += ([f"{inner}if {k} in {keys}:"] + self.read_long(v, depth + 3)
                      + [f"{inner}    {target}[{k}] = {v}", f"{inner}else:"] + self.skip(value_type, depth + 3))
         return [f"{ind}{target} = {{}}"] + self.blocks(depth, lambda d: body)
+
+    def value(self, t: Any, target: str, depth: int) -> list[str]:
+        """Code decoding a primitive (or fixed) value into ``target`` as fastavro does without
+        logical types."""
+        t = self.resolve(t)
+        ind = "    " * depth
+        if t == "null":
+            return [f"{ind}{target} = None"]
+        if t == "boolean":
+            return [f"{ind}{target} = buf[pos] != 0", f"{ind}pos += 1"]
+        if t in ("int", "long"):
+            return self.read_long(target, depth)
+        if t in ("float", "double"):
+            return [f"{ind}{target} = _{t}(buf, pos)[0]", f"{ind}pos += {_FIXED_WIDTH[t]}"]
+        if t in ("string", "bytes"):
+            n = self.var("n")
+            decoded = ".decode()" if t == "string" else ""
+            return self.read_long(n, depth) + self.non_negative(n, depth) + [
+                f"{ind}{target} = buf[pos:pos + {n}]{decoded}", f"{ind}pos += {n}"]
+        if isinstance(t, dict) and t.get("type") == "fixed":
+            size = int(t["size"])
+            if size < 0:
+                raise _Unsupported(f"fixed of size {size}")
+            return [f"{ind}{target} = buf[pos:pos + {size}]", f"{ind}pos += {size}"]
+        raise _Unsupported(f"value of type {t}")

@@ -917,13 +917,54 @@ def read_manifest_where(
 
 
 class _SkimPlan:
-    """The skimming reader of one manifest schema for one set of field ids, with the parsed schema
-    that decodes the entries it keeps."""
+    """The skimming reader of one manifest schema for one set of field ids, and what decodes the
+    entries it keeps: a generated decoder of the fields :func:`_entries` reads (``decode``, with
+    ``build`` making fastavro's record shape of its values) or, for a schema it does not handle,
+    fastavro with the parsed schema (``writer``)."""
 
-    __slots__ = ("skim", "writer")
+    __slots__ = ("skim", "decode", "build", "writer")
 
-    def __init__(self, skim: Callable[[bytes, int], tuple[int, tuple]], writer: Any) -> None:
-        self.skim, self.writer = skim, writer
+    def __init__(self, skim: Callable[[bytes, int], tuple[int, tuple]],
+                 decode: Callable[[bytes, int], tuple[int, tuple]] | None,
+                 build: Callable[[tuple], dict] | None, writer: Any) -> None:
+        self.skim, self.decode, self.build, self.writer = skim, decode, build, writer
+
+
+#: what the decoder of kept entries reads of a data_file struct, by field id (the fields
+#: :func:`_entries` uses; the metrics maps whole)
+_DECODED_FIELDS = {
+    134: "long", 100: "string", 101: "string", 102: "record", 103: "long", 104: "long", 108: "map", 109: "map",
+    110: "map", 137: "map", 125: "map", 128: "map", 131: "bytes", 132: "longs", 135: "longs", 140: "long",
+    142: "long", 143: "string", 144: "long", 145: "long",
+}
+
+
+def _entry_decoder(stripped: dict[str, Any]) -> tuple[Callable[[bytes, int], tuple[int, tuple]],
+                                                      Callable[[tuple], dict]] | None:
+    """A decoder of whole entries of ``stripped`` (a manifest schema without logical types) and the
+    function turning its values into the record fastavro would give (the fields :func:`_entries`
+    reads), or None when the generator does not handle the schema."""
+    df_field = next((f for f in stripped["fields"] if f.get("field-id") == 2), None)
+    if df_field is None:
+        return None
+    top_names = _names_by_id(stripped)
+    df_names = _names_by_id(_record_type(df_field["type"]))
+    fields = [SkimField((fid,), "long") for fid in (0, 1, 3, 4)]
+    fields += [SkimField((2, fid), kind, None) for fid, kind in _DECODED_FIELDS.items()]
+    decoder = compile_skimmer(stripped, fields)
+    if decoder is None:
+        return None
+    names = [top_names.get(fid) for fid in (0, 1, 3, 4)] + [df_names.get(fid) for fid in _DECODED_FIELDS]
+    top = [(i, names[i]) for i in range(4) if i in decoder.found]
+    inner = [(i, names[i]) for i in range(4, len(fields)) if i in decoder.found]
+    df_name = df_field["name"]
+
+    def build(values: tuple) -> dict:
+        record = {name: values[i] for i, name in top}
+        record[df_name] = {name: values[i] for i, name in inner}
+        return record
+
+    return decoder.skim, build
 
 
 #: (schema, field ids) -> plan or None; keyed by the schema's identity (the header cache of
@@ -940,7 +981,10 @@ def _skim_plan(schema: dict[str, Any], field_ids: frozenset[int]) -> _SkimPlan |
     wanted += [SkimField((2, fid), "map", field_ids) for fid in _METRIC_MAP_IDS]
     stripped = strip_logical_types(schema)
     skimmer = compile_skimmer(stripped, wanted)
-    plan = None if skimmer is None else _SkimPlan(skimmer.skim, fastavro.parse_schema(stripped))
+    plan = None
+    if skimmer is not None:
+        decoder = _entry_decoder(stripped)
+        plan = _SkimPlan(skimmer.skim, *(decoder or (None, None)), fastavro.parse_schema(stripped))
     if len(_SKIM_PLANS) >= 64:
         _SKIM_PLANS.clear()
     _SKIM_PLANS[key] = (schema, plan)
@@ -952,7 +996,7 @@ def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], b
     """The decoded records of the live entries ``keep`` accepts and, when the manifest gives its
     files row ids (``numbered``), each other live entry's ``(record_count, first_row_id)``: what
     :func:`_entries` needs to number the rows after it."""
-    skim, writer, read = plan.skim, plan.writer, fastavro.schemaless_reader
+    skim, decode, build, writer, read = plan.skim, plan.decode, plan.build, plan.writer, fastavro.schemaless_reader
     metrics = EntryMetrics()
     deleted = int(ManifestEntryStatus.DELETED)
     try:
@@ -968,8 +1012,14 @@ def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], b
                     continue
                 metrics.record_count = rc
                 if keep(metrics):
-                    fo.seek(start)
-                    yield read(fo, writer, None)
+                    if decode is None:
+                        fo.seek(start)
+                        yield read(fo, writer, None)
+                        continue
+                    end, values = decode(buf, start)
+                    if end != pos:
+                        raise ValueError(f"an entry read as {end - start} bytes and as {pos - start}")
+                    yield build(values)
                 elif numbered:
                     yield rc, first_row_id
             if pos != len(buf):
@@ -1021,8 +1071,11 @@ def _entries(records: Iterable[dict | tuple[int, int | None]], schema: dict[str,
     ADDED, DELETED = ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
     statuses, contents, formats = _STATUSES, _CONTENTS, _FORMATS
 
-    def kv(lst: list | None) -> dict | None:
-        return None if lst is None else {d["key"]: d["value"] for d in lst}
+    def kv(lst: list | dict | None) -> dict | None:
+        # fastavro gives a list of key/value records; the entry decoder the dict itself
+        if lst is None or lst.__class__ is dict:
+            return lst
+        return {d["key"]: d["value"] for d in lst}
 
     try:
         for r in records:

@@ -31,6 +31,7 @@ from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import DOUBLE, LONG, STRING, NestedField
+from tests.unit import test_manifest as rich
 
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "x", DOUBLE), NestedField(3, "s", STRING)))
 SPEC = PartitionSpec(0, (PartitionField(3, 1000, parse_transform("identity"), "s"),))
@@ -249,3 +250,42 @@ def test_shapes_it_cannot_keep_fall_back():
         {"name": "m", "field-id": 1, "type": {"type": "map", "values": "long"}}]}
     assert compile_skimmer(schema, [SkimField((1,), "map", frozenset({1}))]) is None
     assert compile_skimmer(schema, [SkimField((1,), "long")]) is None
+
+
+def test_hostile_lengths_fail_instead_of_walking_back():
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "s", "type": "string"}, {"name": "i", "type": "int", "field-id": 1}]}
+    skimmer = compile_skimmer(schema, [SkimField((1,), "long")])
+    assert skimmer.skim(bytes([2, 65, 4]), 0) == (3, (2,))
+    with pytest.raises(ValueError, match="negative length"):
+        skimmer.skim(bytes([1, 65, 4]), 0)
+    empty_items = {"type": "record", "name": "r", "fields": [{"name": "a", "type": {"type": "array", "items": "null"}}]}
+    assert compile_skimmer(empty_items, []) is None
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_kept_entries_of_every_partition_type_decode_as_a_full_read(version):
+    # decimal, uuid, date, double, string, binary, fixed, time and timestamps as partition values,
+    # null and not, and data files with every optional field set
+    mio = MemIO()
+    path = f"s3://bucket/t/metadata/rich-v{version}.avro"
+    files = []
+    other = rich.PARTITION[:3] + (2.5,) + rich.PARTITION[4:]
+    for n, part in enumerate([rich.PARTITION, rich.NULL_PARTITION, other] * 3):
+        files.append(DataFile(
+            f"s3://bucket/t/data/é-{n}.parquet", FileFormat.PARQUET, part, 10 + n, 1234, column_sizes={1: 50},
+            value_counts={1: 10 + n}, null_value_counts={1: 0}, nan_value_counts={5: n},
+            lower_bounds={1: struct.pack("<q", n)}, upper_bounds={1: struct.pack("<q", 10 * n)},
+            key_metadata=b"\x01\x02", split_offsets=(4, 1000), sort_order_id=0, spec_id=rich.SPEC.spec_id,
+            first_row_id=None if version < 3 or n % 2 else 70 * n))
+    with ManifestWriter(mio, path, rich.SPEC, rich.SCHEMA, version, ManifestContent.DATA, 55) as w:
+        for n, f in enumerate(files):
+            (w.add(f) if n % 2 else w.existing(f, 44, 3, 4))
+    m = replace(w.close(), sequence_number=7, min_sequence_number=3, first_row_id=9000 if version >= 3 else None)
+    specs = {rich.SPEC.spec_id: rich.SPEC}
+    ev = InclusiveMetricsEvaluator(rich.SCHEMA, parse_filter("id > 15"))
+    expected = [e for e in read_manifest(mio, m, specs=specs, skip_deleted=True) if ev.eval(e.data_file)]
+    got = list(read_manifest_where(mio, m, {1}, ev.eval, specs=specs))
+    assert got == expected and 0 < len(got) < len(files)
+    assert {e.data_file.partition for e in got} == {rich.PARTITION, rich.NULL_PARTITION, other}
+    assert {repr(e.data_file.partition[3]) for e in got} == {"-0.0", "None", "2.5"}
