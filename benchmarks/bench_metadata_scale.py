@@ -83,12 +83,13 @@ class BulkAppend(SnapshotProducer):
         return new + snapshot_manifests(ctx.io, parent)
 
 
-def vm_hwm_mb(pid: int | None = None) -> float:
-    """Peak RSS (``VmHWM``) of ``pid`` (default this process) in MiB; reset it with ``reset_peak_rss``."""
+def vm_hwm_mb(pid: int | None = None, key: str = "VmHWM") -> float:
+    """Peak RSS (``VmHWM``; ``key="VmRSS"`` for the current RSS) of ``pid`` (default this process) in
+    MiB; reset the peak with ``reset_peak_rss``."""
     for line in Path(f"/proc/{pid or os.getpid()}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{key}:"):
             return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc status")
+    raise RuntimeError(f"no {key} in /proc status")
 
 
 def touch_old(path: str, when: float) -> None:
@@ -191,6 +192,8 @@ def main() -> None:
         def run():
             reset_peak_rss(spark)
             reset_peak_rss(None)
+            # what the process held before (the build's leftovers grow with the table), beside the peak
+            memory.setdefault(case, {})[f"{side} py before"] = vm_hwm_mb(key="VmRSS")
             result = fn()
             memory.setdefault(case, {})[f"{side} jvm"] = jvm_peak_rss_mb(spark)
             memory[case][f"{side} py"] = vm_hwm_mb()
@@ -225,9 +228,11 @@ def main() -> None:
                 figures += timing_figures(f"{label} ({size})", mine, ref)
                 figures.append(Figure(f"{label} ({size})", "files planned", mine.result, ref.result, "files"))
                 figures.append(Figure(f"{label} ({size})", "python driver peak RSS", memory[label]["ours py"], None, "MiB"))
+                figures.append(Figure(f"{label} ({size})", "python driver RSS before", memory[label]["ours py before"],
+                                      None, "MiB"))
                 figures.append(Figure(f"{label} ({size})", "JVM driver peak RSS", memory[label]["ours jvm"],
                                       memory[label]["java jvm"], "MiB"))
-                print_figures(figures[-5:], title=f"  {label}: done")
+                print_figures(figures[-6:], title=f"  {label}: done")
             continue
         call = CALLS[case]
 

@@ -36,6 +36,7 @@ __all__ = [
     "DuplicateFilesError",
     "UnsupportedFileFormatError",
     "SparkEnvironmentError",
+    "ScanPlanningError",
     "PythonWorkerError",
     "UnsupportedVersionError",
     "MissingDependencyError",
@@ -183,6 +184,18 @@ class MissingParameterError(ValidationError):
 
 class SparkEnvironmentError(IcebergError, RuntimeError):
     """The Spark set-up cannot run this package; the message names the setting to change."""
+
+
+class ScanPlanningError(IcebergError, RuntimeError):
+    """A Spark job planning a scan returned results that do not cover its manifests exactly once;
+    ``table`` names the table, ``missing`` and ``repeated`` list the manifest positions concerned."""
+
+    def __init__(self, message: str, *, table: str | None = None, missing: list[int] | None = None,
+                 repeated: list[int] | None = None) -> None:
+        self.table = table
+        self.missing = list(missing or [])
+        self.repeated = list(repeated or [])
+        super().__init__(message)
 
 
 class PythonWorkerError(SparkEnvironmentError):

@@ -39,6 +39,7 @@ from procedures.spec.expressions import (
     and_,
     bind,
     or_,
+    referenced_field_ids,
     rewrite_not,
 )
 from procedures.spec.manifest import (
@@ -48,6 +49,7 @@ from procedures.spec.manifest import (
     ManifestFile,
     read_manifest,
     read_manifest_list,
+    read_manifest_where,
 )
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
@@ -327,10 +329,15 @@ class _ResidualEvaluator:
         self.ptype = spec.partition_type(schema)
         self._cache: dict[tuple, Expression] = {}
         self._leaves: dict[int, tuple[Evaluator | None, Evaluator | None]] = {}
+        self._constant: tuple[Expression, ...] | None = None  # (residual,) when it ignores the partition
 
     def residual_for(self, partition: tuple) -> Expression:
         if self.spec.is_unpartitioned() or self.expr is ALWAYS_TRUE:
             return self.expr
+        if self._constant is None:
+            self._constant = (self._visit(self.expr, ()),) if self._ignores_partition(self.expr) else ()
+        if self._constant:  # no predicate projects onto the partition: every file gets the same residual
+            return self._constant[0]
         key = partition_key(self.spec.spec_id, partition)
         res = self._cache.get(key)
         if res is None:
@@ -338,6 +345,15 @@ class _ResidualEvaluator:
             if len(self._cache) < 10_000:
                 self._cache[key] = res
         return res
+
+    def _ignores_partition(self, e: Expression) -> bool:
+        if e is ALWAYS_TRUE or e is ALWAYS_FALSE:
+            return True
+        if isinstance(e, (And, Or)):
+            return self._ignores_partition(e.left) and self._ignores_partition(e.right)
+        if isinstance(e, Not):
+            return True
+        return self._leaf(e) == (None, None)
 
     def _visit(self, e: Expression, partition: tuple) -> Expression:
         if e is ALWAYS_TRUE or e is ALWAYS_FALSE:
@@ -410,6 +426,10 @@ class ScanEntry:
     data_sequence_number: int
     file_sequence_number: int | None
 
+    def __reduce__(self) -> tuple:
+        # as the constructor's arguments: cheaper than the slots dataclass default (see DataFile)
+        return ScanEntry, (self.data_file, self.data_sequence_number, self.file_sequence_number)
+
 
 class EntryFilter:
     """The partition and metrics tests of a scan for the entries of one manifest at a time.
@@ -426,6 +446,7 @@ class EntryFilter:
         self.case_sensitive = case_sensitive
         self._pruner = _pruners(self.specs, schema, expr, case_sensitive)
         self._metrics: InclusiveMetricsEvaluator | None = None
+        self._metric_ids: frozenset[int] = frozenset()
 
     def __reduce__(self) -> tuple:
         return (EntryFilter, (self.specs, self.schema, self.expr, self.case_sensitive))
@@ -440,17 +461,24 @@ class EntryFilter:
         return self._pruner(spec_id)[1]
 
     def data_entries(self, io: Any, manifest: ManifestFile) -> list[ScanEntry]:
-        """The live entries of a data manifest whose partition values and column metrics may match."""
+        """The live entries of a data manifest whose partition values and column metrics may match.
+
+        The metrics are tested on each entry's bytes before it is decoded
+        (:func:`~procedures.spec.manifest.read_manifest_where`): most entries of a selective filter
+        are never built."""
         pev = self.partition_evaluator(manifest.partition_spec_id)
         metrics = self._metrics
         if metrics is None and self.expr is not ALWAYS_TRUE:
             metrics = self._metrics = InclusiveMetricsEvaluator(self.schema, self.expr, self.case_sensitive)
+            self._metric_ids = frozenset(referenced_field_ids(metrics.expr))
+        if metrics is None:
+            entries = read_manifest(io, manifest, specs=self.specs, skip_deleted=True)
+        else:
+            entries = read_manifest_where(io, manifest, self._metric_ids, metrics.eval, specs=self.specs)
         out: list[ScanEntry] = []
-        for e in read_manifest(io, manifest, specs=self.specs, skip_deleted=True):
+        for e in entries:
             df = e.data_file
             if pev is not None and not pev.eval(df.partition):
-                continue
-            if metrics is not None and not metrics.eval(df):
                 continue
             out.append(ScanEntry(df, e.sequence_number or 0, e.file_sequence_number))
         return out

@@ -18,13 +18,19 @@ bounds written before a type promotion (4-byte bounds of a ``long`` column).
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from procedures.spec.conversions import from_bytes
 from procedures.spec.expressions import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    And,
     BoundExpressionVisitor,
+    BoundPredicate,
     BoundReference,
     Expression,
+    Operation,
+    Or,
     bind,
     rewrite_not,
     visit,
@@ -373,6 +379,64 @@ class _MetricsVisitor(_BoolVisitor):
         return bounds.get(ref.field_id)
 
 
+def _count_of(counts: dict[int, int] | None, fid: int) -> int | None:
+    return counts.get(fid) if counts else None
+
+
+def _no_values(f: Any, fid: int) -> bool:
+    """Whether the file's metrics say the column holds only nulls or only NaNs (as
+    ``_MetricsVisitor._contains_nulls_only`` or ``_contains_nans_only``)."""
+    values = _count_of(f.value_counts, fid)
+    if values is None:
+        return False
+    nulls = _count_of(f.null_value_counts, fid)
+    if nulls is not None and values - nulls == 0:
+        return True
+    nans = _count_of(f.nan_value_counts, fid)
+    return nans is not None and nans == values
+
+
+def _bound_test(op: Operation, fid: int, ftype: Any, value: Any) -> Callable[[Any], bool]:
+    """The inclusive test of one comparison, reading the data file's metrics as
+    :class:`InclusiveMetricsEvaluator`'s ``lt`` ... ``eq`` do."""
+
+    def bound(bounds: dict[int, bytes] | None) -> Any:
+        if not bounds or fid not in bounds:
+            return None
+        decoded = from_bytes(bounds[fid], ftype)
+        return None if _is_nan(decoded) else decoded
+
+    if op is Operation.EQ:
+        def test(f: Any) -> bool:
+            if _no_values(f, fid):
+                return False
+            lower = bound(f.lower_bounds)
+            if lower is not None and compare_values(lower, value) > 0:
+                return False
+            upper = bound(f.upper_bounds)
+            return upper is None or compare_values(upper, value) >= 0
+        return test
+    use_lower = op in (Operation.LT, Operation.LT_EQ)
+    accept = _BOUND_TESTS[op]
+
+    def compare(f: Any) -> bool:
+        if _no_values(f, fid):
+            return False
+        b = bound(f.lower_bounds if use_lower else f.upper_bounds)
+        return b is None or accept(compare_values(b, value))
+    return compare
+
+
+#: what a comparison of the file's bound with the literal must give for the file to stay
+_BOUND_TESTS: dict[Operation, Callable[[int], bool]] = {
+    Operation.LT: lambda c: c < 0,
+    Operation.LT_EQ: lambda c: c <= 0,
+    Operation.GT: lambda c: c > 0,
+    Operation.GT_EQ: lambda c: c >= 0,
+    Operation.EQ: lambda c: c == 0,
+}
+
+
 class InclusiveMetricsEvaluator(_MetricsVisitor):
     """Might a data file hold rows matching ``expr``?  Answers from the file's column metrics.
 
@@ -382,6 +446,9 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
 
     def __init__(self, schema: Schema | StructType, expr: Expression, case_sensitive: bool = True) -> None:
         super().__init__(schema, expr, case_sensitive)
+        # planning tests every entry of every manifest: comparisons get a direct function each
+        # (the visitor's dispatch cost more than the test itself), the rest go through the visitor
+        self._test = self._compiled(self.expr)
 
     def eval(self, data_file: Any) -> bool:
         """True when the file might contain matching rows."""
@@ -390,11 +457,30 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
         if data_file.record_count < 0:
             # imported files may carry -1 when the row count was never computed
             return True
+        return self._test(data_file)
+
+    def _visited(self, data_file: Any, expr: Expression) -> bool:
         self._file = data_file
         try:
-            return bool(visit(self.expr, self))
+            return bool(visit(expr, self))
         finally:
             self._file = None
+
+    def _compiled(self, expr: Expression) -> Callable[[Any], bool]:
+        """A function of a data file giving what :meth:`eval`'s visit of ``expr`` gives."""
+        if expr is ALWAYS_TRUE:
+            return lambda f: True
+        if expr is ALWAYS_FALSE:
+            return lambda f: False
+        if isinstance(expr, And):
+            left, right = self._compiled(expr.left), self._compiled(expr.right)
+            return lambda f: left(f) and right(f)
+        if isinstance(expr, Or):
+            left, right = self._compiled(expr.left), self._compiled(expr.right)
+            return lambda f: left(f) or right(f)
+        if isinstance(expr, BoundPredicate) and expr.op in _BOUND_TESTS and expr.literal is not None:
+            return _bound_test(expr.op, expr.term.field_id, expr.term.type, expr.literal.value)
+        return lambda f: self._visited(f, expr)
 
     def always_true(self) -> bool:
         return True

@@ -18,7 +18,7 @@ import io as _io
 import json
 import math
 import operator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields as dataclass_fields, replace
 from decimal import Decimal
 from enum import Enum, IntEnum
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
@@ -28,6 +28,7 @@ import fastavro
 
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec import avro_codecs
+from procedures.spec.avro_scan import SkimField, compile_skimmer, named_types
 from procedures.spec.avro_schemas import (
     check_format_version,
     encode_long,
@@ -70,6 +71,8 @@ __all__ = [
     "manifest_live_paths",
     "read_manifest_list",
     "read_manifest",
+    "read_manifest_where",
+    "EntryMetrics",
     "read_manifest_metadata",
     "existing_records",
 ]
@@ -158,6 +161,15 @@ class DataFile:
     def __hash__(self) -> int:
         # metrics maps are dicts; identity of a file is its location (and the DV blob within it)
         return hash((self.file_path, self.content_offset))
+
+    def __reduce__(self) -> tuple:
+        # pickled as the constructor's arguments: half the cost of the slots dataclass default (a
+        # field list built per file on the way out, a setattr per field on the way back), which
+        # counted when executors send back the files a scan plans
+        return DataFile, _data_file_values(self)
+
+
+_data_file_values = operator.attrgetter(*(f.name for f in dataclass_fields(DataFile)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -793,21 +805,6 @@ def read_manifest_metadata(io: _FileIO, path: str) -> dict[str, str]:
     return {k: v.decode() if isinstance(v, bytes) else v for k, v in reader.metadata.items() if not k.startswith("avro.")}
 
 
-def _named_types(schema: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Every named type defined in an Avro schema, by name (later uses are bare name strings)."""
-    out = {} if out is None else out
-    if isinstance(schema, list):
-        for s in schema:
-            _named_types(s, out)
-    elif isinstance(schema, dict):
-        if "name" in schema and schema.get("type") in ("record", "fixed", "enum"):
-            out[schema["name"]] = schema
-        for key in ("type", "items", "values", "fields"):
-            if key in schema and not isinstance(schema[key], str):
-                _named_types(schema[key], out)
-    return out
-
-
 def _partition_plan(data_file_schema: Mapping[str, Any], spec: Any | None,
                     named: Mapping[str, Any]) -> Callable[[dict], tuple]:
     """A function from the Avro ``partition`` record to our partition tuple (spec order)."""
@@ -860,23 +857,213 @@ def read_manifest(
     file's own partition field order is used.  ``skip_deleted`` drops DELETED entries.
     """
     path = manifest.manifest_path
+    reader, schema = _open_avro(_read_bytes(io, path), path, strip=True)
+    yield from _entries(reader, schema, manifest, specs, skip_deleted)
+
+
+#: the metrics maps of a data_file struct by field id, in :class:`EntryMetrics` order
+_METRIC_MAP_IDS = (109, 110, 137, 125, 128)
+
+
+class EntryMetrics:
+    """What a metrics filter reads of a manifest entry, taken from its bytes before any
+    :class:`DataFile` is built: the record count and the metrics maps (``value_counts``,
+    ``null_value_counts``, ``nan_value_counts``, ``lower_bounds``, ``upper_bounds``) holding only the
+    field ids asked for, so a test that looks only at those ids answers as on the file itself.
+
+    One instance is refilled for each entry of a manifest (building one per entry would cost
+    about as much as the test): keep nothing from it past the call.
+    """
+
+    __slots__ = ("record_count", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds",
+                 "upper_bounds")
+
+    def __init__(self) -> None:
+        self.record_count = 0
+        self.value_counts = self.null_value_counts = self.nan_value_counts = None
+        self.lower_bounds = self.upper_bounds = None
+
+
+def read_manifest_where(
+    io: _FileIO,
+    manifest: ManifestFile,
+    field_ids: Iterable[int],
+    keep: Callable[[Any], bool],
+    *,
+    specs: Mapping[int, Any] | None = None,
+) -> Iterator[ManifestEntry]:
+    """The live entries of a manifest whose metrics pass ``keep``, as :func:`read_manifest` with
+    ``skip_deleted`` gives them, decoding in full only those.
+
+    ``keep`` gets an :class:`EntryMetrics` whose maps hold the ``field_ids`` only, or -- for a
+    manifest schema the skimming reader does not handle -- the entry's :class:`DataFile`; it must
+    answer from those fields and ids alone (an ``InclusiveMetricsEvaluator``'s ``eval`` over the
+    ids its filter references does).
+    """
+    path = manifest.manifest_path
     data = _read_bytes(io, path)
-    reader, schema = _open_avro(data, path, strip=True)
+    try:
+        stripped, schema = without_logical_types(data)
+    except Exception as e:  # the header parser raises several unrelated types for corrupt files
+        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    plan = _skim_plan(schema, frozenset(field_ids))
+    if plan is None:
+        reader, _ = _open_avro(data, path, strip=True)
+        yield from (e for e in _entries(reader, schema, manifest, specs, True) if keep(e.data_file))
+        return
+    avro_codecs.install()
+    numbered = manifest.first_row_id is not None and manifest.content == ManifestContent.DATA
+    yield from _entries(_kept_records(stripped, plan, keep, path, numbered), schema, manifest, specs, True)
+
+
+class _SkimPlan:
+    """The skimming reader of one manifest schema for one set of field ids, and what decodes the
+    entries it keeps: a generated decoder of the fields :func:`_entries` reads (``decode``, with
+    ``build`` making fastavro's record shape of its values) or, for a schema it does not handle,
+    fastavro with the parsed schema (``writer``)."""
+
+    __slots__ = ("skim", "decode", "build", "writer")
+
+    def __init__(self, skim: Callable[[bytes, int], tuple[int, tuple]],
+                 decode: Callable[[bytes, int], tuple[int, tuple]] | None,
+                 build: Callable[[tuple], dict] | None, writer: Any) -> None:
+        self.skim, self.decode, self.build, self.writer = skim, decode, build, writer
+
+
+#: what the decoder of kept entries reads of a data_file struct, by field id (the fields
+#: :func:`_entries` uses; the metrics maps whole)
+_DECODED_FIELDS = {
+    134: "long", 100: "string", 101: "string", 102: "record", 103: "long", 104: "long", 108: "map", 109: "map",
+    110: "map", 137: "map", 125: "map", 128: "map", 131: "bytes", 132: "longs", 135: "longs", 140: "long",
+    142: "long", 143: "string", 144: "long", 145: "long",
+}
+
+
+def _entry_decoder(stripped: dict[str, Any]) -> tuple[Callable[[bytes, int], tuple[int, tuple]],
+                                                      Callable[[tuple], dict]] | None:
+    """A decoder of whole entries of ``stripped`` (a manifest schema without logical types) and the
+    function turning its values into the record fastavro would give (the fields :func:`_entries`
+    reads), or None when the generator does not handle the schema."""
+    df_field = next((f for f in stripped["fields"] if f.get("field-id") == 2), None)
+    if df_field is None:
+        return None
+    top_names = _names_by_id(stripped)
+    df_names = _names_by_id(_record_type(df_field["type"]))
+    fields = [SkimField((fid,), "long") for fid in (0, 1, 3, 4)]
+    fields += [SkimField((2, fid), kind, None) for fid, kind in _DECODED_FIELDS.items()]
+    decoder = compile_skimmer(stripped, fields)
+    if decoder is None:
+        return None
+    names = [top_names.get(fid) for fid in (0, 1, 3, 4)] + [df_names.get(fid) for fid in _DECODED_FIELDS]
+    top = [(i, names[i]) for i in range(4) if i in decoder.found]
+    inner = [(i, names[i]) for i in range(4, len(fields)) if i in decoder.found]
+    df_name = df_field["name"]
+
+    def build(values: tuple) -> dict:
+        record = {name: values[i] for i, name in top}
+        record[df_name] = {name: values[i] for i, name in inner}
+        return record
+
+    return decoder.skim, build
+
+
+#: (schema, field ids) -> plan or None; keyed by the schema's identity (the header cache of
+#: ``without_logical_types`` hands out one object per schema text)
+_SKIM_PLANS: dict[tuple[int, frozenset[int]], tuple[Any, _SkimPlan | None]] = {}
+
+
+def _skim_plan(schema: dict[str, Any], field_ids: frozenset[int]) -> _SkimPlan | None:
+    key = (id(schema), field_ids)
+    hit = _SKIM_PLANS.get(key)
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    wanted = [SkimField((0,), "long"), SkimField((2, 103), "long"), SkimField((2, 142), "long")]
+    wanted += [SkimField((2, fid), "map", field_ids) for fid in _METRIC_MAP_IDS]
+    stripped = strip_logical_types(schema)
+    skimmer = compile_skimmer(stripped, wanted)
+    plan = None
+    if skimmer is not None:
+        decoder = _entry_decoder(stripped)
+        plan = _SkimPlan(skimmer.skim, *(decoder or (None, None)), fastavro.parse_schema(stripped))
+    if len(_SKIM_PLANS) >= 64:
+        _SKIM_PLANS.clear()
+    _SKIM_PLANS[key] = (schema, plan)
+    return plan
+
+
+def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], bool], path: str,
+                  numbered: bool) -> Iterator[dict | tuple[int, int | None]]:
+    """The decoded records of the live entries ``keep`` accepts and, when the manifest gives its
+    files row ids (``numbered``), each other live entry's ``(record_count, first_row_id)``: what
+    :func:`_entries` needs to number the rows after it."""
+    skim, decode, build, writer, read = plan.skim, plan.decode, plan.build, plan.writer, fastavro.schemaless_reader
+    metrics = EntryMetrics()
+    deleted = int(ManifestEntryStatus.DELETED)
+    try:
+        for block in fastavro.block_reader(_io.BytesIO(stripped_data)):
+            buf = block.bytes_.getvalue()
+            fo = _io.BytesIO(buf)
+            pos = 0
+            for _ in range(block.num_records):
+                start = pos
+                pos, (status, rc, first_row_id, metrics.value_counts, metrics.null_value_counts,
+                      metrics.nan_value_counts, metrics.lower_bounds, metrics.upper_bounds) = skim(buf, pos)
+                if status == deleted:
+                    continue
+                metrics.record_count = rc
+                if keep(metrics):
+                    if decode is None:
+                        fo.seek(start)
+                        yield read(fo, writer, None)
+                        continue
+                    end, values = decode(buf, start)
+                    if end != pos:
+                        raise ValueError(f"an entry read as {end - start} bytes and as {pos - start}")
+                    yield build(values)
+                elif numbered:
+                    yield rc, first_row_id
+            if pos != len(buf):
+                raise ValueError(f"a block holds {len(buf) - pos} bytes past its {block.num_records} records")
+    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+        raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
+
+
+#: (schema, spec) -> the field names and partition reader of :func:`_entries`; keyed by identity (one
+#: schema object per schema text, see ``without_logical_types``), as a table's manifests share a few
+_LAYOUTS: dict[tuple[int, int], tuple[Any, Any, tuple[str, ...], Callable[[dict], tuple]]] = {}
+
+
+def _entry_layout(schema: dict[str, Any], spec: Any | None, path: str) -> tuple[tuple[str, ...], Callable[[dict], tuple]]:
+    key = (id(schema), id(spec))
+    hit = _LAYOUTS.get(key)
+    if hit is not None and hit[0] is schema and hit[1] is spec:
+        return hit[2], hit[3]
     top = _names_by_id(schema)
     df_field = next((f for f in schema["fields"] if f.get("field-id") == 2), None)
     if df_field is None:
         raise InvalidMetadataError("manifest schema has no data_file field (id 2)", location=path)
     df_schema = _record_type(df_field["type"])
     dn = _names_by_id(df_schema)
-    spec = specs.get(manifest.partition_spec_id) if specs else None
-    part_get = _partition_plan(df_schema, spec, _named_types(schema))
-
-    n_status, n_snap, n_seq, n_fseq, n_df = (top.get(i, "") for i in (0, 1, 3, 4, 2))
-    (n_content, n_path, n_fmt, n_part, n_rc, n_size, n_cs, n_vc, n_nc, n_nan, n_lb, n_ub, n_km, n_so, n_eq,
-     n_sort, n_frid, n_ref, n_coff, n_csize) = (
+    part_get = _partition_plan(df_schema, spec, named_types(schema))
+    names = tuple(top.get(i, "") for i in (0, 1, 3, 4, 2)) + tuple(
         dn.get(i, "\0") for i in (134, 100, 101, 102, 103, 104, 108, 109, 110, 137, 125, 128, 131, 132, 135, 140,
-                                  142, 143, 144, 145)
-    )
+                                  142, 143, 144, 145))
+    if len(_LAYOUTS) >= 64:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = (schema, spec, names, part_get)
+    return names, part_get
+
+
+def _entries(records: Iterable[dict | tuple[int, int | None]], schema: dict[str, Any], manifest: ManifestFile,
+             specs: Mapping[int, Any] | None, skip_deleted: bool) -> Iterator[ManifestEntry]:
+    """Manifest entries, inheritance applied, from decoded records of ``schema`` (the file's own,
+    logical types stripped from the records); a ``(record_count, first_row_id)`` tuple stands for a
+    live entry left out that still takes its row ids."""
+    path = manifest.manifest_path
+    spec = specs.get(manifest.partition_spec_id) if specs else None
+    names, part_get = _entry_layout(schema, spec, path)
+    (n_status, n_snap, n_seq, n_fseq, n_df, n_content, n_path, n_fmt, n_part, n_rc, n_size, n_cs, n_vc, n_nc, n_nan,
+     n_lb, n_ub, n_km, n_so, n_eq, n_sort, n_frid, n_ref, n_coff, n_csize) = names
     m_snap = manifest.added_snapshot_id
     m_seq = manifest.sequence_number
     spec_id = manifest.partition_spec_id
@@ -884,11 +1071,18 @@ def read_manifest(
     ADDED, DELETED = ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
     statuses, contents, formats = _STATUSES, _CONTENTS, _FORMATS
 
-    def kv(lst: list | None) -> dict | None:
-        return None if lst is None else {d["key"]: d["value"] for d in lst}
+    def kv(lst: list | dict | None) -> dict | None:
+        # fastavro gives a list of key/value records; the entry decoder the dict itself
+        if lst is None or lst.__class__ is dict:
+            return lst
+        return {d["key"]: d["value"] for d in lst}
 
     try:
-        for r in reader:
+        for r in records:
+            if r.__class__ is tuple:  # a live entry left out: it still numbers its rows
+                if next_row_id is not None and r[1] is None:
+                    next_row_id += r[0]
+                continue
             status = statuses[r[n_status]]
             if skip_deleted and status is DELETED:
                 continue
@@ -1007,7 +1201,7 @@ class _CopyPlan:
 
     def __init__(self, source: dict[str, Any], target: Mapping[str, Any]) -> None:
         self.source, self.target = source, target
-        self.named = _named_types(source)
+        self.named = named_types(source)
         self.df_schema = _resolve(next(f for f in source["fields"] if f["name"] == "data_file")["type"], self.named)
         stripped = strip_logical_types(source)
         self.writer = fastavro.parse_schema(stripped)
@@ -1032,7 +1226,7 @@ def _copy_plan(source: dict[str, Any], target: Mapping[str, Any]) -> _CopyPlan |
     hit = _COPY_PLANS.get(key)
     if hit is not None and hit[0] is source and hit[1] is target:
         return hit[2]
-    same = _shape(source, _named_types(source)) == _shape(target, _named_types(target))
+    same = _shape(source, named_types(source)) == _shape(target, named_types(target))
     plan = _CopyPlan(source, target) if same else None
     if len(_COPY_PLANS) >= 64:
         _COPY_PLANS.clear()
