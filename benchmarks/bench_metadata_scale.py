@@ -18,6 +18,7 @@ Spark's driver JVM.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -162,16 +163,29 @@ def main() -> None:
     parser.add_argument("--manifests-per-snapshot", type=int, default=10)
     parser.add_argument("--orphans", type=int, default=1_000)
     parser.add_argument("--cases", default="plan,expire_snapshots,remove_orphan_files,rewrite_manifests")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --warehouse: reuse the table an earlier run built there with the same sizes "
+                             "(restored from its saved metadata) instead of building it again")
     args = parser.parse_args()
     args.files *= args.scale
     warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-metadata-")
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
     spark = start_spark(warehouse, extra_conf=conf)
     ours = open_catalog("ours", conf)
-    folder, deletable, kept = build(spark, ours, args)
     saved = warehouse / "saved-metadata"
-    shutil.rmtree(saved, ignore_errors=True)
-    shutil.copytree(folder / "metadata", saved)
+    state_file = warehouse / "bench-state.json"
+    sizes = [args.files, args.files_per_manifest, args.manifests_per_snapshot, args.orphans]
+    state = json.loads(state_file.read_text()) if args.reuse and state_file.exists() else None
+    if state is not None and state["sizes"] == sizes and saved.is_dir():
+        folder, deletable, kept = Path(state["folder"]), state["deletable"], state["kept"]
+        print(f"  reusing the table in {folder} ({args.files:,} files)", flush=True)
+    else:
+        state_file.unlink(missing_ok=True)
+        folder, deletable, kept = build(spark, ours, args)
+        shutil.rmtree(saved, ignore_errors=True)
+        shutil.copytree(folder / "metadata", saved)
+        state_file.write_text(json.dumps({"sizes": sizes, "folder": str(folder), "deletable": deletable,
+                                          "kept": kept}))
     old = time.time() - TEN_DAYS_S
 
     def restore() -> None:
@@ -197,7 +211,9 @@ def main() -> None:
             return result
         return run
 
-    for case in args.cases.split(","):
+    if state is not None:
+        restore()
+    for case in filter(None, args.cases.split(",")):
         if case == "plan":
             for label, ours_filter, java_filter in (
                 (f"plan p = {kept}", f"p = {kept}", jvm.org.apache.iceberg.expressions.Expressions.equal("p", kept)),

@@ -63,21 +63,24 @@ def _name(path: str) -> str:
 
 
 def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
-         max_dirs: int | None = None, io: FileIO | None = None) -> tuple[list[str], list[str]]:
+         max_dirs: int | None = None, max_files: int | None = None,
+         io: FileIO | None = None) -> tuple[list[str], list[str]]:
     """List ``dirs`` breadth-first: ``(files modified before older_than_ms, directories left unlisted)``.
 
     Remote directories are listed through ``io`` (the table's FileIO; a FileIO without properties
     when none is given).
 
     Hidden files and directories are skipped (hidden directories are not entered).  With
-    ``max_dirs`` the walk stops after listing that many directories and returns the rest.
+    ``max_dirs`` the walk stops after listing that many directories and returns the rest; with
+    ``max_files`` it also stops once it holds that many files (the caller's memory stays bounded
+    however large the directories it lists first are).
     """
     io = io if io is not None else FileIO()
     queue = deque(dirs)
     files: list[str] = []
     listed = 0
     while queue:
-        if max_dirs is not None and listed >= max_dirs:
+        if (max_dirs is not None and listed >= max_dirs) or (max_files is not None and len(files) >= max_files):
             break
         directory = queue.popleft()
         listed += 1
