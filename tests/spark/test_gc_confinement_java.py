@@ -217,9 +217,11 @@ def test_orphan_matching_on_spark_equals_the_driver_matcher(spark, mode):
     """remove_orphan_files' Spark matching (per reading, then per file) gives the driver's verdicts:
     the same orphans, the same conflicts, for files with one reading and with two ('%')."""
     valid = ["file:/wh/t/data/a.parquet", "/wh/t/data/b%20c.parquet", "s3a://bkt/wh/t/d.parquet",
-             "hdfs://nn1/wh/t/e.parquet", "hdfs://nn1/wh/t/f%41.parquet", "/wh/t/data/g.parquet"]
-    actual = ["file:/wh/t/data/a.parquet", "/wh/t/data/b c.parquet", "/wh/t/data/b%20c.parquet",
-              "s3://bkt/wh/t/d.parquet", "s3://other/wh/t/d.parquet", "hdfs://nn2/wh/t/e.parquet",
+             "hdfs://nn1/wh/t/e.parquet", "hdfs://nn1/wh/t/f%41.parquet", "/wh/t/data/g.parquet",
+             "/wh/t/data/k l.parquet"]
+    # k%20l: only its decoded reading is valid, so the file is kept (one reading matching is enough)
+    actual = ["/wh/t/data/k%20l.parquet", "file:/wh/t/data/a.parquet", "/wh/t/data/b c.parquet",
+              "/wh/t/data/b%20c.parquet", "s3://bkt/wh/t/d.parquet", "s3://other/wh/t/d.parquet", "hdfs://nn2/wh/t/e.parquet",
               "hdfs://nn2/wh/t/fA.parquet", "hdfs://nn1/wh/t/f%41.parquet", "/wh/t/data/h.parquet",
               "/wh/t/data/h%20i.parquet", "gs://b/wh/t/data/g.parquet"]
     schemes, auths = {}, {"other": "bkt"} if mode == "DELETE" else {}
@@ -240,3 +242,4 @@ def test_orphan_matching_on_spark_equals_the_driver_matcher(spark, mode):
         assert "(nn1, nn2)" in got and "(null, gs)" not in got
     else:
         assert "/wh/t/data/h.parquet" in got and "file:/wh/t/data/a.parquet" not in got
+        assert "/wh/t/data/k%20l.parquet" not in got
