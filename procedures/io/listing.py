@@ -63,7 +63,7 @@ def _name(path: str) -> str:
 
 
 def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
-         max_dirs: int | None = None, max_files: int | None = None,
+         max_dirs: int | None = None, max_files: int | None = None, min_pending: int = 1,
          io: FileIO | None = None) -> tuple[list[str], list[str]]:
     """List ``dirs`` breadth-first: ``(files modified before older_than_ms, directories left unlisted)``.
 
@@ -72,15 +72,18 @@ def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
 
     Hidden files and directories are skipped (hidden directories are not entered).  With
     ``max_dirs`` the walk stops after listing that many directories and returns the rest; with
-    ``max_files`` it also stops once it holds that many files (the caller's memory stays bounded
-    however large the directories it lists first are).
+    ``max_files`` it also stops once it holds that many files and at least ``min_pending``
+    directories are left (the caller's memory stays bounded however large the directories it lists
+    first are, and a tree whose big folder came first is still handed over in many parts).
     """
     io = io if io is not None else FileIO()
     queue = deque(dirs)
     files: list[str] = []
     listed = 0
     while queue:
-        if (max_dirs is not None and listed >= max_dirs) or (max_files is not None and len(files) >= max_files):
+        if max_dirs is not None and listed >= max_dirs:
+            break
+        if max_files is not None and len(files) >= max_files and len(queue) >= min_pending:
             break
         directory = queue.popleft()
         listed += 1

@@ -38,6 +38,8 @@ _URI = "scheme string, authority string, path string, uri string"
 ACTUAL_KEYS = "scheme string, authority string, path string, uri string, nkeys int"
 #: the valid files of remove_orphan_files: one row per normalised reading
 VALID_KEYS = "scheme string, authority string, path string"
+#: paths a manifest-reading task gathers before sending them as one Arrow batch
+_KEY_BATCH_ROWS = 8192
 
 
 def _parallelism(spark: Any, n: int) -> int:
@@ -169,12 +171,17 @@ def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: S
     def read_and_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
         io = file_io(props)
+        paths: list[str] = []
         for batch in batches:
             cols = batch.to_pydict()
             for path, length, spec_id, content in zip(cols["manifest_path"], cols["manifest_length"],
                                                       cols["spec_id"], cols["content"]):
-                manifest = manifest_from_row(path, length, spec_id, content)
-                yield _key_batch((p for p, _ in manifest_content_paths(io, manifest)), schemes, auths, False)
+                paths.extend(p for p, _ in manifest_content_paths(io, manifest_from_row(path, length, spec_id, content)))
+                if len(paths) >= _KEY_BATCH_ROWS:  # a few large batches: each one costs a round trip
+                    yield _key_batch(paths, schemes, auths, False)
+                    paths = []
+        if paths:
+            yield _key_batch(paths, schemes, auths, False)
 
     rows = [manifest_row(m) for m in manifests]
     rdd = spark.sparkContext.parallelize(rows, _parallelism(spark, len(rows)))

@@ -42,6 +42,9 @@ DRIVER_MAX_DIRS = 64
 #: files the driver's part of the listing holds at most (it hands the rest of the tree over once past
 #: it), so the driver's memory does not follow the size of the first directories
 DRIVER_MAX_FILES = 10_000
+#: directories left for Spark tasks before the file limit stops the driver's walk (a table's
+#: metadata folder listed first must not leave the whole data tree to one task)
+DRIVER_MIN_HANDED_DIRS = 16
 #: rows kept in the output with stream_results (the full count is logged)
 MAX_STREAMED_RESULTS = 20_000
 
@@ -114,7 +117,7 @@ def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, ol
     if spark is None:
         return walk([location], older_than, path_filter, io=table.io)[0], [], None
     files, pending = walk([location], older_than, path_filter, max_dirs=DRIVER_MAX_DIRS,
-                          max_files=DRIVER_MAX_FILES, io=table.io)
+                          max_files=DRIVER_MAX_FILES, min_pending=DRIVER_MIN_HANDED_DIRS, io=table.io)
     return files, pending, None
 
 
