@@ -34,16 +34,17 @@ def _list_one(directory: str, io: FileIO) -> tuple[list[tuple[str, int]], list[s
     dirs: list[str] = []
     if local is not None:
         try:
-            entries = list(os.scandir(local))
+            entries = os.scandir(local)
         except (FileNotFoundError, NotADirectoryError):
             return files, dirs
-        for e in entries:
-            # Hadoop spells local files file:/x; the valid side matches whatever it spells
-            full = "file:" + os.path.join(local, e.name)
-            if e.is_dir(follow_symlinks=False):
-                dirs.append(full)
-            elif e.is_file():
-                files.append((full, e.stat().st_mtime_ns // 1_000_000))
+        with entries:  # one entry at a time: a folder of 10,000 files is not held twice
+            for e in entries:
+                # Hadoop spells local files file:/x; the valid side matches whatever it spells
+                full = "file:" + os.path.join(local, e.name)
+                if e.is_dir(follow_symlinks=False):
+                    dirs.append(full)
+                elif e.is_file():
+                    files.append((full, e.stat().st_mtime_ns // 1_000_000))
         return files, dirs
     fs, p = io.filesystem(directory)
     scheme, _, rest = directory.partition("://")
