@@ -85,6 +85,8 @@ def _split(text: str) -> tuple[str | None, str | None, str]:
 
 def _resolve_dots(path: str) -> str:
     """Collapse slashes and resolve ``.``/``..`` lexically; ``..`` at the root stays at the root."""
+    if path.startswith("/") and "//" not in path and "/." not in path and not path.endswith("/", 1):
+        return path  # already resolved (most paths): skip the split and join
     absolute = path.startswith("/")
     out: list[str] = []
     for segment in path.split("/"):
@@ -124,6 +126,8 @@ def path_keys(text: str, equal_schemes: Mapping[str, str] | None = None,
               equal_authorities: Mapping[str, str] | None = None) -> tuple[NormalizedPath, ...]:
     """Both readings of ``text`` (literal first, then decoded when it differs)."""
     literal = normalize_path(text, equal_schemes, equal_authorities)
+    if "%" not in text:
+        return (literal,)  # nothing to decode: the decoded reading is the literal one
     decoded = normalize_path(text, equal_schemes, equal_authorities, decode=True)
     return (literal,) if decoded.key() == literal.key() else (literal, decoded)
 

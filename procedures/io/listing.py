@@ -34,16 +34,17 @@ def _list_one(directory: str, io: FileIO) -> tuple[list[tuple[str, int]], list[s
     dirs: list[str] = []
     if local is not None:
         try:
-            entries = list(os.scandir(local))
+            entries = os.scandir(local)
         except (FileNotFoundError, NotADirectoryError):
             return files, dirs
-        for e in entries:
-            # Hadoop spells local files file:/x; the valid side matches whatever it spells
-            full = "file:" + os.path.join(local, e.name)
-            if e.is_dir(follow_symlinks=False):
-                dirs.append(full)
-            elif e.is_file():
-                files.append((full, e.stat().st_mtime_ns // 1_000_000))
+        with entries:  # one entry at a time: a folder of 10,000 files is not held twice
+            for e in entries:
+                # Hadoop spells local files file:/x; the valid side matches whatever it spells
+                full = "file:" + os.path.join(local, e.name)
+                if e.is_dir(follow_symlinks=False):
+                    dirs.append(full)
+                elif e.is_file():
+                    files.append((full, e.stat().st_mtime_ns // 1_000_000))
         return files, dirs
     fs, p = io.filesystem(directory)
     scheme, _, rest = directory.partition("://")
@@ -63,14 +64,18 @@ def _name(path: str) -> str:
 
 
 def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
-         max_dirs: int | None = None, io: FileIO | None = None) -> tuple[list[str], list[str]]:
+         max_dirs: int | None = None, max_files: int | None = None, min_pending: int = 1,
+         io: FileIO | None = None) -> tuple[list[str], list[str]]:
     """List ``dirs`` breadth-first: ``(files modified before older_than_ms, directories left unlisted)``.
 
     Remote directories are listed through ``io`` (the table's FileIO; a FileIO without properties
     when none is given).
 
     Hidden files and directories are skipped (hidden directories are not entered).  With
-    ``max_dirs`` the walk stops after listing that many directories and returns the rest.
+    ``max_dirs`` the walk stops after listing that many directories and returns the rest; with
+    ``max_files`` it also stops once it holds that many files and at least ``min_pending``
+    directories are left (the caller's memory stays bounded however large the directories it lists
+    first are, and a tree whose big folder came first is still handed over in many parts).
     """
     io = io if io is not None else FileIO()
     queue = deque(dirs)
@@ -78,6 +83,8 @@ def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
     listed = 0
     while queue:
         if max_dirs is not None and listed >= max_dirs:
+            break
+        if max_files is not None and len(files) >= max_files and len(queue) >= min_pending:
             break
         directory = queue.popleft()
         listed += 1

@@ -28,10 +28,18 @@ from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
 
 __all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe", "uri_frame",
-           "find_orphans_dataframe", "unreached_paths", "within_dataframe"]
+           "find_orphans_dataframe", "unreached_paths", "within_dataframe", "listed_keys_dataframe",
+           "valid_keys_dataframe", "driver_keys_dataframe", "ACTUAL_KEYS", "VALID_KEYS"]
 
 _PATH_KIND = "path string, kind string"
 _URI = "scheme string, authority string, path string, uri string"
+#: the actual files of remove_orphan_files: one row per normalised reading (``path``) of each file
+#: (``uri``), with the number of readings the file has
+ACTUAL_KEYS = "scheme string, authority string, path string, uri string, nkeys int"
+#: the valid files of remove_orphan_files: one row per normalised reading
+VALID_KEYS = "scheme string, authority string, path string"
+#: paths a manifest-reading task gathers before sending them as one Arrow batch
+_KEY_BATCH_ROWS = 8192
 
 
 def _parallelism(spark: Any, n: int) -> int:
@@ -84,6 +92,101 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
 
     rdd = spark.sparkContext.parallelize(dirs, _parallelism(spark, len(dirs))).mapPartitions(list_partition)
     return spark.createDataFrame(rdd.map(lambda p: (p,)), "file_path string")
+
+
+def _key_columns(paths: Iterable[str], schemes: dict[str, str], auths: dict[str, str],
+                 with_uri: bool) -> dict[str, list[Any]]:
+    """Columns of :data:`ACTUAL_KEYS` (``with_uri``) or :data:`VALID_KEYS` for ``paths``."""
+    cols: dict[str, list[Any]] = {"scheme": [], "authority": [], "path": [], "uri": [], "nkeys": []}
+    scheme, authority, path, uri, nkeys = cols.values()
+    for p in paths:
+        keys = path_keys(p, schemes, auths)
+        for k in keys:
+            scheme.append(k.scheme)
+            authority.append(k.authority)
+            path.append(k.path)
+            if with_uri:
+                uri.append(p)
+                nkeys.append(len(keys))
+    if not with_uri:
+        del cols["uri"], cols["nkeys"]
+    return cols
+
+
+def _key_batch(paths: Iterable[str], schemes: dict[str, str], auths: dict[str, str], with_uri: bool) -> pa.RecordBatch:
+    cols = _key_columns(paths, schemes, auths, with_uri)
+    types = {"nkeys": pa.int32()}
+    return pa.RecordBatch.from_arrays([pa.array(v, types.get(k, pa.string())) for k, v in cols.items()],
+                                      names=list(cols))
+
+
+def driver_keys_dataframe(spark: Any, paths: Sequence[str], equal_schemes: dict[str, str],
+                          equal_authorities: dict[str, str], *, actual: bool) -> Any:
+    """Paths held by the driver as a frame of :data:`ACTUAL_KEYS` (``actual``) or :data:`VALID_KEYS`,
+    normalised here (:func:`procedures.core.paths.path_keys`)."""
+    cols = _key_columns(paths, dict(equal_schemes), dict(equal_authorities), actual)
+    return spark.createDataFrame(list(zip(*cols.values())), ACTUAL_KEYS if actual else VALID_KEYS)
+
+
+def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str], older_than_ms: int,
+                          partition_prefixes: Sequence[str], io_properties: dict[str, str] | None,
+                          equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
+    """The actual files of remove_orphan_files as :data:`ACTUAL_KEYS`: ``files`` (listed by the
+    driver) and the files below ``dirs``, listed recursively on the executors as
+    :func:`list_directories` does; both normalised in the same Python tasks, so the paths reach the
+    JVM once, already keyed, and nothing downstream runs Python again."""
+    check_python_workers(spark)
+    props = dict(io_properties or {})
+    path_filter = HiddenPathFilter(tuple(partition_prefixes))
+    cutoff = int(older_than_ms)
+    schemes, auths = dict(equal_schemes), dict(equal_authorities)
+    rows = [(f, False) for f in files] + [(d, True) for d in dirs]
+
+    def list_and_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        io = None
+        for batch in batches:
+            entries = batch.column(0).to_pylist()
+            is_dir = batch.column(1).to_pylist()
+            found = [e for e, d in zip(entries, is_dir) if not d]
+            todo = [e for e, d in zip(entries, is_dir) if d]
+            if todo:
+                io = io if io is not None else file_io(props)
+                found.extend(walk(todo, cutoff, path_filter, io=io)[0])
+            yield _key_batch(found, schemes, auths, True)
+
+    # a few thousand rows at most: slices of the list, no shuffle to spread them over the cores
+    rdd = spark.sparkContext.parallelize(rows, _parallelism(spark, max(1, len(dirs))))
+    return spark.createDataFrame(rdd, "entry string, is_dir boolean").mapInArrow(list_and_key, ACTUAL_KEYS)
+
+
+def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any],
+                         equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
+    """The live content files of ``manifests`` as :data:`VALID_KEYS`, read and normalised in the same
+    tasks on the executors."""
+    check_python_workers(spark)
+    props = dict(io_properties)
+    schemes, auths = dict(equal_schemes), dict(equal_authorities)
+
+    def read_and_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        io = file_io(props)
+        paths: list[str] = []
+        for batch in batches:
+            cols = batch.to_pydict()
+            for path, length, spec_id, content in zip(cols["manifest_path"], cols["manifest_length"],
+                                                      cols["spec_id"], cols["content"]):
+                paths.extend(p for p, _ in manifest_content_paths(io, manifest_from_row(path, length, spec_id, content)))
+                if len(paths) >= _KEY_BATCH_ROWS:  # a few large batches: each one costs a round trip
+                    yield _key_batch(paths, schemes, auths, False)
+                    paths = []
+        if paths:
+            yield _key_batch(paths, schemes, auths, False)
+
+    rows = [manifest_row(m) for m in manifests]
+    rdd = spark.sparkContext.parallelize(rows, _parallelism(spark, len(rows)))
+    df = spark.createDataFrame(rdd, "manifest_path string, manifest_length long, spec_id int, content int")
+    return df.mapInArrow(read_and_key, VALID_KEYS)
 
 
 def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any]) -> Any:
@@ -217,46 +320,66 @@ def within_dataframe(df: Any, column: str, location: str) -> Any:
     return df.mapInArrow(keep, df.schema) if fields else df
 
 
-def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[Any], Any] | None = None
+def actual_keys_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
+    """:data:`ACTUAL_KEYS` of the paths in ``df[column]`` (a ``file_list_view``): plain paths keyed
+    in the JVM (:func:`uri_frame`), the others in Python.  ``df`` is read twice: persist it."""
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    check_python_workers(df.sparkSession)
+    schemes, auths = dict(equal_schemes), dict(equal_authorities)
+    paths = df.selectExpr(f"`{column}` AS path").where("path IS NOT NULL")
+    plain = _plain_uri_frame(paths.where(f"NOT ({_NEEDS_PYTHON})"), schemes, auths).withColumn("nkeys", F.lit(1))
+
+    def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        for batch in batches:
+            yield _key_batch(batch.column(0).to_pylist(), schemes, auths, True)
+
+    return plain.unionByName(paths.where(_NEEDS_PYTHON).mapInArrow(convert, ACTUAL_KEYS))
+
+
+def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[Any], Any]
                            ) -> tuple[Any, list[tuple[str | None, str | None]]]:
-    """Join normalised actual and valid URIs on the path; returns the orphan DataFrame (``uri``)
-    and, for ``mode == "ERROR"``, the conflicting ``(valid, actual)`` scheme/authority pairs.
+    """Join normalised actual (:data:`ACTUAL_KEYS`) and valid (:data:`VALID_KEYS`) files on the path;
+    returns the orphan DataFrame (``uri``) and, for ``mode == "ERROR"``, the conflicting
+    ``(valid, actual)`` scheme/authority pairs.
 
-    ``keep`` (a :class:`FrameKeeper`) persists the join and the per-file verdicts when the conflict
-    check runs, so the orphan rows that follow read them instead of joining again.
+    An actual file is not an orphan when one valid entry with one of its paths matches on scheme
+    and authority (case-insensitive; an empty valid component matches anything).  When entries
+    exist but none matches, ``IGNORE`` keeps the file, ``DELETE`` treats it as an orphan and
+    ``ERROR`` reports the conflicts.
 
-    An actual file is not an orphan when one valid entry with its path matches on scheme and
-    authority (case-insensitive; an empty valid component matches anything).  When entries exist
-    but none matches, ``IGNORE`` keeps the file, ``DELETE`` treats it as an orphan and ``ERROR``
-    reports the conflicts.
+    The verdict is reached per reading right after the join, grouped on the join's own key (no
+    second shuffle of every file); only the readings nothing matched go on to be grouped by file,
+    where a file is unmatched when all its ``nkeys`` readings are.  ``keep`` (a
+    :class:`FrameKeeper`) persists those few rows for the conflict check and the orphan rows.  The
+    conflicting pairs are looked up in a second join only when a conflict exists (the call fails).
     """
     from pyspark.sql import functions as F  # noqa: PLC0415
 
-    a = actual.select(*(F.col(c).alias(f"a_{c}") for c in ("scheme", "authority", "path", "uri"))).distinct()
-    v = valid.select(*(F.col(c).alias(f"v_{c}") for c in ("scheme", "authority", "path"))).distinct()
+    a = actual.select(*(F.col(c).alias(f"a_{c}") for c in ("scheme", "authority", "path", "uri", "nkeys")))
+    v = valid.select(*(F.col(c).alias(f"v_{c}") for c in ("scheme", "authority", "path")))
     joined = a.join(v, a.a_path == v.v_path, "left_outer")
 
     def comp(vc: str, ac: str) -> Any:
         return (F.col(vc).isNull() | (F.col(vc) == "")
                 | F.coalesce(F.lower(F.col(vc)) == F.lower(F.col(ac)), F.lit(False)))
 
-    joined = joined.withColumn("s_ok", comp("v_scheme", "a_scheme")).withColumn("a_ok", comp("v_authority", "a_authority"))
-    if mode == "ERROR" and keep is not None:
-        joined = keep(joined)
-    per_file = joined.groupBy("a_uri").agg(
-        F.max(F.col("v_path").isNotNull().cast("int")).alias("has_valid"),
-        F.max((F.col("v_path").isNotNull() & F.col("s_ok") & F.col("a_ok")).cast("int")).alias("matched"),
-    )
-    if mode == "ERROR" and keep is not None:
-        per_file = keep(per_file)
-    if mode == "DELETE":
-        orphans = per_file.where("matched = 0")
-    else:
-        orphans = per_file.where("has_valid = 0")
+    s_ok, a_ok = comp("v_scheme", "a_scheme"), comp("v_authority", "a_authority")
+    has_valid = F.col("v_path").isNotNull()
+    # grouped by the join key first: the join's partitioning serves it, every file stays where it is
+    per_key = joined.groupBy("a_path", "a_uri", "a_nkeys").agg(
+        F.max(has_valid.cast("int")).alias("has_valid"),
+        F.max((has_valid & s_ok & a_ok).cast("int")).alias("matched"),
+    ).where("matched = 0")
+    per_file = keep(per_key.groupBy("a_uri").agg(
+        F.count(F.lit(1)).alias("unmatched"), F.max("a_nkeys").alias("nkeys"), F.max("has_valid").alias("has_valid"),
+    ).where("unmatched >= nkeys"))
     conflicts: list[tuple[str | None, str | None]] = []
-    if mode == "ERROR":
-        bad = joined.join(per_file.where("has_valid = 1 AND matched = 0").select("a_uri"), "a_uri")
-        pairs = bad.where("NOT s_ok").select(F.col("v_scheme").alias("x"), F.col("a_scheme").alias("y")).union(
-            bad.where("NOT a_ok").select(F.col("v_authority").alias("x"), F.col("a_authority").alias("y"))).distinct()
+    if mode == "ERROR" and per_file.where("has_valid = 1").count():
+        bad = joined.join(per_file.where("has_valid = 1").select("a_uri"), "a_uri").where(has_valid)
+        pairs = bad.where(~s_ok).select(F.col("v_scheme").alias("x"), F.col("a_scheme").alias("y")).union(
+            bad.where(~a_ok).select(F.col("v_authority").alias("x"), F.col("a_authority").alias("y"))).distinct()
         conflicts = [(r.x, r.y) for r in pairs.collect()]
+    orphans = per_file if mode == "DELETE" else per_file.where("has_valid = 0")
     return orphans.select(F.col("a_uri").alias("uri")), conflicts

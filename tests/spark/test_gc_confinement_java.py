@@ -14,9 +14,11 @@ import procedures
 from procedures.core.paths import normalize_path
 from procedures.errors import ValidationError
 from procedures.core.gc import reachability as R
+from procedures.core.gc.orphans import CONFLICTS, find_orphans, format_pairs
 from procedures.framework.context import open_catalog
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.dml import append, delete_where
+from procedures.spark.listing import FrameKeeper, driver_keys_dataframe, find_orphans_dataframe
 from procedures.spark.session import catalog_for
 from tests.helpers.files import age_everything, touch
 from tests.oracles import assert_rows_equal, java_read, read_all
@@ -208,3 +210,36 @@ def test_uri_frame_in_the_jvm_equals_the_python_normaliser(spark):
     python = sorted(tuple(r) for r in uri_dataframe(df, "file_path", schemes, auths).select(*cols).na.fill("<null>").collect())
     assert len(python) >= len(paths)
     assert jvm == python
+
+
+@pytest.mark.parametrize("mode", ["ERROR", "IGNORE", "DELETE"])
+def test_orphan_matching_on_spark_equals_the_driver_matcher(spark, mode):
+    """remove_orphan_files' Spark matching (per reading, then per file) gives the driver's verdicts:
+    the same orphans, the same conflicts, for files with one reading and with two ('%')."""
+    valid = ["file:/wh/t/data/a.parquet", "/wh/t/data/b%20c.parquet", "s3a://bkt/wh/t/d.parquet",
+             "hdfs://nn1/wh/t/e.parquet", "hdfs://nn1/wh/t/f%41.parquet", "/wh/t/data/g.parquet",
+             "/wh/t/data/k l.parquet"]
+    # k%20l: only its decoded reading is valid, so the file is kept (one reading matching is enough)
+    actual = ["/wh/t/data/k%20l.parquet", "file:/wh/t/data/a.parquet", "/wh/t/data/b c.parquet",
+              "/wh/t/data/b%20c.parquet", "s3://bkt/wh/t/d.parquet", "s3://other/wh/t/d.parquet", "hdfs://nn2/wh/t/e.parquet",
+              "hdfs://nn2/wh/t/fA.parquet", "hdfs://nn1/wh/t/f%41.parquet", "/wh/t/data/h.parquet",
+              "/wh/t/data/h%20i.parquet", "gs://b/wh/t/data/g.parquet"]
+    schemes, auths = {}, {"other": "bkt"} if mode == "DELETE" else {}
+    try:
+        expected: object = sorted(find_orphans(actual, valid, equal_schemes=schemes, equal_authorities=auths, mode=mode))
+    except ValidationError as e:
+        expected = str(e)
+    with FrameKeeper() as keep:
+        frame, conflicts = find_orphans_dataframe(
+            driver_keys_dataframe(spark, actual, schemes, auths, actual=True),
+            driver_keys_dataframe(spark, valid, schemes, auths, actual=False), mode, keep)
+        if conflicts:
+            got: object = CONFLICTS.format(format_pairs(conflicts))
+        else:
+            got = sorted(r[0] for r in frame.collect())
+    assert got == expected
+    if mode == "ERROR":
+        assert "(nn1, nn2)" in got and "(null, gs)" not in got
+    else:
+        assert "/wh/t/data/h.parquet" in got and "file:/wh/t/data/a.parquet" not in got
+        assert "/wh/t/data/k%20l.parquet" not in got

@@ -45,8 +45,9 @@ def _spark_path(mp: pytest.MonkeyPatch, calls: list) -> None:
     mp.setattr(O, "DRIVER_MAX_DIRS", 1)
     # small delete batches: manifests are deleted before the last content rows are read
     mp.setattr(EX, "DELETE_BATCH", 2)
-    real = L.manifest_content_dataframe
-    mp.setattr(L, "manifest_content_dataframe", lambda *a: calls.append(1) or real(*a))
+    for reader in ("manifest_content_dataframe", "valid_keys_dataframe"):  # expire's and remove_orphan_files'
+        real = getattr(L, reader)
+        mp.setattr(L, reader, lambda *a, real=real: calls.append(1) or real(*a))
 
 
 def build(spark, name: str, steps: list[str]) -> None:

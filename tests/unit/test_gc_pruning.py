@@ -133,14 +133,19 @@ def test_lists_decode_only_the_rows_they_add_and_equal_a_full_read(table, monkey
 
     monkeypatch.setattr(R, "decode_manifest_list_head", spy)
     md = t.metadata
-    read = R.read_snapshot_manifests(t.io, md)
+    read = R.read_snapshot_manifests(t.io, md, per_snapshot=True)
     for s in md.snapshots:
         assert list(read.manifests[s.snapshot_id]) == read_manifest_list(t.io, s.manifest_list)
     rows = sum(len(read_manifest_list(t.io, s.manifest_list)) for s in md.snapshots)
     # every append and the branch's decode one row; the delete decodes its whole list
     assert sum(decoded) < rows and sorted(decoded)[:-1] == [1] * (len(md.snapshots) - 1)
-    sub = R.read_snapshot_manifests(t.io, md, [md.snapshots[3].snapshot_id])
+    sub = R.read_snapshot_manifests(t.io, md, [md.snapshots[3].snapshot_id], per_snapshot=True)
     assert list(sub.manifests) == [md.snapshots[3].snapshot_id]
+    # without per_snapshot the same distinct manifests, and no per-snapshot tuples kept
+    lean = R.read_snapshot_manifests(t.io, md)
+    assert lean.manifests == {} and lean.distinct() == read.distinct()
+    assert list(lean.distinct()) == list(dict.fromkeys(
+        m.manifest_path for s in md.snapshots for m in read_manifest_list(t.io, s.manifest_list)))
 
 
 def test_live_paths_equal_the_full_reader(table):

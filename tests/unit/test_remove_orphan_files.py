@@ -215,6 +215,21 @@ def test_hidden_path_filter_and_walk(tmp_path):
     assert len(files) == 5 and not pending
 
 
+def test_walk_file_limit_still_hands_over_enough_directories(tmp_path):
+    """A big folder listed first (the metadata folder) fills the driver's file limit; the walk goes
+    on until ``min_pending`` directories are left, so the data tree is not one Spark task."""
+    root = str(tmp_path)
+    for i in range(6):
+        touch(f"{root}/meta/m{i}.avro")
+    for i in range(4):
+        touch(f"{root}/x/data/p={i}/f.parquet")
+    now = int(time.time() * 1000)
+    files, pending = walk([root], now, HiddenPathFilter(), max_files=5, min_pending=3)
+    assert len(files) == 6 and sorted(p.rsplit("/", 1)[-1] for p in pending) == [f"p={i}" for i in range(4)]
+    files, pending = walk([root], now, HiddenPathFilter(), max_files=5)
+    assert len(files) == 6 and len(pending) == 1  # without min_pending: stopped at the first folder past it
+
+
 def test_location_limits_the_listing(catalog):
     t = make_table(catalog)
     planted = plant_orphans(t)

@@ -128,7 +128,7 @@ class CleanExpiredMetadata:
         """Updates that remove the unused specs and schemas of ``base``."""
         todo = [s for s in base.snapshots if s.manifest_list and s.manifest_list not in self._spec_ids_by_list]
         if todo:
-            read = R.read_snapshot_manifests(ctx.io, base, [s.snapshot_id for s in todo])
+            read = R.read_snapshot_manifests(ctx.io, base, [s.snapshot_id for s in todo], per_snapshot=True)
             for s in todo:
                 self._spec_ids_by_list[s.manifest_list] = frozenset(
                     m.partition_spec_id for m in read.manifests.get(s.snapshot_id, ()))

@@ -33,25 +33,32 @@ from procedures.io.listing import list_with_prefix, walk
 from procedures.spark import listing as L
 from procedures.spark.session import optional_job
 
-__all__ = ["remove_orphan_files", "DRIVER_MAX_DIRS", "MAX_STREAMED_RESULTS"]
+__all__ = ["remove_orphan_files", "DRIVER_MAX_DIRS", "DRIVER_MAX_FILES", "MAX_STREAMED_RESULTS"]
 
 log = logging.getLogger(__name__)
 
 #: directories the driver lists before handing the rest of the tree to Spark tasks
 DRIVER_MAX_DIRS = 64
+#: files the driver's part of the listing holds at most (it hands the rest of the tree over once past
+#: it), so the driver's memory does not follow the size of the first directories
+DRIVER_MAX_FILES = 10_000
+#: directories left for Spark tasks before the file limit stops the driver's walk (a table's
+#: metadata folder listed first must not leave the whole data tree to one task)
+DRIVER_MIN_HANDED_DIRS = 16
 #: rows kept in the output with stream_results (the full count is logged)
 MAX_STREAMED_RESULTS = 20_000
 
 
-def _content_in_spark(spark: Any, io: Any, keep: L.FrameKeeper) -> Callable[[Sequence[Any]], Any]:
+def _content_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[str, str]
+                      ) -> Callable[[Sequence[Any]], Any]:
     """The engine step of :func:`~procedures.core.gc.orphans.valid_paths`: the manifests' content
-    files as a Spark frame (``path``, read once: ``keep`` persists it) when they pass the driver's
-    limits, else None."""
+    files as a Spark frame of normalised paths (:data:`procedures.spark.listing.VALID_KEYS`) when
+    they pass the driver's limits, else None."""
 
     def step(manifests: Sequence[Any]) -> Any:
         if not R.use_spark(spark, manifests):
             return None
-        return keep(L.manifest_content_dataframe(spark, dict(io.properties), list(manifests)).select("path"))
+        return L.valid_keys_dataframe(spark, dict(io.properties), list(manifests), schemes, auths)
 
     return step
 
@@ -77,18 +84,22 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
 
     with optional_job(spark, f"remove_orphan_files: {name} older_than={older_than} location={location}"), \
             L.FrameKeeper() as keep:
-        actual_list, actual_df = _actual_files(table, params, location, older_than, path_filter, spark)
-        if actual_df is not None:
-            actual_df = keep(actual_df)
+        actual_list, pending, view_df = _actual_files(table, params, location, older_than, path_filter, spark)
         valid = valid_paths(table.io, md, table.metadata_location,
-                            content_frame=_content_in_spark(spark, table.io, keep) if spark is not None else None)
-        used_spark = actual_df is not None or valid.content_frame is not None
+                            content_frame=_content_in_spark(spark, table.io, schemes, auths) if spark is not None else None)
+        used_spark = bool(pending) or view_df is not None or valid.content_frame is not None
         if not used_spark:
             orphans: Iterable[str] = find_orphans(actual_list, valid.paths, equal_schemes=schemes,
                                                   equal_authorities=auths, mode=mode)
         else:
-            orphans = _find_orphans_spark(spark, actual_list, actual_df, valid.paths, valid.content_frame, schemes,
-                                          auths, mode, params.stream_results, keep)
+            if view_df is not None:
+                actual = L.actual_keys_frame(keep(view_df), "file_path", schemes, auths)
+            else:
+                actual = L.listed_keys_dataframe(spark, actual_list, pending, older_than, path_filter.partition_prefixes,
+                                                 dict(getattr(table.io, "properties", {}) or {}), schemes, auths)
+            del actual_list  # the driver's part of the listing is in the frame now
+            orphans = _find_orphans_spark(spark, actual, valid.paths, valid.content_frame, schemes, auths, mode,
+                                          params.stream_results, keep)
         guard = DeleteGuard(table, (location,), metadata_location=table.metadata_location,
                             manifest_lists=valid.manifest_lists, manifests=valid.manifests,
                             procedure=f"remove_orphan_files on {name}")
@@ -97,17 +108,17 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
 
 
 def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, older_than: int,
-                  path_filter: HiddenPathFilter, spark: Any) -> tuple[list[str], Any]:
+                  path_filter: HiddenPathFilter, spark: Any) -> tuple[list[str], list[str], Any]:
+    """``(files listed on the driver, directories left to Spark tasks, file_list_view frame or None)``."""
     if params.file_list_view is not None:
-        return [], _view_files(spark, params.file_list_view, location, older_than)
+        return [], [], _view_files(spark, params.file_list_view, location, older_than)
     if params.prefix_listing:
-        return list_with_prefix(table.io, location, older_than, path_filter), None
-    files, pending = walk([location], older_than, path_filter, max_dirs=DRIVER_MAX_DIRS if spark is not None else None,
-                          io=table.io)
-    if not pending:
-        return files, None
-    return files, L.list_directories(spark, pending, older_than, path_filter.partition_prefixes,
-                                     dict(getattr(table.io, "properties", {}) or {}))
+        return list_with_prefix(table.io, location, older_than, path_filter), [], None
+    if spark is None:
+        return walk([location], older_than, path_filter, io=table.io)[0], [], None
+    files, pending = walk([location], older_than, path_filter, max_dirs=DRIVER_MAX_DIRS,
+                          max_files=DRIVER_MAX_FILES, min_pending=DRIVER_MIN_HANDED_DIRS, io=table.io)
+    return files, pending, None
 
 
 def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
@@ -127,20 +138,12 @@ def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
     return L.within_dataframe(young.select("file_path"), "file_path", location)
 
 
-def _find_orphans_spark(spark: Any, actual_list: list[str], actual_df: Any, valid_list: list[str], valid_df: Any,
-                        schemes: dict[str, str], auths: dict[str, str], mode: str, stream: bool,
-                        keep: L.FrameKeeper) -> Iterator[str]:
-    actual = L.paths_dataframe(spark, actual_list)
-    if actual_df is not None:
-        actual = actual.unionByName(actual_df.select("file_path"))
-    valid = L.paths_dataframe(spark, valid_list)
+def _find_orphans_spark(spark: Any, actual: Any, valid_list: list[str], valid_df: Any, schemes: dict[str, str],
+                        auths: dict[str, str], mode: str, stream: bool, keep: L.FrameKeeper) -> Iterator[str]:
+    valid = L.driver_keys_dataframe(spark, valid_list, schemes, auths, actual=False)
     if valid_df is not None:
-        valid = valid.unionByName(valid_df.withColumnRenamed("path", "file_path").select("file_path"))
-    # the conflict check and the orphan rows are two jobs over the same normalised paths
-    orphans, conflicts = L.find_orphans_dataframe(
-        keep(L.uri_frame(actual, "file_path", schemes, auths)), keep(L.uri_frame(valid, "file_path", schemes, auths)),
-        mode, keep,
-    )
+        valid = valid.unionByName(valid_df)
+    orphans, conflicts = L.find_orphans_dataframe(actual, valid, mode, keep)
     if conflicts:
         raise ValidationError(CONFLICTS.format(format_pairs(conflicts)))
     rows = orphans.toLocalIterator() if stream else iter(orphans.collect())
