@@ -11,15 +11,16 @@ import pytest
 from procedures.io.prefetch import read_ahead
 
 
+def counted(n: int, produced: list[int]):
+    """0 .. n-1, each noted in ``produced`` as it is produced."""
+    for i in range(n):
+        produced.append(i)
+        yield i
+
+
 def test_items_come_in_order_and_the_producer_runs_ahead():
-    produced = []
-
-    def items():
-        for i in range(10):
-            produced.append(i)
-            yield i
-
-    it = read_ahead(items(), depth=3)
+    produced: list[int] = []
+    it = read_ahead(counted(10, produced), depth=3)
     assert next(it) == 0
     time.sleep(0.2)
     assert len(produced) >= 3  # produced while the consumer was elsewhere
@@ -40,14 +41,8 @@ def test_an_error_is_raised_after_the_items_before_it():
 
 
 def test_stopping_early_stops_the_producer():
-    produced = []
-
-    def items():
-        for i in range(1_000_000):
-            produced.append(i)
-            yield i
-
-    it = read_ahead(items(), depth=2)
+    produced: list[int] = []
+    it = read_ahead(counted(1_000_000, produced), depth=2)
     assert next(it) == 0
     it.close()
     count = len(produced)
