@@ -27,7 +27,7 @@ from procedures.io.listing import walk
 from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
 
-__all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "paths_dataframe", "uri_dataframe", "uri_frame",
+__all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "uri_dataframe", "uri_frame",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe", "listed_keys_dataframe",
            "valid_keys_dataframe", "driver_keys_dataframe", "ACTUAL_KEYS", "VALID_KEYS"]
 
@@ -215,11 +215,6 @@ def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manife
     return df.mapInArrow(read, _PATH_KIND)
 
 
-def paths_dataframe(spark: Any, paths: Iterable[str], column: str = "file_path") -> Any:
-    """A one-column DataFrame of driver-side paths."""
-    return spark.createDataFrame([(p,) for p in paths], f"{column} string")
-
-
 def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """``(scheme, authority, path, uri)`` of the paths in ``df[column]``: one row per normalised
     reading of each path (:func:`procedures.core.paths.path_keys`), so a join on ``path`` matches
@@ -279,15 +274,6 @@ def _plain_uri_frame(df: Any, equal_schemes: dict[str, str], equal_authorities: 
     )
 
 
-def uri_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
-    """:func:`uri_dataframe` computed in the JVM for plain paths and in Python only for the others
-    (dot segments, escapes...): the same rows, without sending every path through a Python worker."""
-    paths = df.selectExpr(f"`{column}` AS path").where("path IS NOT NULL")
-    plain = _plain_uri_frame(paths.where(f"NOT ({_NEEDS_PYTHON})"), equal_schemes, equal_authorities)
-    odd = uri_dataframe(paths.where(_NEEDS_PYTHON), "path", equal_schemes, equal_authorities)
-    return plain.unionByName(odd)
-
-
 def _path_keys_frame(df: Any) -> Any:
     """``(uri, path)``: every normalised path (``path``) of each original path (``uri``) of ``df.path``,
     computed in the JVM for plain paths and by :func:`uri_dataframe` for the others."""
@@ -320,9 +306,11 @@ def within_dataframe(df: Any, column: str, location: str) -> Any:
     return df.mapInArrow(keep, df.schema) if fields else df
 
 
-def actual_keys_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
-    """:data:`ACTUAL_KEYS` of the paths in ``df[column]`` (a ``file_list_view``): plain paths keyed
-    in the JVM (:func:`uri_frame`), the others in Python.  ``df`` is read twice: persist it."""
+def uri_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
+    """:data:`ACTUAL_KEYS` of the paths in ``df[column]``: the rows of :func:`uri_dataframe` plus each
+    path's number of readings, computed in the JVM for plain paths and in Python only for the others
+    (dot segments, escapes...), so not every path goes through a Python worker.  ``df`` is read
+    twice: persist it."""
     from pyspark.sql import functions as F  # noqa: PLC0415
 
     check_python_workers(df.sparkSession)

@@ -93,7 +93,7 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
                                                   equal_authorities=auths, mode=mode)
         else:
             if view_df is not None:
-                actual = L.actual_keys_frame(keep(view_df), "file_path", schemes, auths)
+                actual = L.uri_frame(keep(view_df), "file_path", schemes, auths)
             else:
                 actual = L.listed_keys_dataframe(spark, actual_list, pending, older_than, path_filter.partition_prefixes,
                                                  dict(getattr(table.io, "properties", {}) or {}), schemes, auths)
