@@ -70,6 +70,7 @@ __all__ = [
     "decode_manifest_list_head",
     "manifest_live_paths",
     "read_manifest_list",
+    "read_manifest_list_where",
     "read_manifest",
     "read_manifest_where",
     "EntryMetrics",
@@ -721,10 +722,7 @@ def _manifest_file_converter(schema: Mapping[str, Any]) -> Callable[[dict], Mani
             r.get(g[503]),
             r.get(g[504]), r.get(g[505]), r.get(g[506]),
             r.get(g[512]), r.get(g[513]), r.get(g[514]),
-            None if parts is None else tuple(
-                FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
-                for p in parts
-            ),
+            _field_summaries(parts),
             r.get(g[519]),
             r.get(g[520]),
         )
@@ -741,6 +739,116 @@ def read_manifest_list(io: _FileIO, path: str) -> list[ManifestFile]:
         return [convert(r) for r in reader]
     except (KeyError, ValueError, EOFError) as e:
         raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
+
+
+#: what :func:`read_manifest_list_where` skims of a manifest-list row, in this order
+_LIST_SKIM = (SkimField((502,), "long"), SkimField((504,), "long"), SkimField((505,), "long"),
+              SkimField((507,), "span"))
+
+
+@dataclass(frozen=True)
+class _ListReader:
+    """How :func:`read_manifest_list_where` reads rows of one manifest-list schema: the parsed
+    schema and row converter of a full decode, the skimmer (None: read in full) and the parsed
+    schema of the ``partitions`` field alone, which decodes a skimmed span."""
+
+    parsed: Any
+    convert: Callable[[dict], ManifestFile]
+    skim: Callable[[bytes, int], tuple[int, tuple]] | None
+    summaries: Any
+
+
+#: schema text -> reader, for the few schemas manifest lists have
+_LIST_READERS: dict[str, _ListReader] = {}
+
+
+def _list_reader(schema_text: str) -> _ListReader:
+    hit = _LIST_READERS.get(schema_text)
+    if hit is None:
+        schema = json.loads(schema_text)
+        skimmer = compile_skimmer(schema, _LIST_SKIM)
+        parts = next((f for f in schema["fields"] if f.get("field-id") == 507), None)
+        # every kept field must be in the schema: a list without them is read in full instead
+        usable = skimmer is not None and len(skimmer.found) == len(_LIST_SKIM) and parts is not None
+        summaries = fastavro.parse_schema(parts["type"], named_schemas={}) if usable else None
+        hit = _ListReader(fastavro.parse_schema(schema), _manifest_file_converter(schema),
+                          skimmer.skim if usable else None, summaries)
+        if len(_LIST_READERS) >= 16:
+            _LIST_READERS.clear()
+        _LIST_READERS[schema_text] = hit
+    return hit
+
+
+def _field_summaries(parts: list[dict] | None) -> tuple[FieldSummary, ...] | None:
+    if parts is None:
+        return None
+    return tuple(FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
+                 for p in parts)
+
+
+def read_manifest_list_where(
+    io: _FileIO,
+    path: str,
+    keep: Callable[[int, tuple[FieldSummary, ...] | None], bool],
+    *,
+    live_only: bool = False,
+) -> list[ManifestFile]:
+    """The rows of a manifest list whose partition spec id and field summaries pass ``keep``, as
+    :func:`read_manifest_list` gives them, decoding in full only those.
+
+    Each row's spec id, file counts and encoded ``partitions`` are read from its bytes first; a row
+    is decoded only when it passes.  ``keep(spec_id, summaries)`` must depend on its arguments
+    alone: it is called once per distinct (spec id, encoded summaries) pair, and the answer reused
+    for every other row with the same pair (a table's manifests repeat a few partition ranges).
+    ``live_only`` also drops the rows known to list no added or existing file (deleted entries only).
+    """
+    data = _read_bytes(io, path)
+    avro_codecs.install()
+    try:
+        blocks = fastavro.block_reader(_io.BytesIO(data))
+        schema_text = blocks.metadata["avro.schema"]
+        if isinstance(schema_text, bytes):
+            schema_text = schema_text.decode()
+        reader = _list_reader(schema_text)
+    except Exception as e:  # fastavro raises several unrelated types for corrupt files
+        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    if reader.skim is None:
+        rows = read_manifest_list(io, path)
+        return [m for m in rows if not (live_only and _no_live_files(m)) and keep(m.partition_spec_id, m.partitions)]
+    answers: dict[tuple[int, bytes], bool] = {}
+    out: list[ManifestFile] = []
+    read, skim = fastavro.schemaless_reader, reader.skim
+    try:
+        for block in blocks:
+            buf = block.bytes_.getvalue()
+            fo = _io.BytesIO(buf)
+            pos = 0
+            for _ in range(block.num_records):
+                start = pos
+                pos, (spec_id, added, existing, parts) = skim(buf, pos)
+                if live_only and added == 0 and existing == 0:
+                    continue
+                key = (spec_id, parts)
+                answer = answers.get(key)
+                if answer is None:  # first row with these summaries: decode them to ask
+                    summaries = _field_summaries(read(_io.BytesIO(parts), reader.summaries, None))
+                    answer = answers[key] = bool(keep(spec_id, summaries))
+                if not answer:
+                    continue
+                fo.seek(start)
+                row = reader.convert(read(fo, reader.parsed, None))
+                if fo.tell() != pos:
+                    raise ValueError(f"a row read as {fo.tell() - start} bytes and as {pos - start}")
+                out.append(row)
+            if pos != len(buf):
+                raise ValueError(f"a block holds {len(buf) - pos} bytes past its {block.num_records} rows")
+    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+        raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
+    return out
+
+
+def _no_live_files(m: ManifestFile) -> bool:
+    return not (m.has_added_files() or m.has_existing_files())
 
 
 @dataclass(frozen=True)
