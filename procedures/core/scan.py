@@ -23,7 +23,7 @@ import bisect
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from procedures.core.summary import is_dv
 from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
@@ -48,6 +48,7 @@ from procedures.spec.manifest import (
     ManifestContent,
     FieldSummary,
     ManifestFile,
+    ManifestRows,
     read_manifest,
     read_manifest_list_where,
     read_manifest_where,
@@ -519,7 +520,7 @@ class ScanManifests:
     schema: Schema
     entry_filter: EntryFilter
     delete_manifests: tuple[ManifestFile, ...]
-    data_manifests: tuple[ManifestFile, ...]
+    data_manifests: Sequence[ManifestFile]  # a tuple, or ManifestRows decoded as they are read
 
 
 def scan_manifests(
@@ -544,13 +545,16 @@ def scan_manifests(
     if expr is not ALWAYS_TRUE:
         bind(expr, sel.schema, case_sensitive)
     ef = EntryFilter(md.specs_by_id, sel.schema, expr, case_sensitive)
+    kept: Sequence[ManifestFile] = ()
     if manifests is not None:
         kept = [m for m in manifests if _manifest_may_have_live_files(m) and ef.keeps_manifest(m)]
     elif sel.snapshot is not None and sel.snapshot.manifest_list:
-        # the rows are tested on their encoded summaries; only those that pass are decoded
+        # the rows are tested on their encoded summaries; those that pass stay encoded until read
         kept = read_manifest_list_where(io, sel.snapshot.manifest_list, ef.keeps_summaries, live_only=True)
-    else:
-        kept = []
+    if isinstance(kept, ManifestRows):
+        return ScanManifests(schema=sel.schema, entry_filter=ef,
+                             delete_manifests=tuple(kept.with_content(ManifestContent.DELETES)),
+                             data_manifests=kept.with_content(ManifestContent.DATA))
     return ScanManifests(
         schema=sel.schema, entry_filter=ef,
         delete_manifests=tuple(m for m in kept if m.content == ManifestContent.DELETES),

@@ -71,6 +71,7 @@ __all__ = [
     "manifest_live_paths",
     "read_manifest_list",
     "read_manifest_list_where",
+    "ManifestRows",
     "read_manifest",
     "read_manifest_where",
     "EntryMetrics",
@@ -743,7 +744,9 @@ def read_manifest_list(io: _FileIO, path: str) -> list[ManifestFile]:
 
 #: what :func:`read_manifest_list_where` skims of a manifest-list row, in this order
 _LIST_SKIM = (SkimField((502,), "long"), SkimField((504,), "long"), SkimField((505,), "long"),
-              SkimField((507,), "span"))
+              SkimField((507,), "span"), SkimField((517,), "long"))
+#: positions in :data:`_LIST_SKIM` of the fields a list must have to be skimmed (v1 has no content)
+_LIST_REQUIRED = frozenset(range(4))
 
 
 @dataclass(frozen=True)
@@ -769,7 +772,7 @@ def _list_reader(schema_text: str) -> _ListReader:
         skimmer = compile_skimmer(schema, _LIST_SKIM)
         parts = next((f for f in schema["fields"] if f.get("field-id") == 507), None)
         # every kept field must be in the schema: a list without them is read in full instead
-        usable = skimmer is not None and len(skimmer.found) == len(_LIST_SKIM) and parts is not None
+        usable = skimmer is not None and _LIST_REQUIRED <= skimmer.found and parts is not None
         summaries = fastavro.parse_schema(parts["type"], named_schemas={}) if usable else None
         hit = _ListReader(fastavro.parse_schema(schema), _manifest_file_converter(schema),
                           skimmer.skim if usable else None, summaries)
@@ -777,6 +780,65 @@ def _list_reader(schema_text: str) -> _ListReader:
             _LIST_READERS.clear()
         _LIST_READERS[schema_text] = hit
     return hit
+
+
+class ManifestRows(Sequence[ManifestFile]):
+    """Rows of a manifest list kept Avro-encoded, decoded into :class:`ManifestFile` one at a time
+    when read (by index, slice or iteration).  What :func:`read_manifest_list_where` returns: a
+    large table's thousands of kept rows cost their bytes (about a fifth of the objects), and they
+    travel to Spark tasks as those bytes."""
+
+    __slots__ = ("path", "schema", "rows", "contents")
+
+    def __init__(self, path: str, schema: str, rows: Sequence[bytes], contents: Sequence[int]) -> None:
+        self.path = path  # the manifest list, for errors
+        self.schema = schema  # its writer schema (JSON text)
+        self.rows = tuple(rows)
+        self.contents = tuple(contents)  # each row's ManifestContent value
+
+    def __reduce__(self) -> tuple:
+        return ManifestRows, (self.path, self.schema, self.rows, self.contents)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return ManifestRows(self.path, self.schema, self.rows[index], self.contents[index])
+        return self._decode(self.rows[index], _list_reader(self.schema))
+
+    def __iter__(self) -> Iterator[ManifestFile]:
+        reader = _list_reader(self.schema)
+        for row in self.rows:
+            yield self._decode(row, reader)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ManifestRows) and other.schema == self.schema:
+            return other.rows == self.rows
+        return isinstance(other, (Sequence, ManifestRows)) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ManifestRows({len(self.rows)} rows)"
+
+    def with_content(self, content: ManifestContent) -> "ManifestRows":
+        """The rows of one content (data or delete manifests), in order."""
+        want = int(content)
+        keep = [i for i, c in enumerate(self.contents) if c == want]
+        if len(keep) == len(self.rows):
+            return self
+        return ManifestRows(self.path, self.schema, [self.rows[i] for i in keep], [want] * len(keep))
+
+    def _decode(self, row: bytes, reader: "_ListReader") -> ManifestFile:
+        fo = _io.BytesIO(row)
+        try:
+            m = reader.convert(fastavro.schemaless_reader(fo, reader.parsed, None))
+        except Exception as e:  # fastavro raises several unrelated types for corrupt bytes
+            raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=self.path) from e
+        if fo.tell() != len(row):  # the skim and the decode must agree on where the row ends
+            raise InvalidMetadataError(f"a row read as {fo.tell()} bytes and as {len(row)}", location=self.path)
+        return m
 
 
 def _field_summaries(parts: list[dict] | None) -> tuple[FieldSummary, ...] | None:
@@ -792,9 +854,10 @@ def read_manifest_list_where(
     keep: Callable[[int, tuple[FieldSummary, ...] | None], bool],
     *,
     live_only: bool = False,
-) -> list[ManifestFile]:
+) -> ManifestRows | list[ManifestFile]:
     """The rows of a manifest list whose partition spec id and field summaries pass ``keep``, as
-    :func:`read_manifest_list` gives them, decoding in full only those.
+    :func:`read_manifest_list` gives them: a :class:`ManifestRows` that decodes each row when it is
+    read (a list, for a schema the skimming reader does not handle).
 
     Each row's spec id, file counts and encoded ``partitions`` are read from its bytes first; a row
     is decoded only when it passes.  ``keep(spec_id, summaries)`` must depend on its arguments
@@ -816,16 +879,16 @@ def read_manifest_list_where(
         rows = read_manifest_list(io, path)
         return [m for m in rows if not (live_only and _no_live_files(m)) and keep(m.partition_spec_id, m.partitions)]
     answers: dict[tuple[int, bytes], bool] = {}
-    out: list[ManifestFile] = []
+    rows: list[bytes] = []
+    contents: list[int] = []
     read, skim = fastavro.schemaless_reader, reader.skim
     try:
         for block in blocks:
             buf = block.bytes_.getvalue()
-            fo = _io.BytesIO(buf)
             pos = 0
             for _ in range(block.num_records):
                 start = pos
-                pos, (spec_id, added, existing, parts) = skim(buf, pos)
+                pos, (spec_id, added, existing, parts, content) = skim(buf, pos)
                 if live_only and added == 0 and existing == 0:
                     continue
                 key = (spec_id, parts)
@@ -833,18 +896,14 @@ def read_manifest_list_where(
                 if answer is None:  # first row with these summaries: decode them to ask
                     summaries = _field_summaries(read(_io.BytesIO(parts), reader.summaries, None))
                     answer = answers[key] = bool(keep(spec_id, summaries))
-                if not answer:
-                    continue
-                fo.seek(start)
-                row = reader.convert(read(fo, reader.parsed, None))
-                if fo.tell() != pos:
-                    raise ValueError(f"a row read as {fo.tell() - start} bytes and as {pos - start}")
-                out.append(row)
+                if answer:
+                    rows.append(buf[start:pos])
+                    contents.append(content or 0)
             if pos != len(buf):
                 raise ValueError(f"a block holds {len(buf) - pos} bytes past its {block.num_records} rows")
     except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
         raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
-    return out
+    return ManifestRows(path, schema_text, rows, contents)
 
 
 def _no_live_files(m: ManifestFile) -> bool:

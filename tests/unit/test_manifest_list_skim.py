@@ -4,6 +4,7 @@ same test, whatever the format version, the summaries (nulls, NaN, missing bound
 
 from __future__ import annotations
 
+import pickle
 import random
 import struct
 from dataclasses import replace
@@ -15,6 +16,7 @@ from procedures.spec.manifest import (
     FieldSummary,
     ManifestContent,
     ManifestFile,
+    ManifestRows,
     read_manifest_list,
     read_manifest_list_where,
     write_manifest_list,
@@ -110,3 +112,25 @@ def test_a_block_whose_count_disagrees_with_its_bytes_is_corrupt(count_change):
         return
     with pytest.raises(InvalidMetadataError, match="corrupt manifest list"):
         read_manifest_list_where(mio, path, lambda s, p: True)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_kept_rows_stay_encoded_until_read(version):
+    mio, path = _written(version)
+    full = read_manifest_list(mio, path)
+    rows = read_manifest_list_where(mio, path, lambda s, p: True)
+    assert isinstance(rows, ManifestRows) and len(rows) == len(full)
+    assert list(rows) == full and rows[7] == full[7] and list(rows[10:20]) == full[10:20]
+    again = pickle.loads(pickle.dumps(rows))  # what a Spark task gets: the rows' bytes
+    assert list(again[5:9]) == full[5:9]
+    data = rows.with_content(ManifestContent.DATA)
+    assert list(data) == [m for m in full if m.content == ManifestContent.DATA]
+    assert list(rows.with_content(ManifestContent.DELETES)) == [m for m in full if m.content == ManifestContent.DELETES]
+
+
+def test_a_row_that_decodes_to_another_length_is_corrupt():
+    mio, path = _written(2)
+    rows = read_manifest_list_where(mio, path, lambda s, p: True)
+    longer = ManifestRows(rows.path, rows.schema, [rows.rows[0] + b"\x00"], [0])
+    with pytest.raises(InvalidMetadataError, match="read as"):
+        list(longer)
