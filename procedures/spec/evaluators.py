@@ -172,6 +172,9 @@ class ManifestEvaluator(_BoolVisitor):
         self.partition_struct = partition_struct
         self.expr = bind(rewrite_not(partition_filter), partition_struct, case_sensitive)
         self._stats: Sequence[Any] = ()
+        # planning tests every manifest of a table: comparisons get a direct function each (the
+        # visitor's dispatch costs more than the test), the rest go through the visitor
+        self._test = self._compiled(self.expr)
 
     @classmethod
     def for_partition_filter(cls, partition_struct: StructType, partition_filter: Expression,
@@ -191,11 +194,31 @@ class ManifestEvaluator(_BoolVisitor):
         stats = getattr(manifest, "partitions", manifest)
         if stats is None:
             return True
+        return self._test(stats)
+
+    def _visited(self, stats: Sequence[Any], expr: Expression) -> bool:
         self._stats = stats
         try:
-            return bool(visit(self.expr, self))
+            return bool(visit(expr, self))
         finally:
             self._stats = ()
+
+    def _compiled(self, expr: Expression) -> Callable[[Sequence[Any]], bool]:
+        """A function of a manifest's summaries giving what a visit of ``expr`` gives."""
+        if expr is ALWAYS_TRUE:
+            return lambda stats: True
+        if expr is ALWAYS_FALSE:
+            return lambda stats: False
+        if isinstance(expr, And):
+            left, right = self._compiled(expr.left), self._compiled(expr.right)
+            return lambda stats: left(stats) and right(stats)
+        if isinstance(expr, Or):
+            left, right = self._compiled(expr.left), self._compiled(expr.right)
+            return lambda stats: left(stats) or right(stats)
+        if (isinstance(expr, BoundPredicate) and expr.literal is not None
+                and expr.op in (Operation.LT, Operation.LT_EQ, Operation.GT, Operation.GT_EQ, Operation.EQ)):
+            return _summary_test(expr.op, expr.term.positions[0], expr.term.type, expr.literal.value)
+        return lambda stats: self._visited(stats, expr)
 
     def always_true(self) -> bool:
         return True
@@ -292,6 +315,34 @@ class ManifestEvaluator(_BoolVisitor):
         if s.contains_null:
             return True
         return not _all_start_with(value, s.lower_bound, s.upper_bound)
+
+
+def _summary_test(op: Operation, position: int, t: Any, value: Any) -> Callable[[Sequence[Any]], bool]:
+    """:class:`ManifestEvaluator`'s answer for one comparison of a partition field with a literal,
+    as a direct function of the summaries (the same rules as its ``lt`` ... ``eq``)."""
+    if op in (Operation.LT, Operation.LT_EQ):
+        limit = 0 if op == Operation.LT else 1
+
+        def below(stats: Sequence[Any]) -> bool:
+            lo = stats[position].lower_bound
+            return lo is not None and compare_values(from_bytes(lo, t), value) < limit
+        return below
+    if op in (Operation.GT, Operation.GT_EQ):
+        limit = 0 if op == Operation.GT else -1
+
+        def above(stats: Sequence[Any]) -> bool:
+            hi = stats[position].upper_bound
+            return hi is not None and compare_values(from_bytes(hi, t), value) > limit
+        return above
+
+    def equal(stats: Sequence[Any]) -> bool:
+        s = stats[position]
+        lo = s.lower_bound
+        if lo is None or compare_values(from_bytes(lo, t), value) > 0:
+            return False
+        hi = s.upper_bound
+        return hi is None or compare_values(from_bytes(hi, t), value) >= 0
+    return equal
 
 
 def _prefix_in_range(prefix: str, lower: bytes | None, upper: bytes | None) -> bool:
