@@ -41,8 +41,9 @@ class SkimField:
     ``"map"`` for an Iceberg map stored as an array of ``key``/``value`` records with int keys (as
     manifests store metrics): a dict of the entries whose key is in ``keys`` (every entry when
     ``keys`` is None), or ``"span"`` for the value's encoded bytes as they are, of any type (a
-    union's branch index included), to compare or decode later.  A union with null gives None,
-    except for a span.
+    union's branch index included), to compare or decode later, or ``"records"`` for an array of
+    records of primitive fields (a list of tuples in the record's field order).  A union with null
+    gives None, except for a span.
     """
 
     path: tuple[int, ...]
@@ -317,6 +318,11 @@ class _Generator:
                     out += self.value(ft, v, depth)
                 out.append(f"{ind}{target}[{name}] = {v}")
             return out
+        if field.kind == "records":
+            item = self.resolve(t.get("items")) if isinstance(t, dict) and t.get("type") == "array" else None
+            if not isinstance(item, dict) or item.get("type") != "record":
+                raise _Unsupported(f"field {field.path} is not an array of records")
+            return [f"{ind}{target} = []"] + self.blocks(depth, lambda d: self.row(item, target, d))
         if field.kind != "map" or not isinstance(t, dict) or t.get("type") != "array":
             raise _Unsupported(f"field {field.path} is not an array of key/value records")
         item = self.resolve(t["items"])
@@ -344,6 +350,19 @@ class _Generator:
             body += ([f"{inner}if {k} in {keys}:"] + self.read_long(v, depth + 3)
                      + [f"{inner}    {target}[{k}] = {v}", f"{inner}else:"] + self.skip(value_type, depth + 3))
         return [f"{ind}{target} = {{}}"] + self.blocks(depth, lambda d: body)
+
+    def row(self, t: Mapping[str, Any], target: str, depth: int) -> list[str]:
+        """Code appending a record of primitive fields to the list ``target`` as a tuple."""
+        out, names = [], []
+        for f in t["fields"]:
+            v = self.var("v")
+            names.append(v)
+            ft = self.resolve(f["type"])
+            if isinstance(ft, list):
+                out += self.union(ft, depth, lambda b, d, v=v: self.value(b, v, d))
+            else:
+                out += self.value(ft, v, depth)
+        return out + [f"{'    ' * depth}{target}.append(({', '.join(names)},))"]
 
     def value(self, t: Any, target: str, depth: int) -> list[str]:
         """Code decoding a primitive (or fixed) value into ``target`` as fastavro does without

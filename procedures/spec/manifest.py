@@ -758,7 +758,7 @@ class _ListReader:
     parsed: Any
     convert: Callable[[dict], ManifestFile]
     skim: Callable[[bytes, int], tuple[int, tuple]] | None
-    summaries: Any
+    summaries: Callable[[bytes], tuple[FieldSummary, ...] | None] | None
 
 
 #: schema text -> reader, for the few schemas manifest lists have
@@ -773,7 +773,8 @@ def _list_reader(schema_text: str) -> _ListReader:
         parts = next((f for f in schema["fields"] if f.get("field-id") == 507), None)
         # every kept field must be in the schema: a list without them is read in full instead
         usable = skimmer is not None and _LIST_REQUIRED <= skimmer.found and parts is not None
-        summaries = fastavro.parse_schema(parts["type"], named_schemas={}) if usable else None
+        summaries = _summaries_reader(parts["type"]) if usable else None
+        usable = usable and summaries is not None
         hit = _ListReader(fastavro.parse_schema(schema), _manifest_file_converter(schema),
                           skimmer.skim if usable else None, summaries)
         if len(_LIST_READERS) >= 16:
@@ -841,6 +842,32 @@ class ManifestRows(Sequence[ManifestFile]):
         return m
 
 
+def _summaries_reader(parts_type: Any) -> Callable[[bytes], tuple[FieldSummary, ...] | None] | None:
+    """A function from the encoded ``partitions`` value of a manifest-list row (a skimmed span) to
+    its summaries, through a generated reader; None when the field has a shape it does not handle."""
+    wrapper = {"type": "record", "name": "span", "fields": [{"name": "p", "field-id": 1, "type": parts_type}]}
+    skimmer = compile_skimmer(wrapper, [SkimField((1,), "records")])
+    inner = _record_type(parts_type)
+    inner = inner if isinstance(inner, dict) else {}
+    if skimmer is None or inner.get("type") != "array" or not isinstance(inner.get("items"), dict):
+        return None
+    names = [f["name"] for f in inner["items"].get("fields", ())]
+    if "contains_null" not in names:
+        return None
+    at = [names.index(n) if n in names else None for n in ("contains_null", "contains_nan", "lower_bound", "upper_bound")]
+    skim = skimmer.skim
+
+    def read(span: bytes) -> tuple[FieldSummary, ...] | None:
+        end, (rows,) = skim(span, 0)
+        if end != len(span):
+            raise ValueError(f"partition summaries read as {end} bytes and as {len(span)}")
+        if rows is None:
+            return None
+        return tuple(FieldSummary(*(None if i is None else r[i] for i in at)) for r in rows)
+
+    return read
+
+
 def _field_summaries(parts: list[dict] | None) -> tuple[FieldSummary, ...] | None:
     if parts is None:
         return None
@@ -881,7 +908,7 @@ def read_manifest_list_where(
     answers: dict[tuple[int, bytes], bool] = {}
     rows: list[bytes] = []
     contents: list[int] = []
-    read, skim = fastavro.schemaless_reader, reader.skim
+    skim = reader.skim
     try:
         for block in blocks:
             buf = block.bytes_.getvalue()
@@ -894,7 +921,7 @@ def read_manifest_list_where(
                 key = (spec_id, parts)
                 answer = answers.get(key)
                 if answer is None:  # first row with these summaries: decode them to ask
-                    summaries = _field_summaries(read(_io.BytesIO(parts), reader.summaries, None))
+                    summaries = reader.summaries(parts)
                     answer = answers[key] = bool(keep(spec_id, summaries))
                 if answer:
                     rows.append(buf[start:pos])
@@ -1055,7 +1082,7 @@ def read_manifest_where(
     io: _FileIO,
     manifest: ManifestFile,
     field_ids: Iterable[int],
-    keep: Callable[[Any], bool],
+    keep: Callable[[Any], bool] | None,
     *,
     specs: Mapping[int, Any] | None = None,
 ) -> Iterator[ManifestEntry]:
@@ -1065,7 +1092,8 @@ def read_manifest_where(
     ``keep`` gets an :class:`EntryMetrics` whose maps hold the ``field_ids`` only, or -- for a
     manifest schema the skimming reader does not handle -- the entry's :class:`DataFile`; it must
     answer from those fields and ids alone (an ``InclusiveMetricsEvaluator``'s ``eval`` over the
-    ids its filter references does).
+    ids its filter references does).  ``keep=None`` keeps every live entry, decoded by the same
+    generated reader without a first pass over the metrics (faster than fastavro's full decode).
     """
     path = manifest.manifest_path
     data = _read_bytes(io, path)
@@ -1074,9 +1102,9 @@ def read_manifest_where(
     except Exception as e:  # the header parser raises several unrelated types for corrupt files
         raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
     plan = _skim_plan(schema, frozenset(field_ids))
-    if plan is None:
+    if plan is None or (keep is None and plan.decode is None):
         reader, _ = _open_avro(data, path, strip=True)
-        yield from (e for e in _entries(reader, schema, manifest, specs, True) if keep(e.data_file))
+        yield from (e for e in _entries(reader, schema, manifest, specs, True) if keep is None or keep(e.data_file))
         return
     avro_codecs.install()
     numbered = manifest.first_row_id is not None and manifest.content == ManifestContent.DATA
@@ -1158,7 +1186,7 @@ def _skim_plan(schema: dict[str, Any], field_ids: frozenset[int]) -> _SkimPlan |
     return plan
 
 
-def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], bool], path: str,
+def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], bool] | None, path: str,
                   numbered: bool) -> Iterator[dict | tuple[int, int | None]]:
     """The decoded records of the live entries ``keep`` accepts and, when the manifest gives its
     files row ids (``numbered``), each other live entry's ``(record_count, first_row_id)``: what
@@ -1171,6 +1199,14 @@ def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], b
             buf = block.bytes_.getvalue()
             fo = _io.BytesIO(buf)
             pos = 0
+            if keep is None:  # every live entry, decoded in one pass (status is the first value)
+                for _ in range(block.num_records):
+                    pos, values = decode(buf, pos)
+                    if values[0] != deleted:
+                        yield build(values)
+                if pos != len(buf):
+                    raise ValueError(f"a block holds {len(buf) - pos} bytes past its {block.num_records} records")
+                continue
             for _ in range(block.num_records):
                 start = pos
                 pos, (status, rc, first_row_id, metrics.value_counts, metrics.null_value_counts,

@@ -330,3 +330,11 @@ def test_runs_of_skipped_varints_are_stepped_over_together():
         assert (pos, kept, span, last) == (end, r["kept"], encoded, r["last"])
     with pytest.raises(ValueError, match="truncated varints"):
         skimmer.skim(bytes([0x80, 0x80]), 0)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_without_a_test_every_live_entry_is_decoded_as_a_full_read(version):
+    mio, m = _manifest(version)
+    specs = {0: SPEC}
+    assert list(read_manifest_where(mio, m, (), None, specs=specs)) == list(
+        read_manifest(mio, m, specs=specs, skip_deleted=True))
