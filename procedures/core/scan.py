@@ -58,6 +58,7 @@ from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.projection import inclusive_projection, strict_projection
 from procedures.spec.schema import Schema
+from procedures.spec.transforms import IdentityTransform
 from procedures.spec.types import DoubleType, FloatType, NestedField, StructType, UnknownType
 from procedures.spec.snapshots import MAIN_BRANCH, Snapshot
 
@@ -450,6 +451,7 @@ class EntryFilter:
         self._metrics: InclusiveMetricsEvaluator | None = None
         self._metric_ids: frozenset[int] = frozenset()
         self._floats: dict[int, bool] = {}
+        self._decides: dict[int, bool] = {}
 
     def __reduce__(self) -> tuple:
         return (EntryFilter, (self.specs, self.schema, self.expr, self.case_sensitive))
@@ -480,6 +482,11 @@ class EntryFilter:
             self._metric_ids = frozenset(referenced_field_ids(metrics.expr))
         if metrics is None:
             entries = read_manifest(io, manifest, specs=self.specs, skip_deleted=True)
+        elif pev is not None and self._partition_decides(manifest.partition_spec_id):
+            # the filter is exact on this spec's partition values: a file the partition test keeps
+            # holds only matching rows, so its metrics could drop it only for having no row
+            entries = (e for e in read_manifest_where(io, manifest, (), None, specs=self.specs)
+                       if e.data_file.record_count != 0)
         else:
             entries = read_manifest_where(io, manifest, self._metric_ids, metrics.eval, specs=self.specs)
         out: list[ScanEntry] = []
@@ -499,6 +506,21 @@ class EntryFilter:
             if answer:
                 out.append(ScanEntry(df, e.sequence_number or 0, e.file_sequence_number))
         return out
+
+    def _partition_decides(self, spec_id: int) -> bool:
+        """Whether every column the filter reads is the source of an identity partition field of
+        the spec (and not a float or double, whose signed zeros and NaN partition values compare
+        apart from their metrics): then a file's partition values are its rows' values, and the
+        partition test answers for each file exactly what its column metrics would, rows aside."""
+        found = self._decides.get(spec_id)
+        if found is None:
+            spec = self.specs.get(spec_id)
+            identity = {f.source_id for f in spec.fields if isinstance(f.transform, IdentityTransform)} if spec else set()
+            found = bool(self._metric_ids) and self._metric_ids <= identity and not any(
+                isinstance(getattr(self.schema.find_field_or_none(fid), "field_type", None), (FloatType, DoubleType, type(None)))
+                for fid in self._metric_ids)
+            self._decides[spec_id] = found
+        return found
 
     def _float_partitions(self, spec_id: int) -> bool:
         # float partition values compare by their bits (0.0 and -0.0 differ, NaN equals NaN), which
