@@ -205,20 +205,12 @@ class ManifestEvaluator(_BoolVisitor):
 
     def _compiled(self, expr: Expression) -> Callable[[Sequence[Any]], bool]:
         """A function of a manifest's summaries giving what a visit of ``expr`` gives."""
-        if expr is ALWAYS_TRUE:
-            return lambda stats: True
-        if expr is ALWAYS_FALSE:
-            return lambda stats: False
-        if isinstance(expr, And):
-            left, right = self._compiled(expr.left), self._compiled(expr.right)
-            return lambda stats: left(stats) and right(stats)
-        if isinstance(expr, Or):
-            left, right = self._compiled(expr.left), self._compiled(expr.right)
-            return lambda stats: left(stats) or right(stats)
-        if (isinstance(expr, BoundPredicate) and expr.literal is not None
-                and expr.op in (Operation.LT, Operation.LT_EQ, Operation.GT, Operation.GT_EQ, Operation.EQ)):
-            return _summary_test(expr.op, expr.term.positions[0], expr.term.type, expr.literal.value)
-        return lambda stats: self._visited(stats, expr)
+        def leaf(e: Expression) -> Callable[[Sequence[Any]], bool] | None:
+            if (isinstance(e, BoundPredicate) and e.literal is not None
+                    and e.op in (Operation.LT, Operation.LT_EQ, Operation.GT, Operation.GT_EQ, Operation.EQ)):
+                return _summary_test(e.op, e.term.positions[0], e.term.type, e.literal.value)
+            return None
+        return _compiled_tree(expr, leaf, self._visited)
 
     def always_true(self) -> bool:
         return True
@@ -315,6 +307,24 @@ class ManifestEvaluator(_BoolVisitor):
         if s.contains_null:
             return True
         return not _all_start_with(value, s.lower_bound, s.upper_bound)
+
+
+def _compiled_tree(expr: Expression, leaf: Callable[[Expression], Callable[[Any], bool] | None],
+                   visited: Callable[[Any, Expression], bool]) -> Callable[[Any], bool]:
+    """A function of one argument giving what a visit of ``expr`` gives: constants, And and Or
+    composed here, each predicate tested by ``leaf(predicate)`` when it gives a direct test and by
+    ``visited(argument, predicate)`` otherwise."""
+    if expr is ALWAYS_TRUE:
+        return lambda x: True
+    if expr is ALWAYS_FALSE:
+        return lambda x: False
+    if isinstance(expr, (And, Or)):
+        left, right = (_compiled_tree(e, leaf, visited) for e in (expr.left, expr.right))
+        if isinstance(expr, And):
+            return lambda x: left(x) and right(x)
+        return lambda x: left(x) or right(x)
+    direct = leaf(expr)
+    return direct if direct is not None else (lambda x: visited(x, expr))
 
 
 def _summary_test(op: Operation, position: int, t: Any, value: Any) -> Callable[[Sequence[Any]], bool]:
@@ -519,19 +529,11 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
 
     def _compiled(self, expr: Expression) -> Callable[[Any], bool]:
         """A function of a data file giving what :meth:`eval`'s visit of ``expr`` gives."""
-        if expr is ALWAYS_TRUE:
-            return lambda f: True
-        if expr is ALWAYS_FALSE:
-            return lambda f: False
-        if isinstance(expr, And):
-            left, right = self._compiled(expr.left), self._compiled(expr.right)
-            return lambda f: left(f) and right(f)
-        if isinstance(expr, Or):
-            left, right = self._compiled(expr.left), self._compiled(expr.right)
-            return lambda f: left(f) or right(f)
-        if isinstance(expr, BoundPredicate) and expr.op in _BOUND_TESTS and expr.literal is not None:
-            return _bound_test(expr.op, expr.term.field_id, expr.term.type, expr.literal.value)
-        return lambda f: self._visited(f, expr)
+        def leaf(e: Expression) -> Callable[[Any], bool] | None:
+            if isinstance(e, BoundPredicate) and e.op in _BOUND_TESTS and e.literal is not None:
+                return _bound_test(e.op, e.term.field_id, e.term.type, e.literal.value)
+            return None
+        return _compiled_tree(expr, leaf, self._visited)
 
     def always_true(self) -> bool:
         return True
