@@ -23,7 +23,7 @@ import bisect
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from procedures.core.summary import is_dv
 from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
@@ -46,9 +46,11 @@ from procedures.spec.manifest import (
     DataFile,
     FileContent,
     ManifestContent,
+    FieldSummary,
     ManifestFile,
+    ManifestRows,
     read_manifest,
-    read_manifest_list,
+    read_manifest_list_where,
     read_manifest_where,
 )
 from procedures.spec.metadata import TableMetadata
@@ -56,7 +58,8 @@ from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.projection import inclusive_projection, strict_projection
 from procedures.spec.schema import Schema
-from procedures.spec.types import NestedField, StructType, UnknownType
+from procedures.spec.transforms import IdentityTransform
+from procedures.spec.types import DoubleType, FloatType, NestedField, StructType, UnknownType
 from procedures.spec.snapshots import MAIN_BRANCH, Snapshot
 
 __all__ = [
@@ -447,14 +450,20 @@ class EntryFilter:
         self._pruner = _pruners(self.specs, schema, expr, case_sensitive)
         self._metrics: InclusiveMetricsEvaluator | None = None
         self._metric_ids: frozenset[int] = frozenset()
+        self._floats: dict[int, bool] = {}
+        self._decides: dict[int, bool] = {}
 
     def __reduce__(self) -> tuple:
         return (EntryFilter, (self.specs, self.schema, self.expr, self.case_sensitive))
 
     def keeps_manifest(self, m: ManifestFile) -> bool:
         """Whether the manifest's partition summaries allow a matching file."""
-        mev, _ = self._pruner(m.partition_spec_id)
-        return mev is None or mev.eval(m)
+        return self.keeps_summaries(m.partition_spec_id, m.partitions)
+
+    def keeps_summaries(self, spec_id: int, summaries: tuple[FieldSummary, ...] | None) -> bool:
+        """Whether a manifest of spec ``spec_id`` with these partition summaries may hold a matching file."""
+        mev, _ = self._pruner(spec_id)
+        return mev is None or summaries is None or mev.eval(summaries)
 
     def partition_evaluator(self, spec_id: int) -> Evaluator | None:
         """The projected partition filter of a spec (None when it keeps every partition)."""
@@ -473,15 +482,56 @@ class EntryFilter:
             self._metric_ids = frozenset(referenced_field_ids(metrics.expr))
         if metrics is None:
             entries = read_manifest(io, manifest, specs=self.specs, skip_deleted=True)
+        elif pev is not None and self._partition_decides(manifest.partition_spec_id):
+            # the filter is exact on this spec's partition values: a file the partition test keeps
+            # holds only matching rows, so its metrics could drop it only for having no row
+            entries = (e for e in read_manifest_where(io, manifest, (), None, specs=self.specs)
+                       if e.data_file.record_count != 0)
         else:
             entries = read_manifest_where(io, manifest, self._metric_ids, metrics.eval, specs=self.specs)
         out: list[ScanEntry] = []
+        if pev is None:
+            for e in entries:
+                out.append(ScanEntry(e.data_file, e.sequence_number or 0, e.file_sequence_number))
+            return out
+        # a manifest's files share a few partitions: each distinct one is evaluated once
+        answers: dict[tuple, bool] = {}
+        canonical = self._float_partitions(manifest.partition_spec_id)
         for e in entries:
             df = e.data_file
-            if pev is not None and not pev.eval(df.partition):
-                continue
-            out.append(ScanEntry(df, e.sequence_number or 0, e.file_sequence_number))
+            key = partition_key(0, df.partition) if canonical else df.partition
+            answer = answers.get(key)
+            if answer is None:
+                answer = answers[key] = bool(pev.eval(df.partition))
+            if answer:
+                out.append(ScanEntry(df, e.sequence_number or 0, e.file_sequence_number))
         return out
+
+    def _partition_decides(self, spec_id: int) -> bool:
+        """Whether every column the filter reads is the source of an identity partition field of
+        the spec (and not a float or double, whose signed zeros and NaN partition values compare
+        apart from their metrics): then a file's partition values are its rows' values, and the
+        partition test answers for each file exactly what its column metrics would, rows aside."""
+        found = self._decides.get(spec_id)
+        if found is None:
+            spec = self.specs.get(spec_id)
+            identity = {f.source_id for f in spec.fields if isinstance(f.transform, IdentityTransform)} if spec else set()
+            found = bool(self._metric_ids) and self._metric_ids <= identity and not any(
+                isinstance(getattr(self.schema.find_field_or_none(fid), "field_type", None), (FloatType, DoubleType, type(None)))
+                for fid in self._metric_ids)
+            self._decides[spec_id] = found
+        return found
+
+    def _float_partitions(self, spec_id: int) -> bool:
+        # float partition values compare by their bits (0.0 and -0.0 differ, NaN equals NaN), which
+        # Python's tuple equality does not: such partitions are keyed through partition_key
+        found = self._floats.get(spec_id)
+        if found is None:
+            spec = self.specs.get(spec_id)
+            found = spec is None or any(isinstance(f.field_type, (FloatType, DoubleType))
+                                        for f in spec.partition_type(self.schema).fields)
+            self._floats[spec_id] = found
+        return found
 
 
 @dataclass(frozen=True)
@@ -492,7 +542,7 @@ class ScanManifests:
     schema: Schema
     entry_filter: EntryFilter
     delete_manifests: tuple[ManifestFile, ...]
-    data_manifests: tuple[ManifestFile, ...]
+    data_manifests: Sequence[ManifestFile]  # a tuple, or ManifestRows decoded as they are read
 
 
 def scan_manifests(
@@ -516,11 +566,17 @@ def scan_manifests(
     expr = _as_expression(filter)
     if expr is not ALWAYS_TRUE:
         bind(expr, sel.schema, case_sensitive)
-    if manifests is None:
-        assert sel.snapshot is not None
-        manifests = read_manifest_list(io, sel.snapshot.manifest_list) if sel.snapshot.manifest_list else []
     ef = EntryFilter(md.specs_by_id, sel.schema, expr, case_sensitive)
-    kept = [m for m in manifests if _manifest_may_have_live_files(m) and ef.keeps_manifest(m)]
+    kept: Sequence[ManifestFile] = ()
+    if manifests is not None:
+        kept = [m for m in manifests if _manifest_may_have_live_files(m) and ef.keeps_manifest(m)]
+    elif sel.snapshot is not None and sel.snapshot.manifest_list:
+        # the rows are tested on their encoded summaries; those that pass stay encoded until read
+        kept = read_manifest_list_where(io, sel.snapshot.manifest_list, ef.keeps_summaries, live_only=True)
+    if isinstance(kept, ManifestRows):
+        return ScanManifests(schema=sel.schema, entry_filter=ef,
+                             delete_manifests=tuple(kept.with_content(ManifestContent.DELETES)),
+                             data_manifests=kept.with_content(ManifestContent.DATA))
     return ScanManifests(
         schema=sel.schema, entry_filter=ef,
         delete_manifests=tuple(m for m in kept if m.content == ManifestContent.DELETES),

@@ -88,7 +88,8 @@ def match_files(table: Table, filter: str | Expression, spark: Any = None) -> Fi
     strict_metrics = StrictMetricsEvaluator(schema, expr)
     strict_parts: dict[int, Evaluator] = {}
     out = FilterMatch(md.current_snapshot_id)
-    reader = SparkEntryReader(spark, table.io, table.name) if spark is not None else None
+    # each task is used once here: streamed, so the driver never holds the whole task list
+    reader = SparkEntryReader(spark, table.io, table.name, stream=True) if spark is not None else None
     for task in iter_file_scan_tasks(md, table.io, filter=expr, read_entries=reader):
         df = task.data_file
         spec = md.spec_by_id(df.spec_id)

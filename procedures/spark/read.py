@@ -46,7 +46,7 @@ from procedures.io.arrow_schema import type_to_arrow
 from procedures.io.sandbox import file_io
 from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
 from procedures.spark.environment import check_python_workers, check_session
-from procedures.spark.scan_planning import plan_scan_tasks
+from procedures.spark.scan_planning import iter_scan_tasks, plan_scan_tasks
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expression_parser import parse_filter
@@ -461,7 +461,8 @@ def read_files(
         filter if isinstance(filter, Expression) else None)
     with job_description(spark, f"Plan reading {len(wanted)} file(s) of {t.name}"):
         sel = select_snapshot(t.metadata, snapshot_id=snapshot_id)
-        tasks = [tk for tk in plan_scan_tasks(spark, t, snapshot_id=snapshot_id, filter=expr)
+        # streamed: only the wanted files' tasks are ever held, however large the table
+        tasks = [tk for tk in iter_scan_tasks(spark, t, snapshot_id=snapshot_id, filter=expr)
                  if tk.data_file.file_path in wanted]
     if expr is None:
         missing = wanted - {tk.data_file.file_path for tk in tasks}

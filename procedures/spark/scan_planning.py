@@ -10,6 +10,12 @@ manifests per task, each task applying the scan's partition and metrics filter
 list per manifest.  The driver reads the delete manifests and builds the tasks from those lists in
 manifest order (:func:`~procedures.core.scan.tasks_from_entries`), so the tasks are the driver
 path's, in the same order.
+
+:func:`plan_scan_tasks` returns the tasks as a list (the job's results collected at once, every
+partition in parallel).  :func:`iter_scan_tasks` streams them: the results are pulled from the
+executors a partition at a time (``toLocalIterator``), so the driver holds one partition's matching
+entries and whatever the caller keeps, never the whole task list; for callers that use each task
+once.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest import ManifestFile
 
-__all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "SparkEntryReader", "in_manifest_order", "plan_scan_tasks"]
+__all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "SparkEntryReader", "in_manifest_order", "in_order", "iter_scan_tasks",
+           "plan_scan_tasks"]
 
 T = TypeVar("T")
 _NONE = object()  # no result yet (None could be a value)
@@ -36,21 +43,27 @@ _NONE = object()  # no result yet (None could be a value)
 #: about what the driver spends on 50 such manifests.
 DRIVER_MAX_SCAN_MANIFESTS = 200
 
+#: pickled entries a Spark task sends back in one piece (several manifests' when they are small)
+RESULT_PIECE_BYTES = 256 * 1024
+
 
 class SparkEntryReader:
     """Reads a scan's data manifests on the executors when there are enough of them.
 
     ``min_manifests`` forces the choice: read on the executors when at least that many data
     manifests remain after pruning (tests use a small one); None uses :data:`DRIVER_MAX_SCAN_MANIFESTS`
-    and the driver's reading limits.
+    and the driver's reading limits.  ``stream`` pulls the job's results a partition at a time
+    instead of collecting them (bounded driver memory, for a caller that consumes the entries once).
     """
 
-    def __init__(self, spark: Any, io: Any, name: str = "table", min_manifests: int | None = None) -> None:
+    def __init__(self, spark: Any, io: Any, name: str = "table", min_manifests: int | None = None,
+                 stream: bool = False) -> None:
         self.spark = spark
         self.io = io  # the driver path reads with the table's own FileIO
         self.props = dict(getattr(io, "properties", {}) or {})  # the executors rebuild it from these
         self.name = name
         self.min_manifests = min_manifests
+        self.stream = stream
         self.distributed = False  # whether the last plan read its manifests on the executors
 
     def wants(self, manifests: Sequence[ManifestFile]) -> bool:
@@ -63,31 +76,75 @@ class SparkEntryReader:
 
     def __call__(self, plan: ScanManifests) -> Iterable[list[ScanEntry]]:
         """One list of matching entries per data manifest of ``plan``, in order."""
-        manifests = list(plan.data_manifests)
+        manifests = plan.data_manifests  # kept encoded (ManifestRows) until a task reads them
         self.distributed = bool(manifests) and self.wants(manifests)
         if not self.distributed:
             return read_entries_on_driver(self.io, plan)
         return self._read(plan, manifests)
 
-    def _read(self, plan: ScanManifests, manifests: list[ManifestFile]) -> Iterator[list[ScanEntry]]:
+    def _read(self, plan: ScanManifests, manifests: Sequence[ManifestFile]) -> Iterator[list[ScanEntry]]:
         check_python_workers(self.spark)
         sc = self.spark.sparkContext
         props, entry_filter = self.props, plan.entry_filter
 
-        def read(pairs: Iterable[tuple[int, ManifestFile]]) -> Iterator[tuple[int, bytes]]:
+        def read(groups: Iterable[tuple[int, Sequence[ManifestFile]]]) -> Iterator[tuple[int, list[bytes]]]:
+            # consecutive manifests' pickled entries go back together, about RESULT_PIECE_BYTES at a
+            # time: Spark's batching of small results then never hands the driver a large batch
             prepare_python_worker()
             io = file_io(props)
-            for index, manifest in pairs:
-                yield index, pickle.dumps(entry_filter.data_entries(io, manifest), protocol=pickle.HIGHEST_PROTOCOL)
+            for first, group in groups:
+                piece: list[bytes] = []
+                size = 0
+                for manifest in group:
+                    raw = pickle.dumps(entry_filter.data_entries(io, manifest), protocol=pickle.HIGHEST_PROTOCOL)
+                    piece.append(raw)
+                    size += len(raw)
+                    if size >= RESULT_PIECE_BYTES:
+                        yield first, piece
+                        first, piece, size = first + len(piece), [], 0
+                if piece:
+                    yield first, piece
 
-        slices = max(1, min(len(manifests), sc.defaultParallelism * 4))
-        with job_description(self.spark, f"Planning scan of {self.name}: reading {len(manifests)} manifests"):
-            results = sc.parallelize(list(enumerate(manifests)), slices).mapPartitions(read).collect()
-        placed = in_manifest_order(results, len(manifests), self.name)
+        # one contiguous group of manifests per partition, sent as the slice of the plan's rows
+        count = len(manifests)
+        slices = max(1, min(count, sc.defaultParallelism * 4))
+        cuts = [count * k // slices for k in range(slices + 1)]
+        groups = [(a, manifests[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
+        rdd = sc.parallelize(groups, len(groups)).mapPartitions(read)
+        if self.stream:
+            yield from self._streamed(rdd, count)
+            return
+        with job_description(self.spark, f"Planning scan of {self.name}: reading {count} manifests"):
+            results = rdd.collect()
+        placed = in_manifest_order(_each_manifest(results), len(manifests), self.name)
         del results
         for i, raw in enumerate(placed):
             placed[i] = None  # the driver holds each manifest's entries once, never bytes and objects together
             yield pickle.loads(raw)
+
+
+    def _streamed(self, rdd: Any, count: int) -> Iterator[list[ScanEntry]]:
+        # Every partition is computed at once into the executors' storage, then pulled to the driver
+        # one partition at a time: the parallelism of a collect, the memory of one partition (a bare
+        # toLocalIterator would also compute the partitions one or two at a time).
+        from pyspark import StorageLevel  # noqa: PLC0415 -- the package imports without pyspark
+
+        rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            with job_description(self.spark, f"Planning scan of {self.name}: reading {count} manifests"):
+                rdd.count()
+                # the serving thread that runs the pulling jobs starts here and inherits the description
+                streamed = rdd.toLocalIterator(prefetchPartitions=True)
+            for raw in in_order(_each_manifest(streamed), count, self.name):
+                yield pickle.loads(raw)
+        finally:
+            rdd.unpersist(blocking=False)
+
+
+def _each_manifest(pieces: Iterable[tuple[int, list[bytes]]]) -> Iterator[tuple[int, bytes]]:
+    for first, piece in pieces:
+        for index, raw in enumerate(piece, first):
+            yield index, raw
 
 
 def in_manifest_order(results: Iterable[tuple[int, T]], count: int, name: str = "table") -> list[T]:
@@ -112,6 +169,38 @@ def in_manifest_order(results: Iterable[tuple[int, T]], count: int, name: str = 
             table=name, missing=missing, repeated=repeated,
         )
     return placed
+
+
+def in_order(results: Iterable[tuple[int, T]], count: int, name: str = "table") -> Iterator[T]:
+    """The values of ``(manifest index, value)`` pairs that must arrive in manifest order (a
+    partition-by-partition stream of a job's results), passed on as they come; raises
+    ScanPlanningError at the first one out of place, or at the end when some never came."""
+    expected = 0
+    for index, value in results:
+        if index != expected:
+            raise ScanPlanningError(
+                f"Planning the scan of {name}: the Spark job reading its {count} data manifests returned the "
+                f"result of manifest {index} where manifest {expected} was due, so the scan stops here. Retry the "
+                "scan; if it happens again, look in the executors' logs for lost or re-run tasks",
+                table=name, missing=[expected], repeated=[index],
+            )
+        expected += 1
+        yield value
+    if expected != count:
+        raise ScanPlanningError(
+            f"Planning the scan of {name}: the Spark job reading its {count} data manifests returned {expected} "
+            f"results (manifests {expected} to {count - 1} without one), so the scan is incomplete. Retry the "
+            "scan; if it happens again, look in the executors' logs for lost or re-run tasks",
+            table=name, missing=list(range(expected, min(count, expected + 5))), repeated=[],
+        )
+
+
+def iter_scan_tasks(spark: Any, table: Any, *, min_manifests: int | None = None, **scan: Any) -> Iterator[FileScanTask]:
+    """:func:`plan_scan_tasks` as a stream, for callers that use each task once: past a size the
+    executors' results are pulled a partition at a time, so the driver never holds the whole task
+    list (its memory stays flat as the table grows).  Same tasks, same order."""
+    reader = SparkEntryReader(spark, table.io, str(table.name), min_manifests, stream=True)
+    return iter_file_scan_tasks(table.metadata, table.io, read_entries=reader, **scan)
 
 
 def plan_scan_tasks(spark: Any, table: Any, *, min_manifests: int | None = None, **scan: Any) -> list[FileScanTask]:

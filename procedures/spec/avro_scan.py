@@ -17,6 +17,7 @@ lengths and block counts; a negative block count is followed by the block's byte
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -39,7 +40,10 @@ class SkimField:
     fields (a dict by field name, values as fastavro gives them without logical types), or
     ``"map"`` for an Iceberg map stored as an array of ``key``/``value`` records with int keys (as
     manifests store metrics): a dict of the entries whose key is in ``keys`` (every entry when
-    ``keys`` is None).  A union with null gives None.
+    ``keys`` is None), or ``"span"`` for the value's encoded bytes as they are, of any type (a
+    union's branch index included), to compare or decode later, or ``"records"`` for an array of
+    records of primitive fields (a list of tuples in the record's field order).  A union with null
+    gives None, except for a span.
     """
 
     path: tuple[int, ...]
@@ -134,9 +138,16 @@ class _Generator:
         if depth > _MAX_DEPTH:
             raise _Unsupported("schema nested too deeply")
         out: list[str] = []
+        run = 0  # plain int/long fields skipped in a row, stepped over at once
         for f in t["fields"]:
             fid = f.get("field-id")
             sub = path + (fid,) if fid is not None else None
+            kept = sub is not None and (sub in self.wanted or sub in self.prefixes)
+            if not kept and self.resolve(f["type"]) in ("int", "long"):
+                run += 1
+                continue
+            out += self.skip_varints(run, depth)
+            run = 0
             if sub is not None and sub in self.wanted:
                 self.found.add(self.wanted[sub][0])
                 out += self.keep(f["type"], self.wanted[sub], depth)
@@ -148,7 +159,17 @@ class _Generator:
                     out += self.nested(inner, sub, depth)
             else:
                 out += self.skip(f["type"], depth)
-        return out
+        return out + self.skip_varints(run, depth)
+
+    def skip_varints(self, count: int, depth: int) -> list[str]:
+        """Code stepping over ``count`` varints in a row: one regular-expression match for several
+        (a varint is bytes with the high bit set, then one without), cheaper than a loop per byte."""
+        if count <= 1:
+            return self.skip("long", depth) if count else []
+        ind, name, m = "    " * depth, f"VARINTS{count}", self.var("m")
+        self.constants[name] = re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % count, re.DOTALL).match
+        return [f"{ind}{m} = {name}(buf, pos)", f"{ind}if {m} is None:",
+                f"{ind}    raise ValueError('truncated varints')", f"{ind}pos = {m}.end()"]
 
     def nested(self, t: Any, path: tuple[int, ...], depth: int) -> list[str]:
         t = self.resolve(t)
@@ -228,9 +249,14 @@ class _Generator:
 
     def plain_record(self, t: Mapping[str, Any], depth: int) -> list[str]:
         out: list[str] = []
+        run = 0
         for f in t["fields"]:
-            out += self.skip(f["type"], depth)
-        return out
+            if self.resolve(f["type"]) in ("int", "long"):
+                run += 1
+                continue
+            out += self.skip_varints(run, depth) + self.skip(f["type"], depth)
+            run = 0
+        return out + self.skip_varints(run, depth)
 
     def blocks(self, depth: int, item: Callable[[int], list[str]]) -> list[str]:
         ind = "    " * depth
@@ -250,6 +276,9 @@ class _Generator:
     # -- code that keeps a wanted field in its output variable
     def keep(self, t: Any, wanted: tuple[int, SkimField], depth: int) -> list[str]:
         index, field = wanted
+        if field.kind == "span":  # the value's own bytes, whatever its type (union index included)
+            ind, start = "    " * depth, self.var("st")
+            return [f"{ind}{start} = pos"] + self.skip(t, depth) + [f"{ind}{self.outputs[index]} = buf[{start}:pos]"]
         t = self.resolve(t)
         if isinstance(t, list):
             return self.union(t, depth, lambda b, d: self.keep_one(b, index, field, d))
@@ -289,6 +318,11 @@ class _Generator:
                     out += self.value(ft, v, depth)
                 out.append(f"{ind}{target}[{name}] = {v}")
             return out
+        if field.kind == "records":
+            item = self.resolve(t.get("items")) if isinstance(t, dict) and t.get("type") == "array" else None
+            if not isinstance(item, dict) or item.get("type") != "record":
+                raise _Unsupported(f"field {field.path} is not an array of records")
+            return [f"{ind}{target} = []"] + self.blocks(depth, lambda d: self.row(item, target, d))
         if field.kind != "map" or not isinstance(t, dict) or t.get("type") != "array":
             raise _Unsupported(f"field {field.path} is not an array of key/value records")
         item = self.resolve(t["items"])
@@ -316,6 +350,19 @@ class _Generator:
             body += ([f"{inner}if {k} in {keys}:"] + self.read_long(v, depth + 3)
                      + [f"{inner}    {target}[{k}] = {v}", f"{inner}else:"] + self.skip(value_type, depth + 3))
         return [f"{ind}{target} = {{}}"] + self.blocks(depth, lambda d: body)
+
+    def row(self, t: Mapping[str, Any], target: str, depth: int) -> list[str]:
+        """Code appending a record of primitive fields to the list ``target`` as a tuple."""
+        out, names = [], []
+        for f in t["fields"]:
+            v = self.var("v")
+            names.append(v)
+            ft = self.resolve(f["type"])
+            if isinstance(ft, list):
+                out += self.union(ft, depth, lambda b, d, v=v: self.value(b, v, d))
+            else:
+                out += self.value(ft, v, depth)
+        return out + [f"{'    ' * depth}{target}.append(({', '.join(names)},))"]
 
     def value(self, t: Any, target: str, depth: int) -> list[str]:
         """Code decoding a primitive (or fixed) value into ``target`` as fastavro does without

@@ -175,6 +175,9 @@ class ManifestEvaluator(_BoolVisitor):
         self.partition_struct = partition_struct
         self.expr = bind(rewrite_not(partition_filter), partition_struct, case_sensitive)
         self._stats: Sequence[Any] = ()
+        # planning tests every manifest of a table: comparisons get a direct function each (the
+        # visitor's dispatch costs more than the test), the rest go through the visitor
+        self._test = self._compiled(self.expr)
 
     @classmethod
     def for_partition_filter(cls, partition_struct: StructType, partition_filter: Expression,
@@ -194,11 +197,22 @@ class ManifestEvaluator(_BoolVisitor):
         stats = getattr(manifest, "partitions", manifest)
         if stats is None:
             return True
+        return self._test(stats)
+
+    def _visited(self, stats: Sequence[Any], expr: Expression) -> bool:
         self._stats = stats
         try:
-            return bool(visit(self.expr, self))
+            return bool(visit(expr, self))
         finally:
             self._stats = ()
+
+    def _compiled(self, expr: Expression) -> Callable[[Sequence[Any]], bool]:
+        """A function of a manifest's summaries giving what a visit of ``expr`` gives."""
+        def leaf(e: Expression) -> Callable[[Sequence[Any]], bool] | None:
+            if isinstance(e, BoundPredicate) and e.literal is not None and e.op in _SIDES:
+                return _summary_test(e.op, e.term.positions[0], e.term.type, e.literal.value)
+            return None
+        return _compiled_tree(expr, leaf, self._visited)
 
     def always_true(self) -> bool:
         return True
@@ -238,15 +252,7 @@ class ManifestEvaluator(_BoolVisitor):
         return not (s.contains_nan and not s.contains_null and s.lower_bound is None)
 
     def _comparison(self, op: Operation, ref: BoundReference, value: Any) -> bool:
-        s = self._summary(ref)
-        lo, hi = _SIDES[op]
-        lower = None if lo is None else self._lower(ref, s)
-        upper = None if hi is None else self._upper(ref, s)
-        # unlike a file's metrics, a summary without bounds has no non-null value (or only NaN), and
-        # those satisfy no comparison; the first bound read decides (an = without upper bound may match)
-        if (upper if lo is None else lower) is None:
-            return False
-        return _range_may_hold(op, lower, upper, value)
+        return _summary_test(op, ref.positions[0], ref.type, value)(self._stats)
 
     def lt(self, ref: BoundReference, value: Any) -> bool:
         return self._comparison(Operation.LT, ref, value)
@@ -406,6 +412,46 @@ def _in_range_test(values: Iterable[Any]) -> Callable[[Any, Any], bool]:
     return lambda lower, upper: any(lower_ok(lower) and upper_ok(upper) for lower_ok, upper_ok in tests)
 
 
+def _compiled_tree(expr: Expression, leaf: Callable[[Expression], Callable[[Any], bool] | None],
+                   visited: Callable[[Any, Expression], bool]) -> Callable[[Any], bool]:
+    """A function of one argument giving what a visit of ``expr`` gives: constants, And and Or
+    composed here, each predicate tested by ``leaf(predicate)`` when it gives a direct test and by
+    ``visited(argument, predicate)`` otherwise."""
+    if expr is ALWAYS_TRUE:
+        return lambda x: True
+    if expr is ALWAYS_FALSE:
+        return lambda x: False
+    if isinstance(expr, (And, Or)):
+        left, right = (_compiled_tree(e, leaf, visited) for e in (expr.left, expr.right))
+        if isinstance(expr, And):
+            return lambda x: left(x) and right(x)
+        return lambda x: left(x) or right(x)
+    direct = leaf(expr)
+    return direct if direct is not None else (lambda x: visited(x, expr))
+
+
+def _summary_test(op: Operation, position: int, t: Any, value: Any) -> Callable[[Sequence[Any]], bool]:
+    """:class:`ManifestEvaluator`'s answer for ``field op value`` (a key of ``_SIDES``) as a direct
+    function of a manifest's summaries, by the shared range rules.  Unlike a file's metrics, a summary
+    without bounds has no non-null value (or only NaN), and those satisfy no comparison: the first
+    bound the comparison reads decides (an ``=`` without an upper bound may still match)."""
+    lo, hi = _SIDES[op]
+    lower_ok = None if lo is None else _admits(lo, value)
+    upper_ok = None if hi is None else _admits(hi, value)
+
+    def test(stats: Sequence[Any]) -> bool:
+        s = stats[position]
+        first = s.lower_bound if lower_ok is not None else s.upper_bound
+        if first is None:
+            return False
+        if lower_ok is not None and not lower_ok(from_bytes(s.lower_bound, t)):
+            return False
+        return upper_ok is None or upper_ok(None if s.upper_bound is None else from_bytes(s.upper_bound, t))
+    return test
+
+
+
+
 def _prefix_in_range(prefix: str, lower: bytes | None, upper: bytes | None) -> bool:
     """Whether values starting with ``prefix`` can lie in [lower, upper] (UTF-8 byte order).
 
@@ -526,21 +572,13 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
 
     def _compiled(self, expr: Expression) -> Callable[[Any], bool]:
         """A function of a data file giving what :meth:`eval`'s visit of ``expr`` gives."""
-        if expr is ALWAYS_TRUE:
-            return lambda f: True
-        if expr is ALWAYS_FALSE:
-            return lambda f: False
-        if isinstance(expr, And):
-            left, right = self._compiled(expr.left), self._compiled(expr.right)
-            return lambda f: left(f) and right(f)
-        if isinstance(expr, Or):
-            left, right = self._compiled(expr.left), self._compiled(expr.right)
-            return lambda f: left(f) or right(f)
-        if isinstance(expr, BoundPredicate) and expr.op in _SIDES and expr.literal is not None:
-            return _inclusive_comparison(expr.op, expr.term.field_id, expr.term.type, expr.literal.value)
-        if isinstance(expr, BoundPredicate) and expr.op is Operation.IN and expr.literal_set is not None:
-            return _inclusive_in(expr.term.field_id, expr.term.type, expr.literal_set)
-        return lambda f: self._visited(f, expr)
+        def leaf(e: Expression) -> Callable[[Any], bool] | None:
+            if isinstance(e, BoundPredicate) and e.op in _SIDES and e.literal is not None:
+                return _inclusive_comparison(e.op, e.term.field_id, e.term.type, e.literal.value)
+            if isinstance(e, BoundPredicate) and e.op is Operation.IN and e.literal_set is not None:
+                return _inclusive_in(e.term.field_id, e.term.type, e.literal_set)
+            return None
+        return _compiled_tree(expr, leaf, self._visited)
 
     def always_true(self) -> bool:
         return True

@@ -70,6 +70,8 @@ __all__ = [
     "decode_manifest_list_head",
     "manifest_live_paths",
     "read_manifest_list",
+    "read_manifest_list_where",
+    "ManifestRows",
     "read_manifest",
     "read_manifest_where",
     "EntryMetrics",
@@ -721,10 +723,7 @@ def _manifest_file_converter(schema: Mapping[str, Any]) -> Callable[[dict], Mani
             r.get(g[503]),
             r.get(g[504]), r.get(g[505]), r.get(g[506]),
             r.get(g[512]), r.get(g[513]), r.get(g[514]),
-            None if parts is None else tuple(
-                FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
-                for p in parts
-            ),
+            _field_summaries(parts),
             r.get(g[519]),
             r.get(g[520]),
         )
@@ -741,6 +740,201 @@ def read_manifest_list(io: _FileIO, path: str) -> list[ManifestFile]:
         return [convert(r) for r in reader]
     except (KeyError, ValueError, EOFError) as e:
         raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
+
+
+#: what :func:`read_manifest_list_where` skims of a manifest-list row, in this order
+_LIST_SKIM = (SkimField((502,), "long"), SkimField((504,), "long"), SkimField((505,), "long"),
+              SkimField((507,), "span"), SkimField((517,), "long"))
+#: positions in :data:`_LIST_SKIM` of the fields a list must have to be skimmed (v1 has no content)
+_LIST_REQUIRED = frozenset(range(4))
+
+
+@dataclass(frozen=True)
+class _ListReader:
+    """How :func:`read_manifest_list_where` reads rows of one manifest-list schema: the parsed
+    schema and row converter of a full decode, the skimmer (None: read in full) and the parsed
+    schema of the ``partitions`` field alone, which decodes a skimmed span."""
+
+    parsed: Any
+    convert: Callable[[dict], ManifestFile]
+    skim: Callable[[bytes, int], tuple[int, tuple]] | None
+    summaries: Callable[[bytes], tuple[FieldSummary, ...] | None] | None
+
+
+#: schema text -> reader, for the few schemas manifest lists have
+_LIST_READERS: dict[str, _ListReader] = {}
+
+
+def _list_reader(schema_text: str) -> _ListReader:
+    hit = _LIST_READERS.get(schema_text)
+    if hit is None:
+        schema = json.loads(schema_text)
+        skimmer = compile_skimmer(schema, _LIST_SKIM)
+        parts = next((f for f in schema["fields"] if f.get("field-id") == 507), None)
+        # every kept field must be in the schema: a list without them is read in full instead
+        usable = skimmer is not None and _LIST_REQUIRED <= skimmer.found and parts is not None
+        summaries = _summaries_reader(parts["type"]) if usable else None
+        usable = usable and summaries is not None
+        hit = _ListReader(fastavro.parse_schema(schema), _manifest_file_converter(schema),
+                          skimmer.skim if usable else None, summaries)
+        if len(_LIST_READERS) >= 16:
+            _LIST_READERS.clear()
+        _LIST_READERS[schema_text] = hit
+    return hit
+
+
+class ManifestRows(Sequence[ManifestFile]):
+    """Rows of a manifest list kept Avro-encoded, decoded into :class:`ManifestFile` one at a time
+    when read (by index, slice or iteration).  What :func:`read_manifest_list_where` returns: a
+    large table's thousands of kept rows cost their bytes (about a fifth of the objects), and they
+    travel to Spark tasks as those bytes."""
+
+    __slots__ = ("path", "schema", "rows", "contents")
+
+    def __init__(self, path: str, schema: str, rows: Sequence[bytes], contents: Sequence[int]) -> None:
+        self.path = path  # the manifest list, for errors
+        self.schema = schema  # its writer schema (JSON text)
+        self.rows = tuple(rows)
+        self.contents = tuple(contents)  # each row's ManifestContent value
+
+    def __reduce__(self) -> tuple:
+        return ManifestRows, (self.path, self.schema, self.rows, self.contents)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return ManifestRows(self.path, self.schema, self.rows[index], self.contents[index])
+        return self._decode(self.rows[index], _list_reader(self.schema))
+
+    def __iter__(self) -> Iterator[ManifestFile]:
+        reader = _list_reader(self.schema)
+        for row in self.rows:
+            yield self._decode(row, reader)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ManifestRows) and other.schema == self.schema:
+            return other.rows == self.rows
+        return isinstance(other, (Sequence, ManifestRows)) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ManifestRows({len(self.rows)} rows)"
+
+    def with_content(self, content: ManifestContent) -> "ManifestRows":
+        """The rows of one content (data or delete manifests), in order."""
+        want = int(content)
+        keep = [i for i, c in enumerate(self.contents) if c == want]
+        if len(keep) == len(self.rows):
+            return self
+        return ManifestRows(self.path, self.schema, [self.rows[i] for i in keep], [want] * len(keep))
+
+    def _decode(self, row: bytes, reader: "_ListReader") -> ManifestFile:
+        fo = _io.BytesIO(row)
+        try:
+            m = reader.convert(fastavro.schemaless_reader(fo, reader.parsed, None))
+        except Exception as e:  # fastavro raises several unrelated types for corrupt bytes
+            raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=self.path) from e
+        if fo.tell() != len(row):  # the skim and the decode must agree on where the row ends
+            raise InvalidMetadataError(f"a row read as {fo.tell()} bytes and as {len(row)}", location=self.path)
+        return m
+
+
+def _summaries_reader(parts_type: Any) -> Callable[[bytes], tuple[FieldSummary, ...] | None] | None:
+    """A function from the encoded ``partitions`` value of a manifest-list row (a skimmed span) to
+    its summaries, through a generated reader; None when the field has a shape it does not handle."""
+    wrapper = {"type": "record", "name": "span", "fields": [{"name": "p", "field-id": 1, "type": parts_type}]}
+    skimmer = compile_skimmer(wrapper, [SkimField((1,), "records")])
+    inner = _record_type(parts_type)
+    inner = inner if isinstance(inner, dict) else {}
+    if skimmer is None or inner.get("type") != "array" or not isinstance(inner.get("items"), dict):
+        return None
+    names = [f["name"] for f in inner["items"].get("fields", ())]
+    if "contains_null" not in names:
+        return None
+    at = [names.index(n) if n in names else None for n in ("contains_null", "contains_nan", "lower_bound", "upper_bound")]
+    skim = skimmer.skim
+
+    def read(span: bytes) -> tuple[FieldSummary, ...] | None:
+        end, (rows,) = skim(span, 0)
+        if end != len(span):
+            raise ValueError(f"partition summaries read as {end} bytes and as {len(span)}")
+        if rows is None:
+            return None
+        return tuple(FieldSummary(*(None if i is None else r[i] for i in at)) for r in rows)
+
+    return read
+
+
+def _field_summaries(parts: list[dict] | None) -> tuple[FieldSummary, ...] | None:
+    if parts is None:
+        return None
+    return tuple(FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
+                 for p in parts)
+
+
+def read_manifest_list_where(
+    io: _FileIO,
+    path: str,
+    keep: Callable[[int, tuple[FieldSummary, ...] | None], bool],
+    *,
+    live_only: bool = False,
+) -> ManifestRows | list[ManifestFile]:
+    """The rows of a manifest list whose partition spec id and field summaries pass ``keep``, as
+    :func:`read_manifest_list` gives them: a :class:`ManifestRows` that decodes each row when it is
+    read (a list, for a schema the skimming reader does not handle).
+
+    Each row's spec id, file counts and encoded ``partitions`` are read from its bytes first; a row
+    is decoded only when it passes.  ``keep(spec_id, summaries)`` must depend on its arguments
+    alone: it is called once per distinct (spec id, encoded summaries) pair, and the answer reused
+    for every other row with the same pair (a table's manifests repeat a few partition ranges).
+    ``live_only`` also drops the rows known to list no added or existing file (deleted entries only).
+    """
+    data = _read_bytes(io, path)
+    avro_codecs.install()
+    try:
+        blocks = fastavro.block_reader(_io.BytesIO(data))
+        schema_text = blocks.metadata["avro.schema"]
+        if isinstance(schema_text, bytes):
+            schema_text = schema_text.decode()
+        reader = _list_reader(schema_text)
+    except Exception as e:  # fastavro raises several unrelated types for corrupt files
+        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    if reader.skim is None:
+        rows = read_manifest_list(io, path)
+        return [m for m in rows if not (live_only and _no_live_files(m)) and keep(m.partition_spec_id, m.partitions)]
+    answers: dict[tuple[int, bytes], bool] = {}
+    rows: list[bytes] = []
+    contents: list[int] = []
+    skim = reader.skim
+    try:
+        for block in blocks:
+            buf = block.bytes_.getvalue()
+            pos = 0
+            for _ in range(block.num_records):
+                start = pos
+                pos, (spec_id, added, existing, parts, content) = skim(buf, pos)
+                if live_only and added == 0 and existing == 0:
+                    continue
+                key = (spec_id, parts)
+                answer = answers.get(key)
+                if answer is None:  # first row with these summaries: decode them to ask
+                    summaries = reader.summaries(parts)
+                    answer = answers[key] = bool(keep(spec_id, summaries))
+                if answer:
+                    rows.append(buf[start:pos])
+                    contents.append(content or 0)
+            if pos != len(buf):
+                raise ValueError(f"a block holds {len(buf) - pos} bytes past its {block.num_records} rows")
+    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+        raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
+    return ManifestRows(path, schema_text, rows, contents)
+
+
+def _no_live_files(m: ManifestFile) -> bool:
+    return not (m.has_added_files() or m.has_existing_files())
 
 
 @dataclass(frozen=True)
@@ -888,7 +1082,7 @@ def read_manifest_where(
     io: _FileIO,
     manifest: ManifestFile,
     field_ids: Iterable[int],
-    keep: Callable[[Any], bool],
+    keep: Callable[[Any], bool] | None,
     *,
     specs: Mapping[int, Any] | None = None,
 ) -> Iterator[ManifestEntry]:
@@ -898,7 +1092,8 @@ def read_manifest_where(
     ``keep`` gets an :class:`EntryMetrics` whose maps hold the ``field_ids`` only, or -- for a
     manifest schema the skimming reader does not handle -- the entry's :class:`DataFile`; it must
     answer from those fields and ids alone (an ``InclusiveMetricsEvaluator``'s ``eval`` over the
-    ids its filter references does).
+    ids its filter references does).  ``keep=None`` keeps every live entry, decoded by the same
+    generated reader without a first pass over the metrics (faster than fastavro's full decode).
     """
     path = manifest.manifest_path
     data = _read_bytes(io, path)
@@ -907,9 +1102,9 @@ def read_manifest_where(
     except Exception as e:  # the header parser raises several unrelated types for corrupt files
         raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
     plan = _skim_plan(schema, frozenset(field_ids))
-    if plan is None:
+    if plan is None or (keep is None and plan.decode is None):
         reader, _ = _open_avro(data, path, strip=True)
-        yield from (e for e in _entries(reader, schema, manifest, specs, True) if keep(e.data_file))
+        yield from (e for e in _entries(reader, schema, manifest, specs, True) if keep is None or keep(e.data_file))
         return
     avro_codecs.install()
     numbered = manifest.first_row_id is not None and manifest.content == ManifestContent.DATA
@@ -991,7 +1186,7 @@ def _skim_plan(schema: dict[str, Any], field_ids: frozenset[int]) -> _SkimPlan |
     return plan
 
 
-def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], bool], path: str,
+def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], bool] | None, path: str,
                   numbered: bool) -> Iterator[dict | tuple[int, int | None]]:
     """The decoded records of the live entries ``keep`` accepts and, when the manifest gives its
     files row ids (``numbered``), each other live entry's ``(record_count, first_row_id)``: what
@@ -1004,6 +1199,14 @@ def _kept_records(stripped_data: bytes, plan: _SkimPlan, keep: Callable[[Any], b
             buf = block.bytes_.getvalue()
             fo = _io.BytesIO(buf)
             pos = 0
+            if keep is None:  # every live entry, decoded in one pass (status is the first value)
+                for _ in range(block.num_records):
+                    pos, values = decode(buf, pos)
+                    if values[0] != deleted:
+                        yield build(values)
+                if pos != len(buf):
+                    raise ValueError(f"a block holds {len(buf) - pos} bytes past its {block.num_records} records")
+                continue
             for _ in range(block.num_records):
                 start = pos
                 pos, (status, rc, first_row_id, metrics.value_counts, metrics.null_value_counts,

@@ -320,9 +320,12 @@ def snapshot_from_json(obj: Any) -> Snapshot:
         summary = {OPERATION: Operation.OVERWRITE.value}
     elif isinstance(raw_summary, dict):
         summary = {OPERATION: _string_value(raw_summary.get(OPERATION, Operation.OVERWRITE.value), f"{what} operation")}
-        for k, v in raw_summary.items():
-            if k != OPERATION:
-                summary[k] = _string_value(v, f"{what} summary value {k!r}")
+        if all(type(v) is str for v in raw_summary.values()):  # the usual map: nothing to convert
+            summary.update(raw_summary)  # the operation keeps its place in front
+        else:
+            for k, v in raw_summary.items():
+                if k != OPERATION:
+                    summary[k] = _string_value(v, f"{what} summary value {k!r}")
     else:
         raise InvalidMetadataError(f"{what}: 'summary' must be an object, got {raw_summary!r}")
     manifest_list = obj.get("manifest-list")

@@ -13,6 +13,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
+from procedures.core.scan import EntryFilter
 from procedures.io.fileio import FileIO
 from procedures.spec.avro_scan import SkimField, compile_skimmer
 from procedures.spec.avro_schemas import manifest_entry_avro_schema, manifest_list_avro_schema
@@ -26,6 +27,7 @@ from procedures.spec.manifest import (
     ManifestWriter,
     read_manifest,
     read_manifest_list,
+    read_manifest_list_where,
     read_manifest_metadata,
     read_manifest_where,
     write_manifest_list,
@@ -272,3 +274,35 @@ def test_metrics_first_reading_of_java_manifests_keeps_what_a_full_read_keeps(sp
             assert got == full
             kept_somewhere += len(got)
     assert 0 < kept_somewhere < 4 * sum(m.added_files_count or 0 for m in manifests)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_summary_first_reading_of_java_manifest_lists_keeps_what_a_full_read_keeps(spark, version: int) -> None:
+    # Java's manifest-list schemas through scan planning's skimming reader, with delete manifests
+    # (v2/v3) and manifests left with deleted entries only (the copy-on-write delete of v1)
+    t = f"jcat.db.ml_skim_v{version}"
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    mode = "" if version == 1 else ", 'write.delete.mode'='merge-on-read'"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, x DOUBLE, name STRING) USING iceberg PARTITIONED BY (name, bucket(2, id)) "
+              f"TBLPROPERTIES ('format-version'='{version}'{mode})")
+    for k in range(4):
+        spark.sql(f"INSERT INTO {t} VALUES ({k * 10}, {k}.5, 'n{k}'), ({k * 10 + 5}, NULL, NULL), "
+                  f"({k * 10 + 7}, double('NaN'), 'z')")
+    spark.sql(f"DELETE FROM {t} WHERE name = 'n1'")
+    md = _metadata(spark, t)
+    fio = FileIO()
+    path = md.current_snapshot().manifest_list
+    header = json.loads(fastavro.reader(_io.BytesIO(fio.new_input(path).read())).metadata["avro.schema"])
+    listed = [SkimField((502,), "long"), SkimField((504,), "long"), SkimField((505,), "long"),
+              SkimField((507,), "span")]
+    skimmer = compile_skimmer(header, listed)  # the skimming reader handles Java's schema (no full-read fallback)
+    assert skimmer is not None and len(skimmer.found) == len(listed)
+    full = read_manifest_list(fio, path)
+    assert len({m.partitions for m in full}) > 2
+    for flt in ("name = 'n2'", "name IS NULL", "id < 12", "name > 'n1' AND name < 'z'", "true"):
+        ef = EntryFilter(md.specs_by_id, md.schema(), parse_filter(flt), True)
+        for live_only in (False, True):
+            expected = [m for m in full if ef.keeps_manifest(m) and not (
+                live_only and m.added_files_count == 0 and m.existing_files_count == 0)]
+            assert read_manifest_list_where(fio, path, ef.keeps_summaries, live_only=live_only) == expected

@@ -13,7 +13,7 @@ from procedures.core.operations import FastAppend, RowDelta
 from procedures.core.scan import iter_file_scan_tasks
 from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.spark.read import read_table
-from procedures.spark.scan_planning import SparkEntryReader, plan_scan_tasks
+from procedures.spark.scan_planning import SparkEntryReader, iter_scan_tasks, plan_scan_tasks
 from procedures.spec.conversions import to_bytes
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -75,6 +75,10 @@ def test_executor_planning_gives_the_driver_tasks_in_order(spark, table, flt):
     assert executors == driver and driver
     assert any(tk.deletes for tk in driver) or flt == "id = 305"
     assert plan_scan_tasks(spark, table, min_manifests=2, filter=flt) == driver
+    streamed = SparkEntryReader(spark, table.io, table.name, min_manifests=2, stream=True)
+    assert list(iter_file_scan_tasks(md, table.io, filter=flt, read_entries=streamed)) == driver
+    assert streamed.distributed
+    assert list(iter_scan_tasks(spark, table, min_manifests=2, filter=flt)) == driver
 
 
 def test_deletes_and_both_specs_reach_the_executor_plan(spark, table):

@@ -148,7 +148,7 @@ def test_the_test_sees_only_the_asked_ids():
     assert any(vc == {2: vc[2]} for _, vc in seen if vc)
 
 
-def _one_block(data: bytes, count_change: int) -> bytes:
+def one_block(data: bytes, count_change: int) -> bytes:
     """The manifest rewritten uncompressed as one block whose record count is off by ``count_change``."""
     reader = fastavro.reader(io.BytesIO(data))
     schema, meta, records = reader.writer_schema, reader.metadata, list(reader)
@@ -168,7 +168,7 @@ def _one_block(data: bytes, count_change: int) -> bytes:
 def test_a_block_whose_count_disagrees_with_its_bytes_is_corrupt(count_change):
     mio, m = _manifest(2, count=20)
     expected = list(read_manifest(mio, m, skip_deleted=True))
-    mio.files[m.manifest_path] = _one_block(mio.files[m.manifest_path], count_change)
+    mio.files[m.manifest_path] = one_block(mio.files[m.manifest_path], count_change)
     if count_change == 0:
         assert list(read_manifest_where(mio, m, {1}, lambda f: True)) == expected
         return
@@ -289,3 +289,52 @@ def test_kept_entries_of_every_partition_type_decode_as_a_full_read(version):
     assert got == expected and 0 < len(got) < len(files)
     assert {e.data_file.partition for e in got} == {rich.PARTITION, rich.NULL_PARTITION, other}
     assert {repr(e.data_file.partition[3]) for e in got} == {"-0.0", "None", "2.5"}
+
+
+RUNS = {"type": "record", "name": "runs", "fields": [
+    {"name": "a", "type": "long"}, {"name": "b", "type": "int"}, {"name": "c", "type": "long"},
+    {"name": "kept", "type": "long", "field-id": 1},
+    {"name": "d", "type": "long"}, {"name": "e", "type": "long"},
+    {"name": "r", "type": {"type": "record", "name": "plain", "fields": [
+        {"name": "x", "type": "long"}, {"name": "y", "type": "long"}, {"name": "s", "type": "string"},
+        {"name": "z", "type": "int"}]}},
+    {"name": "span", "field-id": 2, "type": ["null", {"type": "array", "items": "plain"}]},
+    {"name": "last", "type": "long", "field-id": 3}]}
+
+
+def test_runs_of_skipped_varints_are_stepped_over_together():
+    # consecutive ints and longs outside the kept fields are skipped at once: values of every width
+    rng = random.Random(3)
+    widths = [0, 1, -1, 63, -64, 64, 2**20, -2**31, 2**62, -2**63, 2**63 - 1]
+    parsed = fastavro.parse_schema(RUNS)
+    span_schema = fastavro.parse_schema(["null", {"type": "array", "items": RUNS["fields"][6]["type"]}])
+    records, ends, spans = [], [], []
+    buf = io.BytesIO()
+    for n in range(200):
+        v = [rng.choice(widths) for _ in range(9)]
+        plain = {"x": v[5], "y": v[6], "s": "t" * (n % 3), "z": v[1] >> 33}
+        r = {"a": v[0], "b": v[1] >> 33, "c": v[2], "kept": v[3], "d": v[4], "e": v[5], "r": plain,
+             "span": None if n % 4 == 0 else [plain] * (n % 3), "last": v[8]}
+        fastavro.schemaless_writer(buf, parsed, r)
+        one = io.BytesIO()
+        fastavro.schemaless_writer(one, span_schema, r["span"])
+        spans.append(one.getvalue())
+        records.append(r)
+        ends.append(buf.tell())
+    data = buf.getvalue()
+    skimmer = compile_skimmer(RUNS, [SkimField((1,), "long"), SkimField((2,), "span"), SkimField((3,), "long")])
+    assert "VARINTS3" in skimmer.source and "VARINTS2" in skimmer.source  # the runs are coalesced
+    pos = 0
+    for r, end, encoded in zip(records, ends, spans):
+        pos, (kept, span, last) = skimmer.skim(data, pos)
+        assert (pos, kept, span, last) == (end, r["kept"], encoded, r["last"])
+    with pytest.raises(ValueError, match="truncated varints"):
+        skimmer.skim(bytes([0x80, 0x80]), 0)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_without_a_test_every_live_entry_is_decoded_as_a_full_read(version):
+    mio, m = _manifest(version)
+    specs = {0: SPEC}
+    assert list(read_manifest_where(mio, m, (), None, specs=specs)) == list(
+        read_manifest(mio, m, specs=specs, skip_deleted=True))

@@ -10,12 +10,22 @@ from procedures.core import updates as U
 from procedures.core.builder import new_table_metadata
 from procedures.core.manage import ManageRef
 from procedures.core.operations import FastAppend, RowDelta
-from procedures.core.scan import DeleteFileIndex, partition_key, plan_files, select_snapshot, snapshot_id_as_of_time
+from procedures.core.scan import (
+    DeleteFileIndex,
+    EntryFilter,
+    partition_key,
+    plan_files,
+    scan_manifests,
+    select_snapshot,
+    snapshot_id_as_of_time,
+)
 from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import ExpressionError, NoSuchRefError, NoSuchSnapshotError, ValidationError
 from procedures.spec.conversions import to_bytes
+from procedures.spec.evaluators import InclusiveMetricsEvaluator
+from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import ALWAYS_TRUE, eq
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest import DataFile, FileContent, FileFormat, read_manifest
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
@@ -296,3 +306,22 @@ def test_scan_manifests_prunes_by_summaries_and_entry_filter_travels_pickled(cat
     assert [d.data_file.file_path for d in tasks["a3.parquet"].deletes] == [pos.file_path]
     assert tasks["b1.parquet"].deletes == ()
     assert scan_manifests(md, t.io, filter="data = 'zzz'").data_manifests == ()
+
+
+@pytest.mark.parametrize("flt", ["data = 'a'", "data IS NULL", "data IS NOT NULL", "data != 'b'", "data IN ('b', 'c')",
+                                 "data LIKE 'a%'", "data NOT IN ('a')", "data > 'a' OR data IS NULL"])
+def test_a_filter_on_identity_partition_columns_plans_as_its_metrics_would(catalog, flt):
+    # the partition values decide such a filter: planning reads those manifests without testing
+    # each entry's metrics, and must keep what the metrics test keeps (files without rows dropped)
+    t = _table(catalog)
+    t = commit(t, [FastAppend([_file(t, "a1", ("a",)), _file(t, "a0", ("a",), records=0), _file(t, "ab", ("ab",)),
+                               _file(t, "b1", ("b",)), _file(t, "n1", (None,)), _file(t, "n0", (None,), records=0),
+                               _file(t, "u1", ("c",), records=-1)])], policy=FAST)
+    md = t.metadata
+    ef = EntryFilter(md.specs_by_id, md.schema(), parse_filter(flt), True)
+    [manifest] = scan_manifests(md, t.io).data_manifests
+    pev = ef.partition_evaluator(0)
+    expected = [e.data_file for e in read_manifest(t.io, manifest, specs=md.specs_by_id, skip_deleted=True)
+                if pev.eval(e.data_file.partition) and InclusiveMetricsEvaluator(md.schema(), parse_filter(flt)).eval(e.data_file)]
+    assert [e.data_file for e in ef.data_entries(t.io, manifest)] == expected
+    assert not any(f.record_count == 0 for f in expected)

@@ -1,0 +1,136 @@
+"""Reading a manifest list through its rows' encoded partition summaries first
+(``read_manifest_list_where``): the rows it returns must be exactly a full read's rows that pass the
+same test, whatever the format version, the summaries (nulls, NaN, missing bounds) and the blocks."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import struct
+from dataclasses import replace
+
+import pytest
+
+from procedures.errors import InvalidMetadataError
+from procedures.spec.manifest import (
+    FieldSummary,
+    ManifestContent,
+    ManifestFile,
+    ManifestRows,
+    read_manifest_list,
+    read_manifest_list_where,
+    write_manifest_list,
+)
+from tests.unit.test_manifest_skim import MemIO, one_block
+
+
+def _summary(rng: random.Random) -> FieldSummary:
+    kind = rng.randrange(6)
+    lo = rng.randrange(0, 50)
+    if kind == 0:  # nulls only
+        return FieldSummary(True, False, None, None)
+    if kind == 1:  # NaN flag unknown (v1 writers)
+        return FieldSummary(False, None, struct.pack("<i", lo), struct.pack("<i", lo + 3))
+    return FieldSummary(kind == 2, kind == 3, struct.pack("<i", lo), struct.pack("<i", lo + rng.randrange(4)))
+
+
+def _rows(version: int, count: int = 3000) -> list[ManifestFile]:
+    rng = random.Random(version)
+    rows = []
+    for n in range(count):
+        spec_id = n % 3
+        content = ManifestContent.DELETES if version > 1 and n % 7 == 0 else ManifestContent.DATA
+        parts = None if spec_id == 2 and n % 2 else () if spec_id == 2 else tuple(
+            _summary(rng) for _ in range(spec_id + 1))
+        added, existing = (0, 0) if n % 11 == 0 else (rng.randrange(3), rng.randrange(3))
+        rows.append(ManifestFile(
+            f"s3://bucket/t/metadata/m-{n:05}-{'x' * (n % 70)}.avro", 4000 + n, spec_id, content,
+            sequence_number=n, min_sequence_number=n // 2, added_snapshot_id=10**17 + n,
+            added_files_count=added, existing_files_count=existing, deleted_files_count=n % 4,
+            added_rows_count=added * 10**6, existing_rows_count=existing * 7, deleted_rows_count=n % 4,
+            partitions=parts, key_metadata=b"key" if n % 13 == 0 else None))
+    return rows
+
+
+def _written(version: int) -> tuple[MemIO, str]:
+    mio, path = MemIO(), f"s3://bucket/t/metadata/snap-v{version}.avro"
+    write_manifest_list(mio, path, version, 55, 54, 3000, 100 if version >= 3 else None, _rows(version))
+    return mio, path
+
+
+def _keep_low(spec_id: int, summaries) -> bool:
+    # the first field's lower bound below 20 (no bound: keep); every spec and shape reaches here
+    if not summaries:
+        return spec_id != 1
+    lo = summaries[0].lower_bound
+    return lo is None or struct.unpack("<i", lo)[0] < 20
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("live_only", [False, True])
+def test_kept_rows_are_a_full_reads_passing_rows(version, live_only):
+    mio, path = _written(version)
+    full = read_manifest_list(mio, path)
+    expected = [m for m in full if _keep_low(m.partition_spec_id, m.partitions)
+                and not (live_only and m.added_files_count == 0 and m.existing_files_count == 0)]
+    got = read_manifest_list_where(mio, path, _keep_low, live_only=live_only)
+    assert got == expected
+    assert 0 < len(got) < len(full)
+
+
+def test_the_test_runs_once_per_distinct_summaries():
+    mio, path = _written(2)
+    full = read_manifest_list(mio, path)
+    asked: list[tuple] = []
+
+    def keep(spec_id, summaries):
+        asked.append((spec_id, summaries))
+        return True
+
+    assert read_manifest_list_where(mio, path, keep) == full
+    assert len(asked) == len(set(asked)) == len({(m.partition_spec_id, m.partitions) for m in full})
+
+
+def test_rows_with_the_same_summaries_get_the_same_answer():
+    rows = [replace(m, partitions=(FieldSummary(False, False, b"\x01\x00\x00\x00", b"\x02\x00\x00\x00"),))
+            for m in _rows(2, 40)]
+    mio, path = MemIO(), "s3://b/l.avro"
+    write_manifest_list(mio, path, 2, 55, None, 3000, None, rows)
+    calls = []
+    got = read_manifest_list_where(mio, path, lambda s, p: calls.append(s) or s == 0)
+    assert got == [m for m in read_manifest_list(mio, path) if m.partition_spec_id == 0]
+    assert sorted(calls) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("count_change", [0, 1, -1])
+def test_a_block_whose_count_disagrees_with_its_bytes_is_corrupt(count_change):
+    mio, path = _written(2)
+    expected = read_manifest_list(mio, path)
+    mio.files[path] = one_block(mio.files[path], count_change)
+    if count_change == 0:
+        assert read_manifest_list_where(mio, path, lambda s, p: True) == expected
+        return
+    with pytest.raises(InvalidMetadataError, match="corrupt manifest list"):
+        read_manifest_list_where(mio, path, lambda s, p: True)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_kept_rows_stay_encoded_until_read(version):
+    mio, path = _written(version)
+    full = read_manifest_list(mio, path)
+    rows = read_manifest_list_where(mio, path, lambda s, p: True)
+    assert isinstance(rows, ManifestRows) and len(rows) == len(full)
+    assert list(rows) == full and rows[7] == full[7] and list(rows[10:20]) == full[10:20]
+    again = pickle.loads(pickle.dumps(rows))  # what a Spark task gets: the rows' bytes
+    assert list(again[5:9]) == full[5:9]
+    data = rows.with_content(ManifestContent.DATA)
+    assert list(data) == [m for m in full if m.content == ManifestContent.DATA]
+    assert list(rows.with_content(ManifestContent.DELETES)) == [m for m in full if m.content == ManifestContent.DELETES]
+
+
+def test_a_row_that_decodes_to_another_length_is_corrupt():
+    mio, path = _written(2)
+    rows = read_manifest_list_where(mio, path, lambda s, p: True)
+    longer = ManifestRows(rows.path, rows.schema, [rows.rows[0] + b"\x00"], [0])
+    with pytest.raises(InvalidMetadataError, match="read as"):
+        list(longer)
