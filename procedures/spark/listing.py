@@ -23,7 +23,7 @@ from procedures.core.gc.orphans import HiddenPathFilter
 from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
 from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
 from procedures.io.sandbox import file_io
-from procedures.io.listing import walk
+from procedures.io.listing import modified_before, walk
 from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
 
@@ -128,17 +128,18 @@ def driver_keys_dataframe(spark: Any, paths: Sequence[str], equal_schemes: dict[
     return spark.createDataFrame(list(zip(*cols.values())), ACTUAL_KEYS if actual else VALID_KEYS)
 
 
-def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str], older_than_ms: int,
+def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str], older_than_ms: int | None,
                           partition_prefixes: Sequence[str], io_properties: dict[str, str] | None,
                           equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """The actual files of remove_orphan_files as :data:`ACTUAL_KEYS`: ``files`` (listed by the
     driver) and the files below ``dirs``, listed recursively on the executors as
     :func:`list_directories` does; both normalised in the same Python tasks, so the paths reach the
-    JVM once, already keyed, and nothing downstream runs Python again."""
+    JVM once, already keyed, and nothing downstream runs Python again.  ``older_than_ms=None`` lists
+    every file whatever its age (:func:`procedures.io.listing.walk`)."""
     check_python_workers(spark)
     props = dict(io_properties or {})
     path_filter = HiddenPathFilter(tuple(partition_prefixes))
-    cutoff = int(older_than_ms)
+    cutoff = None if older_than_ms is None else int(older_than_ms)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
     rows = [(f, False) for f in files] + [(d, True) for d in dirs]
 
@@ -291,6 +292,20 @@ def unreached_paths(candidates: Any, valid: Any) -> Any:
     return candidates.join(reached, "path", "left_anti").select("path", "kind")
 
 
+def _modified_before(df: Any, column: str, older_than_ms: int) -> Any:
+    """The rows of ``df`` whose file ``column`` was last modified before ``older_than_ms``
+    (:func:`procedures.io.listing.modified_before`, in the tasks)."""
+    cutoff = int(older_than_ms)
+
+    def keep(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        for batch in batches:
+            mask = modified_before(batch.column(column).to_pylist(), cutoff)
+            yield pc.filter(batch, pa.array(mask, pa.bool_()))
+
+    return df.mapInArrow(keep, df.schema)
+
+
 def within_dataframe(df: Any, column: str, location: str) -> Any:
     """The rows of ``df`` whose ``column`` lies inside ``location`` (:func:`procedures.core.paths.is_within`)."""
     check_python_workers(df.sparkSession)
@@ -326,8 +341,8 @@ def uri_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authori
     return plain.unionByName(paths.where(_NEEDS_PYTHON).mapInArrow(convert, ACTUAL_KEYS))
 
 
-def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[Any], Any]
-                           ) -> tuple[Any, list[tuple[str | None, str | None]]]:
+def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[Any], Any],
+                           older_than_ms: int | None = None) -> tuple[Any, list[tuple[str | None, str | None]]]:
     """Join normalised actual (:data:`ACTUAL_KEYS`) and valid (:data:`VALID_KEYS`) files on the path;
     returns the orphan DataFrame (``uri``) and, for ``mode == "ERROR"``, the conflicting
     ``(valid, actual)`` scheme/authority pairs.
@@ -342,6 +357,10 @@ def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[A
     where a file is unmatched when all its ``nkeys`` readings are.  ``keep`` (a
     :class:`FrameKeeper`) persists those few rows for the conflict check and the orphan rows.  The
     conflicting pairs are looked up in a second join only when a conflict exists (the call fails).
+
+    With ``older_than_ms`` (a listing that did not stat its files) the unmatched files are stat-ed
+    in the tasks that group them, and those modified since are dropped before anything else sees
+    them: neither orphans nor conflicts, as if the listing had left them out.
     """
     from pyspark.sql import functions as F  # noqa: PLC0415
 
@@ -360,9 +379,10 @@ def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[A
         F.max(has_valid.cast("int")).alias("has_valid"),
         F.max((has_valid & s_ok & a_ok).cast("int")).alias("matched"),
     ).where("matched = 0")
-    per_file = keep(per_key.groupBy("a_uri").agg(
+    per_file = per_key.groupBy("a_uri").agg(
         F.count(F.lit(1)).alias("unmatched"), F.max("a_nkeys").alias("nkeys"), F.max("has_valid").alias("has_valid"),
-    ).where("unmatched >= nkeys"))
+    ).where("unmatched >= nkeys")
+    per_file = keep(per_file if older_than_ms is None else _modified_before(per_file, "a_uri", older_than_ms))
     conflicts: list[tuple[str | None, str | None]] = []
     if mode == "ERROR" and per_file.where("has_valid = 1").count():
         bad = joined.join(per_file.where("has_valid = 1").select("a_uri"), "a_uri").where(has_valid)
