@@ -14,6 +14,7 @@ plain values travel with the tasks.
 
 from __future__ import annotations
 
+import pickle
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -21,10 +22,13 @@ import pyarrow.compute as pc
 
 from procedures.core.gc.orphans import HiddenPathFilter
 from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
+from procedures.spec.manifest import manifest_live_path_list
 from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
+from procedures.core.splits import spread_weights
 from procedures.io.sandbox import file_io
 from procedures.io.listing import modified_before, walk
 from procedures.spark.environment import check_python_workers
+from procedures.spark.read import rows_frame, tasks_frame
 from procedures.spark.worker import prepare_python_worker
 
 __all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "uri_dataframe", "uri_frame",
@@ -124,8 +128,13 @@ def driver_keys_dataframe(spark: Any, paths: Sequence[str], equal_schemes: dict[
                           equal_authorities: dict[str, str], *, actual: bool) -> Any:
     """Paths held by the driver as a frame of :data:`ACTUAL_KEYS` (``actual``) or :data:`VALID_KEYS`,
     normalised here (:func:`procedures.core.paths.path_keys`)."""
+    from pyspark.sql import types as T  # noqa: PLC0415
+
     cols = _key_columns(paths, dict(equal_schemes), dict(equal_authorities), actual)
-    return spark.createDataFrame(list(zip(*cols.values())), ACTUAL_KEYS if actual else VALID_KEYS)
+    # the fields of ACTUAL_KEYS / VALID_KEYS
+    schema = T.StructType([T.StructField(name, T.IntegerType() if name == "nkeys" else T.StringType())
+                           for name in cols])
+    return rows_frame(spark, list(zip(*cols.values())), schema)
 
 
 def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str], older_than_ms: int | None,
@@ -141,30 +150,28 @@ def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str],
     path_filter = HiddenPathFilter(tuple(partition_prefixes))
     cutoff = None if older_than_ms is None else int(older_than_ms)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
-    rows = [(f, False) for f in files] + [(d, True) for d in dirs]
+    # directories dealt round-robin (the driver's walk hands over siblings of similar size) and the
+    # driver's files in even slices: no task gets the whole tree
+    n = _parallelism(spark, max(1, len(dirs)))
+    payloads = [pickle.dumps((list(files[k::n]), list(dirs[k::n]))) for k in range(n)]
 
     def list_and_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
-        io = None
         for batch in batches:
-            entries = batch.column(0).to_pylist()
-            is_dir = batch.column(1).to_pylist()
-            found = [e for e, d in zip(entries, is_dir) if not d]
-            todo = [e for e, d in zip(entries, is_dir) if d]
-            if todo:
-                io = io if io is not None else file_io(props)
-                found.extend(walk(todo, cutoff, path_filter, io=io)[0])
-            yield _key_batch(found, schemes, auths, True)
+            for payload in batch.column(0).to_pylist():
+                found, todo = pickle.loads(payload)
+                if todo:
+                    found.extend(walk(todo, cutoff, path_filter, io=file_io(props))[0])
+                for i in range(0, len(found), _KEY_BATCH_ROWS):
+                    yield _key_batch(found[i:i + _KEY_BATCH_ROWS], schemes, auths, True)
 
-    # a few thousand rows at most: slices of the list, no shuffle to spread them over the cores
-    rdd = spark.sparkContext.parallelize(rows, _parallelism(spark, max(1, len(dirs))))
-    return spark.createDataFrame(rdd, "entry string, is_dir boolean").mapInArrow(list_and_key, ACTUAL_KEYS)
+    return tasks_frame(spark, payloads).mapInArrow(list_and_key, ACTUAL_KEYS)
 
 
 def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any],
                          equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """The live content files of ``manifests`` as :data:`VALID_KEYS`, read and normalised in the same
-    tasks on the executors."""
+    tasks on the executors (the manifests dealt into tasks of balanced bytes)."""
     check_python_workers(spark)
     props = dict(io_properties)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
@@ -174,20 +181,19 @@ def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: S
         io = file_io(props)
         paths: list[str] = []
         for batch in batches:
-            cols = batch.to_pydict()
-            for path, length, spec_id, content in zip(cols["manifest_path"], cols["manifest_length"],
-                                                      cols["spec_id"], cols["content"]):
-                paths.extend(p for p, _ in manifest_content_paths(io, manifest_from_row(path, length, spec_id, content)))
-                if len(paths) >= _KEY_BATCH_ROWS:  # a few large batches: each one costs a round trip
-                    yield _key_batch(paths, schemes, auths, False)
-                    paths = []
+            for payload in batch.column(0).to_pylist():
+                for row in pickle.loads(payload):
+                    paths.extend(manifest_live_path_list(io, manifest_from_row(*row)))
+                    if len(paths) >= _KEY_BATCH_ROWS:  # a few large batches: each one costs a round trip
+                        yield _key_batch(paths, schemes, auths, False)
+                        paths = []
         if paths:
             yield _key_batch(paths, schemes, auths, False)
 
     rows = [manifest_row(m) for m in manifests]
-    rdd = spark.sparkContext.parallelize(rows, _parallelism(spark, len(rows)))
-    df = spark.createDataFrame(rdd, "manifest_path string, manifest_length long, spec_id int, content int")
-    return df.mapInArrow(read_and_key, VALID_KEYS)
+    groups = spread_weights([max(1, r[1]) for r in rows], _parallelism(spark, len(rows)))
+    payloads = [pickle.dumps([rows[i] for i in group]) for group in groups]
+    return tasks_frame(spark, payloads).mapInArrow(read_and_key, VALID_KEYS)
 
 
 def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any]) -> Any:
