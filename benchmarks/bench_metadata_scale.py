@@ -18,6 +18,7 @@ Spark's driver JVM.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -91,6 +92,16 @@ def vm_hwm_mb(pid: int | None = None, key: str = "VmHWM") -> float:
         if line.startswith(f"{key}:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no {key} in /proc status")
+
+
+def driver_figures(label: str, memory: dict[str, float], *, java: bool) -> list[Figure]:
+    """Our Python driver's peak RSS, its growth over what the process held when the call started (the
+    procedure's own share: the process's baseline differs between runs and sizes), and the JVM's peak."""
+    return [
+        Figure(label, "python driver peak RSS", memory["ours py"], None, "MiB"),
+        Figure(label, "python driver peak above start", memory["ours py"] - memory["ours py before"], None, "MiB"),
+        Figure(label, "JVM driver peak RSS", memory["ours jvm"], memory["java jvm"] if java else None, "MiB"),
+    ]
 
 
 def touch_old(path: str, when: float) -> None:
@@ -180,24 +191,36 @@ def main() -> None:
     state_file = warehouse / "bench-state.json"
     sizes = [args.files, args.files_per_manifest, args.manifests_per_snapshot, args.orphans]
     state = json.loads(state_file.read_text()) if args.reuse and state_file.exists() else None
+    # the paths a run may delete stay in a file, read line by line: a list of 100,000 paths held by the
+    # benchmark would count in the driver memory it reports
+    deletable_file = warehouse / "deletable.txt"
     if state is not None and state["sizes"] == sizes and saved.is_dir():
-        folder, deletable, kept = Path(state["folder"]), state["deletable"], state["kept"]
+        folder, kept = Path(state["folder"]), state["kept"]
+        if not deletable_file.exists():  # a table an earlier version of this script built
+            deletable_file.write_text("".join(f"{p}\n" for p in state["deletable"]))
         print(f"  reusing the table in {folder} ({args.files:,} files)", flush=True)
     else:
         state_file.unlink(missing_ok=True)
         folder, deletable, kept = build(spark, ours, args)
+        deletable_file.write_text("".join(f"{p}\n" for p in deletable))
+        del deletable
         shutil.rmtree(saved, ignore_errors=True)
         shutil.copytree(folder / "metadata", saved)
-        state_file.write_text(json.dumps({"sizes": sizes, "folder": str(folder), "deletable": deletable,
-                                          "kept": kept}))
+        # (the list stays in the state file too, for earlier versions of this script)
+        state_file.write_text(json.dumps({"sizes": sizes, "folder": str(folder), "kept": kept,
+                                          "deletable": deletable_file.read_text().splitlines()}))
+    state = None
+    gc.collect()
     old = time.time() - TEN_DAYS_S
 
     def restore() -> None:
         shutil.rmtree(folder / "metadata")
         shutil.copytree(saved, folder / "metadata")
-        for path in deletable:
-            if not os.path.exists(path):
-                touch_old(path, old)
+        with deletable_file.open() as lines:
+            for line in lines:
+                path = line.rstrip("\n")
+                if not os.path.exists(path):
+                    touch_old(path, old)
         spark.sql(f"REFRESH TABLE jcat.{TABLE}")
 
     jvm = spark._jvm
@@ -276,9 +299,8 @@ def main() -> None:
         if isinstance(ref.result, JavaFailed):
             print(f"  {case}: Iceberg Java failed: {ref.result.message[:300]}", flush=True)
             figures += timing_figures(f"{case} ({size})", mine, None)
-            figures.append(Figure(f"{case} ({size})", "python driver peak RSS", memory[case]["ours py"], None, "MiB"))
-            figures.append(Figure(f"{case} ({size})", "JVM driver peak RSS", memory[case]["ours jvm"], None, "MiB"))
-            print_figures(figures[-4:], title=f"  {case}: done (Java failed)")
+            figures += driver_figures(f"{case} ({size})", memory[case], java=False)
+            print_figures(figures[-5:], title=f"  {case}: done (Java failed)")
             restore()
             continue
         if case == "remove_orphan_files":
@@ -287,10 +309,8 @@ def main() -> None:
             same = mine.result == ref.result
         assert same, (case, mine.result[:5], ref.result[:5])
         figures += timing_figures(f"{case} ({size})", mine, ref)
-        figures.append(Figure(f"{case} ({size})", "python driver peak RSS", memory[case]["ours py"], None, "MiB"))
-        figures.append(Figure(f"{case} ({size})", "JVM driver peak RSS", memory[case]["ours jvm"],
-                              memory[case]["java jvm"], "MiB"))
-        print_figures(figures[-4:], title=f"  {case}: done")
+        figures += driver_figures(f"{case} ({size})", memory[case], java=True)
+        print_figures(figures[-5:], title=f"  {case}: done")
         restore()
     print_figures(figures, title=f"metadata at scale: ours vs Iceberg Java 1.10.2 (reference), {size}")
     spark.stop()

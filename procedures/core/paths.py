@@ -34,6 +34,8 @@ __all__ = [
     "path_keys",
     "is_within",
     "keys_within",
+    "plain_prefix",
+    "plainly_within",
     "relative_path",
     "flatten_equal_map",
     "PathSet",
@@ -159,6 +161,29 @@ def keys_within(outer: tuple[NormalizedPath, ...], inner: tuple[NormalizedPath, 
     """:func:`is_within` on readings already computed by :func:`path_keys` (a location checked
     against many paths is normalised once)."""
     return _within(outer[0], inner[0]) and _within(outer[-1], inner[-1])
+
+
+def plain_prefix(location: str) -> str | None:
+    """A string prefix that places a path inside ``location`` without normalising it (see
+    :func:`plainly_within`), or None when ``location``'s spelling is not plain enough for that
+    (percent-escapes, or a spelling under which the location would not hold its own children)."""
+    prefix = location if location.endswith("/") else location + "/"
+    if "%" in prefix or not is_within(location, prefix + "x"):
+        return None
+    return prefix
+
+
+def plainly_within(prefix: str, path: str) -> bool:
+    """True when ``path`` is ``prefix`` (from :func:`plain_prefix`) followed by plain segments, so
+    :func:`is_within` would say it lies inside; False says nothing (check with :func:`is_within`).
+
+    Plain segments have no percent-escape, are not empty and do not start with a dot: appending them
+    to the location changes neither the scheme, the authority nor the resolved folders above them.
+    """
+    if not path.startswith(prefix):
+        return False
+    rest = "/" + path[len(prefix):]
+    return "%" not in rest and "//" not in rest and "/." not in rest
 
 
 def relative_path(location: str, path: str) -> str | None:

@@ -11,13 +11,16 @@ These follow Iceberg Java's ``Evaluator``, ``ManifestEvaluator``, ``InclusiveMet
   null and NaN counts and its lower/upper bounds (spec "Manifests": metrics).
 
 Missing statistics always give the safe answer: "might match" for inclusive, "might not match"
-for strict.  Bounds are decoded with :func:`procedures.spec.conversions.from_bytes`, which accepts
+for strict.  What counts and bounds prove is written once (the "metrics rules" functions) and called
+by all three bound-reading evaluators, including the direct functions the inclusive one compiles for
+comparisons and ``IN``.  Bounds are decoded with :func:`procedures.spec.conversions.from_bytes`, which accepts
 bounds written before a type promotion (4-byte bounds of a ``long`` column).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable, Iterable, Sequence
 
 from procedures.spec.conversions import from_bytes
@@ -234,33 +237,31 @@ class ManifestEvaluator(_BoolVisitor):
         # only NaN values: NaN flagged, no nulls and no bounds
         return not (s.contains_nan and not s.contains_null and s.lower_bound is None)
 
-    def lt(self, ref: BoundReference, value: Any) -> bool:
+    def _comparison(self, op: Operation, ref: BoundReference, value: Any) -> bool:
         s = self._summary(ref)
-        lower = self._lower(ref, s)
-        return lower is not None and compare_values(lower, value) < 0
+        lo, hi = _SIDES[op]
+        lower = None if lo is None else self._lower(ref, s)
+        upper = None if hi is None else self._upper(ref, s)
+        # unlike a file's metrics, a summary without bounds has no non-null value (or only NaN), and
+        # those satisfy no comparison; the first bound read decides (an = without upper bound may match)
+        if (upper if lo is None else lower) is None:
+            return False
+        return _range_may_hold(op, lower, upper, value)
+
+    def lt(self, ref: BoundReference, value: Any) -> bool:
+        return self._comparison(Operation.LT, ref, value)
 
     def lt_eq(self, ref: BoundReference, value: Any) -> bool:
-        s = self._summary(ref)
-        lower = self._lower(ref, s)
-        return lower is not None and compare_values(lower, value) <= 0
+        return self._comparison(Operation.LT_EQ, ref, value)
 
     def gt(self, ref: BoundReference, value: Any) -> bool:
-        s = self._summary(ref)
-        upper = self._upper(ref, s)
-        return upper is not None and compare_values(upper, value) > 0
+        return self._comparison(Operation.GT, ref, value)
 
     def gt_eq(self, ref: BoundReference, value: Any) -> bool:
-        s = self._summary(ref)
-        upper = self._upper(ref, s)
-        return upper is not None and compare_values(upper, value) >= 0
+        return self._comparison(Operation.GT_EQ, ref, value)
 
     def eq(self, ref: BoundReference, value: Any) -> bool:
-        s = self._summary(ref)
-        lower = self._lower(ref, s)
-        if lower is None or compare_values(lower, value) > 0:
-            return False
-        upper = self._upper(ref, s)
-        return upper is None or compare_values(upper, value) >= 0
+        return self._comparison(Operation.EQ, ref, value)
 
     def not_eq(self, ref: BoundReference, value: Any) -> bool:
         return True
@@ -272,11 +273,7 @@ class ManifestEvaluator(_BoolVisitor):
             return False
         if len(values) > IN_PREDICATE_LIMIT:
             return True
-        remaining = [v for v in values if compare_values(lower, v) <= 0]
-        if not remaining:
-            return False
-        upper = self._upper(ref, s)
-        return upper is None or any(compare_values(upper, v) >= 0 for v in remaining)
+        return _in_range_test(values)(lower, self._upper(ref, s))
 
     def not_in(self, ref: BoundReference, values: frozenset) -> bool:
         return True
@@ -292,6 +289,121 @@ class ManifestEvaluator(_BoolVisitor):
         if s.contains_null:
             return True
         return not _all_start_with(value, s.lower_bound, s.upper_bound)
+
+
+# ------------------------------------------------------------------------------------ metrics rules
+# What a column's counts and bounds prove, each rule written once: the manifest evaluator (summary
+# bounds), the inclusive metrics evaluator (its visitor and the functions it compiles for plain
+# comparisons) and the strict one all call these, so their answers cannot drift apart.  Planning runs
+# them for every manifest entry: they are plain functions and closures built once per predicate.
+# String and binary bounds may be truncated (spec "Manifests": metrics): a truncated lower bound is
+# still below every value and a truncated upper bound above, which is all the range rules assume.
+
+def _metric(metrics: dict[int, Any] | None, fid: int) -> Any:
+    """A column's entry in one metrics map (a count or a raw bound); None when the map or the entry
+    is missing, which proves nothing."""
+    return metrics.get(fid) if metrics else None
+
+
+def _only_nulls(values: int | None, nulls: int | None) -> bool:
+    """Whether a column's value and null counts prove it holds no non-null value."""
+    return values is not None and nulls is not None and values == nulls
+
+
+def _only_nans(values: int | None, nans: int | None) -> bool:
+    """Whether a column's value and NaN counts prove every value is NaN."""
+    return values is not None and nans is not None and values == nans
+
+
+def _no_ordered_values(f: Any, fid: int) -> bool:
+    """Whether a file's counts prove column ``fid`` holds only nulls or only NaNs: no value that a
+    comparison (``<``, ``=``, ``IN`` ...) can accept."""
+    values = _metric(f.value_counts, fid)
+    # both rules need the value count: without it the other two maps are not read
+    return values is not None and (_only_nulls(values, _metric(f.null_value_counts, fid))
+                                   or _only_nans(values, _metric(f.nan_value_counts, fid)))
+
+
+def _may_hold_nulls(nulls: int | None) -> bool:
+    """Whether a column may hold nulls: only a null count of zero proves it does not."""
+    return nulls != 0
+
+
+def _no_nans(nans: int | None) -> bool:
+    """Whether a column's NaN count proves it holds no NaN (a missing count does not)."""
+    return nans == 0
+
+
+def _bound_reader(fid: int, ftype: Any) -> Callable[[dict[int, bytes] | None], Any]:
+    """A function reading column ``fid``'s decoded bound from a bounds map (lower or upper): None
+    when missing, or NaN -- writers that did not leave NaN out wrote it, and it bounds nothing.  Only
+    float and double bounds can be NaN, so other types skip the test."""
+    nan_possible = isinstance(ftype, (FloatType, DoubleType))
+
+    def read(bounds: dict[int, bytes] | None) -> Any:
+        raw = _metric(bounds, fid)
+        if raw is None:
+            return None
+        value = from_bytes(raw, ftype)
+        return None if nan_possible and value != value else value  # NaN alone is unequal to itself
+    return read
+
+
+#: the order each bound test needs between a bound and the literal (see :func:`_admits`)
+_ORDER_TESTS: dict[Operation, Callable[[Any, Any], bool]] = {
+    Operation.LT: operator.lt, Operation.LT_EQ: operator.le, Operation.GT: operator.gt, Operation.GT_EQ: operator.ge,
+}
+
+
+def _admits(op: Operation, literal: Any) -> Callable[[Any], bool]:
+    """For ``v op literal`` (``op`` a key of ``_ORDER_TESTS``): a test of one bound ``b`` of the values
+    -- the lower bound for ``<`` and ``<=``, the upper one for ``>`` and ``>=`` -- saying whether a value
+    on the inner side of ``b`` may satisfy it.  A None bound (missing) bounds nothing and admits."""
+    test = _ORDER_TESTS[op]
+    if isinstance(literal, float):
+        # float columns (literals are bound to the column type) order as Java's Double.compare: a
+        # literal is never NaN, but a manifest summary's bound may be
+        return lambda b: b is None or test(compare_values(b, literal), 0)
+    return lambda b: b is None or test(b, literal)
+
+
+#: the bound tests (of :func:`_admits`) deciding whether a value range may satisfy each comparison:
+#: (test of the lower bound, test of the upper bound), None for a bound it does not read
+_SIDES: dict[Operation, tuple[Operation | None, Operation | None]] = {
+    Operation.LT: (Operation.LT, None),
+    Operation.LT_EQ: (Operation.LT_EQ, None),
+    Operation.GT: (None, Operation.GT),
+    Operation.GT_EQ: (None, Operation.GT_EQ),
+    Operation.EQ: (Operation.LT_EQ, Operation.GT_EQ),
+}
+
+#: the comparison true exactly where each one is false: every value of a range satisfies ``op`` when
+#: none may satisfy its complement
+_COMPLEMENT = {Operation.LT: Operation.GT_EQ, Operation.LT_EQ: Operation.GT, Operation.GT: Operation.LT_EQ,
+               Operation.GT_EQ: Operation.LT, Operation.NOT_EQ: Operation.EQ}
+
+
+def _range_may_hold(op: Operation, lower: Any, upper: Any, literal: Any) -> bool:
+    """Whether some value in [lower, upper] (a None bound is open) may satisfy ``v op literal``
+    (``op`` a key of ``_SIDES``)."""
+    lo, hi = _SIDES[op]
+    return (lo is None or _admits(lo, literal)(lower)) and (hi is None or _admits(hi, literal)(upper))
+
+
+def _range_must_hold(op: Operation, lower: Any, upper: Any, literal: Any) -> bool:
+    """Whether every value in [lower, upper] satisfies ``v op literal`` (a comparison: ``<``, ``<=``,
+    ``>``, ``>=``, ``=`` or ``!=``); an open (None) bound proves nothing."""
+    if op is Operation.EQ:
+        # a single value: both bounds equal the literal
+        return (lower is not None and upper is not None
+                and compare_values(lower, literal) == 0 and compare_values(upper, literal) == 0)
+    return not _range_may_hold(_COMPLEMENT[op], lower, upper, literal)
+
+
+def _in_range_test(values: Iterable[Any]) -> Callable[[Any, Any], bool]:
+    """A test of a value range [lower, upper] (a None bound is open): may it hold one of ``values``?"""
+    tests = [(_admits(Operation.LT_EQ, v), _admits(Operation.GT_EQ, v)) for v in values]
+    return lambda lower, upper: any(lower_ok(lower) and upper_ok(upper) for lower_ok, upper_ok in tests)
 
 
 def _prefix_in_range(prefix: str, lower: bytes | None, upper: bytes | None) -> bool:
@@ -323,118 +435,64 @@ class _MetricsVisitor(_BoolVisitor):
         self.expr = bind(rewrite_not(expr), self.schema, case_sensitive)
         self._file: Any = None
 
-    def _count(self, counts_name: str, field_id: int) -> int | None:
-        counts = getattr(self._file, counts_name)
-        if not counts:
-            return None
-        return counts.get(field_id)
-
     def _value_count(self, fid: int) -> int | None:
-        return self._count("value_counts", fid)
+        return _metric(self._file.value_counts, fid)
 
     def _null_count(self, fid: int) -> int | None:
-        return self._count("null_value_counts", fid)
+        return _metric(self._file.null_value_counts, fid)
 
     def _nan_count(self, fid: int) -> int | None:
-        return self._count("nan_value_counts", fid)
+        return _metric(self._file.nan_value_counts, fid)
 
     def _contains_nulls_only(self, fid: int) -> bool:
-        values, nulls = self._value_count(fid), self._null_count(fid)
-        return values is not None and nulls is not None and values - nulls == 0
+        return _only_nulls(self._value_count(fid), self._null_count(fid))
 
     def _contains_nans_only(self, fid: int) -> bool:
-        values, nans = self._value_count(fid), self._nan_count(fid)
-        return values is not None and nans is not None and nans == values
+        return _only_nans(self._value_count(fid), self._nan_count(fid))
 
-    def _bound(self, name: str, ref: BoundReference) -> Any:
-        bounds = getattr(self._file, name)
-        if not bounds or ref.field_id not in bounds:
-            return None
-        value = from_bytes(bounds[ref.field_id], ref.type)
-        # a NaN bound comes from writers that did not exclude NaN: it says nothing useful
-        return None if _is_nan(value) else value
+    def _no_ordered_values(self, ref: BoundReference) -> bool:
+        return _no_ordered_values(self._file, ref.field_id)
 
     def _lower(self, ref: BoundReference) -> Any:
-        return self._bound("lower_bounds", ref)
+        return _bound_reader(ref.field_id, ref.type)(self._file.lower_bounds)
 
     def _upper(self, ref: BoundReference) -> Any:
-        return self._bound("upper_bounds", ref)
+        return _bound_reader(ref.field_id, ref.type)(self._file.upper_bounds)
 
-    def _any_within_bounds(self, ref: BoundReference, values: Iterable[Any]) -> bool:
-        """Whether some value lies inside the file's [lower, upper] bounds (missing bounds do not
-        exclude anything)."""
-        remaining = list(values)
-        lower = self._lower(ref)
-        if lower is not None:
-            remaining = [v for v in remaining if compare_values(lower, v) <= 0]
-        upper = self._upper(ref)
-        if upper is not None and remaining:
-            remaining = [v for v in remaining if compare_values(upper, v) >= 0]
-        return bool(remaining)
+    def _bounds_read_by(self, op: Operation, ref: BoundReference) -> tuple[Any, Any]:
+        """The decoded (lower, upper) bounds that ``_range_may_hold(op, ...)`` reads; None for the
+        other (a bound is decoded only when a test needs it)."""
+        lo, hi = _SIDES[op]
+        return (None if lo is None else self._lower(ref)), (None if hi is None else self._upper(ref))
 
     def _raw(self, name: str, ref: BoundReference) -> bytes | None:
-        bounds = getattr(self._file, name)
-        if not bounds:
-            return None
-        return bounds.get(ref.field_id)
+        return _metric(getattr(self._file, name), ref.field_id)
 
 
-def _count_of(counts: dict[int, int] | None, fid: int) -> int | None:
-    return counts.get(fid) if counts else None
+def _inclusive_comparison(op: Operation, fid: int, ftype: Any, literal: Any) -> Callable[[Any], bool]:
+    """The inclusive test of ``v op literal`` (``op`` a key of ``_SIDES``) on column ``fid`` of type
+    ``ftype``: a function of a data file's metrics that is False only when they prove no row matches.
+    Built once per predicate: planning calls it for every manifest entry."""
+    read = _bound_reader(fid, ftype)
+    lo, hi = _SIDES[op]
+    lower_ok = None if lo is None else _admits(lo, literal)
+    upper_ok = None if hi is None else _admits(hi, literal)
+
+    def test(f: Any) -> bool:
+        return (not _no_ordered_values(f, fid)
+                and (lower_ok is None or lower_ok(read(f.lower_bounds)))
+                and (upper_ok is None or upper_ok(read(f.upper_bounds))))
+    return test
 
 
-def _no_values(f: Any, fid: int) -> bool:
-    """Whether the file's metrics say the column holds only nulls or only NaNs (as
-    ``_MetricsVisitor._contains_nulls_only`` or ``_contains_nans_only``)."""
-    values = _count_of(f.value_counts, fid)
-    if values is None:
-        return False
-    nulls = _count_of(f.null_value_counts, fid)
-    if nulls is not None and values - nulls == 0:
-        return True
-    nans = _count_of(f.nan_value_counts, fid)
-    return nans is not None and nans == values
-
-
-def _bound_test(op: Operation, fid: int, ftype: Any, value: Any) -> Callable[[Any], bool]:
-    """The inclusive test of one comparison, reading the data file's metrics as
-    :class:`InclusiveMetricsEvaluator`'s ``lt`` ... ``eq`` do."""
-
-    def bound(bounds: dict[int, bytes] | None) -> Any:
-        if not bounds or fid not in bounds:
-            return None
-        decoded = from_bytes(bounds[fid], ftype)
-        return None if _is_nan(decoded) else decoded
-
-    if op is Operation.EQ:
-        def test(f: Any) -> bool:
-            if _no_values(f, fid):
-                return False
-            lower = bound(f.lower_bounds)
-            if lower is not None and compare_values(lower, value) > 0:
-                return False
-            upper = bound(f.upper_bounds)
-            return upper is None or compare_values(upper, value) >= 0
-        return test
-    use_lower = op in (Operation.LT, Operation.LT_EQ)
-    accept = _BOUND_TESTS[op]
-
-    def compare(f: Any) -> bool:
-        if _no_values(f, fid):
-            return False
-        b = bound(f.lower_bounds if use_lower else f.upper_bounds)
-        return b is None or accept(compare_values(b, value))
-    return compare
-
-
-#: what a comparison of the file's bound with the literal must give for the file to stay
-_BOUND_TESTS: dict[Operation, Callable[[int], bool]] = {
-    Operation.LT: lambda c: c < 0,
-    Operation.LT_EQ: lambda c: c <= 0,
-    Operation.GT: lambda c: c > 0,
-    Operation.GT_EQ: lambda c: c >= 0,
-    Operation.EQ: lambda c: c == 0,
-}
+def _inclusive_in(fid: int, ftype: Any, values: frozenset) -> Callable[[Any], bool]:
+    """The inclusive test of ``v IN values`` on column ``fid``, as :func:`_inclusive_comparison`."""
+    if len(values) > IN_PREDICATE_LIMIT:
+        # too many values to test each (as Java): only a column without ordered values rules a file out
+        return lambda f: not _no_ordered_values(f, fid)
+    read = _bound_reader(fid, ftype)
+    in_range = _in_range_test(values)
+    return lambda f: not _no_ordered_values(f, fid) and in_range(read(f.lower_bounds), read(f.upper_bounds))
 
 
 class InclusiveMetricsEvaluator(_MetricsVisitor):
@@ -446,7 +504,7 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
 
     def __init__(self, schema: Schema | StructType, expr: Expression, case_sensitive: bool = True) -> None:
         super().__init__(schema, expr, case_sensitive)
-        # planning tests every entry of every manifest: comparisons get a direct function each
+        # planning tests every entry of every manifest: comparisons and IN get a direct function each
         # (the visitor's dispatch cost more than the test itself), the rest go through the visitor
         self._test = self._compiled(self.expr)
 
@@ -478,8 +536,10 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
         if isinstance(expr, Or):
             left, right = self._compiled(expr.left), self._compiled(expr.right)
             return lambda f: left(f) or right(f)
-        if isinstance(expr, BoundPredicate) and expr.op in _BOUND_TESTS and expr.literal is not None:
-            return _bound_test(expr.op, expr.term.field_id, expr.term.type, expr.literal.value)
+        if isinstance(expr, BoundPredicate) and expr.op in _SIDES and expr.literal is not None:
+            return _inclusive_comparison(expr.op, expr.term.field_id, expr.term.type, expr.literal.value)
+        if isinstance(expr, BoundPredicate) and expr.op is Operation.IN and expr.literal_set is not None:
+            return _inclusive_in(expr.term.field_id, expr.term.type, expr.literal_set)
         return lambda f: self._visited(f, expr)
 
     def always_true(self) -> bool:
@@ -489,65 +549,44 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
         return False
 
     def is_null(self, ref: BoundReference) -> bool:
-        return self._null_count(ref.field_id) != 0
+        return _may_hold_nulls(self._null_count(ref.field_id))
 
     def not_null(self, ref: BoundReference) -> bool:
         return not self._contains_nulls_only(ref.field_id)
 
     def is_nan(self, ref: BoundReference) -> bool:
         fid = ref.field_id
-        if self._nan_count(fid) == 0:
+        if _no_nans(self._nan_count(fid)):
             return False
         return not self._contains_nulls_only(fid)
 
     def not_nan(self, ref: BoundReference) -> bool:
         return not self._contains_nans_only(ref.field_id)
 
-    def _no_values(self, ref: BoundReference) -> bool:
-        return self._contains_nulls_only(ref.field_id) or self._contains_nans_only(ref.field_id)
+    def _comparison(self, op: Operation, ref: BoundReference, value: Any) -> bool:
+        # the same test the compiled path runs (only reached when visiting directly)
+        return _inclusive_comparison(op, ref.field_id, ref.type, value)(self._file)
 
     def lt(self, ref: BoundReference, value: Any) -> bool:
-        if self._no_values(ref):
-            return False
-        lower = self._lower(ref)
-        return lower is None or compare_values(lower, value) < 0
+        return self._comparison(Operation.LT, ref, value)
 
     def lt_eq(self, ref: BoundReference, value: Any) -> bool:
-        if self._no_values(ref):
-            return False
-        lower = self._lower(ref)
-        return lower is None or compare_values(lower, value) <= 0
+        return self._comparison(Operation.LT_EQ, ref, value)
 
     def gt(self, ref: BoundReference, value: Any) -> bool:
-        if self._no_values(ref):
-            return False
-        upper = self._upper(ref)
-        return upper is None or compare_values(upper, value) > 0
+        return self._comparison(Operation.GT, ref, value)
 
     def gt_eq(self, ref: BoundReference, value: Any) -> bool:
-        if self._no_values(ref):
-            return False
-        upper = self._upper(ref)
-        return upper is None or compare_values(upper, value) >= 0
+        return self._comparison(Operation.GT_EQ, ref, value)
 
     def eq(self, ref: BoundReference, value: Any) -> bool:
-        if self._no_values(ref):
-            return False
-        lower = self._lower(ref)
-        if lower is not None and compare_values(lower, value) > 0:
-            return False
-        upper = self._upper(ref)
-        return upper is None or compare_values(upper, value) >= 0
+        return self._comparison(Operation.EQ, ref, value)
 
     def not_eq(self, ref: BoundReference, value: Any) -> bool:
         return True
 
     def in_(self, ref: BoundReference, values: frozenset) -> bool:
-        if self._no_values(ref):
-            return False
-        if len(values) > IN_PREDICATE_LIMIT:
-            return True
-        return self._any_within_bounds(ref, values)
+        return _inclusive_in(ref.field_id, ref.type, values)(self._file)
 
     def not_in(self, ref: BoundReference, values: frozenset) -> bool:
         return True
@@ -558,8 +597,7 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
         return _prefix_in_range(value, self._raw("lower_bounds", ref), self._raw("upper_bounds", ref))
 
     def not_starts_with(self, ref: BoundReference, value: str) -> bool:
-        nulls = self._null_count(ref.field_id)
-        if nulls is None or nulls > 0:
+        if _may_hold_nulls(self._null_count(ref.field_id)):
             return True
         return not _all_start_with(value, self._raw("lower_bounds", ref), self._raw("upper_bounds", ref))
 
@@ -595,23 +633,29 @@ class StrictMetricsEvaluator(_MetricsVisitor):
     def _nested(self, ref: BoundReference) -> bool:
         return ref.field_id not in self._top_level
 
-    def _can_contain_nulls(self, fid: int) -> bool:
-        nulls = self._null_count(fid)
-        return nulls is None or nulls > 0
-
     def _can_contain_nans(self, fid: int) -> bool:
         # a missing NaN count comes from writers that predate NaN counts; Java reads it as "none"
         nans = self._nan_count(fid)
         return nans is not None and nans > 0
 
     def _undecidable(self, ref: BoundReference) -> bool:
-        return self._nested(ref) or self._can_contain_nulls(ref.field_id) or self._can_contain_nans(ref.field_id)
+        fid = ref.field_id
+        return self._nested(ref) or _may_hold_nulls(self._null_count(fid)) or self._can_contain_nans(fid)
+
+    def _all_satisfy(self, op: Operation, ref: BoundReference, value: Any) -> bool:
+        """Whether the metrics prove every row satisfies ``v op literal`` (a comparison): no null or
+        NaN (neither satisfies it) and bounds inside the accepted range."""
+        if self._undecidable(ref):
+            return False
+        # < ... >= read the bound of their complement's test; = reads both
+        lower, upper = self._bounds_read_by(_COMPLEMENT.get(op, op), ref)
+        return _range_must_hold(op, lower, upper, value)
 
     def is_null(self, ref: BoundReference) -> bool:
         return not self._nested(ref) and self._contains_nulls_only(ref.field_id)
 
     def not_null(self, ref: BoundReference) -> bool:
-        return not self._nested(ref) and self._null_count(ref.field_id) == 0
+        return not self._nested(ref) and not _may_hold_nulls(self._null_count(ref.field_id))
 
     def is_nan(self, ref: BoundReference) -> bool:
         return not self._nested(ref) and self._contains_nans_only(ref.field_id)
@@ -619,50 +663,30 @@ class StrictMetricsEvaluator(_MetricsVisitor):
     def not_nan(self, ref: BoundReference) -> bool:
         if self._nested(ref):
             return False
-        return self._nan_count(ref.field_id) == 0 or self._contains_nulls_only(ref.field_id)
+        return _no_nans(self._nan_count(ref.field_id)) or self._contains_nulls_only(ref.field_id)
 
     def lt(self, ref: BoundReference, value: Any) -> bool:
-        if self._undecidable(ref):
-            return False
-        upper = self._upper(ref)
-        return upper is not None and compare_values(upper, value) < 0
+        return self._all_satisfy(Operation.LT, ref, value)
 
     def lt_eq(self, ref: BoundReference, value: Any) -> bool:
-        if self._undecidable(ref):
-            return False
-        upper = self._upper(ref)
-        return upper is not None and compare_values(upper, value) <= 0
+        return self._all_satisfy(Operation.LT_EQ, ref, value)
 
     def gt(self, ref: BoundReference, value: Any) -> bool:
-        if self._undecidable(ref):
-            return False
-        lower = self._lower(ref)
-        return lower is not None and compare_values(lower, value) > 0
+        return self._all_satisfy(Operation.GT, ref, value)
 
     def gt_eq(self, ref: BoundReference, value: Any) -> bool:
-        if self._undecidable(ref):
-            return False
-        lower = self._lower(ref)
-        return lower is not None and compare_values(lower, value) >= 0
+        return self._all_satisfy(Operation.GT_EQ, ref, value)
 
     def eq(self, ref: BoundReference, value: Any) -> bool:
-        if self._undecidable(ref):
-            return False
-        lower, upper = self._lower(ref), self._upper(ref)
-        return (lower is not None and upper is not None
-                and compare_values(lower, value) == 0 and compare_values(upper, value) == 0)
+        return self._all_satisfy(Operation.EQ, ref, value)
 
     def not_eq(self, ref: BoundReference, value: Any) -> bool:
+        # nulls and NaN satisfy !=, so only the nested rule makes it undecidable
         if self._nested(ref):
             return False
-        fid = ref.field_id
-        if self._contains_nulls_only(fid) or self._contains_nans_only(fid):
+        if self._no_ordered_values(ref):
             return True
-        lower = self._lower(ref)
-        if lower is not None and compare_values(lower, value) > 0:
-            return True
-        upper = self._upper(ref)
-        return upper is not None and compare_values(upper, value) < 0
+        return _range_must_hold(Operation.NOT_EQ, *self._bounds_read_by(Operation.EQ, ref), value)
 
     def in_(self, ref: BoundReference, values: frozenset) -> bool:
         if self._undecidable(ref):
@@ -675,10 +699,9 @@ class StrictMetricsEvaluator(_MetricsVisitor):
     def not_in(self, ref: BoundReference, values: frozenset) -> bool:
         if self._nested(ref):
             return False
-        fid = ref.field_id
-        if self._contains_nulls_only(fid) or self._contains_nans_only(fid):
+        if self._no_ordered_values(ref):
             return True
-        return not self._any_within_bounds(ref, values)
+        return not _in_range_test(values)(self._lower(ref), self._upper(ref))
 
     def starts_with(self, ref: BoundReference, value: str) -> bool:
         if self._undecidable(ref) or not isinstance(ref.type, StringType):

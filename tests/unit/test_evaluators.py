@@ -82,8 +82,12 @@ METRICS_SCHEMA = Schema(
         NestedField(12, "no_nan_stats", DOUBLE),
         NestedField(13, "s", StructType((NestedField(14, "x", LONG),))),
         NestedField(15, "trunc", STRING),
+        NestedField(16, "ts", TIMESTAMP),
+        NestedField(17, "ts_from_date", TIMESTAMP),
     ]
 )
+DAY_US = 86_400_000_000
+TS_LOW, TS_HIGH = 17486 * DAY_US + 1, 17486 * DAY_US + 3_600_000_000
 
 
 def _f32(v: float) -> bytes:
@@ -97,8 +101,9 @@ def data_file(record_count: int = 50, **overrides) -> DataFile:
         partition=(),
         record_count=record_count,
         file_size_in_bytes=1024,
-        value_counts={i: 50 for i in (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15)},
-        null_value_counts={1: 0, 3: 0, 4: 50, 5: 10, 6: 0, 7: 0, 8: 0, 9: 0, 10: 50, 11: 10, 12: 0, 14: 0, 15: 0},
+        value_counts={i: 50 for i in (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16, 17)},
+        null_value_counts={1: 0, 3: 0, 4: 50, 5: 10, 6: 0, 7: 0, 8: 0, 9: 0, 10: 50, 11: 10, 12: 0, 14: 0, 15: 0,
+                           16: 0, 17: 0},
         nan_value_counts={7: 50, 8: 10, 9: 0, 10: 0, 11: 40},
         lower_bounds={
             1: to_bytes(30, INT),
@@ -112,6 +117,9 @@ def data_file(record_count: int = 50, **overrides) -> DataFile:
             14: to_bytes(5, INT),
             # truncated bounds of values that all start with "abc" ... "abd"
             15: to_bytes("abc", STRING),
+            16: to_bytes(TS_LOW, TIMESTAMP),
+            # written as dates before the column was promoted to timestamp: midnight of that day
+            17: to_bytes(17486, DATE),
         },
         upper_bounds={
             1: to_bytes(79, INT),
@@ -124,6 +132,8 @@ def data_file(record_count: int = 50, **overrides) -> DataFile:
             12: to_bytes(10.0, DOUBLE),
             14: to_bytes(15, INT),
             15: to_bytes("abd", STRING),
+            16: to_bytes(TS_HIGH, TIMESTAMP),
+            17: to_bytes(17488, DATE),
         },
     )
     fields.update(overrides)
@@ -135,6 +145,13 @@ FILE = data_file()
 
 def inclusive(expr, file=FILE) -> bool:
     return InclusiveMetricsEvaluator(METRICS_SCHEMA, expr).eval(file)
+
+
+def inclusive_visited(expr, file=FILE) -> bool:
+    """The inclusive answer through the visitor alone, without the functions ``eval`` compiles for
+    comparisons and IN: both must give the same answers."""
+    ev = InclusiveMetricsEvaluator(METRICS_SCHEMA, expr)
+    return ev._visited(file, ev.expr)
 
 
 def strict(expr, file=FILE) -> bool:
@@ -207,10 +224,46 @@ def strict(expr, file=FILE) -> bool:
         (not_starts_with("some_nulls", "b"), True),
         (starts_with("required", "m"), True),
         (starts_with("required", "zz"), False),
+        # truncated bounds ("abc" .. "abd") of longer values: still below and above every value
+        (eq("trunc", "abcz"), True),
+        (eq("trunc", "abd"), True),
+        (eq("trunc", "abda"), False),
+        (gt("trunc", "abczz"), True),
+        (gt("trunc", "abd"), False),
+        (gt_eq("trunc", "abd"), True),
+        (lt("trunc", "abc"), False),
+        (lt_eq("trunc", "abc"), True),
+        (in_("trunc", ["abda", "ab"]), False),
+        (in_("trunc", ["abda", "abcq"]), True),
+        # != and NOT IN never prune: nulls and NaN satisfy them, and bounds are not values
+        (not_eq("all_nulls", "a"), True),
+        (not_eq("all_nans", 1.0), True),
+        (not_in("all_nans", [1.0]), True),
+        (not_in("no_nulls", ["abc", "abd", "abe"]), True),
+        (not_(eq("id", 30)), True),
+        (not_(in_("id", [5, 6])), True),
+        # NaN counts: only NaN values satisfy no comparison; NaN and nulls together prove nothing
+        (in_("all_nans", [1.0, 2.0]), False),
+        (gt_eq("all_nans", -1.0), False),
+        (gt_eq("nan_and_null_only", 1.0), True),
+        (in_("no_nan_stats", [5.0]), True),
+        (lt("no_nan_stats", 1.0), False),
+        # timestamps, and bounds written as dates before a promotion (midnight of the day)
+        (lt("ts", TS_LOW), False),
+        (lt_eq("ts", TS_LOW), True),
+        (gt("ts", TS_HIGH), False),
+        (eq("ts", TS_HIGH), True),
+        (in_("ts", [TS_LOW - 1, TS_HIGH + 1]), False),
+        (lt("ts_from_date", 17486 * DAY_US), False),
+        (lt("ts_from_date", 17486 * DAY_US + 1), True),
+        (gt("ts_from_date", 17488 * DAY_US), False),
+        (gt_eq("ts_from_date", 17488 * DAY_US), True),
+        (eq("ts_from_date", 17487 * DAY_US + 5), True),
     ],
 )
 def test_inclusive_metrics(expr, expected):
     assert inclusive(expr) is expected
+    assert inclusive_visited(expr) is expected
 
 
 def test_inclusive_record_counts():
@@ -224,6 +277,26 @@ def test_inclusive_missing_metrics_might_match():
     for expr in (eq("id", 5), is_null("all_nulls"), not_null("all_nulls"), is_nan("no_nans"),
                  not_nan("all_nans"), starts_with("trunc", "zz"), lt("s.x", 0)):
         assert inclusive(expr, bare) is True
+        assert inclusive_visited(expr, bare) is True
+
+
+@pytest.mark.parametrize("missing", ["value_counts", "null_value_counts", "nan_value_counts"])
+def test_one_missing_count_map_proves_nothing(missing):
+    # the all-null and all-NaN rules need the value count and the null (NaN) count both
+    f = data_file(**{missing: None})
+    nulls_known = missing not in ("value_counts", "null_value_counts")
+    nans_known = missing not in ("value_counts", "nan_value_counts")
+    for expr, proven in ((eq("all_nulls", "a"), nulls_known), (lt("all_nulls", "b"), nulls_known),
+                         (in_("all_nulls", ["a"]), nulls_known), (not_null("all_nulls"), nulls_known),
+                         (gt("all_nans", 0.0), nans_known), (in_("all_nans", [1.0]), nans_known),
+                         (not_nan("all_nans"), nans_known)):
+        assert inclusive(expr, f) is not proven, expr
+        assert inclusive_visited(expr, f) is not proven, expr
+    # strict: a missing null count may hide nulls, which satisfy no comparison
+    assert strict(lt("id", 80), f) is (missing != "null_value_counts")
+    assert strict(not_null("no_nulls"), f) is (missing != "null_value_counts")
+    assert strict(not_eq("all_nulls", "a"), f) is nulls_known
+    assert strict(not_in("all_nans", [1.0]), f) is nans_known
 
 
 @pytest.mark.parametrize(

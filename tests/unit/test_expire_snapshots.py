@@ -9,6 +9,7 @@ every file a retained snapshot needs still exists."""
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -382,6 +383,59 @@ def test_concurrent_deletes_and_streaming_give_the_same_result(catalog):
         results.append((result.row(), sorted(os.path.relpath(p, t.location) for p in deleted if "/data/" in p)))
     assert results[0] == results[1] == results[2]
     assert results[0][0][0] == 3
+
+
+def test_a_file_two_expired_manifests_name_is_read_while_deleting_and_counted_once(catalog, monkeypatch):
+    t = make_table(catalog)
+    f0 = data_file(t, "f0")
+    t = c(t, FastAppend([f0]))
+    t = c(t, FastAppend([f0]))  # the same file in a second manifest
+    t = c(t, DeleteFiles([f0.file_path]))
+    t = c(t, FastAppend([data_file(t, "f1", 1)]))
+
+    def held_at_once(*_a, **_k):
+        raise AssertionError("no retained manifest can name them: the candidates must be streamed")
+
+    monkeypatch.setattr(R, "content_paths_driver", held_at_once)
+    result, deleted, _ = run_expire(t, older_than_ms=FUTURE, retain_last=1)
+    assert f0.file_path in deleted and result.deleted_data_files_count == 1
+
+
+@pytest.mark.parametrize("threads,ahead", [(1, 0), (3, 0), (3, 1 << 30), (8, 2000)])
+def test_streamed_content_paths_are_the_driver_read_in_order_each_once(catalog, threads, ahead):
+    t = make_table(catalog)
+    files = [data_file(t, f"f{i}", i % 3) for i in range(12)]
+    for i in range(0, 12, 2):
+        t = c(t, FastAppend(files[i:i + 2]))
+    t = c(t, FastAppend(files[:3]))  # names three files a second time
+    manifests = list(R.read_snapshot_manifests(t.io, t.metadata).distinct().values())
+    streamed = list(R.stream_content_paths(t.io, manifests, threads=threads, ahead_bytes=ahead))
+    assert len(streamed) == len(set(streamed)) == 12
+    assert streamed == list(R.content_paths_driver(t.io, manifests).items())
+
+
+def test_reads_sharing_manifests_keep_one_object_per_manifest(catalog):
+    t = make_table(catalog)
+    for i in range(3):
+        t = c(t, FastAppend([data_file(t, f"f{i}", i)]))
+    ids = [s.snapshot_id for s in t.metadata.snapshots]
+    shared: dict = {}
+    early = R.read_snapshot_manifests(t.io, t.metadata, ids[:2], shared=shared).distinct()
+    last = R.read_snapshot_manifests(t.io, t.metadata, ids[2:], shared=shared).distinct()
+    assert len(early) == 2 and len(last) == 3 and set(shared) == set(last)
+    assert all(last[p] is m for p, m in early.items())
+
+
+def test_a_stream_closed_early_stops_its_readers(catalog):
+    t = make_table(catalog)
+    for i in range(6):
+        t = c(t, FastAppend([data_file(t, f"f{i}", i)]))
+    manifests = list(R.read_snapshot_manifests(t.io, t.metadata).distinct().values())
+    stream = R.stream_content_paths(t.io, manifests, threads=2)
+    first = next(stream)
+    stream.close()
+    assert first[1] == R.DATA
+    assert not [th for th in threading.enumerate() if th.name.startswith("read-manifest")]
 
 
 def test_failed_deletes_are_not_counted(catalog, monkeypatch):

@@ -15,7 +15,9 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.catalog.jdbc import JdbcCatalog
 from procedures.core.builder import new_table_metadata
 from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.paths import PathSet, is_within, normalize_path, path_keys, relative_path
+from procedures.core.paths import (
+    PathSet, is_within, normalize_path, path_keys, plain_prefix, plainly_within, relative_path,
+)
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.actions import expire_snapshots as E
@@ -77,6 +79,25 @@ def test_both_readings_of_percent_escapes():
 ])
 def test_is_within(location, path, inside):
     assert is_within(location, path) is inside
+
+
+_LOCATIONS = ["/wh/t", "/wh/t/", "file:/wh/t", "file:///wh/t", "s3://b/wh/t", "S3A://B/wh/t", "s3://b", "/",
+              "/wh/./t", "/wh/x/../t", "hdfs://nn:8020/wh/t", "/wh/a%20b", "wh/t", "/wh/t:x"]
+_SUFFIXES = ["/d/x.parquet", "", "/", "/d/", "/./x", "/../x", "/d/../../u", "//x", "/%2E%2E/u", "/.hidden/x",
+             "x", "t/x", "/d/x%20y", "/d:e/f", "/..", "/..x/y"]
+
+
+@pytest.mark.parametrize("location", _LOCATIONS)
+def test_the_plain_prefix_test_never_places_inside_what_is_outside(location):
+    prefix = plain_prefix(location)
+    if prefix is None:
+        assert "%" in location or not is_within(location, location.rstrip("/") + "/x")
+        return
+    for suffix in _SUFFIXES:
+        path = location.rstrip("/") + suffix
+        if plainly_within(prefix, path):
+            assert is_within(location, path), (location, path)
+    assert plainly_within(prefix, location.rstrip("/") + "/data/p=1/f.parquet")
 
 
 def test_relative_path():

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from procedures.core.gc import reachability as R
-from procedures.core.paths import PathSet, keys_within, path_keys
+from procedures.core.paths import PathSet, keys_within, path_keys, plain_prefix, plainly_within
 from procedures.spec.metadata import TableMetadata
 
 __all__ = ["DeleteGuard", "table_roots", "GuardReport"]
@@ -64,6 +64,8 @@ class DeleteGuard:
                  manifest_lists: Iterable[str], manifests: Iterable[str], procedure: str) -> None:
         self._table = table
         self._roots = tuple(path_keys(r) for r in roots)
+        # most paths spell a root as it is: a prefix test spares normalising each of them
+        self._prefixes = tuple(p for p in map(plain_prefix, roots) if p is not None)
         self._seen_location = metadata_location
         self._seen_lists = set(manifest_lists)
         self._seen_manifests = set(manifests)
@@ -73,6 +75,8 @@ class DeleteGuard:
 
     def inside(self, path: str) -> bool:
         """Whether ``path`` lies in one of the allowed folders."""
+        if any(plainly_within(p, path) for p in self._prefixes):
+            return True
         keys = path_keys(path)
         return any(keys_within(root, keys) for root in self._roots)
 

@@ -165,17 +165,22 @@ class ExpiredFiles:
     #: manifest lists and manifests of the retained snapshots (already known reachable)
     retained_lists: tuple[str, ...] = ()
     retained_manifests: tuple[str, ...] = ()
+    #: content files read from the expired manifests only while deleting (when no retained
+    #: manifest can name them, nothing needs holding them all at once)
+    content_stream: Callable[[], Iterator[tuple[str, str]]] | None = None
 
     def iterate(self, stream: bool) -> Iterator[tuple[str, str]]:
         """Every ``(path, kind)``; a Spark frame is streamed with ``toLocalIterator`` when ``stream``.
 
-        The frame's rows come first: it reads the expired manifests, which are among the driver
-        items and must still exist while it runs.
+        Content files come first: they are read from the expired manifests, which are among the
+        driver items and must still exist while they are read.
         """
         if self.content_frame is not None:
             rows = self.content_frame.toLocalIterator() if stream else iter(self.content_frame.collect())
             for r in rows:
                 yield r[0], r[1]
+        if self.content_stream is not None:
+            yield from self.content_stream()
         yield from self.driver.items()
 
 
@@ -195,8 +200,9 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
     if not expired_ids:
         return ExpiredFiles({})
     retained_ids = [s.snapshot_id for s in after.snapshots]
-    old = R.read_snapshot_manifests(io, before, expired_ids)
-    kept = R.read_snapshot_manifests(io, after, retained_ids)
+    shared: dict[str, ManifestFile] = {}  # a manifest both sides reach is one object
+    old = R.read_snapshot_manifests(io, before, expired_ids, shared=shared)
+    kept = R.read_snapshot_manifests(io, after, retained_ids, shared=shared)
     kept_manifests = kept.distinct()
     # every comparison is by normalised path: another spelling of a retained file keeps it
     kept_manifest_paths = PathSet(kept_manifests)
@@ -225,6 +231,10 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
         frame = unreached(list(only_expired.values()), to_read)
         if frame is not None:
             return ExpiredFiles(driver, frame, **retained)
+    if not to_read:
+        # no retained manifest can name them: every live entry goes, read while deleting
+        expired = list(only_expired.values())
+        return ExpiredFiles(driver, content_stream=lambda: R.stream_content_paths(io, expired), **retained)
     candidates = R.content_paths_driver(io, only_expired.values())
     if candidates:
         _drop_reachable(io, candidates, to_read)

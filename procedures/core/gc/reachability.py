@@ -24,9 +24,10 @@ which decide with :func:`use_spark`.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
@@ -41,7 +42,7 @@ from procedures.spec.metadata import TableMetadata
 __all__ = [
     "DATA", "POSITION_DELETE", "EQUALITY_DELETE", "MANIFEST", "MANIFEST_LIST", "STATISTICS", "KINDS",
     "DRIVER_MAX_MANIFESTS", "DRIVER_MAX_MANIFEST_BYTES", "SnapshotManifests", "read_snapshot_manifests",
-    "use_spark", "content_kind", "manifest_content_paths", "content_paths_driver",
+    "use_spark", "content_kind", "manifest_content_paths", "content_paths_driver", "stream_content_paths",
     "statistics_paths", "metadata_file_paths", "is_table_metadata_file", "manifest_row", "manifest_from_row",
 ]
 
@@ -64,6 +65,8 @@ DRIVER_READ_THREADS = 8
 #: decompressed manifest-list bytes fetched ahead of the decoding at most (a list of 10,000
 #: manifests is about 2 MB: a fixed number of lists ahead would make memory follow the table)
 PREFETCH_BYTES = 8 * 1024 * 1024
+#: manifest bytes read ahead of the consumer by :func:`stream_content_paths` (one manifest at least)
+STREAM_AHEAD_BYTES = 16 * 1024 * 1024
 
 _KIND_OF_CONTENT = {FileContent.DATA: DATA, FileContent.POSITION_DELETES: POSITION_DELETE,
                     FileContent.EQUALITY_DELETES: EQUALITY_DELETE}
@@ -117,7 +120,8 @@ def _parents_first(ids: Iterable[int], snapshots: dict[int, Any]) -> list[int]:
 
 
 def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[int] | None = None,
-                            *, threads: int = DRIVER_READ_THREADS, per_snapshot: bool = False) -> SnapshotManifests:
+                            *, threads: int = DRIVER_READ_THREADS, per_snapshot: bool = False,
+                            shared: dict[str, ManifestFile] | None = None) -> SnapshotManifests:
     """Read the manifest lists of ``snapshot_ids`` (default: every snapshot of ``md``).
 
     A manifest appears in the list of every later snapshot that keeps it: 1,000 snapshots over
@@ -130,6 +134,9 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
     children are decoded).  Files are fetched by ``threads`` threads ahead of the decoding, at most
     :data:`PREFETCH_BYTES` of them.
 
+    ``shared`` (path -> manifest) lets several reads of one table keep one object per manifest
+    between them: a manifest already in it is not kept again, and new ones are added to it.
+
     v1 snapshots that embed a ``manifests`` array instead of a list are not supported by the
     model; they have no manifest list and contribute no manifests.
     """
@@ -141,6 +148,11 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
     children_left = Counter(wanted[sid].parent_snapshot_id for sid in ids)
     encoded: dict[int, EncodedManifestList] = {}
     interned: dict[str, ManifestFile] = {}
+    common = shared if shared is not None else interned
+
+    def keep(m: ManifestFile) -> ManifestFile:
+        one = common.setdefault(m.manifest_path, m)
+        return interned.setdefault(one.manifest_path, one)
     pairs: dict[int, tuple[ManifestFile, ...]] = {}
 
     def fetch(sid: int) -> EncodedManifestList | None:
@@ -154,11 +166,10 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
                 and enc.records.endswith(prev.records)):
             try:
                 head = decode_manifest_list_head(enc, len(enc.records) - len(prev.records), enc.count - prev.count)
-                return tuple(interned.setdefault(m.manifest_path, m) for m in head) + pairs[parent]
+                return tuple(map(keep, head)) + pairs[parent]
             except InvalidMetadataError:
                 pass  # the rows do not split there: decode the whole list below
-        return tuple(interned.setdefault(m.manifest_path, m) for m in decode_manifest_list_head(
-            enc, len(enc.records), enc.count))
+        return tuple(map(keep, decode_manifest_list_head(enc, len(enc.records), enc.count)))
 
     # decompressing the lists is CPU work: threads past the cores add no speed, only malloc arenas
     # that keep their freed buffers (8 threads held 35 MiB at 1,000 lists of 10,000 rows, 2 held 19)
@@ -232,6 +243,56 @@ def content_paths_driver(io: Any, manifests: Iterable[ManifestFile], *,
         for pairs in pool.map(one, ms):
             out.update(pairs)
     return out
+
+
+def _path_digest(path: str) -> bytes:
+    return hashlib.blake2b(path.encode(), digest_size=16).digest()
+
+
+def stream_content_paths(io: Any, manifests: Iterable[ManifestFile], *, threads: int = DRIVER_READ_THREADS,
+                         ahead_bytes: int = STREAM_AHEAD_BYTES) -> Iterator[tuple[str, str]]:
+    """``(path, kind)`` of the live content files of ``manifests``, each distinct path once, read on
+    the driver while the caller consumes them.
+
+    :func:`content_paths_driver` holds every path at once; this holds only the manifests read ahead
+    (``threads`` threads, at most ``ahead_bytes`` of manifest files) and, to give a path named by
+    several manifests once, a 16-byte digest per path seen (a third of what the path itself costs).
+    """
+    ms = list(manifests)
+    if not ms:
+        return
+    seen: set[bytes] = set()
+
+    def emit(pairs: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+        for path, kind in pairs:
+            key = _path_digest(path)
+            if key not in seen:
+                seen.add(key)
+                yield path, kind
+
+    if len(ms) == 1 or threads <= 1:
+        for m in ms:
+            yield from emit(manifest_content_paths(io, m))
+        return
+    pool = ThreadPoolExecutor(max_workers=min(threads, len(ms)), thread_name_prefix="read-manifest")
+    pending: deque = deque()
+    try:
+        held = 0
+        nxt = 0
+        while nxt < len(ms) or pending:
+            while nxt < len(ms) and len(pending) < threads * 2 and (
+                    not pending or held + (ms[nxt].manifest_length or 0) <= ahead_bytes):
+                m = ms[nxt]
+                pending.append((pool.submit(lambda m=m: list(manifest_content_paths(io, m))), m.manifest_length or 0))
+                held += m.manifest_length or 0
+                nxt += 1
+            future, size = pending.popleft()
+            held -= size
+            yield from emit(future.result())
+    finally:
+        for future, _ in pending:
+            future.cancel()
+        pool.shutdown(wait=True)
 
 
 def statistics_paths(md: TableMetadata, snapshot_ids: Iterable[int] | None = None) -> dict[str, str]:
