@@ -68,6 +68,7 @@ __all__ = [
     "EncodedManifestList",
     "read_encoded_manifest_list",
     "decode_manifest_list_head",
+    "iter_manifest_list_rows",
     "manifest_live_paths",
     "manifest_live_path_list",
     "read_manifest_list",
@@ -784,20 +785,28 @@ def decode_manifest_list_head(encoded: EncodedManifestList, size: int, count: in
     schema), the rows of ``encoded`` are these followed by that list's.  Raises
     :class:`InvalidMetadataError` when the rows do not end exactly at ``size``.
     """
+    return list(iter_manifest_list_rows(encoded, size, count))
+
+
+def iter_manifest_list_rows(encoded: EncodedManifestList, size: int, count: int) -> Iterator[ManifestFile]:
+    """:func:`decode_manifest_list_head` one row at a time (a caller that keeps a few fields of each
+    row holds one whole row at a time); the check that the rows end at ``size`` comes after the
+    last row, so only a caller that fails on the error may use rows before it."""
     schema = json.loads(encoded.schema)
     parsed = fastavro.parse_schema(schema)
     convert = _manifest_file_converter(schema)
     buf = _io.BytesIO(encoded.records[:size])
-    out = []
-    try:
-        for _ in range(count):
-            out.append(convert(fastavro.schemaless_reader(buf, parsed, None)))
-    except Exception as e:  # fastavro raises several unrelated types for corrupt bytes
-        raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=encoded.path) from e
+    read = fastavro.schemaless_reader
+    for _ in range(count):
+        try:
+            row = convert(read(buf, parsed, None))
+        except Exception as e:  # fastavro raises several unrelated types for corrupt bytes
+            raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})",
+                                       location=encoded.path) from e
+        yield row
     if buf.tell() != size:
         raise InvalidMetadataError(f"manifest list rows end at byte {buf.tell()}, expected {size}",
                                    location=encoded.path)
-    return out
 
 
 def read_manifest_metadata(io: _FileIO, path: str) -> dict[str, str]:

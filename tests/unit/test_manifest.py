@@ -617,3 +617,23 @@ def test_live_paths_of_a_corrupt_manifest_name_the_file() -> None:
     with pytest.raises(InvalidMetadataError) as err:
         list(manifest_live_paths(mio, m))
     assert err.value.location == m.manifest_path
+
+
+def test_manifest_list_rows_one_at_a_time_check_the_end_after_the_last() -> None:
+    from procedures.spec.manifest import (
+        decode_manifest_list_head, iter_manifest_list_rows, read_encoded_manifest_list,
+    )
+
+    mio = MemIO()
+    ms = [_write(mio, 2, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, 2, PARTITION), None, None)],
+                 f"s3://bucket/t/metadata/r{i}.avro") for i in range(3)]
+    write_manifest_list(mio, "s3://bucket/t/metadata/snap.avro", 2, 55, None, 1, None, ms)
+    enc = read_encoded_manifest_list(mio, "s3://bucket/t/metadata/snap.avro")
+    rows = list(iter_manifest_list_rows(enc, len(enc.records), enc.count))
+    assert rows == decode_manifest_list_head(enc, len(enc.records), enc.count)
+    assert [m.manifest_path for m in rows] == [m.manifest_path for m in ms]
+    got = []
+    with pytest.raises(InvalidMetadataError, match="rows end at byte"):
+        for m in iter_manifest_list_rows(enc, len(enc.records), 2):
+            got.append(m)
+    assert len(got) == 2  # the rows came first, the error after the last
