@@ -5,11 +5,17 @@ from the catalog's properties) and the FileIO's recursive prefix listing.
 Both apply an age cutoff and a hidden-path filter (an object with ``accept(name)``, in practice
 :class:`procedures.core.gc.orphans.HiddenPathFilter`).  The same :func:`walk` runs on the driver
 and, for the sub-trees the driver hands over, in Spark tasks (:func:`procedures.spark.listing.list_directories`).
+
+A local listing learns a file's modification time only from a ``stat`` of its own (object stores and
+HDFS list it with the name), and the age only matters for the few files no metadata references: a
+walk without a cutoff (``older_than_ms=None``) lists local names without stat-ing them, and
+:func:`modified_before` applies the cutoff afterwards to the candidates alone.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections import deque
 from typing import Any, Protocol, Sequence
 
@@ -18,7 +24,7 @@ import pyarrow.fs as pafs
 from procedures.core.paths import local_path, relative_path
 from procedures.io.fileio import FileIO
 
-__all__ = ["PathFilter", "walk", "list_with_prefix"]
+__all__ = ["PathFilter", "walk", "list_with_prefix", "modified_before"]
 
 
 class PathFilter(Protocol):
@@ -27,24 +33,25 @@ class PathFilter(Protocol):
     def accept(self, name: str) -> bool: ...  # pragma: no cover
 
 
-def _list_one(directory: str, io: FileIO) -> tuple[list[tuple[str, int]], list[str]]:
-    """Direct children of ``directory``: files with mtimes, and sub-directories."""
+def _list_one(directory: str, io: FileIO, with_mtime: bool) -> tuple[list[tuple[str, int | None]], list[str]]:
+    """Direct children of ``directory``: files with mtimes (None for a local file unless
+    ``with_mtime``: a stat each), and sub-directories."""
     local = local_path(directory)
-    files: list[tuple[str, int]] = []
+    files: list[tuple[str, int | None]] = []
     dirs: list[str] = []
     if local is not None:
         try:
             entries = os.scandir(local)
         except (FileNotFoundError, NotADirectoryError):
             return files, dirs
+        # Hadoop spells local files file:/x; the valid side matches whatever it spells
+        prefix = "file:" + os.path.join(local, "")
         with entries:  # one entry at a time: a folder of 10,000 files is not held twice
             for e in entries:
-                # Hadoop spells local files file:/x; the valid side matches whatever it spells
-                full = "file:" + os.path.join(local, e.name)
                 if e.is_dir(follow_symlinks=False):
-                    dirs.append(full)
+                    dirs.append(prefix + e.name)
                 elif e.is_file():
-                    files.append((full, e.stat().st_mtime_ns // 1_000_000))
+                    files.append((prefix + e.name, e.stat().st_mtime_ns // 1_000_000 if with_mtime else None))
         return files, dirs
     fs, p = io.filesystem(directory)
     scheme, _, rest = directory.partition("://")
@@ -63,10 +70,12 @@ def _name(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
+def walk(dirs: Sequence[str], older_than_ms: int | None, path_filter: PathFilter, *,
          max_dirs: int | None = None, max_files: int | None = None, min_pending: int = 1,
          io: FileIO | None = None) -> tuple[list[str], list[str]]:
     """List ``dirs`` breadth-first: ``(files modified before older_than_ms, directories left unlisted)``.
+    With ``older_than_ms=None`` every file is listed whatever its age (local files are not stat-ed):
+    the caller applies the cutoff to the files it keeps (:func:`modified_before`).
 
     Remote directories are listed through ``io`` (the table's FileIO; a FileIO without properties
     when none is given).
@@ -88,8 +97,11 @@ def walk(dirs: Sequence[str], older_than_ms: int, path_filter: PathFilter, *,
             break
         directory = queue.popleft()
         listed += 1
-        found, subdirs = _list_one(directory, io)
-        files.extend(p for p, mtime in found if mtime < older_than_ms and path_filter.accept(_name(p)))
+        found, subdirs = _list_one(directory, io, older_than_ms is not None)
+        if older_than_ms is None:
+            files.extend(p for p, _ in found if path_filter.accept(_name(p)))
+        else:
+            files.extend(p for p, mtime in found if mtime < older_than_ms and path_filter.accept(_name(p)))
         queue.extend(d for d in subdirs if path_filter.accept(_name(d)))
     return files, list(queue)
 
@@ -103,4 +115,26 @@ def list_with_prefix(io: Any, location: str, older_than_ms: int, path_filter: Pa
             continue
         if info.mtime_ms is not None and info.mtime_ms < older_than_ms and all(path_filter.accept(s) for s in rel.split("/")):
             out.append(info.path)
+    return out
+
+
+def modified_before(paths: Sequence[str], older_than_ms: int, io: FileIO | None = None) -> list[bool]:
+    """For each of ``paths``, whether it is a file last modified before ``older_than_ms`` (a local
+    ``stat``, or the file system's info for others); a file that is gone or is no longer a file
+    answers False (it is nobody's orphan any more)."""
+    out: list[bool] = []
+    for path in paths:
+        local = local_path(path)
+        if local is not None:
+            try:
+                st = os.stat(local)
+            except (FileNotFoundError, NotADirectoryError):
+                out.append(False)
+                continue
+            out.append(stat.S_ISREG(st.st_mode) and st.st_mtime_ns // 1_000_000 < older_than_ms)
+            continue
+        io = io if io is not None else FileIO()
+        fs, p = io.filesystem(path)
+        info = fs.get_file_info(p)
+        out.append(info.type == pafs.FileType.File and (info.mtime_ns or 0) // 1_000_000 < older_than_ms)
     return out

@@ -14,6 +14,7 @@ plain values travel with the tasks.
 
 from __future__ import annotations
 
+import pickle
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -21,10 +22,13 @@ import pyarrow.compute as pc
 
 from procedures.core.gc.orphans import HiddenPathFilter
 from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
+from procedures.spec.manifest import manifest_live_path_list
 from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
+from procedures.core.splits import spread_weights
 from procedures.io.sandbox import file_io
-from procedures.io.listing import walk
+from procedures.io.listing import modified_before, walk
 from procedures.spark.environment import check_python_workers
+from procedures.spark.read import rows_frame, tasks_frame
 from procedures.spark.worker import prepare_python_worker
 
 __all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "uri_dataframe", "uri_frame",
@@ -124,46 +128,50 @@ def driver_keys_dataframe(spark: Any, paths: Sequence[str], equal_schemes: dict[
                           equal_authorities: dict[str, str], *, actual: bool) -> Any:
     """Paths held by the driver as a frame of :data:`ACTUAL_KEYS` (``actual``) or :data:`VALID_KEYS`,
     normalised here (:func:`procedures.core.paths.path_keys`)."""
+    from pyspark.sql import types as T  # noqa: PLC0415
+
     cols = _key_columns(paths, dict(equal_schemes), dict(equal_authorities), actual)
-    return spark.createDataFrame(list(zip(*cols.values())), ACTUAL_KEYS if actual else VALID_KEYS)
+    # the fields of ACTUAL_KEYS / VALID_KEYS
+    schema = T.StructType([T.StructField(name, T.IntegerType() if name == "nkeys" else T.StringType())
+                           for name in cols])
+    return rows_frame(spark, list(zip(*cols.values())), schema)
 
 
-def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str], older_than_ms: int,
+def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str], older_than_ms: int | None,
                           partition_prefixes: Sequence[str], io_properties: dict[str, str] | None,
                           equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """The actual files of remove_orphan_files as :data:`ACTUAL_KEYS`: ``files`` (listed by the
     driver) and the files below ``dirs``, listed recursively on the executors as
     :func:`list_directories` does; both normalised in the same Python tasks, so the paths reach the
-    JVM once, already keyed, and nothing downstream runs Python again."""
+    JVM once, already keyed, and nothing downstream runs Python again.  ``older_than_ms=None`` lists
+    every file whatever its age (:func:`procedures.io.listing.walk`)."""
     check_python_workers(spark)
     props = dict(io_properties or {})
     path_filter = HiddenPathFilter(tuple(partition_prefixes))
-    cutoff = int(older_than_ms)
+    cutoff = None if older_than_ms is None else int(older_than_ms)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
-    rows = [(f, False) for f in files] + [(d, True) for d in dirs]
+    # directories dealt round-robin (the driver's walk hands over siblings of similar size) and the
+    # driver's files in even slices: no task gets the whole tree
+    n = _parallelism(spark, max(1, len(dirs)))
+    payloads = [pickle.dumps((list(files[k::n]), list(dirs[k::n]))) for k in range(n)]
 
     def list_and_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
-        io = None
         for batch in batches:
-            entries = batch.column(0).to_pylist()
-            is_dir = batch.column(1).to_pylist()
-            found = [e for e, d in zip(entries, is_dir) if not d]
-            todo = [e for e, d in zip(entries, is_dir) if d]
-            if todo:
-                io = io if io is not None else file_io(props)
-                found.extend(walk(todo, cutoff, path_filter, io=io)[0])
-            yield _key_batch(found, schemes, auths, True)
+            for payload in batch.column(0).to_pylist():
+                found, todo = pickle.loads(payload)
+                if todo:
+                    found.extend(walk(todo, cutoff, path_filter, io=file_io(props))[0])
+                for i in range(0, len(found), _KEY_BATCH_ROWS):
+                    yield _key_batch(found[i:i + _KEY_BATCH_ROWS], schemes, auths, True)
 
-    # a few thousand rows at most: slices of the list, no shuffle to spread them over the cores
-    rdd = spark.sparkContext.parallelize(rows, _parallelism(spark, max(1, len(dirs))))
-    return spark.createDataFrame(rdd, "entry string, is_dir boolean").mapInArrow(list_and_key, ACTUAL_KEYS)
+    return tasks_frame(spark, payloads).mapInArrow(list_and_key, ACTUAL_KEYS)
 
 
 def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any],
                          equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """The live content files of ``manifests`` as :data:`VALID_KEYS`, read and normalised in the same
-    tasks on the executors."""
+    tasks on the executors (the manifests dealt into tasks of balanced bytes)."""
     check_python_workers(spark)
     props = dict(io_properties)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
@@ -173,20 +181,19 @@ def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: S
         io = file_io(props)
         paths: list[str] = []
         for batch in batches:
-            cols = batch.to_pydict()
-            for path, length, spec_id, content in zip(cols["manifest_path"], cols["manifest_length"],
-                                                      cols["spec_id"], cols["content"]):
-                paths.extend(p for p, _ in manifest_content_paths(io, manifest_from_row(path, length, spec_id, content)))
-                if len(paths) >= _KEY_BATCH_ROWS:  # a few large batches: each one costs a round trip
-                    yield _key_batch(paths, schemes, auths, False)
-                    paths = []
+            for payload in batch.column(0).to_pylist():
+                for row in pickle.loads(payload):
+                    paths.extend(manifest_live_path_list(io, manifest_from_row(*row)))
+                    if len(paths) >= _KEY_BATCH_ROWS:  # a few large batches: each one costs a round trip
+                        yield _key_batch(paths, schemes, auths, False)
+                        paths = []
         if paths:
             yield _key_batch(paths, schemes, auths, False)
 
     rows = [manifest_row(m) for m in manifests]
-    rdd = spark.sparkContext.parallelize(rows, _parallelism(spark, len(rows)))
-    df = spark.createDataFrame(rdd, "manifest_path string, manifest_length long, spec_id int, content int")
-    return df.mapInArrow(read_and_key, VALID_KEYS)
+    groups = spread_weights([max(1, r[1]) for r in rows], _parallelism(spark, len(rows)))
+    payloads = [pickle.dumps([rows[i] for i in group]) for group in groups]
+    return tasks_frame(spark, payloads).mapInArrow(read_and_key, VALID_KEYS)
 
 
 def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any]) -> Any:
@@ -291,6 +298,20 @@ def unreached_paths(candidates: Any, valid: Any) -> Any:
     return candidates.join(reached, "path", "left_anti").select("path", "kind")
 
 
+def _modified_before(df: Any, column: str, older_than_ms: int) -> Any:
+    """The rows of ``df`` whose file ``column`` was last modified before ``older_than_ms``
+    (:func:`procedures.io.listing.modified_before`, in the tasks)."""
+    cutoff = int(older_than_ms)
+
+    def keep(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        for batch in batches:
+            mask = modified_before(batch.column(column).to_pylist(), cutoff)
+            yield pc.filter(batch, pa.array(mask, pa.bool_()))
+
+    return df.mapInArrow(keep, df.schema)
+
+
 def within_dataframe(df: Any, column: str, location: str) -> Any:
     """The rows of ``df`` whose ``column`` lies inside ``location`` (:func:`procedures.core.paths.is_within`)."""
     check_python_workers(df.sparkSession)
@@ -326,8 +347,8 @@ def uri_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authori
     return plain.unionByName(paths.where(_NEEDS_PYTHON).mapInArrow(convert, ACTUAL_KEYS))
 
 
-def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[Any], Any]
-                           ) -> tuple[Any, list[tuple[str | None, str | None]]]:
+def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[Any], Any],
+                           older_than_ms: int | None = None) -> tuple[Any, list[tuple[str | None, str | None]]]:
     """Join normalised actual (:data:`ACTUAL_KEYS`) and valid (:data:`VALID_KEYS`) files on the path;
     returns the orphan DataFrame (``uri``) and, for ``mode == "ERROR"``, the conflicting
     ``(valid, actual)`` scheme/authority pairs.
@@ -342,6 +363,10 @@ def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[A
     where a file is unmatched when all its ``nkeys`` readings are.  ``keep`` (a
     :class:`FrameKeeper`) persists those few rows for the conflict check and the orphan rows.  The
     conflicting pairs are looked up in a second join only when a conflict exists (the call fails).
+
+    With ``older_than_ms`` (a listing that did not stat its files) the unmatched files are stat-ed
+    in the tasks that group them, and those modified since are dropped before anything else sees
+    them: neither orphans nor conflicts, as if the listing had left them out.
     """
     from pyspark.sql import functions as F  # noqa: PLC0415
 
@@ -360,9 +385,10 @@ def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[A
         F.max(has_valid.cast("int")).alias("has_valid"),
         F.max((has_valid & s_ok & a_ok).cast("int")).alias("matched"),
     ).where("matched = 0")
-    per_file = keep(per_key.groupBy("a_uri").agg(
+    per_file = per_key.groupBy("a_uri").agg(
         F.count(F.lit(1)).alias("unmatched"), F.max("a_nkeys").alias("nkeys"), F.max("has_valid").alias("has_valid"),
-    ).where("unmatched >= nkeys"))
+    ).where("unmatched >= nkeys")
+    per_file = keep(per_file if older_than_ms is None else _modified_before(per_file, "a_uri", older_than_ms))
     conflicts: list[tuple[str | None, str | None]] = []
     if mode == "ERROR" and per_file.where("has_valid = 1").count():
         bad = joined.join(per_file.where("has_valid = 1").select("a_uri"), "a_uri").where(has_valid)

@@ -95,6 +95,7 @@ __all__ = [
     "group_tasks",
     "as_of_ms",
     "tasks_frame",
+    "rows_frame",
     "light_task",
     "TaskReader",
 ]
@@ -342,20 +343,29 @@ def tasks_frame(spark: Any, payloads: Sequence[bytes]) -> Any:
     """A DataFrame with one partition per payload holding it as its only row (column ``task``).
 
     Each payload travels inside its own partition, so a task receives only its own.  The frame is
-    built in the JVM from the pickled rows (as ``createDataFrame`` does, minus the Python pass it
-    adds to re-batch them): no Python worker round trip, no job to broadcast a table of payloads,
-    and no temporary file left behind for the session's lifetime.
+    built in the JVM from the pickled rows (:func:`rows_frame`): no Python worker round trip, no job
+    to broadcast a table of payloads, and no temporary file left behind for the session's lifetime.
     """
-    from pyspark.sql import DataFrame  # noqa: PLC0415
     from pyspark.sql import types as T  # noqa: PLC0415
 
-    check_python_workers(spark)
-    n = len(payloads)
     schema = T.StructType([T.StructField("task", T.BinaryType(), False)])
+    # one row per slice
+    return rows_frame(spark, [(bytearray(p),) for p in payloads], schema, len(payloads))
+
+
+def rows_frame(spark: Any, rows: Sequence[tuple], schema: Any, slices: int | None = None) -> Any:
+    """``spark.createDataFrame(rows, schema)`` for rows held by the driver (``schema`` a
+    ``StructType``), in ``slices`` partitions (Spark's default parallelism when None), built in the
+    JVM from the pickled rows: ``createDataFrame`` adds a Python worker pass per partition to
+    re-batch them (a Python task each, about 0.1 s on a busy pair of cores)."""
+    from pyspark.sql import DataFrame  # noqa: PLC0415
+
+    check_python_workers(spark)
     sc = spark.sparkContext
-    # one row per slice; the JVM unpickles the rows itself
-    rows = sc.parallelize([(bytearray(p),) for p in payloads], n)
-    java_rows = sc._jvm.SerDeUtil.toJavaArray(sc._jvm.SerDeUtil.pythonToJava(rows._jrdd, True))
+    internal = [schema.toInternal(r) for r in rows] if schema.needConversion() else list(rows)
+    # the JVM unpickles the parallelized rows itself
+    rdd = sc.parallelize(internal, slices) if slices is not None else sc.parallelize(internal)
+    java_rows = sc._jvm.SerDeUtil.toJavaArray(sc._jvm.SerDeUtil.pythonToJava(rdd._jrdd, True))
     return DataFrame(spark._jsparkSession.applySchemaToPythonRDD(java_rows.rdd(), schema.json()), spark)
 
 

@@ -68,7 +68,9 @@ __all__ = [
     "EncodedManifestList",
     "read_encoded_manifest_list",
     "decode_manifest_list_head",
+    "iter_manifest_list_rows",
     "manifest_live_paths",
+    "manifest_live_path_list",
     "read_manifest_list",
     "read_manifest_list_where",
     "ManifestRows",
@@ -977,20 +979,28 @@ def decode_manifest_list_head(encoded: EncodedManifestList, size: int, count: in
     schema), the rows of ``encoded`` are these followed by that list's.  Raises
     :class:`InvalidMetadataError` when the rows do not end exactly at ``size``.
     """
+    return list(iter_manifest_list_rows(encoded, size, count))
+
+
+def iter_manifest_list_rows(encoded: EncodedManifestList, size: int, count: int) -> Iterator[ManifestFile]:
+    """:func:`decode_manifest_list_head` one row at a time (a caller that keeps a few fields of each
+    row holds one whole row at a time); the check that the rows end at ``size`` comes after the
+    last row, so only a caller that fails on the error may use rows before it."""
     schema = json.loads(encoded.schema)
     parsed = fastavro.parse_schema(schema)
     convert = _manifest_file_converter(schema)
     buf = _io.BytesIO(encoded.records[:size])
-    out = []
-    try:
-        for _ in range(count):
-            out.append(convert(fastavro.schemaless_reader(buf, parsed, None)))
-    except Exception as e:  # fastavro raises several unrelated types for corrupt bytes
-        raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=encoded.path) from e
+    read = fastavro.schemaless_reader
+    for _ in range(count):
+        try:
+            row = convert(read(buf, parsed, None))
+        except Exception as e:  # fastavro raises several unrelated types for corrupt bytes
+            raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})",
+                                       location=encoded.path) from e
+        yield row
     if buf.tell() != size:
         raise InvalidMetadataError(f"manifest list rows end at byte {buf.tell()}, expected {size}",
                                    location=encoded.path)
-    return out
 
 
 def read_manifest_metadata(io: _FileIO, path: str) -> dict[str, str]:
@@ -1519,9 +1529,91 @@ def _live_paths_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], str, 
 def manifest_live_paths(io: _FileIO, manifest: ManifestFile) -> Iterator[tuple[str, FileContent]]:
     """``(file_path, content)`` of every live (ADDED or EXISTING) entry of a manifest, decoding only
     those fields: garbage collection needs nothing else and :func:`read_manifest` builds far more."""
+    paths: list[str] = []
+    contents: list[int | None] = []
+    projected = _read_live(io, manifest, paths, contents)
+    if projected is not None:
+        yield from projected
+        return
+    kinds = {None: FileContent.DATA, **{int(k): k for k in FileContent}}
+    for p, c in zip(paths, contents):
+        kind = kinds.get(c)
+        if kind is None:
+            raise InvalidMetadataError(f"corrupt manifest (content {c} of {p!r} is not 0, 1 or 2)",
+                                       location=manifest.manifest_path)
+        yield p, kind
+
+
+def manifest_live_path_list(io: _FileIO, manifest: ManifestFile) -> list[str]:
+    """The ``file_path`` of every live entry of a manifest (:func:`manifest_live_paths` without the
+    content)."""
+    paths: list[str] = []
+    projected = _read_live(io, manifest, paths, None)
+    return paths if projected is None else [p for p, _ in projected]
+
+
+def _read_live(io: _FileIO, manifest: ManifestFile, paths: list[str], contents: list[int | None] | None
+               ) -> Iterator[tuple[str, FileContent]] | None:
+    """Append the live entries' paths (and, unless None, content codes) of a manifest to the lists,
+    skimming each entry's bytes; for a schema the skimmer does not handle, return the entries
+    read through a fastavro projection instead."""
     path = manifest.manifest_path
     data = _read_bytes(io, path)
-    reader, schema = _open_avro(data, path, strip=False)
+    try:
+        stripped, schema = without_logical_types(data)
+    except Exception as e:  # the header parser raises several unrelated types for corrupt files
+        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    skim = _live_paths_skimmer(schema)
+    if skim is None:
+        return _live_paths_projected(data, schema, path)
+    avro_codecs.install()
+    deleted = int(ManifestEntryStatus.DELETED)
+    add_path = paths.append
+    add_content = contents.append if contents is not None else None
+    try:
+        for block in fastavro.block_reader(_io.BytesIO(stripped)):
+            buf = block.bytes_.getvalue()
+            pos = 0
+            for _ in range(block.num_records):
+                pos, (status, content, file_path) = skim(buf, pos)
+                if status != deleted:
+                    add_path(file_path)
+                    if add_content is not None:
+                        add_content(content)
+            if pos != len(buf):
+                raise ValueError(f"a block holds {len(buf) - pos} bytes past its {block.num_records} records")
+    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+        raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
+    return None
+
+
+#: what garbage collection reads of an entry: status, then data_file's content and file_path
+_LIVE_PATH_FIELDS = (SkimField((0,), "long"), SkimField((2, 134), "long"), SkimField((2, 100), "string"))
+#: schema -> its live-paths skimmer, or None (read through the fastavro projection instead); keyed by
+#: identity (the header cache of ``without_logical_types`` hands out one object per schema text)
+_LIVE_PATH_SKIMMERS: dict[int, tuple[Any, Callable[[bytes, int], tuple[int, tuple]] | None]] = {}
+
+
+def _live_paths_skimmer(schema: dict[str, Any]) -> Callable[[bytes, int], tuple[int, tuple]] | None:
+    """The skimming reader of status, content and file_path for manifests written with ``schema``,
+    or None when the generator does not handle the schema or the schema lacks status or file_path
+    (the projection then reads it, or names what is missing)."""
+    hit = _LIVE_PATH_SKIMMERS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    skimmer = compile_skimmer(strip_logical_types(schema), _LIVE_PATH_FIELDS)
+    # without status or file_path the skimmer would answer None: let the projection raise instead
+    skim = skimmer.skim if skimmer is not None and {0, 2} <= skimmer.found else None
+    if len(_LIVE_PATH_SKIMMERS) >= 64:
+        _LIVE_PATH_SKIMMERS.clear()
+    _LIVE_PATH_SKIMMERS[id(schema)] = (schema, skim)
+    return skim
+
+
+def _live_paths_projected(data: bytes, schema: dict[str, Any], path: str) -> Iterator[tuple[str, FileContent]]:
+    """:func:`manifest_live_paths` through fastavro with a reader schema of the three fields (for a
+    schema the skimmer does not handle)."""
+    _open_avro(data, path, strip=False)  # a readable container, or InvalidMetadataError naming the file
     try:
         projection, n_status, n_df, n_content, n_path = _live_paths_schema(schema)
         records = fastavro.reader(_io.BytesIO(data), reader_schema=projection)

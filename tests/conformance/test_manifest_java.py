@@ -25,6 +25,7 @@ from procedures.spec.manifest import (
     ManifestContent,
     ManifestEntryStatus,
     ManifestWriter,
+    manifest_live_paths,
     read_manifest,
     read_manifest_list,
     read_manifest_list_where,
@@ -306,3 +307,38 @@ def test_summary_first_reading_of_java_manifest_lists_keeps_what_a_full_read_kee
             expected = [m for m in full if ef.keeps_manifest(m) and not (
                 live_only and m.added_files_count == 0 and m.existing_files_count == 0)]
             assert read_manifest_list_where(fio, path, ef.keeps_summaries, live_only=live_only) == expected
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_gc_path_reading_of_java_manifests_equals_the_full_read(spark, version: int) -> None:
+    # garbage collection reads an entry's status, content and path with the skimming reader: on Java's
+    # manifests (data and delete manifests, DELETED entries, v3 deletion vectors) it must give what a full
+    # read gives, and the reader must take Java's schemas without falling back to fastavro
+    t = f"jcat.db.mf_gc_paths_v{version}"
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    mor = "'write.delete.mode'='merge-on-read', " if version >= 2 else ""
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, name STRING) USING iceberg PARTITIONED BY (bucket(2, id)) "
+              f"TBLPROPERTIES ({mor}'format-version'='{version}')")
+    for k in range(3):
+        spark.sql(f"INSERT INTO {t} SELECT id, IF(id % 3 = 0, NULL, CAST(id AS STRING)) FROM range({k * 100}, {k * 100 + 40})")
+    spark.sql(f"DELETE FROM {t} WHERE id = 111")  # v1: a rewritten file (DELETED entry); v2: position deletes; v3: a DV
+    spark.sql(f"DELETE FROM {t} WHERE id >= 200")  # whole files: DELETED entries
+    md = _metadata(spark, t)
+    fio = FileIO()
+    specs = {s.spec_id: s for s in md.partition_specs}
+    wanted = [SkimField((0,), "long"), SkimField((2, 134), "long"), SkimField((2, 100), "string")]
+    seen_status: set[int] = set()
+    seen_content: set[FileContent] = set()
+    for snap in md.snapshots:
+        for m in read_manifest_list(fio, snap.manifest_list):
+            header = fastavro.reader(_io.BytesIO(fio.new_input(m.manifest_path).read())).metadata["avro.schema"]
+            assert compile_skimmer(json.loads(header), wanted) is not None
+            entries = list(read_manifest(fio, m, specs=specs))
+            seen_status.update(int(e.status) for e in entries)
+            full = [(e.data_file.file_path, e.data_file.content) for e in entries
+                    if e.status != ManifestEntryStatus.DELETED]
+            seen_content.update(c for _, c in full)
+            assert list(manifest_live_paths(fio, m)) == full
+    assert {1, 2} <= seen_status
+    assert seen_content == ({FileContent.DATA} if version == 1 else {FileContent.DATA, FileContent.POSITION_DELETES})

@@ -243,3 +243,43 @@ def test_orphan_matching_on_spark_equals_the_driver_matcher(spark, mode):
     else:
         assert "/wh/t/data/h.parquet" in got and "file:/wh/t/data/a.parquet" not in got
         assert "/wh/t/data/k%20l.parquet" not in got
+
+
+@pytest.mark.parametrize("mode", ["ERROR", "IGNORE", "DELETE"])
+def test_orphan_matching_on_spark_applies_the_age_cutoff_like_the_driver(spark, tmp_path, mode):
+    """With a listing that did not stat its files, the Spark matching drops the unmatched files
+    modified since the cutoff before deciding orphans and conflicts, as the driver matcher does: a
+    young file is neither an orphan nor a conflict."""
+    import time
+
+    from procedures.io.listing import modified_before
+
+    root = str(tmp_path)
+    names = ("old", "young", "old-mismatch", "young-mismatch", "valid-young", "valid-old")
+    files = {n: touch(f"{root}/data/{n}.parquet", mtime=None if "young" in n else time.time() - 5 * 86400)
+             for n in names}
+    actual = ["file:" + p for p in files.values()]
+    valid = [f"hdfs://nn1{files['old-mismatch']}", f"hdfs://nn1{files['young-mismatch']}",
+             files["valid-young"], files["valid-old"]]
+    cutoff = int(time.time() * 1000) - 3600_000
+    try:
+        expected: object = sorted(find_orphans(actual, valid, equal_schemes={}, equal_authorities={}, mode=mode,
+                                               old_enough=lambda ps: modified_before(ps, cutoff)))
+    except ValidationError as e:
+        expected = str(e)
+    with FrameKeeper() as keep:
+        frame, conflicts = find_orphans_dataframe(
+            driver_keys_dataframe(spark, actual, {}, {}, actual=True),
+            driver_keys_dataframe(spark, valid, {}, {}, actual=False), mode, keep, cutoff)
+        got: object = CONFLICTS.format(format_pairs(conflicts)) if conflicts else sorted(r[0] for r in frame.collect())
+    assert got == expected
+    want = {"ERROR": CONFLICTS.format("[(hdfs, file), (nn1, null)]"), "IGNORE": ["file:" + files["old"]],
+            "DELETE": sorted(["file:" + files["old"], "file:" + files["old-mismatch"]])}[mode]
+    assert got == want
+    if mode == "ERROR":  # the young mismatch alone is no conflict
+        without_old = [p for p in actual if not p.endswith("/old-mismatch.parquet")]
+        with FrameKeeper() as keep:
+            frame, conflicts = find_orphans_dataframe(
+                driver_keys_dataframe(spark, without_old, {}, {}, actual=True),
+                driver_keys_dataframe(spark, valid, {}, {}, actual=False), mode, keep, cutoff)
+            assert not conflicts and [r[0] for r in frame.collect()] == ["file:" + files["old"]]

@@ -125,13 +125,18 @@ def test_lists_decode_only_the_rows_they_add_and_equal_a_full_read(table, monkey
     t = commit(t, [DeleteFiles([f"{t.location}/data/id=2/f2.parquet"])], policy=FAST)  # rewrites a manifest
     t = commit(t, [FastAppend([data_file(t, "f7", 7)])], policy=FAST)
     decoded = []
-    real = R.decode_manifest_list_head
+    real, real_rows = R.decode_manifest_list_head, R.iter_manifest_list_rows
 
     def spy(enc, size, count):
         decoded.append(count)
         return real(enc, size, count)
 
+    def spy_rows(enc, size, count):  # a list decoded whole is read row by row
+        decoded.append(count)
+        return real_rows(enc, size, count)
+
     monkeypatch.setattr(R, "decode_manifest_list_head", spy)
+    monkeypatch.setattr(R, "iter_manifest_list_rows", spy_rows)
     md = t.metadata
     read = R.read_snapshot_manifests(t.io, md, per_snapshot=True)
     for s in md.snapshots:
@@ -146,6 +151,12 @@ def test_lists_decode_only_the_rows_they_add_and_equal_a_full_read(table, monkey
     assert lean.manifests == {} and lean.distinct() == read.distinct()
     assert list(lean.distinct()) == list(dict.fromkeys(
         m.manifest_path for s in md.snapshots for m in read_manifest_list(t.io, s.manifest_list)))
+    # slim: the same manifests with what reading their paths needs, nothing else (and a small prefetch)
+    slim = R.read_snapshot_manifests(t.io, md, slim=True, prefetch_bytes=1)
+    assert list(slim.distinct()) == list(read.distinct())
+    for path, m in slim.distinct().items():
+        assert R.manifest_row(m) == R.manifest_row(read.distinct()[path])
+        assert m.partitions is None and m.added_files_count is None and read.distinct()[path].partitions is not None
 
 
 def test_live_paths_equal_the_full_reader(table):

@@ -33,6 +33,7 @@ from procedures.spec.manifest import (
     ManifestFile,
     ManifestWriter,
     existing_records,
+    manifest_live_paths,
     read_manifest,
     read_manifest_list,
     read_manifest_metadata,
@@ -570,3 +571,69 @@ def test_existing_records_refuse_what_they_cannot_copy() -> None:
     other_spec = PartitionSpec(2, SPEC.fields[:-1])  # one partition field fewer
     assert existing_records(mio, m, ManifestWriter(mio, "unused", other_spec, SCHEMA, 2).avro_schema, 2) is None
     assert existing_records(mio, m, ManifestWriter(mio, "unused", SPEC, SCHEMA, 2).avro_schema, 2) is not None
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_live_paths_skim_what_the_full_reader_decodes(version: int, monkeypatch) -> None:
+    # garbage collection's reader keeps status, content and path of each entry and skips the rest of
+    # the bytes; the fastavro projection stands in for a schema the skimmer refuses: both must give
+    # the full reader's live entries, in order
+    from procedures.spec import manifest as M
+
+    mio = MemIO()
+    contents = [FileContent.DATA] if version == 1 else list(FileContent)
+    for content in contents:
+        mcontent = ManifestContent.DATA if content == FileContent.DATA else ManifestContent.DELETES
+        files = [_full_file(content, version, PARTITION if i % 2 else NULL_PARTITION,
+                            file_path=f"s3://bucket/t/data/{int(content)}-{i}-\u00e9.parquet") for i in range(5)]
+        path = f"s3://bucket/t/metadata/live-{int(content)}.avro"
+        m = _write(mio, version, mcontent, [("add", files[0], None, None), ("delete", files[1], 3, 4),
+                                            ("existing", files[2], 3, 4), ("delete", files[3], 3, 4),
+                                            ("add", files[4], None, None)], path)
+        full = [(e.data_file.file_path, e.data_file.content) for e in read_manifest(mio, m, skip_deleted=True)]
+        assert [p.split("/")[-1] for p, _ in full] == [f"{int(content)}-{i}-\u00e9.parquet" for i in (0, 2, 4)]
+        assert {c for _, c in full} == {content}
+        assert list(manifest_live_paths(mio, m)) == full
+        with monkeypatch.context() as mp:
+            mp.setattr(M, "compile_skimmer", lambda *a: None)
+            mp.setattr(M, "_LIVE_PATH_SKIMMERS", {})
+            assert list(manifest_live_paths(mio, m)) == full
+
+
+def test_live_paths_of_a_corrupt_manifest_name_the_file() -> None:
+    mio = MemIO()
+    f = _full_file(FileContent.DATA, 2, PARTITION)
+    m = _write(mio, 2, ManifestContent.DATA, [("add", f, None, None)] * 3)
+    data = mio.files[m.manifest_path]
+    # the records cut short inside an uncompressed copy: the skimmer runs past the block's end
+    records = list(fastavro.reader(io.BytesIO(data)))
+    out = io.BytesIO()
+    fastavro.writer(out, fastavro.parse_schema(json.loads(fastavro.reader(io.BytesIO(data)).metadata["avro.schema"])),
+                    records, codec="null")
+    raw = bytearray(out.getvalue())
+    block_end = len(raw) - 16
+    raw[block_end - 40:block_end] = b"\xff" * 40
+    mio.files[m.manifest_path] = bytes(raw)
+    with pytest.raises(InvalidMetadataError) as err:
+        list(manifest_live_paths(mio, m))
+    assert err.value.location == m.manifest_path
+
+
+def test_manifest_list_rows_one_at_a_time_check_the_end_after_the_last() -> None:
+    from procedures.spec.manifest import (
+        decode_manifest_list_head, iter_manifest_list_rows, read_encoded_manifest_list,
+    )
+
+    mio = MemIO()
+    ms = [_write(mio, 2, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, 2, PARTITION), None, None)],
+                 f"s3://bucket/t/metadata/r{i}.avro") for i in range(3)]
+    write_manifest_list(mio, "s3://bucket/t/metadata/snap.avro", 2, 55, None, 1, None, ms)
+    enc = read_encoded_manifest_list(mio, "s3://bucket/t/metadata/snap.avro")
+    rows = list(iter_manifest_list_rows(enc, len(enc.records), enc.count))
+    assert rows == decode_manifest_list_head(enc, len(enc.records), enc.count)
+    assert [m.manifest_path for m in rows] == [m.manifest_path for m in ms]
+    got = []
+    with pytest.raises(InvalidMetadataError, match="rows end at byte"):
+        for m in iter_manifest_list_rows(enc, len(enc.records), 2):
+            got.append(m)
+    assert len(got) == 2  # the rows came first, the error after the last

@@ -19,7 +19,7 @@ from procedures.frontend import runner
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.core.paths import flatten_equal_map, normalize_path
 from procedures.core.gc.orphans import HiddenPathFilter, RemoveOrphanFilesParams, find_orphans
-from procedures.io.listing import walk
+from procedures.io.listing import modified_before, walk
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spec.manifest import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -271,3 +271,56 @@ def test_procedure_through_the_registry(catalog):
     with pytest.raises(ValidationError, match="Invalid mode: nope"):
         runner.run("remove_orphan_files", kwargs={"table": "db.t", "prefix_mismatch_mode": "nope"},
                      catalog="local", conf=conf)
+
+
+# ------------------------------------------------------------------------------------ the age cutoff after matching
+def test_a_young_file_is_never_an_orphan_nor_a_conflict(catalog):
+    """A local walk lists names without their ages and applies ``older_than`` to the unmatched files
+    only: a file modified since must stay out of every mode's verdict, as if never listed."""
+    t, local = mismatched_table(catalog)
+    young_conflict = touch(f"{t.location}/data/_p=6/young-remote.parquet", mtime=None)
+    t = commit(t, [FastAppend([DataFile(f"hdfs://nn1{young_conflict}", FileFormat.PARQUET, (6,), 1, 1)])], policy=FAST)
+    os.utime(local, (time.time() - 10 * 24 * 3600,) * 2)
+    young = touch(f"{t.location}/data/_p=1/young.parquet", mtime=None)
+    old = touch(f"{t.location}/data/_p=1/old.parquet")
+    with pytest.raises(ValidationError) as e:  # the old mismatch alone is a conflict
+        remove_orphan_files(t, RemoveOrphanFilesParams())
+    assert "[(hdfs, file), (nn1, null)]" in str(e.value)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(prefix_mismatch_mode="DELETE", dry_run=True))
+    assert sorted(result.orphan_file_locations) == sorted([q(local), q(old)])
+    os.utime(local, None)  # now young too: no conflict left, and never deleted
+    result = remove_orphan_files(t, RemoveOrphanFilesParams())
+    assert result.orphan_file_locations == (q(old),)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(prefix_mismatch_mode="DELETE"))
+    assert result.orphan_file_locations == () and all(os.path.exists(p) for p in (young, young_conflict, local))
+
+
+def test_find_orphans_asks_the_age_of_unmatched_files_only():
+    asked: list[list[str]] = []
+
+    def old_enough(paths):
+        asked.append(list(paths))
+        return [not p.endswith("young") for p in paths]
+
+    actual = ["/t/a", "/t/young", "hdfs://nn2/t/b-young", "/t/c", "hdfs://nn2/t/d"]
+    valid = ["/t/a", "hdfs://nn1/t/b-young", "hdfs://nn1/t/d"]
+    with pytest.raises(ValidationError, match=r"\[\(nn1, nn2\)\]"):
+        find_orphans(actual, valid, equal_schemes={}, equal_authorities={}, mode="ERROR", old_enough=old_enough)
+    assert asked == [["/t/young", "hdfs://nn2/t/b-young", "/t/c", "hdfs://nn2/t/d"]]
+    assert find_orphans(actual, valid, equal_schemes={}, equal_authorities={}, mode="DELETE",
+                        old_enough=old_enough) == ["/t/c", "hdfs://nn2/t/d"]
+    assert find_orphans(actual[:4], valid, equal_schemes={}, equal_authorities={}, mode="ERROR",
+                        old_enough=old_enough) == ["/t/c"]
+
+
+def test_walk_without_a_cutoff_and_modified_before(tmp_path):
+    root = str(tmp_path)
+    old, young = touch(f"{root}/d/old.parquet"), touch(f"{root}/d/young.parquet", mtime=None)
+    os.makedirs(f"{root}/d/sub")
+    now = int(time.time() * 1000)
+    assert walk([root], now - 3600_000, HiddenPathFilter())[0] == [q(old)]
+    files = sorted(walk([root], None, HiddenPathFilter())[0])
+    assert files == [q(old), q(young)]
+    gone = q(f"{root}/d/gone.parquet")
+    assert modified_before(files + [gone, q(f"{root}/d/sub")], now - 3600_000) == [True, False, False, False]
+    assert modified_before([old, young], now + 10_000) == [True, True]

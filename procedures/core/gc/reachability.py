@@ -34,8 +34,8 @@ from typing import Any, Iterable, Iterator
 
 from procedures.errors import InvalidMetadataError
 from procedures.spec.manifest import (
-    EncodedManifestList, FileContent, ManifestContent, ManifestFile, decode_manifest_list_head, manifest_live_paths,
-    read_encoded_manifest_list,
+    EncodedManifestList, FileContent, ManifestContent, ManifestFile, decode_manifest_list_head, iter_manifest_list_rows,
+    manifest_live_paths, read_encoded_manifest_list,
 )
 from procedures.spec.metadata import TableMetadata
 
@@ -121,7 +121,8 @@ def _parents_first(ids: Iterable[int], snapshots: dict[int, Any]) -> list[int]:
 
 def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[int] | None = None,
                             *, threads: int = DRIVER_READ_THREADS, per_snapshot: bool = False,
-                            shared: dict[str, ManifestFile] | None = None) -> SnapshotManifests:
+                            shared: dict[str, ManifestFile] | None = None, slim: bool = False,
+                            prefetch_bytes: int | None = None) -> SnapshotManifests:
     """Read the manifest lists of ``snapshot_ids`` (default: every snapshot of ``md``).
 
     A manifest appears in the list of every later snapshot that keeps it: 1,000 snapshots over
@@ -132,10 +133,12 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
     One object is kept per manifest, so memory follows the distinct manifests, not the rows; a
     snapshot's own tuple of manifests is kept only with ``per_snapshot`` (else only until its
     children are decoded).  Files are fetched by ``threads`` threads ahead of the decoding, at most
-    :data:`PREFETCH_BYTES` of them.
+    ``prefetch_bytes`` (default :data:`PREFETCH_BYTES`) of them.
 
     ``shared`` (path -> manifest) lets several reads of one table keep one object per manifest
     between them: a manifest already in it is not kept again, and new ones are added to it.
+    With ``slim`` a manifest is kept as :func:`manifest_from_row` gives it (path, length, spec and
+    content: what reading its paths needs), without counts and partition summaries.
 
     v1 snapshots that embed a ``manifests`` array instead of a list are not supported by the
     model; they have no manifest list and contribute no manifests.
@@ -151,7 +154,9 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
     common = shared if shared is not None else interned
 
     def keep(m: ManifestFile) -> ManifestFile:
-        one = common.setdefault(m.manifest_path, m)
+        one = common.get(m.manifest_path)
+        if one is None:
+            one = common[m.manifest_path] = manifest_from_row(*manifest_row(m)) if slim else m
         return interned.setdefault(one.manifest_path, one)
     pairs: dict[int, tuple[ManifestFile, ...]] = {}
 
@@ -169,18 +174,20 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
                 return tuple(map(keep, head)) + pairs[parent]
             except InvalidMetadataError:
                 pass  # the rows do not split there: decode the whole list below
-        return tuple(map(keep, decode_manifest_list_head(enc, len(enc.records), enc.count)))
+        # row by row: a list decoded whole (a rewrite's) never holds all its rows decoded at once
+        return tuple(map(keep, iter_manifest_list_rows(enc, len(enc.records), enc.count)))
 
     # decompressing the lists is CPU work: threads past the cores add no speed, only malloc arenas
     # that keep their freed buffers (8 threads held 35 MiB at 1,000 lists of 10,000 rows, 2 held 19)
     workers = min(threads, max(2, os.cpu_count() or 2), len(ids))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="read-manifest-list") if workers > 1 else None
+    budget = PREFETCH_BYTES if prefetch_bytes is None else prefetch_bytes
     largest = 0
     start = 0
     try:
         while start < len(order):
             # as many lists ahead as fit the byte budget at the size of the largest seen so far
-            batch = max(1, min(workers * 4, PREFETCH_BYTES // largest)) if largest else max(1, workers)
+            batch = max(1, min(workers * 4, budget // largest)) if largest else max(1, workers)
             chunk = order[start:start + batch]
             start += len(chunk)
             for sid, enc in zip(chunk, pool.map(fetch, chunk) if pool is not None else map(fetch, chunk)):

@@ -2,7 +2,9 @@
 
 1. **Actual files**: the driver walks the top of the tree (:func:`procedures.io.listing.walk`);
    when it holds more than :data:`DRIVER_MAX_DIRS` directories the rest is listed in Spark tasks
-   (:func:`procedures.spark.listing.list_directories`).  Alternatively the rows of
+   (:func:`procedures.spark.listing.listed_keys_dataframe`).  A local walk lists names only: the
+   ``older_than`` cutoff is applied after matching, to the files nothing references (a ``stat``
+   each), so a young file is never an orphan nor a conflict either way.  Alternatively the rows of
    ``file_list_view`` (``file_path``, ``last_modified``) are used and nothing is listed, or the
    FileIO's prefix listing with ``prefix_listing``.
 2. **Valid files**: :func:`procedures.core.gc.orphans.valid_paths`, the content files read in
@@ -27,9 +29,9 @@ from procedures.core.gc.orphans import (
     CONFLICTS, DEFAULT_OLDER_THAN_MS, GC_DISABLED, INTERVAL_TOO_SHORT, MIN_INTERVAL_MS, HiddenPathFilter,
     RemoveOrphanFilesParams, RemoveOrphanFilesResult, find_orphans, format_pairs, listing_location, valid_paths,
 )
-from procedures.core.paths import flatten_equal_map
+from procedures.core.paths import flatten_equal_map, local_path
 from procedures.errors import ValidationError
-from procedures.io.listing import list_with_prefix, walk
+from procedures.io.listing import list_with_prefix, modified_before, walk
 from procedures.spark import listing as L
 from procedures.spark.session import optional_job
 
@@ -82,24 +84,30 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
     path_filter = HiddenPathFilter.for_metadata(md)
     name = getattr(table, "name", "table")
 
+    # a local walk learns ages only by a stat per file: it lists names, and the cutoff is applied
+    # to the files no metadata references (object stores and HDFS list ages with the names)
+    deferred = params.file_list_view is None and not params.prefix_listing and local_path(location) is not None
+    listing_cutoff = None if deferred else older_than
     with optional_job(spark, f"remove_orphan_files: {name} older_than={older_than} location={location}"), \
             L.FrameKeeper() as keep:
-        actual_list, pending, view_df = _actual_files(table, params, location, older_than, path_filter, spark)
+        actual_list, pending, view_df = _actual_files(table, params, location, listing_cutoff, path_filter, spark)
         valid = valid_paths(table.io, md, table.metadata_location,
                             content_frame=_content_in_spark(spark, table.io, schemes, auths) if spark is not None else None)
         used_spark = bool(pending) or view_df is not None or valid.content_frame is not None
         if not used_spark:
+            old_enough = (lambda paths: modified_before(paths, older_than, table.io)) if deferred else None
             orphans: Iterable[str] = find_orphans(actual_list, valid.paths, equal_schemes=schemes,
-                                                  equal_authorities=auths, mode=mode)
+                                                  equal_authorities=auths, mode=mode, old_enough=old_enough)
         else:
             if view_df is not None:
                 actual = L.uri_frame(keep(view_df), "file_path", schemes, auths)
             else:
-                actual = L.listed_keys_dataframe(spark, actual_list, pending, older_than, path_filter.partition_prefixes,
+                actual = L.listed_keys_dataframe(spark, actual_list, pending, listing_cutoff,
+                                                 path_filter.partition_prefixes,
                                                  dict(getattr(table.io, "properties", {}) or {}), schemes, auths)
             del actual_list  # the driver's part of the listing is in the frame now
             orphans = _find_orphans_spark(spark, actual, valid.paths, valid.content_frame, schemes, auths, mode,
-                                          params.stream_results, keep)
+                                          params.stream_results, keep, older_than if deferred else None)
         guard = DeleteGuard(table, (location,), metadata_location=table.metadata_location,
                             manifest_lists=valid.manifest_lists, manifests=valid.manifests,
                             procedure=f"remove_orphan_files on {name}")
@@ -107,9 +115,10 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
     return RemoveOrphanFilesResult(*result, used_spark=used_spark)
 
 
-def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, older_than: int,
+def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, older_than: int | None,
                   path_filter: HiddenPathFilter, spark: Any) -> tuple[list[str], list[str], Any]:
-    """``(files listed on the driver, directories left to Spark tasks, file_list_view frame or None)``."""
+    """``(files listed on the driver, directories left to Spark tasks, file_list_view frame or None)``;
+    a walk with ``older_than=None`` lists files of any age."""
     if params.file_list_view is not None:
         return [], [], _view_files(spark, params.file_list_view, location, older_than)
     if params.prefix_listing:
@@ -139,11 +148,12 @@ def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
 
 
 def _find_orphans_spark(spark: Any, actual: Any, valid_list: list[str], valid_df: Any, schemes: dict[str, str],
-                        auths: dict[str, str], mode: str, stream: bool, keep: L.FrameKeeper) -> Iterator[str]:
+                        auths: dict[str, str], mode: str, stream: bool, keep: L.FrameKeeper,
+                        older_than: int | None) -> Iterator[str]:
     valid = L.driver_keys_dataframe(spark, valid_list, schemes, auths, actual=False)
     if valid_df is not None:
         valid = valid.unionByName(valid_df)
-    orphans, conflicts = L.find_orphans_dataframe(actual, valid, mode, keep)
+    orphans, conflicts = L.find_orphans_dataframe(actual, valid, mode, keep, older_than)
     if conflicts:
         raise ValidationError(CONFLICTS.format(format_pairs(conflicts)))
     rows = orphans.toLocalIterator() if stream else iter(orphans.collect())
