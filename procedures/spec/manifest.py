@@ -1389,11 +1389,14 @@ def existing_records(
     writes it), so its metrics are never decoded nor re-encoded.  Yields ``(partition, record_count,
     data sequence number, record)`` in file order, for :meth:`ManifestWriter.existing_encoded`.
 
-    Returns None -- read with :func:`read_manifest` instead -- unless ``format_version`` is 2 and
-    the manifest's schema encodes exactly like ``avro_schema`` (v1 rewrites the block size, v3 makes
-    inherited first row ids explicit inside ``data_file``).
+    In v1 the deprecated ``block_size_in_bytes`` is written as the writer writes it
+    (:data:`DEFAULT_BLOCK_SIZE`), the only ``data_file`` field re-encoded besides the format.
+
+    Returns None -- read with :func:`read_manifest` instead -- unless ``format_version`` is 1 or 2
+    and the manifest's schema encodes exactly like ``avro_schema`` (v3 makes inherited first row
+    ids explicit inside ``data_file``).
     """
-    if format_version != 2:
+    if format_version not in (1, 2):
         return None
     path = manifest.manifest_path
     data = _read_bytes(io, path)
@@ -1404,13 +1407,17 @@ def existing_records(
     plan = _copy_plan(schema, avro_schema)
     if plan is None:
         return None
+    if format_version == 1:
+        if plan.v1_split is None:
+            return None
+        return _existing_records_v1(stripped, plan, manifest, specs)
     return _existing_records(stripped, plan, manifest, specs)
 
 
 class _CopyPlan:
     """What copying entries of one source schema into one target schema needs, built once per pair."""
 
-    __slots__ = ("source", "target", "df_schema", "named", "writer", "projection", "part_getters")
+    __slots__ = ("source", "target", "df_schema", "named", "writer", "projection", "part_getters", "v1_split")
 
     def __init__(self, source: dict[str, Any], target: Mapping[str, Any]) -> None:
         self.source, self.target = source, target
@@ -1420,6 +1427,7 @@ class _CopyPlan:
         self.writer = fastavro.parse_schema(stripped)
         self.projection = fastavro.parse_schema(_copy_projection(stripped))
         self.part_getters: dict[int, Callable[[dict], tuple]] = {}
+        self.v1_split = _v1_split(stripped)
 
     def part_get(self, spec: Any | None) -> Callable[[dict], tuple]:
         key = id(spec)
@@ -1458,6 +1466,86 @@ def _copy_projection(stripped: dict[str, Any]) -> dict[str, Any]:
     return dict(stripped, fields=fields)
 
 
+def _entry_buffers(stripped_data: bytes) -> Iterator[tuple[bytes, _io.BytesIO]]:
+    """``(block bytes, stream at the next entry)`` once per entry of an Avro file: the caller reads
+    the entry from the stream and slices the bytes it read."""
+    for block in fastavro.block_reader(_io.BytesIO(stripped_data)):
+        buf = block.bytes_.getvalue()
+        fo = _io.BytesIO(buf)
+        for _ in range(block.num_records):
+            yield buf, fo
+
+
+def _format_recoded(buf: bytes, start: int, path_at: int, end: int, fmt: str) -> bytes:
+    """``buf[start:end]`` (``data_file`` fields) with the ``file_format`` after the ``file_path``
+    at ``path_at`` re-encoded upper-cased, as the writer writes it."""
+    n, p = decode_long(buf, path_at)
+    n_fmt, q = decode_long(buf, p + n)
+    canonical = FileFormat(fmt).value.encode()
+    return buf[start:p + n] + encode_long(len(canonical)) + canonical + buf[q + n_fmt:end]
+
+
+def _v1_split(stripped: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+    """For a v1 entry schema: the entry read up to ``file_size_in_bytes`` (its fields flattened:
+    Avro encodes a nested record as its fields in order), then the ``data_file`` fields after
+    ``block_size_in_bytes`` with a reader that keeps none of them; None when the schema has no
+    block size or cannot be cut there (the entry is then decoded in full)."""
+    top = stripped["fields"]
+    if [f["name"] for f in top] != ["status", "snapshot_id", "data_file"]:
+        return None
+    inner = top[2]["type"]
+    names = [g["name"] for g in inner["fields"]] if isinstance(inner, dict) else []
+    if "block_size_in_bytes" not in names:
+        return None
+    cut = names.index("block_size_in_bytes")
+    if inner["fields"][cut]["type"] != "long":
+        return None
+    head = [g for g in inner["fields"][:cut] if g["name"] in _COPY_FIELDS or g["name"] == "file_path"]
+    prefix = {"type": "record", "name": "v1_entry_head", "fields": top[:2] + inner["fields"][:cut]}
+    wanted = {"type": "record", "name": "v1_entry_head", "fields": top[:2] + head}
+    rest = {"type": "record", "name": "v1_entry_tail", "fields": inner["fields"][cut + 1:]}
+    try:
+        return (fastavro.parse_schema(prefix), fastavro.parse_schema(wanted), fastavro.parse_schema(rest),
+                fastavro.parse_schema({"type": "record", "name": "v1_entry_tail", "fields": []}))
+    except Exception:  # fastavro raises several types for a schema it cannot cut (named types split)
+        return None
+
+
+def _existing_records_v1(stripped_data: bytes, plan: _CopyPlan, manifest: ManifestFile,
+                         specs: Mapping[int, Any] | None) -> Iterator[tuple[tuple, int, int | None, bytes]]:
+    path = manifest.manifest_path
+    part_get = plan.part_get(specs.get(manifest.partition_spec_id) if specs else None)
+    prefix, wanted, rest, nothing = plan.v1_split
+    m_snap, m_seq = manifest.added_snapshot_id, manifest.sequence_number
+    formats, read, decode = _FORMATS, fastavro.schemaless_reader, decode_long
+    block_size = encode_long(DEFAULT_BLOCK_SIZE)
+    try:
+        for buf, fo in _entry_buffers(stripped_data):
+            start = fo.tell()
+            r = read(fo, prefix, wanted)
+            cut = fo.tell()
+            tail = decode(buf, cut)[1]  # past block_size_in_bytes
+            fo.seek(tail)
+            read(fo, rest, nothing)
+            end = fo.tell()
+            status = r["status"]
+            if status == ManifestEntryStatus.DELETED:
+                continue
+            pos = decode(buf, start)[1]
+            branch, pos = decode(buf, pos)  # snapshot_id: null or long
+            if branch:
+                pos = decode(buf, pos)[1]
+            snap = r["snapshot_id"]
+            if snap is None:
+                snap = m_snap
+            head = b"\x00" + _optional_long(snap)
+            fmt = r["file_format"]
+            body = buf[pos:cut] if fmt in formats else _format_recoded(buf, pos, pos, cut, fmt)
+            yield part_get(r["partition"]), r["record_count"], m_seq, head + body + block_size + buf[tail:end]
+    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+        raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
+
+
 def _existing_records(stripped_data: bytes, plan: _CopyPlan, manifest: ManifestFile,
                       specs: Mapping[int, Any] | None) -> Iterator[tuple[tuple, int, int | None, bytes]]:
     path = manifest.manifest_path
@@ -1466,41 +1554,32 @@ def _existing_records(stripped_data: bytes, plan: _CopyPlan, manifest: ManifestF
     m_snap, m_seq = manifest.added_snapshot_id, manifest.sequence_number
     formats, read, decode = _FORMATS, fastavro.schemaless_reader, decode_long
     try:
-        for block in fastavro.block_reader(_io.BytesIO(stripped_data)):
-            buf = block.bytes_.getvalue()
-            fo = _io.BytesIO(buf)
-            for _ in range(block.num_records):
-                start = fo.tell()
-                r = read(fo, writer, projection)
-                end = fo.tell()
-                status = r["status"]
-                if status == ManifestEntryStatus.DELETED:
-                    continue
-                pos = decode(buf, start)[1]
-                for _ in range(3):  # snapshot_id, sequence_number, file_sequence_number: null or long
-                    branch, pos = decode(buf, pos)
-                    if branch:
-                        pos = decode(buf, pos)[1]
-                snap, seq, fseq = r["snapshot_id"], r["sequence_number"], r["file_sequence_number"]
-                if snap is None:
-                    snap = m_snap
-                if status == ManifestEntryStatus.ADDED or m_seq == 0:
-                    if seq is None:
-                        seq = m_seq
-                    if fseq is None:
-                        fseq = m_seq
-                d = r["data_file"]
-                head = b"\x00" + _optional_long(snap) + _optional_long(seq) + _optional_long(fseq)
-                fmt = d["file_format"]
-                if fmt in formats:
-                    body = buf[pos:end]
-                else:  # content, file_path, then file_format: re-encode only the format
-                    p = decode(buf, pos)[1]
-                    n, p = decode(buf, p)
-                    n_fmt, q = decode(buf, p + n)
-                    canonical = FileFormat(fmt).value.encode()
-                    body = buf[pos:p + n] + encode_long(len(canonical)) + canonical + buf[q + n_fmt:end]
-                yield part_get(d["partition"]), d["record_count"], seq, head + body
+        for buf, fo in _entry_buffers(stripped_data):
+            start = fo.tell()
+            r = read(fo, writer, projection)
+            end = fo.tell()
+            status = r["status"]
+            if status == ManifestEntryStatus.DELETED:
+                continue
+            pos = decode(buf, start)[1]
+            for _ in range(3):  # snapshot_id, sequence_number, file_sequence_number: null or long
+                branch, pos = decode(buf, pos)
+                if branch:
+                    pos = decode(buf, pos)[1]
+            snap, seq, fseq = r["snapshot_id"], r["sequence_number"], r["file_sequence_number"]
+            if snap is None:
+                snap = m_snap
+            if status == ManifestEntryStatus.ADDED or m_seq == 0:
+                if seq is None:
+                    seq = m_seq
+                if fseq is None:
+                    fseq = m_seq
+            d = r["data_file"]
+            head = b"\x00" + _optional_long(snap) + _optional_long(seq) + _optional_long(fseq)
+            fmt = d["file_format"]
+            # content comes before file_path
+            body = buf[pos:end] if fmt in formats else _format_recoded(buf, pos, decode(buf, pos)[1], end, fmt)
+            yield part_get(d["partition"]), d["record_count"], seq, head + body
     except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
         raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
 

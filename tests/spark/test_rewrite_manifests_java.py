@@ -54,14 +54,14 @@ def _without_location(m):
     return replace(m, manifest_path="", manifest_length=0, added_snapshot_id=None)  # each op is its own snapshot
 
 
-@pytest.mark.parametrize(("layout", "fv"), [("mixed", 2), ("single", 2), ("unpartitioned", 2), ("single", 3),
-                                           ("unpartitioned", 3)])
+@pytest.mark.parametrize(("layout", "fv"), [("single", 1), ("unpartitioned", 1), ("mixed", 2), ("single", 2),
+                                           ("unpartitioned", 2), ("single", 3), ("unpartitioned", 3)])
 def test_rewrite_manifests_on_executors_writes_what_the_driver_writes(spark, java_warehouse, monkeypatch, layout, fv):
     """Past the driver's limits the entries are read, cut and written on the executors; the manifests
     must hold the driver's entries in the driver's order, and the procedure's output equals Java's.
     ``mixed``: Java's manifests span several partitions (read for placement); ``single``: each holds
-    one partition (placed from its summaries, read only by the task writing it).  v2 entries are
-    copied as bytes; v3 ones are decoded (their inherited first row ids become explicit)."""
+    one partition (placed from its summaries, read only by the task writing it).  v1 and v2 entries
+    are copied as bytes; v3 ones are decoded (their inherited first row ids become explicit)."""
     from procedures.catalog.hadoop import HadoopCatalog
     from procedures.core.gc import reachability as R
     from procedures.core.rewrite_manifests_op import RewriteManifests, uniform_partition
@@ -85,8 +85,8 @@ def test_rewrite_manifests_on_executors_writes_what_the_driver_writes(spark, jav
     spec = t.metadata.spec()
     java_manifests = [m for m in read_manifest_list(t.io, t.metadata.current_snapshot().manifest_list)]
     target = ManifestWriter(t.io, "unused", spec, t.metadata.schema(), fv).avro_schema
-    # Java's v2 manifests are copied without decoding their metrics
-    assert all((existing_records(t.io, m, target, fv) is not None) == (fv == 2) for m in java_manifests)
+    # Java's v1 and v2 manifests are copied without decoding their metrics
+    assert all((existing_records(t.io, m, target, fv) is not None) == (fv in (1, 2)) for m in java_manifests)
     single = [uniform_partition(m, spec.partition_type(t.metadata.schema())) for m in java_manifests]
     if layout == "single":
         assert all(u is not None for u in single) and len(set(single)) == 4

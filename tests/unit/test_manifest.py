@@ -22,6 +22,7 @@ from procedures.spec.avro_schemas import (
     sanitize_name,
 )
 from procedures.spec.manifest import (
+    DEFAULT_BLOCK_SIZE,
     UNASSIGNED_SEQ,
     DataFile,
     FieldSummary,
@@ -559,10 +560,51 @@ def test_existing_records_copy_what_the_driver_rewrites(content: ManifestContent
     assert read_manifest_metadata(mio, copied.manifest_path) == read_manifest_metadata(mio, driver.manifest_path)
 
 
+def _with_block_size(mio: MemIO, path: str, block_size: int) -> None:
+    reader = fastavro.reader(io.BytesIO(mio.files[path]))
+    records = list(reader)
+    for r in records:
+        r["data_file"]["block_size_in_bytes"] = block_size
+    meta = {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
+    buf = io.BytesIO()
+    fastavro.writer(buf, reader.writer_schema, records, codec="deflate", metadata=meta)
+    mio.files[path] = buf.getvalue()
+
+
+def test_existing_records_copy_v1_entries_as_the_driver_rewrites_them() -> None:
+    """v1 entries are copied too: the snapshot id made explicit, DELETED entries dropped, every
+    data_file field kept but the file format (upper-cased) and the deprecated block size (written
+    as the writer writes it); the result reads back, and encodes, as the driver's rewrite."""
+    mio = MemIO()
+    files = [("add", _full_file(FileContent.DATA, 1, PARTITION), None, None),
+             ("delete", _full_file(FileContent.DATA, 1, NULL_PARTITION, file_path="s3://bucket/t/data/gone.parquet"), None, None),
+             ("existing", _full_file(FileContent.DATA, 1, NULL_PARTITION, file_path="s3://bucket/t/data/b.parquet"), None, None),
+             ("add", _full_file(FileContent.DATA, 1, PARTITION, file_path="s3://bucket/t/data/c.parquet", nan_value_counts=None), None, None)]
+    path = "s3://bucket/t/metadata/source-v1.avro"
+    source = replace(_write(mio, 1, ManifestContent.DATA, files, path), sequence_number=0, min_sequence_number=0)
+    _lower_case_formats(mio, path)
+    _with_block_size(mio, path, 12345)
+    copied = _copied(mio, source, 1, ManifestContent.DATA, "s3://bucket/t/metadata/copied.avro")
+    assert copied is not None
+    driver = _rewritten_by_driver(mio, source, 1, ManifestContent.DATA, "s3://bucket/t/metadata/driver.avro")
+    assert replace(copied, manifest_path="", manifest_length=0) == replace(driver, manifest_path="", manifest_length=0)
+    got = list(read_manifest(mio, copied, specs={SPEC.spec_id: SPEC}))
+    assert got == list(read_manifest(mio, driver, specs={SPEC.spec_id: SPEC}))
+    assert [(e.status, e.snapshot_id, e.data_file.file_path) for e in got] == [
+        (ManifestEntryStatus.EXISTING, 55, _full_file(FileContent.DATA, 1, PARTITION).file_path),
+        (ManifestEntryStatus.EXISTING, 44, "s3://bucket/t/data/b.parquet"),
+        (ManifestEntryStatus.EXISTING, 55, "s3://bucket/t/data/c.parquet")]
+    raw = list(fastavro.reader(io.BytesIO(mio.files[copied.manifest_path])))
+    assert raw == list(fastavro.reader(io.BytesIO(mio.files[driver.manifest_path])))
+    assert [(r["data_file"]["file_format"], r["data_file"]["block_size_in_bytes"]) for r in raw] == \
+        [("PARQUET", DEFAULT_BLOCK_SIZE)] * 3
+    assert read_manifest_metadata(mio, copied.manifest_path) == read_manifest_metadata(mio, driver.manifest_path)
+
+
 def test_existing_records_refuse_what_they_cannot_copy() -> None:
     """Other format versions and schemas that encode differently are left to read_manifest."""
     mio = MemIO()
-    for version in (1, 3):
+    for version in (3,):
         m = _write(mio, version, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, version, PARTITION), None, None)],
                    f"s3://bucket/t/metadata/v{version}.avro")
         target = ManifestWriter(mio, "unused", SPEC, SCHEMA, version).avro_schema
