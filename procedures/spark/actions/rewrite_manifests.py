@@ -143,13 +143,20 @@ class SparkManifestRewriter:
                     written += 1
             yield pickle.dumps((chunk, writer.close(), written))
 
-        slices = max(1, min(len(items), sc.defaultParallelism * 4))
-        rdd = sc.parallelize(items, slices)
         if mixed:
-            rdd = rdd.union(sc.parallelize(mixed, max(1, min(len(mixed), sc.defaultParallelism * 4))).mapPartitions(place))
+            slices = max(1, min(len(items), sc.defaultParallelism * 4))
+            placed = sc.parallelize(mixed, max(1, min(len(mixed), sc.defaultParallelism * 4))).mapPartitions(place)
+            # entries read on the executors reach their chunk's task through a shuffle
+            chunked = sc.parallelize(items, slices).union(placed).partitionBy(n_chunks, lambda chunk: chunk)
+        else:
+            # every item's chunk is known here: one slice per chunk, no shuffle stage
+            groups: dict[int, list[tuple[int, tuple]]] = {}
+            for chunk, item in items:
+                groups.setdefault(chunk, []).append((chunk, item))
+            chunked = sc.parallelize(list(groups.values()), max(1, len(groups))).flatMap(lambda rows: rows)
         with job_description(self.spark, f"rewrite_manifests: {self.name}: write {n_chunks} manifests "
                                          f"from {len(manifests)} ({len(mixed)} read for placement)"):
-            results = rdd.partitionBy(n_chunks, lambda chunk: chunk).mapPartitions(write).collect()
+            results = chunked.mapPartitions(write).collect()
         placement.unpersist()
         done = sorted(pickle.loads(r) for r in results)
         return [m for _, m, _ in done], sum(n for _, _, n in done)
