@@ -136,5 +136,7 @@ def modified_before(paths: Sequence[str], older_than_ms: int, io: FileIO | None 
         io = io if io is not None else FileIO()
         fs, p = io.filesystem(path)
         info = fs.get_file_info(p)
-        out.append(info.type == pafs.FileType.File and (info.mtime_ns or 0) // 1_000_000 < older_than_ms)
+        # an unknown age is never old enough (as the prefix listing skips such files)
+        out.append(info.type == pafs.FileType.File and info.mtime_ns is not None
+                   and info.mtime_ns // 1_000_000 < older_than_ms)
     return out

@@ -22,7 +22,6 @@ import pyarrow.compute as pc
 
 from procedures.core.gc.orphans import HiddenPathFilter
 from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
-from procedures.spec.manifest import manifest_live_path_list
 from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
 from procedures.core.splits import spread_weights
 from procedures.io.sandbox import file_io
@@ -30,6 +29,7 @@ from procedures.io.listing import modified_before, walk
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import rows_frame, tasks_frame
 from procedures.spark.worker import prepare_python_worker
+from procedures.spec.manifest import manifest_live_path_list
 
 __all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "uri_dataframe", "uri_frame",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe", "listed_keys_dataframe",

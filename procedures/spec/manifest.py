@@ -1614,6 +1614,8 @@ def _existing_records_skimmed(stripped_data: bytes, plan: _CopyPlan, manifest: M
                 # content comes before file_path
                 body = buf[at:pos] if fmt in formats else _format_recoded(buf, at, decode(buf, at)[1], pos, fmt)
                 yield part_get(partition), record_count, seq, head + body
+            if pos != len(buf):  # the generated skips trust lengths: a block must end where its entries do
+                raise ValueError(f"a block of {len(buf)} bytes held {pos} bytes of entries")
     except (KeyError, IndexError, ValueError, EOFError, TypeError, struct.error) as e:
         raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
 

@@ -438,6 +438,43 @@ def test_a_stream_closed_early_stops_its_readers(catalog):
     assert not [th for th in threading.enumerate() if th.name.startswith("read-manifest")]
 
 
+def test_an_unreadable_manifest_in_the_stream_leaves_its_files_and_the_rest_go(catalog, caplog):
+    t = make_table(catalog)
+    for i in range(4):
+        t = c(t, FastAppend([data_file(t, f"f{i}", i)]))
+    manifests = list(R.read_snapshot_manifests(t.io, t.metadata).distinct().values())
+    gone = manifests[1]
+    os.remove(gone.manifest_path)
+    for threads in (1, 3):
+        streamed = [p for p, _ in R.stream_content_paths(t.io, manifests, threads=threads)]
+        expected = [p for m in manifests if m is not gone for p, _ in R.manifest_content_paths(t.io, m)]
+        assert streamed == expected and len(streamed) == 3
+    assert gone.manifest_path in caplog.text
+
+
+def test_delete_files_closes_what_it_was_given_when_a_batch_fails(tmp_path):
+    from procedures.core.gc.expire import delete_files
+    from procedures.io.fileio import FileIO
+
+    closed = []
+
+    def items():
+        try:
+            for i in range(5):
+                yield str(tmp_path / f"x{i}"), R.DATA
+        finally:
+            closed.append(True)
+
+    class Refusing:
+        def check(self, chunk):
+            raise RuntimeError("guard failed")
+
+    given = items()  # held here, as a caller holding the stream would: only delete_files can close it
+    with pytest.raises(RuntimeError, match="guard failed"):
+        delete_files(FileIO(), given, guard=Refusing(), batch=2)
+    assert closed == [True]
+
+
 def test_failed_deletes_are_not_counted(catalog, monkeypatch):
     t = make_table(catalog)
     f0 = data_file(t, "f0")

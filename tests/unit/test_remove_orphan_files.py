@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import time
 
+import pyarrow.fs as pafs
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
@@ -324,3 +325,20 @@ def test_walk_without_a_cutoff_and_modified_before(tmp_path):
     gone = q(f"{root}/d/gone.parquet")
     assert modified_before(files + [gone, q(f"{root}/d/sub")], now - 3600_000) == [True, False, False, False]
     assert modified_before([old, young], now + 10_000) == [True, True]
+
+
+def test_a_remote_file_of_unknown_age_is_never_old_enough():
+    class Store:
+        def __init__(self, mtime_ns):
+            self.mtime_ns = mtime_ns
+
+        def filesystem(self, path):
+            outer = self
+
+            class FS:
+                def get_file_info(self, p):
+                    return pafs.FileInfo(p, pafs.FileType.File, mtime=None if outer.mtime_ns is None else outer.mtime_ns / 1e9)
+            return FS(), path.split("://", 1)[1]
+
+    assert modified_before(["s3://b/t/data/x.parquet"], 10**13, io=Store(None)) == [False]
+    assert modified_before(["s3://b/t/data/x.parquet"], 10**13, io=Store(1_000 * 10**9)) == [True]

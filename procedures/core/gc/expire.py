@@ -300,8 +300,8 @@ def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_de
     counts: Counter = Counter()
     pool = (ThreadPoolExecutor(max_workers=max_concurrent_deletes, thread_name_prefix="gc-delete")
             if max_concurrent_deletes and not dry_run else None)
+    it = iter(items)
     try:
-        it = iter(items)
         size = batch or DELETE_BATCH
         while chunk := list(islice(it, size)):
             if protect is not None:
@@ -321,6 +321,11 @@ def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_de
                 if ok:
                     counts[kind] += 1
     finally:
+        # a generator reading manifests ahead (expire's content stream) stops its readers now, not
+        # whenever it is collected
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
         if pool is not None:
             pool.shutdown(wait=True)
     return counts

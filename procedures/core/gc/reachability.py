@@ -264,11 +264,22 @@ def stream_content_paths(io: Any, manifests: Iterable[ManifestFile], *, threads:
     :func:`content_paths_driver` holds every path at once; this holds only the manifests read ahead
     (``threads`` threads, at most ``ahead_bytes`` of manifest files) and, to give a path named by
     several manifests once, a 16-byte digest per path seen (a third of what the path itself costs).
+    A manifest that cannot be read is logged and skipped: the caller is already deleting.
     """
     ms = list(manifests)
     if not ms:
         return
     seen: set[bytes] = set()
+
+    def read(m: ManifestFile) -> list[tuple[str, str]]:
+        # deletes are under way when a manifest fails: stopping would leave every later file behind
+        # as well, so its files are left (for remove_orphan_files) and the others still go
+        try:
+            return list(manifest_content_paths(io, m))
+        except (InvalidMetadataError, OSError) as e:
+            log.warning("Cannot read manifest %s (%s): the files only it names are not deleted; "
+                        "remove_orphan_files can find them later", m.manifest_path, e)
+            return []
 
     def emit(pairs: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
         for path, kind in pairs:
@@ -279,7 +290,7 @@ def stream_content_paths(io: Any, manifests: Iterable[ManifestFile], *, threads:
 
     if len(ms) == 1 or threads <= 1:
         for m in ms:
-            yield from emit(manifest_content_paths(io, m))
+            yield from emit(read(m))
         return
     pool = ThreadPoolExecutor(max_workers=min(threads, len(ms)), thread_name_prefix="read-manifest")
     pending: deque = deque()
@@ -290,7 +301,7 @@ def stream_content_paths(io: Any, manifests: Iterable[ManifestFile], *, threads:
             while nxt < len(ms) and len(pending) < threads * 2 and (
                     not pending or held + (ms[nxt].manifest_length or 0) <= ahead_bytes):
                 m = ms[nxt]
-                pending.append((pool.submit(lambda m=m: list(manifest_content_paths(io, m))), m.manifest_length or 0))
+                pending.append((pool.submit(read, m), m.manifest_length or 0))
                 held += m.manifest_length or 0
                 nxt += 1
             future, size = pending.popleft()
