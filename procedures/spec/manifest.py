@@ -1570,92 +1570,69 @@ def _existing_records_v1(stripped_data: bytes, plan: _CopyPlan, manifest: Manife
 
 def _existing_records(stripped_data: bytes, plan: _CopyPlan, manifest: ManifestFile,
                       specs: Mapping[int, Any] | None) -> Iterator[tuple[tuple, int, int | None, bytes]]:
-    if plan.skims is not None:
-        return _existing_records_skimmed(stripped_data, plan, manifest, specs)
-    return _existing_records_read(stripped_data, plan, manifest, specs)
-
-
-def _existing_records_skimmed(stripped_data: bytes, plan: _CopyPlan, manifest: ManifestFile,
-                              specs: Mapping[int, Any] | None) -> Iterator[tuple[tuple, int, int | None, bytes]]:
-    """:func:`_existing_records_read` with the generated readers of :func:`_copy_skimmers` (about a
-    third of fastavro's time per entry: the metrics it steps over are never built)."""
     path = manifest.manifest_path
     part_get = plan.part_get(specs.get(manifest.partition_spec_id) if specs else None)
-    skim = plan.skims
     m_snap, m_seq = manifest.added_snapshot_id, manifest.sequence_number
     formats, decode, deleted = _FORMATS, decode_long, int(ManifestEntryStatus.DELETED)
     added = int(ManifestEntryStatus.ADDED)
     heads: dict[tuple, bytes] = {}  # a manifest's entries mostly share their inherited values
+    entries = (_copy_fields_skimmed(stripped_data, plan.skims) if plan.skims is not None
+               else _copy_fields_read(stripped_data, plan))
     try:
-        for block in fastavro.block_reader(_io.BytesIO(stripped_data)):
-            buf = block.bytes_.getvalue()
-            pos = 0
-            for _ in range(block.num_records):
-                start = pos
-                pos, (status, snap, seq, fseq, fmt, partition, record_count) = skim(buf, start)
-                if status == deleted:
-                    continue
-                at = decode(buf, start)[1]
-                for _ in range(3):  # the three optional longs before data_file: null or long
-                    branch, at = decode(buf, at)
-                    if branch:
-                        at = decode(buf, at)[1]
-                if snap is None:
-                    snap = m_snap
-                if status == added or m_seq == 0:
-                    if seq is None:
-                        seq = m_seq
-                    if fseq is None:
-                        fseq = m_seq
-                key = (snap, seq, fseq)
-                head = heads.get(key)
-                if head is None:
-                    head = heads[key] = b"\x00" + _optional_long(snap) + _optional_long(seq) + _optional_long(fseq)
-                # content comes before file_path
-                body = buf[at:pos] if fmt in formats else _format_recoded(buf, at, decode(buf, at)[1], pos, fmt)
-                yield part_get(partition), record_count, seq, head + body
-            if pos != len(buf):  # the generated skips trust lengths: a block must end where its entries do
-                raise ValueError(f"a block of {len(buf)} bytes held {pos} bytes of entries")
-    except (KeyError, IndexError, ValueError, EOFError, TypeError, struct.error) as e:
-        raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
-
-
-def _existing_records_read(stripped_data: bytes, plan: _CopyPlan, manifest: ManifestFile,
-                           specs: Mapping[int, Any] | None) -> Iterator[tuple[tuple, int, int | None, bytes]]:
-    path = manifest.manifest_path
-    part_get = plan.part_get(specs.get(manifest.partition_spec_id) if specs else None)
-    writer, projection = plan.writer, plan.projection
-    m_snap, m_seq = manifest.added_snapshot_id, manifest.sequence_number
-    formats, read, decode = _FORMATS, fastavro.schemaless_reader, decode_long
-    try:
-        for buf, fo in _entry_buffers(stripped_data):
-            start = fo.tell()
-            r = read(fo, writer, projection)
-            end = fo.tell()
-            status = r["status"]
-            if status == ManifestEntryStatus.DELETED:
+        for buf, start, end, (status, snap, seq, fseq, fmt, partition, record_count) in entries:
+            if status == deleted:
                 continue
             pos = decode(buf, start)[1]
             for _ in range(3):  # snapshot_id, sequence_number, file_sequence_number: null or long
                 branch, pos = decode(buf, pos)
                 if branch:
                     pos = decode(buf, pos)[1]
-            snap, seq, fseq = r["snapshot_id"], r["sequence_number"], r["file_sequence_number"]
             if snap is None:
                 snap = m_snap
-            if status == ManifestEntryStatus.ADDED or m_seq == 0:
+            if status == added or m_seq == 0:
                 if seq is None:
                     seq = m_seq
                 if fseq is None:
                     fseq = m_seq
-            d = r["data_file"]
-            head = b"\x00" + _optional_long(snap) + _optional_long(seq) + _optional_long(fseq)
-            fmt = d["file_format"]
+            key = (snap, seq, fseq)
+            head = heads.get(key)
+            if head is None:
+                head = heads[key] = b"\x00" + _optional_long(snap) + _optional_long(seq) + _optional_long(fseq)
             # content comes before file_path
             body = buf[pos:end] if fmt in formats else _format_recoded(buf, pos, decode(buf, pos)[1], end, fmt)
-            yield part_get(d["partition"]), d["record_count"], seq, head + body
-    except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
+            yield part_get(partition), record_count, seq, head + body
+    except (KeyError, IndexError, ValueError, EOFError, TypeError, struct.error) as e:
         raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
+
+
+#: what :func:`_existing_records` reads of an entry: ``(block bytes, entry start, entry end, (status,
+#: snapshot_id, sequence_number, file_sequence_number, file_format, partition, record_count))``
+_CopyFields = tuple[bytes, int, int, tuple]
+
+
+def _copy_fields_skimmed(stripped_data: bytes, skim: Callable[[bytes, int], tuple[int, tuple]]) -> Iterator[_CopyFields]:
+    """The fields through the generated reader of :func:`_copy_skimmer` (about half of fastavro's
+    time per entry: the metrics it steps over are never built)."""
+    for block in fastavro.block_reader(_io.BytesIO(stripped_data)):
+        buf = block.bytes_.getvalue()
+        pos = 0
+        for _ in range(block.num_records):
+            start = pos
+            pos, values = skim(buf, start)
+            yield buf, start, pos, values
+        if pos != len(buf):  # the generated skips trust lengths: a block must end where its entries do
+            raise ValueError(f"a block of {len(buf)} bytes held {pos} bytes of entries")
+
+
+def _copy_fields_read(stripped_data: bytes, plan: _CopyPlan) -> Iterator[_CopyFields]:
+    """The fields through fastavro's projection (schemas the generator refuses)."""
+    writer, projection, read = plan.writer, plan.projection, fastavro.schemaless_reader
+    for buf, fo in _entry_buffers(stripped_data):
+        start = fo.tell()
+        r = read(fo, writer, projection)
+        d = r["data_file"]
+        yield buf, start, fo.tell(), (r["status"], r["snapshot_id"], r["sequence_number"], r["file_sequence_number"],
+                                      d["file_format"], d["partition"], d["record_count"])
 
 
 def _live_paths_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], str, str, str, str]:
