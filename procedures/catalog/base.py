@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Sequence, Union
 
 from procedures.errors import CommitFailedError, IcebergError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
-from procedures.spec.metadata import TableMetadata, metadata_to_json
+from procedures.spec.metadata import TableMetadata, metadata_json_bytes
 
 __all__ = [
     "Identifier",
@@ -171,7 +171,15 @@ class Table:
         return self.metadata.location
 
     def refresh(self) -> "Table":
-        """Reload the current metadata; returns ``self``."""
+        """Reload the current metadata; returns ``self``.
+
+        When the catalog still points at the file this table was loaded from, nothing is read:
+        a metadata file never changes once written, and parsing one of a long history costs time
+        and memory (garbage collection refreshes before every batch of deletes)."""
+        current = getattr(self.catalog, "current_metadata_location", None)
+        if self.metadata_location is not None and callable(current) \
+                and current(self.identifier) == self.metadata_location:
+            return self
         fresh = self.catalog.load_table(self.identifier)
         self.metadata = fresh.metadata
         self.metadata_location = fresh.metadata_location
@@ -271,6 +279,12 @@ class Catalog(abc.ABC):
     def load_table(self, identifier: IdentifierLike) -> Table:
         """The table with its current metadata; NoSuchTableError when absent."""
 
+    def current_metadata_location(self, identifier: IdentifierLike) -> str | None:
+        """The table's current metadata file, looked up without reading it; None when this catalog
+        cannot tell without loading the table (``Table.refresh`` then loads it).  Raises
+        NoSuchTableError when the table is gone."""
+        return None
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether the table exists."""
         try:
@@ -324,7 +338,7 @@ def metadata_extension(md: "TableMetadata") -> str:
 
 def metadata_file_bytes(md: "TableMetadata", location: str) -> bytes:
     """The serialized file for ``location``: JSON, gzip-compressed when the name says so."""
-    data = metadata_to_json(md).encode("utf-8")
+    data = metadata_json_bytes(md)
     name = location.rsplit("/", 1)[-1]
     if name.endswith(".gz.metadata.json") or name.endswith(".metadata.json.gz"):
         # mtime=0 keeps the bytes reproducible, so a retry can recognise its own file

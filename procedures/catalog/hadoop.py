@@ -222,6 +222,14 @@ class HadoopCatalog(Catalog):
         _, path = found
         return Table(ident, read_table_metadata(self.io, path), path, self.io, self)
 
+    def current_metadata_location(self, identifier: IdentifierLike) -> str | None:
+        """The newest version file (the hint, then forward while files exist), not read."""
+        ident = parse_identifier(identifier)
+        found = self._current_version(self._table_path(ident))
+        if found is None:
+            raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
+        return found[1]
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether the table directory holds metadata versions."""
         return self._is_table_dir(self._table_path(parse_identifier(identifier)))

@@ -275,6 +275,10 @@ class HiveCatalog(Catalog):
         location = t.parameters[METADATA_LOCATION]
         return Table(ident, read_table_metadata(self.io, location), location, self.io, self)
 
+    def current_metadata_location(self, identifier: IdentifierLike) -> str | None:
+        """The metadata file the metastore names, not read."""
+        return self._iceberg_table(identifier)[1].parameters[METADATA_LOCATION]
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether an Iceberg table of that name exists."""
         try:

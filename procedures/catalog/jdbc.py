@@ -518,6 +518,14 @@ class JdbcCatalog(Catalog):
             raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
         return Table(ident, read_table_metadata(self.io, location), location, self.io, self)
 
+    def current_metadata_location(self, identifier: IdentifierLike) -> str | None:
+        """The metadata file the table's row points to, not read."""
+        ident = parse_identifier(identifier)
+        location = self._current_location(ident)
+        if not location:
+            raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
+        return location
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether the catalog has a row for the table."""
         return self._current_location(parse_identifier(identifier)) is not None

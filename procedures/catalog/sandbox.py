@@ -51,6 +51,15 @@ class SandboxCatalog(Catalog):
         real = self.base.load_table(ident)
         return self._table(ident, real.metadata, real.metadata_location)
 
+    def current_metadata_location(self, identifier: IdentifierLike) -> str | None:
+        """The planned metadata file when this run committed to the table, else the real one's."""
+        ident = tuple(parse_identifier(identifier))
+        with self._lock:
+            planned = self._planned.get(ident)
+        if planned is not None:
+            return planned.metadata_location
+        return self.base.current_metadata_location(ident)
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether the run sees the table (planned or real)."""
         with self._lock:

@@ -32,7 +32,7 @@ import gzip
 import json
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from procedures.errors import InvalidMetadataError, UnsupportedFormatVersionError
 from procedures.spec.partitioning import PartitionSpec, spec_from_json, spec_to_json
@@ -70,6 +70,7 @@ __all__ = [
     "metadata_from_json",
     "metadata_from_dict",
     "metadata_to_json",
+    "metadata_json_bytes",
     "metadata_to_dict",
     "read_table_metadata",
     "write_table_metadata",
@@ -511,8 +512,25 @@ def metadata_from_json(data: bytes | str, location: str | None = None) -> TableM
 
 
 # ---------------------------------------------------------------------- writing
+class _Items:
+    """A JSON array whose elements are converted one at a time as the file is written: a long
+    history (1,000 snapshots with their summaries) never exists as one tree of dicts."""
+
+    __slots__ = ("convert", "items")
+
+    def __init__(self, convert: Callable[[Any], Any], items: Iterable[Any]) -> None:
+        self.convert = convert
+        self.items = items
+
+
 def metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
     """The JSON object of table metadata, with Java 1.10's keys and key order."""
+    return {k: [val.convert(x) for x in val.items] if isinstance(val, _Items) else val
+            for k, val in _metadata_object(md).items()}
+
+
+def _metadata_object(md: TableMetadata) -> dict[str, Any]:
+    """:func:`metadata_to_dict` with the history arrays left as :class:`_Items`."""
     v = md.format_version
     out: dict[str, Any] = {"format-version": v}
     if md.table_uuid is not None:
@@ -543,14 +561,29 @@ def metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
         if md.encryption_keys:
             out["encryption-keys"] = [_encrypted_key_to_json(k) for k in md.encryption_keys]
     out["refs"] = {name: ref_to_json(r) for name, r in md.refs.items()}
-    out["snapshots"] = [snapshot_to_json(s, v) for s in md.snapshots]
+    out["snapshots"] = _Items(lambda s: snapshot_to_json(s, v), md.snapshots)
     out["statistics"] = [statistics_file_to_json(s) for s in md.statistics]
     out["partition-statistics"] = [partition_statistics_file_to_json(s) for s in md.partition_statistics]
-    out["snapshot-log"] = [snapshot_log_entry_to_json(e) for e in md.snapshot_log]
-    out["metadata-log"] = [metadata_log_entry_to_json(e) for e in md.metadata_log]
+    out["snapshot-log"] = _Items(snapshot_log_entry_to_json, md.snapshot_log)
+    out["metadata-log"] = _Items(metadata_log_entry_to_json, md.metadata_log)
     for k, val in md.extra.items():
         out.setdefault(k, val)
     return out
+
+
+def metadata_json_bytes(md: TableMetadata) -> bytes:
+    """``metadata_to_json(md).encode("utf-8")``, written an entry of the history at a time: the
+    driver holds the file's bytes and one snapshot's dict, not a tree of the whole history."""
+    encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    parts: list[bytes] = []
+    for i, (key, val) in enumerate(_metadata_object(md).items()):
+        parts.append(f"{',' if i else '{'}{encode(key)}:".encode())
+        if isinstance(val, _Items):
+            parts.append(b"[" + b",".join(encode(val.convert(x)).encode() for x in val.items) + b"]")
+        else:
+            parts.append(encode(val).encode())
+    parts.append(b"}" if parts else b"{}")
+    return b"".join(parts)
 
 
 def metadata_to_json(md: TableMetadata, *, indent: int | None = None) -> str:
@@ -584,7 +617,7 @@ def write_table_metadata(io: Any, location: str, md: TableMetadata, *, overwrite
     """Write ``md`` to ``location`` through ``io`` (``write(path, data, overwrite)``), gzip-
     compressed when the name asks for it.  Without ``overwrite`` the write fails if the file
     exists, which is what makes a file-system commit atomic."""
-    data = metadata_to_json(md).encode("utf-8")
+    data = metadata_json_bytes(md)
     if is_gzip_metadata_name(location):
         data = gzip.compress(data, mtime=0)
     io.write(location, data, overwrite=overwrite)

@@ -216,3 +216,19 @@ def test_a_metastore_server_over_thrift(spark, metastore, tmp_path):
     assert t.metadata_location != before
     assert _rows(read_table(spark, "thrift_locked.remote.t")) == [(1,), (2,)]
     assert_rows_equal(pyiceberg_read(t.metadata_location), java_read(spark, t.metadata_location), key="id")
+
+
+def test_refresh_follows_the_metastore_pointer_and_reads_nothing_else(spark, hive):
+    if hive.table_exists("hdb.refreshed"):
+        hive.drop_table("hdb.refreshed", purge=True)
+    procedures.sql(spark, "CREATE TABLE ohive.hdb.refreshed (id bigint) USING iceberg")
+    t, writer = hive.load_table("hdb.refreshed"), hive.load_table("hdb.refreshed")
+    held = t.metadata
+    assert hive.current_metadata_location("hdb.refreshed") == t.metadata_location
+    assert t.refresh().metadata is held  # the pointer did not move: nothing re-read
+    moved = commit(writer, [FastAppend([DataFile(f"{t.location}/data/f.parquet", FileFormat.PARQUET, (), 1, 10)])],
+                   policy=RetryPolicy(num_retries=0))
+    assert t.refresh().metadata_location == moved.metadata_location and len(t.metadata.snapshots) == 1
+    hive.drop_table("hdb.refreshed", purge=True)
+    with pytest.raises(NoSuchTableError):
+        t.refresh()

@@ -311,3 +311,22 @@ def test_four_processes_commit_without_lost_updates(tmp_path):
     expected = sorted([f"v{v}.metadata.json" for v in range(1, 4 * commits + 2)] + ["version-hint.text"])
     assert meta_files(cat) == expected  # no temp files, no orphaned versions
     assert len(md.metadata_log) == 4 * commits
+
+
+def test_refresh_reads_no_metadata_while_the_table_is_unchanged(cat, monkeypatch):
+    import procedures.catalog.hadoop as hadoop_module
+
+    t = new_table(cat)
+    writer = cat.load_table("db.t")
+    reads = []
+    real = hadoop_module.read_table_metadata
+    monkeypatch.setattr(hadoop_module, "read_table_metadata", lambda io, path: reads.append(path) or real(io, path))
+    held = t.metadata
+    assert t.refresh() is t and t.metadata is held and reads == []
+    cat.commit_table(writer, writer.metadata, bumped(writer, k="v"))
+    assert t.refresh().metadata.properties == {"k": "v"}
+    assert [p.rsplit("/", 1)[-1] for p in reads] == ["v2.metadata.json"]
+    assert t.metadata_location.endswith("/v2.metadata.json")
+    cat.drop_table("db.t")
+    with pytest.raises(NoSuchTableError):
+        t.refresh()

@@ -415,3 +415,21 @@ def test_unknown_commit_outcome_is_decided_by_rereading(tmp_path):
     c._db = real
     assert c.load_table("db.t").metadata_location == done.metadata_location
     assert c.load_table("db.t").metadata.properties == {"y": "1"}
+
+
+def test_refresh_reads_no_metadata_while_the_table_is_unchanged(cat, monkeypatch):
+    import procedures.catalog.jdbc as jdbc_module
+
+    t = new_table(cat)
+    writer = cat.load_table("db.t")
+    reads = []
+    real = jdbc_module.read_table_metadata
+    monkeypatch.setattr(jdbc_module, "read_table_metadata", lambda io, path: reads.append(path) or real(io, path))
+    held = t.metadata
+    assert t.refresh() is t and t.metadata is held and reads == []
+    committed = cat.commit_table(writer, writer.metadata, bumped(writer, k="v"))
+    assert t.refresh().metadata.properties == {"k": "v"}
+    assert reads == [committed.metadata_location] == [t.metadata_location]
+    cat.drop_table("db.t")
+    with pytest.raises(NoSuchTableError):
+        t.refresh()

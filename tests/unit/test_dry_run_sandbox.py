@@ -174,6 +174,19 @@ def test_sandbox_catalog_plans_commits(catalog):
         sandbox.drop_table(("db", "t"))
 
 
+def test_sandbox_refresh_follows_the_plan_and_reads_nothing_otherwise(catalog):
+    build(catalog, "t", appends(1))
+    sandbox = SandboxCatalog(catalog)
+    t, stale = sandbox.load_table(("db", "t")), sandbox.load_table(("db", "t"))
+    held = t.metadata
+    assert sandbox.current_metadata_location(("db", "t")) == catalog.current_metadata_location(("db", "t"))
+    assert t.refresh().metadata is held  # unchanged: the same objects, nothing re-read
+    planned = commit(t, [DeleteFiles([f"{t.location}/data/id=0/f0.parquet"])], policy=FAST)
+    assert sandbox.current_metadata_location(("db", "t")) == planned.metadata_location
+    assert len(stale.refresh().metadata.snapshots) == 2 and stale.metadata_location == planned.metadata_location
+    assert catalog.load_table(("db", "t")).metadata is not planned.metadata  # the real table did not move
+
+
 # ------------------------------------------------------------------------------ procedures
 def test_expire_snapshots_dry_run(catalog):
     rows = twins(catalog, "exp", appends(4) + [lambda t: [DeleteFiles([f"{t.location}/data/id=0/f0.parquet"])]],

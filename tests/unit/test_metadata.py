@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -13,6 +14,7 @@ from procedures.spec.metadata import (
     TableMetadata,
     metadata_from_json,
     metadata_to_dict,
+    metadata_json_bytes,
     metadata_to_json,
     read_table_metadata,
     write_table_metadata,
@@ -200,6 +202,11 @@ def test_round_trip(golden_dir, name):
     assert again == md
     assert metadata_to_json(again) == text
     assert metadata_from_json(metadata_to_json(md, indent=2)) == md
+    # the file writer's streamed bytes are the same text
+    assert metadata_json_bytes(md) == text.encode("utf-8")
+    odd = dataclasses.replace(md, properties={**md.properties, "comment": "caf\u00e9 \u2603 \"q\" \\"},
+                              extra={**md.extra, "x-extra": {"nested": [1, 2.5, None, "\u00fc"]}})
+    assert metadata_json_bytes(odd) == metadata_to_json(odd).encode("utf-8")
 
 
 @pytest.mark.parametrize("name", VALID)
