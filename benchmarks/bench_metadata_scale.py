@@ -194,6 +194,9 @@ def main() -> None:
     parser.add_argument("--java-cases", default=None,
                         help="cases Iceberg Java also runs (default: every case); the others time ours alone "
                              "(at 1M files Java's procedures can fail or spend minutes in garbage collection)")
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark master (default local[2], where the executors live in the driver's JVM and its "
+                             "peak counts their work; a spark:// standalone master gives the driver JVM alone)")
     parser.add_argument("--reuse", action="store_true",
                         help="with --warehouse: reuse the table an earlier run built there with the same sizes "
                              "(restored from its saved metadata) instead of building it again")
@@ -201,7 +204,7 @@ def main() -> None:
     args.files *= args.scale
     warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-metadata-")
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
-    spark = start_spark(warehouse, extra_conf=conf)
+    spark = start_spark(warehouse, master=args.master, extra_conf=conf)
     ours = open_catalog("ours", conf)
     saved = warehouse / "saved-metadata"
     # the table's description is small; the paths a run may delete (100k at 1M files) live in a text
