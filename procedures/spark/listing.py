@@ -5,6 +5,8 @@
   ``DeleteOrphanFilesSparkAction`` does), applying the same hidden-path and age filters;
 * :func:`manifest_content_dataframe` reads manifests on the executors and returns the live
   content files they name, for reachability of large tables;
+* :func:`manifest_rows_dataframe` reads the manifest lists themselves on the executors (tables of
+  many snapshots), and :func:`manifest_keys_dataframe` turns its manifests into valid keys;
 * :func:`find_orphans_dataframe` normalises actual and valid paths and joins them on the URI path,
   classifying prefix mismatches like Java's ``FindOrphanFiles``.
 
@@ -21,7 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procedures.core.gc.orphans import HiddenPathFilter
-from procedures.core.gc.reachability import manifest_content_paths, manifest_from_row, manifest_row
+from procedures.core.gc.reachability import (
+    manifest_content_paths, manifest_from_row, manifest_list_chunks, manifest_row, read_chunk_manifests,
+)
 from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
 from procedures.core.splits import spread_weights
 from procedures.io.sandbox import file_io
@@ -33,7 +37,8 @@ from procedures.spec.manifest import manifest_live_path_list
 
 __all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "uri_dataframe", "uri_frame",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe", "listed_keys_dataframe",
-           "valid_keys_dataframe", "driver_keys_dataframe", "ACTUAL_KEYS", "VALID_KEYS"]
+           "valid_keys_dataframe", "driver_keys_dataframe", "manifest_rows_dataframe", "manifest_keys_dataframe",
+           "ACTUAL_KEYS", "VALID_KEYS", "MANIFEST_ROWS"]
 
 _PATH_KIND = "path string, kind string"
 _URI = "scheme string, authority string, path string, uri string"
@@ -42,6 +47,11 @@ _URI = "scheme string, authority string, path string, uri string"
 ACTUAL_KEYS = "scheme string, authority string, path string, uri string, nkeys int"
 #: the valid files of remove_orphan_files: one row per normalised reading
 VALID_KEYS = "scheme string, authority string, path string"
+#: the manifests read from the manifest lists in Spark tasks (:func:`manifest_rows_dataframe`)
+MANIFEST_ROWS = "manifest_path string, manifest_length long, spec_id int, content int"
+#: manifest-list reading tasks per core: contiguous chunks decode their first list whole, so a few
+#: per core balance the load without decoding many lists whole
+_LIST_TASKS_PER_CORE = 3
 #: paths a manifest-reading task gathers before sending them as one Arrow batch
 _KEY_BATCH_ROWS = 8192
 
@@ -168,6 +178,23 @@ def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str],
     return tasks_frame(spark, payloads).mapInArrow(list_and_key, ACTUAL_KEYS)
 
 
+def _manifest_keys(io: Any, rows: Iterable[tuple[str, int, int, int]], schemes: dict[str, str],
+                   auths: dict[str, str], with_manifests: bool) -> Iterator[pa.RecordBatch]:
+    """:data:`VALID_KEYS` batches of the live content files of the manifests ``rows``
+    (:func:`~procedures.core.gc.reachability.manifest_row`), and of the manifests themselves with
+    ``with_manifests`` (executor side)."""
+    paths: list[str] = []
+    for row in rows:
+        if with_manifests:
+            paths.append(row[0])
+        paths.extend(manifest_live_path_list(io, manifest_from_row(*row)))
+        if len(paths) >= _KEY_BATCH_ROWS:  # a few large batches: each one costs a round trip
+            yield _key_batch(paths, schemes, auths, False)
+            paths = []
+    if paths:
+        yield _key_batch(paths, schemes, auths, False)
+
+
 def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any],
                          equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """The live content files of ``manifests`` as :data:`VALID_KEYS`, read and normalised in the same
@@ -178,22 +205,61 @@ def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: S
 
     def read_and_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
-        io = file_io(props)
-        paths: list[str] = []
-        for batch in batches:
-            for payload in batch.column(0).to_pylist():
-                for row in pickle.loads(payload):
-                    paths.extend(manifest_live_path_list(io, manifest_from_row(*row)))
-                    if len(paths) >= _KEY_BATCH_ROWS:  # a few large batches: each one costs a round trip
-                        yield _key_batch(paths, schemes, auths, False)
-                        paths = []
-        if paths:
-            yield _key_batch(paths, schemes, auths, False)
+        rows = (row for batch in batches for payload in batch.column(0).to_pylist() for row in pickle.loads(payload))
+        yield from _manifest_keys(file_io(props), rows, schemes, auths, False)
 
     rows = [manifest_row(m) for m in manifests]
     groups = spread_weights([max(1, r[1]) for r in rows], _parallelism(spark, len(rows)))
     payloads = [pickle.dumps([rows[i] for i in group]) for group in groups]
     return tasks_frame(spark, payloads).mapInArrow(read_and_key, VALID_KEYS)
+
+
+def manifest_rows_dataframe(spark: Any, io_properties: dict[str, str], md: Any) -> Any:
+    """The distinct manifests of every snapshot of ``md`` as :data:`MANIFEST_ROWS`, read from the
+    manifest lists in Spark tasks: the snapshots are dealt parents first into contiguous chunks
+    (:func:`~procedures.core.gc.reachability.manifest_list_chunks`, a few per core), each task reads
+    its chunk's lists (:func:`~procedures.core.gc.reachability.read_chunk_manifests`), and the
+    manifests several chunks name are merged in one shuffle by path.  Nothing per manifest goes
+    through the driver; read the frame more than once only persisted."""
+    check_python_workers(spark)
+    props = dict(io_properties)
+    cores = spark.sparkContext.defaultParallelism
+    payloads = [pickle.dumps(c) for c in manifest_list_chunks(md, cores * _LIST_TASKS_PER_CORE)]
+    if not payloads:
+        return spark.createDataFrame([], MANIFEST_ROWS)
+
+    def read_lists(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        io = file_io(props)
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                rows = read_chunk_manifests(io, pickle.loads(payload))
+                for i in range(0, len(rows), _KEY_BATCH_ROWS):
+                    cols = list(zip(*rows[i:i + _KEY_BATCH_ROWS]))
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.array(c, t) for c, t in zip(cols, (pa.string(), pa.int64(), pa.int32(), pa.int32()))],
+                        names=["manifest_path", "manifest_length", "spec_id", "content"])
+
+    listed = tasks_frame(spark, payloads).mapInArrow(read_lists, MANIFEST_ROWS)
+    # hashed by path into the tasks that read the manifests next: the merge needs no other shuffle
+    return listed.repartition(_parallelism(spark, 1 << 30), "manifest_path").dropDuplicates(["manifest_path"])
+
+
+def manifest_keys_dataframe(manifests: Any, io_properties: dict[str, str], equal_schemes: dict[str, str],
+                            equal_authorities: dict[str, str]) -> Any:
+    """:data:`VALID_KEYS` of the manifests of the frame ``manifests`` (:data:`MANIFEST_ROWS`) and of
+    their live content files, read and normalised in the frame's own partitions."""
+    check_python_workers(manifests.sparkSession)
+    props = dict(io_properties)
+    schemes, auths = dict(equal_schemes), dict(equal_authorities)
+
+    def read_and_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        rows = (row for batch in batches for row in zip(*(c.to_pylist() for c in batch.columns)))
+        yield from _manifest_keys(file_io(props), rows, schemes, auths, True)
+
+    return manifests.select("manifest_path", "manifest_length", "spec_id", "content").mapInArrow(read_and_key,
+                                                                                                  VALID_KEYS)
 
 
 def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any]) -> Any:

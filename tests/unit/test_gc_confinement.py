@@ -22,6 +22,7 @@ from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.actions import expire_snapshots as E
 from procedures.core.gc import reachability as R
+from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.spark.actions.expire_snapshots import expire_snapshots
@@ -247,6 +248,39 @@ def test_a_commit_during_orphan_removal_keeps_what_it_references(catalog, monkey
         assert [normalize_path(p).path for p in result.orphan_file_locations] == [orphan]
     assert os.path.exists(late) and not os.path.exists(orphan)
     assert_intact(t)
+
+
+def test_a_guard_given_its_manifests_lazily_asks_for_them_only_after_a_change(catalog, monkeypatch):
+    """The guard of an engine-side read gets the seen manifests as a callable: it never calls it while
+    the table is unchanged, and once a commit lands it calls it once and reads only the new manifests."""
+    t = make_table(catalog)
+    sm = R.read_snapshot_manifests(t.io, t.metadata)
+    asked = []
+
+    def seen():
+        asked.append(1)
+        return iter(list(sm.distinct()))
+
+    guard = DeleteGuard(catalog.load_table(("db", "t")), (t.location,), metadata_location=t.metadata_location,
+                        manifest_lists=[p for p in sm.manifest_lists.values() if p], manifests=seen, procedure="test")
+    orphan = ("file:" + touch(f"{t.location}/data/orphan.parquet"), "orphan")
+    assert guard.check([orphan]) == [orphan] and asked == []
+    late = touch(f"{t.location}/data/late.parquet")
+    commit(catalog.load_table(("db", "t")), [FastAppend([data_file(late)])], policy=FAST)
+    read = []
+    real = R.content_paths_driver
+
+    def spy(io, manifests, **kw):
+        manifests = list(manifests)
+        read.extend(m.manifest_path for m in manifests)
+        return real(io, manifests, **kw)
+
+    monkeypatch.setattr(R, "content_paths_driver", spy)
+    assert guard.check([(late, "orphan"), orphan]) == [orphan]
+    assert guard.report.reachable == [late] and asked == [1]
+    new = set(R.read_snapshot_manifests(t.io, catalog.load_table(("db", "t")).metadata).distinct()) - set(sm.distinct())
+    assert len(new) == 1 and read == sorted(new)
+    assert guard.check([orphan]) == [orphan] and asked == [1]
 
 
 # ------------------------------------------------------------------------------------ expire_snapshots

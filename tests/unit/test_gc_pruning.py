@@ -6,14 +6,17 @@ files) are in test_expire_snapshots.py, checked against its naive oracle."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from procedures.core.builder import new_table_metadata
 from procedures.core.gc import pruning as P
 from procedures.core.gc import reachability as R
 from procedures.core.manage import ManageRef
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.operations import DeleteFiles, FastAppend, MergeAppend
+from procedures.core.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.updates import SetProperties
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.spec.conversions import to_bytes
 from procedures.spec.manifest import (
@@ -167,3 +170,98 @@ def test_live_paths_equal_the_full_reader(table):
         full = [(e.data_file.file_path, e.data_file.content) for e in read_manifest(t.io, m, skip_deleted=True)]
         assert list(manifest_live_paths(t.io, m)) == full
         assert len(full) == 3
+
+
+# ------------------------------------------------------------------------------------ lists read in chunks
+def chunked_rows(t, md, chunks: int) -> set[tuple]:
+    out: list[tuple] = []
+    for chunk in R.manifest_list_chunks(md, chunks):
+        out.extend(R.read_chunk_manifests(t.io, chunk))
+    return set(out)
+
+
+def driver_rows(t, md) -> set[tuple]:
+    return {R.manifest_row(m) for m in R.read_snapshot_manifests(t.io, md, slim=True).distinct().values()}
+
+
+def test_chunked_list_reading_finds_the_driver_read_manifests(table, monkeypatch):
+    """Every way of cutting the history into chunks names the same manifests as the driver's read, on
+    a history with a branch, a delete and a merge (manifests rewritten), a snapshot whose parent is
+    gone and a v1 snapshot without a manifest list."""
+    t = table
+    for i in range(4):
+        t = commit(t, [FastAppend([data_file(t, f"f{i}", i)])], policy=FAST)
+    t = commit(t, [ManageRef("create", "b", SnapshotRefType.BRANCH)], policy=FAST)
+    t = commit(t, [FastAppend([data_file(t, "fb", 9)], branch="b")], policy=FAST)
+    t = commit(t, [DeleteFiles([f"{t.location}/data/id=2/f2.parquet"])], policy=FAST)  # rewrites a manifest
+    t = commit(t, [MetadataChange((SetProperties((("commit.manifest.min-count-to-merge", "2"),)),))], policy=FAST)
+    t = commit(t, [MergeAppend([data_file(t, "f5", 5)])], policy=FAST)  # merges the main branch's manifests
+    assert len(read_manifest_list(t.io, t.metadata.current_snapshot().manifest_list)) == 1
+    t = commit(t, [FastAppend([data_file(t, "f6", 6)], branch="b")], policy=FAST)
+    t = commit(t, [FastAppend([data_file(t, "f7", 7)])], policy=FAST)
+    md = t.metadata
+    snaps = list(md.snapshots)
+    # a parent gone (expired) and a v1 parent that embeds its manifests instead of a list
+    gone = snaps[2].snapshot_id
+    v1 = snaps[5].snapshot_id
+    odd = replace(md, snapshots=tuple(replace(s, manifest_list=None) if s.snapshot_id == v1 else s
+                                      for s in snaps if s.snapshot_id != gone))
+    assert any(s.parent_snapshot_id == gone for s in odd.snapshots)
+    assert any(s.parent_snapshot_id == v1 for s in odd.snapshots)
+    for m in (md, odd):
+        expected = driver_rows(t, m)
+        assert len(expected) > 5
+        with_lists = sum(1 for s in m.snapshots if s.manifest_list)
+        for chunks in range(1, with_lists + 2):
+            cut = R.manifest_list_chunks(m, chunks)
+            assert len(cut) == min(chunks, with_lists) and all(cut)
+            # runs of one parents-first order (a parent before its children), every list once
+            order = [sid for c in cut for sid, _, _ in c]
+            assert all(order.index(s.parent_snapshot_id) < order.index(s.snapshot_id)
+                       for s in m.snapshots if s.manifest_list and s.parent_snapshot_id in order)
+            assert sorted(sid for c in cut for sid, _, _ in c) == sorted(
+                s.snapshot_id for s in m.snapshots if s.manifest_list)
+            assert chunked_rows(t, m, chunks) == expected, chunks
+
+
+def test_a_chunk_decodes_only_the_rows_its_lists_add(table, monkeypatch):
+    """In a linear history each chunk decodes its first list whole and only the new row of the others."""
+    t = table
+    for i in range(8):
+        t = commit(t, [FastAppend([data_file(t, f"f{i}", i)])], policy=FAST)
+    md = t.metadata
+    decoded: list[int] = []
+    real_head, real_rows = R.decode_manifest_list_head, R.iter_manifest_list_rows
+
+    def spy(enc, size, count):
+        decoded.append(count)
+        return real_head(enc, size, count)
+
+    def spy_rows(enc, size, count):
+        decoded.append(count)
+        return real_rows(enc, size, count)
+
+    monkeypatch.setattr(R, "decode_manifest_list_head", spy)
+    monkeypatch.setattr(R, "iter_manifest_list_rows", spy_rows)
+    chunks = R.manifest_list_chunks(md, 3)
+    assert [len(c) for c in chunks] == [2, 3, 3]
+    for c in chunks:
+        decoded.clear()
+        R.read_chunk_manifests(t.io, c)
+        # the snapshot at depth d has d + 1 manifests: the chunk's first is decoded whole
+        first_depth = [s.snapshot_id for s in md.snapshots].index(c[0][0])
+        assert decoded == [first_depth + 1] + [1] * (len(c) - 1)
+    assert chunked_rows(t, md, 3) == driver_rows(t, md)
+
+
+def test_lists_in_engine_by_count_or_size(table, monkeypatch):
+    t = table
+    for i in range(3):
+        t = commit(t, [FastAppend([data_file(t, f"f{i}", i)])], policy=FAST)
+    assert not R.lists_in_engine(t.io, t.metadata)
+    monkeypatch.setattr(R, "DRIVER_MAX_LISTS", 2)
+    assert R.lists_in_engine(t.io, t.metadata)
+    monkeypatch.setattr(R, "DRIVER_MAX_LISTS", 3)
+    assert not R.lists_in_engine(t.io, t.metadata)
+    monkeypatch.setattr(R, "DRIVER_MAX_LIST_BYTES", 10)
+    assert R.lists_in_engine(t.io, t.metadata)

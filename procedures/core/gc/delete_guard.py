@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from procedures.core.gc import reachability as R
 from procedures.core.paths import PathSet, keys_within, path_keys, plain_prefix, plainly_within
@@ -57,18 +57,25 @@ class DeleteGuard:
 
     ``roots`` are the folders a deleted file must lie in; ``metadata_location`` and
     ``manifest_lists``/``manifests`` describe what the caller already counted as reachable.
-    ``table`` is re-read with ``refresh()`` before each batch when it has one.
+    ``manifests`` may be a callable producing them: it is called once, only when the table changed
+    since the caller's view, and the guard then keeps a 16-byte digest per manifest, so in the
+    usual run it holds nothing per manifest.  ``table`` is re-read with ``refresh()`` before each
+    batch when it has one.
     """
 
     def __init__(self, table: Any, roots: Sequence[str], *, metadata_location: str | None,
-                 manifest_lists: Iterable[str], manifests: Iterable[str], procedure: str) -> None:
+                 manifest_lists: Iterable[str], manifests: Iterable[str] | Callable[[], Iterable[str]],
+                 procedure: str) -> None:
         self._table = table
         self._roots = tuple(path_keys(r) for r in roots)
         # most paths spell a root as it is: a prefix test spares normalising each of them
         self._prefixes = tuple(p for p in map(plain_prefix, roots) if p is not None)
         self._seen_location = metadata_location
         self._seen_lists = set(manifest_lists)
-        self._seen_manifests = set(manifests)
+        # produced on demand: the seen manifests are only needed to skip them once the table changed
+        self._manifest_source = manifests if callable(manifests) else None
+        self._key: Callable[[str], Any] = R.path_digest if callable(manifests) else str
+        self._seen_manifests: set[Any] = set() if callable(manifests) else set(manifests)
         self._reachable = PathSet()
         self._procedure = procedure
         self.report = GuardReport()
@@ -118,15 +125,18 @@ class DeleteGuard:
         if location is not None and location == self._seen_location:
             return
         io = self._table.io
+        if self._manifest_source is not None:
+            self._seen_manifests.update(map(self._key, self._manifest_source()))
+            self._manifest_source = None
         paths: list[str] = list(R.metadata_file_paths(md, location))
         paths.extend(R.statistics_paths(md))
         new_ids = [s.snapshot_id for s in md.snapshots if (s.manifest_list or "") not in self._seen_lists]
         read = R.read_snapshot_manifests(io, md, new_ids)
         paths.extend(p for p in read.manifest_lists.values() if p)
-        fresh = {p: m for p, m in read.distinct().items() if p not in self._seen_manifests}
+        fresh = {p: m for p, m in read.distinct().items() if self._key(p) not in self._seen_manifests}
         paths.extend(fresh)
         paths.extend(R.content_paths_driver(io, fresh.values()))
         self._reachable.update(paths)
         self._seen_lists.update(p for p in read.manifest_lists.values() if p)
-        self._seen_manifests.update(fresh)
+        self._seen_manifests.update(map(self._key, fresh))
         self._seen_location = location

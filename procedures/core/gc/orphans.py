@@ -37,8 +37,8 @@ from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "RemoveOrphanFilesParams", "RemoveOrphanFilesResult", "listing_location", "HiddenPathFilter", "find_orphans",
-    "format_pairs", "valid_paths", "ValidFiles", "PREFIX_MISMATCH_MODES", "GC_DISABLED", "INTERVAL_TOO_SHORT",
-    "CONFLICTS", "DEFAULT_OLDER_THAN_MS", "MIN_INTERVAL_MS",
+    "format_pairs", "valid_paths", "ValidFiles", "EngineManifests", "PREFIX_MISMATCH_MODES", "GC_DISABLED",
+    "INTERVAL_TOO_SHORT", "CONFLICTS", "DEFAULT_OLDER_THAN_MS", "MIN_INTERVAL_MS",
 ]
 
 GC_DISABLED = "Cannot delete orphan files: GC is disabled (deleting files may corrupt other tables)"
@@ -170,21 +170,45 @@ def format_pairs(pairs: Iterable[tuple[str | None, str | None]]) -> str:
 
 
 @dataclass(frozen=True)
+class EngineManifests:
+    """Manifests an engine step read from the manifest lists in its own tasks: ``frame`` holds the
+    normalised paths of the manifests and of their live content files, ``manifests`` produces the
+    manifest paths when called (only :class:`~procedures.core.gc.delete_guard.DeleteGuard` asks,
+    when the table changed during the run)."""
+
+    frame: Any
+    manifests: Callable[[], Iterable[str]]
+
+
+@dataclass(frozen=True)
 class ValidFiles:
     """Everything the metadata references: paths on the driver, content paths as a Spark DataFrame
-    for large metadata (else None), and the manifest lists and manifests that were read."""
+    for large metadata (else None), and the manifest lists and manifests that were read (the
+    manifests as a callable producing them when an engine read the lists)."""
 
     paths: list[str]
     content_frame: Any
     manifest_lists: tuple[str, ...]
-    manifests: tuple[str, ...]
+    manifests: tuple[str, ...] | Callable[[], Iterable[str]]
 
 
 def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *,
-                content_frame: Callable[[Sequence[ManifestFile]], Any] | None = None) -> ValidFiles:
+                content_frame: Callable[[Sequence[ManifestFile]], Any] | None = None,
+                lists_step: Callable[[TableMetadata], EngineManifests | None] | None = None) -> ValidFiles:
     """Everything the metadata references.  Content files are read on the driver, unless the
     engine step ``content_frame(manifests)`` returns them as a distributed frame with a ``path``
-    column (it returns None when the manifests are few enough for the driver)."""
+    column (it returns None when the manifests are few enough for the driver).  Before that,
+    ``lists_step(md)`` may read the manifest lists themselves in engine tasks (it returns None when
+    they are few enough for the driver): then nothing per manifest reaches the driver, which keeps
+    only the lists, statistics and metadata files."""
+    if lists_step is not None:
+        engine = lists_step(md)
+        if engine is not None:
+            lists = tuple(dict.fromkeys(s.manifest_list for s in md.snapshots if s.manifest_list))
+            driver = list(lists)
+            driver.extend(R.statistics_paths(md))
+            driver.extend(R.metadata_file_paths(md, metadata_location))
+            return ValidFiles(driver, engine.frame, lists, engine.manifests)
     # only paths are read from the manifests: their counts and partition summaries are not kept, and
     # lists are fetched a few MiB ahead (at 1,000 lists of 10,000 rows, 2 MiB ahead instead of 8 keeps
     # the driver's peak 3 MiB above what it holds, in the same time)

@@ -30,7 +30,7 @@ import os
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from procedures.errors import InvalidMetadataError
 from procedures.spec.manifest import (
@@ -41,7 +41,9 @@ from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "DATA", "POSITION_DELETE", "EQUALITY_DELETE", "MANIFEST", "MANIFEST_LIST", "STATISTICS", "KINDS",
-    "DRIVER_MAX_MANIFESTS", "DRIVER_MAX_MANIFEST_BYTES", "SnapshotManifests", "read_snapshot_manifests",
+    "DRIVER_MAX_MANIFESTS", "DRIVER_MAX_MANIFEST_BYTES", "DRIVER_MAX_LISTS", "DRIVER_MAX_LIST_BYTES",
+    "SnapshotManifests", "read_snapshot_manifests", "ListLink", "ListChunk", "lists_in_engine",
+    "manifest_list_chunks", "read_chunk_manifests", "path_digest",
     "use_spark", "content_kind", "manifest_content_paths", "content_paths_driver", "stream_content_paths",
     "statistics_paths", "metadata_file_paths", "is_table_metadata_file", "manifest_row", "manifest_from_row",
 ]
@@ -60,6 +62,10 @@ KINDS = (DATA, POSITION_DELETE, EQUALITY_DELETE, MANIFEST, MANIFEST_LIST, STATIS
 #: above this many distinct manifests (or bytes of them) reachability runs as a Spark job
 DRIVER_MAX_MANIFESTS = 1000
 DRIVER_MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+#: above this many snapshots with a manifest list (or a current list of this many bytes, about
+#: 16,000 manifests) remove_orphan_files reads the lists in engine tasks (:func:`lists_in_engine`)
+DRIVER_MAX_LISTS = 200
+DRIVER_MAX_LIST_BYTES = 256 * 1024
 #: threads reading manifest lists and manifests on the driver
 DRIVER_READ_THREADS = 8
 #: decompressed manifest-list bytes fetched ahead of the decoding at most (a list of 10,000
@@ -145,6 +151,15 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
     """
     wanted = {s.snapshot_id: s for s in md.snapshots}
     ids = list(wanted) if snapshot_ids is None else [i for i in dict.fromkeys(snapshot_ids) if i in wanted]
+    return _read_lists(io, wanted, ids, threads=threads, per_snapshot=per_snapshot, shared=shared, slim=slim,
+                       prefetch_bytes=prefetch_bytes)
+
+
+def _read_lists(io: Any, wanted: Mapping[int, Any], ids: list[int], *, threads: int, per_snapshot: bool,
+                shared: dict[str, ManifestFile] | None, slim: bool, prefetch_bytes: int | None) -> SnapshotManifests:
+    """:func:`read_snapshot_manifests` of the snapshots ``ids`` among ``wanted`` (id -> anything with
+    ``snapshot_id``, ``parent_snapshot_id`` and ``manifest_list``): a parent outside ``wanted`` is
+    unknown, and its children's lists are decoded whole."""
     lists = {sid: wanted[sid].manifest_list or None for sid in ids}
     order = _parents_first(ids, wanted)
     # a parent's encoded rows are kept only until its last child in this read has been decoded
@@ -210,6 +225,64 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
     return SnapshotManifests(lists, interned, {sid: pairs[sid] for sid in ids} if per_snapshot else {})
 
 
+@dataclass(frozen=True)
+class ListLink:
+    """A snapshot as far as reading its manifest list needs (plain values an engine task carries)."""
+
+    snapshot_id: int
+    parent_snapshot_id: int | None
+    manifest_list: str
+
+
+#: a chunk of :func:`manifest_list_chunks`: ``(snapshot_id, parent_snapshot_id, manifest_list)`` rows
+ListChunk = tuple[tuple[int, "int | None", str], ...]
+
+
+def lists_in_engine(io: Any, md: TableMetadata) -> bool:
+    """Whether the manifest lists of ``md`` are many or large enough to be read in engine tasks
+    rather than on the driver: more than :data:`DRIVER_MAX_LISTS` snapshots with a list, or a
+    current list above :data:`DRIVER_MAX_LIST_BYTES` (a file of that many manifests).  The driver
+    keeps one object per distinct manifest while it reads, so its memory would follow the table."""
+    lists = sum(1 for s in md.snapshots if s.manifest_list)
+    if lists > DRIVER_MAX_LISTS:
+        return True
+    current = md.current_snapshot()
+    if current is None or not current.manifest_list:
+        return False
+    try:
+        return io.new_input(current.manifest_list).size() > DRIVER_MAX_LIST_BYTES
+    except OSError:
+        return False  # the driver's read reports the missing file with its own error
+
+
+def manifest_list_chunks(md: TableMetadata, chunks: int) -> list[ListChunk]:
+    """The snapshots of ``md`` that have a manifest list, ordered parents first and cut into at most
+    ``chunks`` contiguous runs of near-equal length, one engine task each.
+
+    Contiguous runs keep most parents in their children's run, so :func:`read_chunk_manifests`
+    decodes only the rows a list adds to its parent's, except for the first list of a run (and a
+    list whose parent is in another run, or gone), which it decodes whole.
+    """
+    wanted = {s.snapshot_id: s for s in md.snapshots}
+    order = [sid for sid in _parents_first(list(wanted), wanted) if wanted[sid].manifest_list]
+    if not order:
+        return []
+    n = max(1, min(chunks, len(order)))
+    bounds = [len(order) * k // n for k in range(n + 1)]
+    return [tuple((sid, wanted[sid].parent_snapshot_id, str(wanted[sid].manifest_list)) for sid in order[a:b])
+            for a, b in zip(bounds, bounds[1:])]
+
+
+def read_chunk_manifests(io: Any, chunk: Sequence[tuple[int, int | None, str]], *, threads: int = 2,
+                         prefetch_bytes: int | None = None) -> list[tuple[str, int, int, int]]:
+    """:func:`manifest_row` of every distinct manifest the lists of one chunk of
+    :func:`manifest_list_chunks` name, read as :func:`read_snapshot_manifests` reads them (slim)."""
+    links = {sid: ListLink(sid, parent, path) for sid, parent, path in chunk}
+    read = _read_lists(io, links, list(links), threads=threads, per_snapshot=False, shared=None, slim=True,
+                       prefetch_bytes=prefetch_bytes)
+    return [manifest_row(m) for m in read.distinct().values()]
+
+
 def use_spark(spark: Any, manifests: Iterable[ManifestFile]) -> bool:
     """Whether reading ``manifests`` is large enough to be a Spark job (never without a session)."""
     if spark is None:
@@ -252,7 +325,8 @@ def content_paths_driver(io: Any, manifests: Iterable[ManifestFile], *,
     return out
 
 
-def _path_digest(path: str) -> bytes:
+def path_digest(path: str) -> bytes:
+    """A 16-byte digest of ``path``: a set of them tells paths apart in a third of the memory."""
     return hashlib.blake2b(path.encode(), digest_size=16).digest()
 
 
@@ -283,7 +357,7 @@ def stream_content_paths(io: Any, manifests: Iterable[ManifestFile], *, threads:
 
     def emit(pairs: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
         for path, kind in pairs:
-            key = _path_digest(path)
+            key = path_digest(path)
             if key not in seen:
                 seen.add(key)
                 yield path, kind

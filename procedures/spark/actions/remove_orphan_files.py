@@ -8,7 +8,8 @@
    ``file_list_view`` (``file_path``, ``last_modified``) are used and nothing is listed, or the
    FileIO's prefix listing with ``prefix_listing``.
 2. **Valid files**: :func:`procedures.core.gc.orphans.valid_paths`, the content files read in
-   Spark tasks for large metadata.
+   Spark tasks for large metadata; for many snapshots the manifest lists too
+   (:func:`procedures.spark.listing.manifest_rows_dataframe`), so the driver holds nothing per manifest.
 3. **Matching** on the driver (:func:`procedures.core.gc.orphans.find_orphans`) or, when either
    side is a Spark frame, as a Spark join (:func:`procedures.spark.listing.find_orphans_dataframe`).
 4. **Deletion** (unless ``dry_run``): one delete per file, no retry, on ``max_concurrent_deletes``
@@ -26,7 +27,8 @@ from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.expire import delete_files, gc_enabled
 from procedures.core.gc.orphans import (
-    CONFLICTS, DEFAULT_OLDER_THAN_MS, GC_DISABLED, INTERVAL_TOO_SHORT, MIN_INTERVAL_MS, HiddenPathFilter,
+    CONFLICTS, DEFAULT_OLDER_THAN_MS, GC_DISABLED, INTERVAL_TOO_SHORT, MIN_INTERVAL_MS, EngineManifests,
+    HiddenPathFilter,
     RemoveOrphanFilesParams, RemoveOrphanFilesResult, find_orphans, format_pairs, listing_location, valid_paths,
 )
 from procedures.core.paths import flatten_equal_map, local_path
@@ -65,6 +67,27 @@ def _content_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[
     return step
 
 
+def _lists_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[str, str], keep: L.FrameKeeper
+                    ) -> Callable[[Any], EngineManifests | None]:
+    """The engine step reading the manifest lists of :func:`~procedures.core.gc.orphans.valid_paths`:
+    for many or large lists (:func:`~procedures.core.gc.reachability.lists_in_engine`) the manifests
+    are read in Spark tasks and stay there, persisted because they feed the valid keys and, when the
+    table changes during the run, the delete guard; else None."""
+
+    def step(md: Any) -> EngineManifests | None:
+        if not R.lists_in_engine(io, md):
+            return None
+        props = dict(io.properties)
+        manifests = keep(L.manifest_rows_dataframe(spark, props, md))
+
+        def manifest_paths() -> Iterator[str]:
+            return (r[0] for r in manifests.select("manifest_path").toLocalIterator())
+
+        return EngineManifests(L.manifest_keys_dataframe(manifests, props, schemes, auths), manifest_paths)
+
+    return step
+
+
 def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: Any = None) -> RemoveOrphanFilesResult:
     """Find (and unless ``dry_run`` delete) files below the location that no metadata references."""
     params.validate()
@@ -91,8 +114,10 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
     with optional_job(spark, f"remove_orphan_files: {name} older_than={older_than} location={location}"), \
             L.FrameKeeper() as keep:
         actual_list, pending, view_df = _actual_files(table, params, location, listing_cutoff, path_filter, spark)
+        engine = spark is not None
         valid = valid_paths(table.io, md, table.metadata_location,
-                            content_frame=_content_in_spark(spark, table.io, schemes, auths) if spark is not None else None)
+                            content_frame=_content_in_spark(spark, table.io, schemes, auths) if engine else None,
+                            lists_step=_lists_in_spark(spark, table.io, schemes, auths, keep) if engine else None)
         used_spark = bool(pending) or view_df is not None or valid.content_frame is not None
         if not used_spark:
             old_enough = (lambda paths: modified_before(paths, older_than, table.io)) if deferred else None

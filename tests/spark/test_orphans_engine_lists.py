@@ -1,0 +1,126 @@
+"""remove_orphan_files with the manifest lists read in Spark tasks (many snapshots): the same orphans as
+the driver's read, on a history with a branch, a delete and merged manifests, and a commit landing
+during the run keeps what it references although the driver never held the manifests."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.core.builder import new_table_metadata
+from procedures.core.gc import reachability as R
+from procedures.core.gc.orphans import RemoveOrphanFilesParams
+from procedures.core.manage import ManageRef
+from procedures.core.operations import DeleteFiles, FastAppend, MergeAppend
+from procedures.core.paths import normalize_path
+from procedures.core.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.updates import SetProperties
+from procedures.spark import listing as L
+from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.partitioning import PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.snapshots import SnapshotRefType
+from procedures.spec.types import LONG, NestedField
+from tests.helpers.files import age_everything, touch
+
+pytestmark = pytest.mark.spark
+
+FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
+SCHEMA = Schema((NestedField(1, "id", LONG, True),))
+
+
+def data_file(path: str) -> DataFile:
+    return DataFile(path, FileFormat.PARQUET, (), 1, 1)
+
+
+def history(tmp_path):
+    """A table of a dozen snapshots (a branch, a delete rewriting a manifest, a merge) and its orphans."""
+    cat = HadoopCatalog("local", str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{cat.warehouse}/db/t", spec=PartitionSpec(0, ()),
+                               format_version=2)
+    t = cat.create_table(("db", "t"), md)
+    loc = t.location
+
+    def append(name: str, op=FastAppend, **kw):
+        return commit(t, [op([data_file(touch(f"{loc}/data/{name}.parquet"))], **kw)], policy=FAST)
+
+    for i in range(5):
+        t = append(f"f{i}")
+    t = commit(t, [ManageRef("create", "b", SnapshotRefType.BRANCH)], policy=FAST)
+    t = append("fb1", branch="b")
+    t = commit(t, [DeleteFiles([f"{loc}/data/f2.parquet"])], policy=FAST)
+    t = commit(t, [MetadataChange((SetProperties((("commit.manifest.min-count-to-merge", "2"),)),))], policy=FAST)
+    t = append("f5", MergeAppend)
+    t = append("fb2", branch="b")
+    t = append("f6")
+    orphans = {touch(f"{loc}/data/orphan-{i}.parquet") for i in range(3)}
+    orphans.add(touch(f"{loc}/metadata/orphan-m0.avro"))
+    age_everything(loc)
+    return cat, orphans
+
+
+def referenced_exist(t) -> None:
+    md = t.metadata
+    sm = R.read_snapshot_manifests(t.io, md)
+    paths = [p for p in sm.manifest_lists.values() if p] + list(sm.distinct())
+    paths += list(R.content_paths_driver(t.io, sm.distinct().values()))
+    missing = [p for p in paths if not os.path.exists(normalize_path(p).path)]
+    assert not missing
+
+
+def run(spark, cat, monkeypatch, engine: bool, **kw):
+    calls = []
+    real = L.manifest_rows_dataframe
+
+    def spy(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(L, "manifest_rows_dataframe", spy)
+    monkeypatch.setattr(R, "DRIVER_MAX_LISTS", 0 if engine else 10**6)
+    result = remove_orphan_files(cat.load_table(("db", "t")), RemoveOrphanFilesParams(**kw), spark=spark)
+    assert bool(calls) is engine and (result.used_spark or not engine)
+    return result
+
+
+def found(result) -> set[str]:
+    return {normalize_path(p).path for p in result.orphan_file_locations}
+
+
+def test_lists_read_in_spark_find_the_driver_read_orphans(spark, tmp_path, monkeypatch):
+    cat, orphans = history(tmp_path)
+    driver = run(spark, cat, monkeypatch, False, dry_run=True)
+    monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)  # the lists on the driver, the manifests in Spark
+    spark_manifests = run(spark, cat, monkeypatch, False, dry_run=True)
+    engine = run(spark, cat, monkeypatch, True, dry_run=True)
+    # the planted orphans and the manifest the merge wrote and then merged away
+    assert found(driver) == found(spark_manifests) == found(engine) and len(found(driver) - orphans) == 1
+    assert orphans < found(driver)
+    deleted = run(spark, cat, monkeypatch, True)
+    assert found(deleted) == found(driver) and not any(os.path.exists(p) for p in found(driver))
+    referenced_exist(cat.load_table(("db", "t")))
+
+
+def test_a_commit_during_a_run_with_lists_in_spark_keeps_what_it_references(spark, tmp_path, monkeypatch):
+    """After matching and before the deletes, a merge commit adds a file the listing saw as an orphan
+    and rewrites the manifests: the guard reads the new manifests (and only then asks Spark for the
+    ones it had seen) and keeps the file."""
+    cat, orphans = history(tmp_path)
+    loc = cat.load_table(("db", "t")).location
+    late = touch(f"{loc}/data/late.parquet")
+    real = L.find_orphans_dataframe
+
+    def find_then_commit(*args, **kwargs):
+        out = real(*args, **kwargs)
+        commit(cat.load_table(("db", "t")), [MergeAppend([data_file(late)])], policy=FAST)
+        return out
+
+    monkeypatch.setattr(L, "find_orphans_dataframe", find_then_commit)
+    result = run(spark, cat, monkeypatch, True)
+    assert orphans < found(result) and len(found(result) - orphans) == 1
+    assert os.path.exists(late) and not any(os.path.exists(p) for p in orphans)
+    referenced_exist(cat.load_table(("db", "t")))
