@@ -241,7 +241,8 @@ def manifest_rows_dataframe(spark: Any, io_properties: dict[str, str], md: Any) 
                         names=["manifest_path", "manifest_length", "spec_id", "content"])
 
     listed = tasks_frame(spark, payloads).mapInArrow(read_lists, MANIFEST_ROWS)
-    # hashed by path into the tasks that read the manifests next: the merge needs no other shuffle
+    # hashed by path into the tasks that read the manifests next (as many as _parallelism allows: the
+    # count of manifests is not known here), so the merge needs no other shuffle
     return listed.repartition(_parallelism(spark, 1 << 30), "manifest_path").dropDuplicates(["manifest_path"])
 
 

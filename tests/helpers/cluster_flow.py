@@ -37,8 +37,9 @@ def catalog_conf(warehouse: str, catalog: str = CATALOG) -> dict[str, str]:
 
 def force_distributed_steps() -> None:
     """Make the GC steps run as Spark jobs even on a small table (the size rules would keep them on the
-    driver): manifests are read by executors and the listing below the root is done in Spark tasks."""
+    driver): manifest lists and manifests are read by executors and the listing below the root is done in Spark tasks."""
     reachability.DRIVER_MAX_MANIFESTS = 0
+    reachability.DRIVER_MAX_LISTS = 0
     orphans_action.DRIVER_MAX_DIRS = 1
 
 

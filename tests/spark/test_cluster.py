@@ -90,6 +90,7 @@ def local_flow(spark, tmp_path, monkeypatch):
     catalog = "flow_local"
     conf = cluster_flow.catalog_conf(str(warehouse), catalog)
     monkeypatch.setattr(reachability, "DRIVER_MAX_MANIFESTS", 0)
+    monkeypatch.setattr(reachability, "DRIVER_MAX_LISTS", 0)
     monkeypatch.setattr(orphans_action, "DRIVER_MAX_DIRS", 1)
     for key, value in conf.items():
         spark.conf.set(key, value)

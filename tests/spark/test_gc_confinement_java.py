@@ -105,6 +105,7 @@ def test_orphan_removal_stays_inside_the_table(spark, catalogs, writer, monkeypa
     age_everything(other_loc)
     # the Spark listing and reachability paths, as on a large table
     monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
+    monkeypatch.setattr(R, "DRIVER_MAX_LISTS", 0)
     monkeypatch.setattr(O, "DRIVER_MAX_DIRS", 1)
     call = f"CALL {cat}.system.remove_orphan_files(table => '{'.'.join(ident)}'"
     warehouse = os.path.dirname(os.path.dirname(loc))

@@ -42,10 +42,12 @@ def ours(spark, java_warehouse):
 def _spark_path(mp: pytest.MonkeyPatch, calls: list) -> None:
     """Force reachability and listing of ours onto Spark (thresholds to zero), counting Spark reads."""
     mp.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
+    mp.setattr(R, "DRIVER_MAX_LISTS", 0)  # remove_orphan_files reads the manifest lists in Spark tasks too
     mp.setattr(O, "DRIVER_MAX_DIRS", 1)
     # small delete batches: manifests are deleted before the last content rows are read
     mp.setattr(EX, "DELETE_BATCH", 2)
-    for reader in ("manifest_content_dataframe", "valid_keys_dataframe"):  # expire's and remove_orphan_files'
+    # expire's and remove_orphan_files' (the manifests of Spark-read lists)
+    for reader in ("manifest_content_dataframe", "valid_keys_dataframe", "manifest_keys_dataframe"):
         real = getattr(L, reader)
         mp.setattr(L, reader, lambda *a, real=real: calls.append(1) or real(*a))
 

@@ -119,27 +119,37 @@ def data_file(t, name: str, part: int) -> DataFile:
     return DataFile(f"{t.location}/data/id={part}/{name}.parquet", FileFormat.PARQUET, (part,), 10, 100, spec_id=0)
 
 
-def test_lists_decode_only_the_rows_they_add_and_equal_a_full_read(table, monkeypatch):
-    t = table
-    for i in range(6):
+def branched_history(t, appends: int):
+    """``appends`` appends, a branch with one append, and a delete that rewrites a manifest."""
+    for i in range(appends):
         t = commit(t, [FastAppend([data_file(t, f"f{i}", i)])], policy=FAST)
     t = commit(t, [ManageRef("create", "b", SnapshotRefType.BRANCH)], policy=FAST)
     t = commit(t, [FastAppend([data_file(t, "fb", 9)], branch="b")], policy=FAST)
-    t = commit(t, [DeleteFiles([f"{t.location}/data/id=2/f2.parquet"])], policy=FAST)  # rewrites a manifest
-    t = commit(t, [FastAppend([data_file(t, "f7", 7)])], policy=FAST)
-    decoded = []
+    return commit(t, [DeleteFiles([f"{t.location}/data/id=2/f2.parquet"])], policy=FAST)
+
+
+def spy_decoding(monkeypatch) -> list[int]:
+    """The row counts of every list decoding from now on (a list decoded whole is read row by row)."""
+    decoded: list[int] = []
     real, real_rows = R.decode_manifest_list_head, R.iter_manifest_list_rows
 
     def spy(enc, size, count):
         decoded.append(count)
         return real(enc, size, count)
 
-    def spy_rows(enc, size, count):  # a list decoded whole is read row by row
+    def spy_rows(enc, size, count):
         decoded.append(count)
         return real_rows(enc, size, count)
 
     monkeypatch.setattr(R, "decode_manifest_list_head", spy)
     monkeypatch.setattr(R, "iter_manifest_list_rows", spy_rows)
+    return decoded
+
+
+def test_lists_decode_only_the_rows_they_add_and_equal_a_full_read(table, monkeypatch):
+    t = branched_history(table, 6)
+    t = commit(t, [FastAppend([data_file(t, "f7", 7)])], policy=FAST)
+    decoded = spy_decoding(monkeypatch)
     md = t.metadata
     read = R.read_snapshot_manifests(t.io, md, per_snapshot=True)
     for s in md.snapshots:
@@ -188,12 +198,7 @@ def test_chunked_list_reading_finds_the_driver_read_manifests(table, monkeypatch
     """Every way of cutting the history into chunks names the same manifests as the driver's read, on
     a history with a branch, a delete and a merge (manifests rewritten), a snapshot whose parent is
     gone and a v1 snapshot without a manifest list."""
-    t = table
-    for i in range(4):
-        t = commit(t, [FastAppend([data_file(t, f"f{i}", i)])], policy=FAST)
-    t = commit(t, [ManageRef("create", "b", SnapshotRefType.BRANCH)], policy=FAST)
-    t = commit(t, [FastAppend([data_file(t, "fb", 9)], branch="b")], policy=FAST)
-    t = commit(t, [DeleteFiles([f"{t.location}/data/id=2/f2.parquet"])], policy=FAST)  # rewrites a manifest
+    t = branched_history(table, 4)
     t = commit(t, [MetadataChange((SetProperties((("commit.manifest.min-count-to-merge", "2"),)),))], policy=FAST)
     t = commit(t, [MergeAppend([data_file(t, "f5", 5)])], policy=FAST)  # merges the main branch's manifests
     assert len(read_manifest_list(t.io, t.metadata.current_snapshot().manifest_list)) == 1
@@ -230,19 +235,7 @@ def test_a_chunk_decodes_only_the_rows_its_lists_add(table, monkeypatch):
     for i in range(8):
         t = commit(t, [FastAppend([data_file(t, f"f{i}", i)])], policy=FAST)
     md = t.metadata
-    decoded: list[int] = []
-    real_head, real_rows = R.decode_manifest_list_head, R.iter_manifest_list_rows
-
-    def spy(enc, size, count):
-        decoded.append(count)
-        return real_head(enc, size, count)
-
-    def spy_rows(enc, size, count):
-        decoded.append(count)
-        return real_rows(enc, size, count)
-
-    monkeypatch.setattr(R, "decode_manifest_list_head", spy)
-    monkeypatch.setattr(R, "iter_manifest_list_rows", spy_rows)
+    decoded = spy_decoding(monkeypatch)
     chunks = R.manifest_list_chunks(md, 3)
     assert [len(c) for c in chunks] == [2, 3, 3]
     for c in chunks:

@@ -10,7 +10,9 @@ many entries point into it, so it is reachable as long as one live entry referen
 Two implementations share one plan:
 
 * manifest lists are read on the driver (they are small, one per snapshot) and give the set of
-  distinct manifests involved;
+  distinct manifests involved; remove_orphan_files reads them in engine tasks instead when they are
+  many (:func:`lists_in_engine`), each task a contiguous parents-first chunk
+  (:func:`manifest_list_chunks`, :func:`read_chunk_manifests`), so the driver holds nothing per manifest;
 * the manifests themselves -- the bulk of the work -- are read on the driver with a thread pool
   when they are few and small, and as a Spark job (``mapInArrow`` over the manifest rows) when
   their count or total size passes :data:`DRIVER_MAX_MANIFESTS` / :data:`DRIVER_MAX_MANIFEST_BYTES`.
