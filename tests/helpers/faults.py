@@ -76,3 +76,16 @@ def count_points(log: list[tuple[str, str, int, str]]) -> dict[str, int]:
     for kind, _, _, _ in log:
         counts[kind] = counts.get(kind, 0) + 1
     return counts
+
+
+def then(monkeypatch, owner: object, name: str, action: Callable[[], object]) -> None:
+    """Patch ``owner.name`` so that ``action()`` runs right after each call returns (a concurrent
+    writer's commit at an exact step of a procedure, for instance)."""
+    real = getattr(owner, name)
+
+    def patched(*args, **kwargs):
+        out = real(*args, **kwargs)
+        action()
+        return out
+
+    monkeypatch.setattr(owner, name, patched)

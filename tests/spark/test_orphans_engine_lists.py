@@ -24,6 +24,7 @@ from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType
 from procedures.spec.types import LONG, NestedField
+from tests.helpers.faults import then
 from tests.helpers.files import age_everything, touch
 
 pytestmark = pytest.mark.spark
@@ -112,14 +113,8 @@ def test_a_commit_during_a_run_with_lists_in_spark_keeps_what_it_references(spar
     cat, orphans = history(tmp_path)
     loc = cat.load_table(("db", "t")).location
     late = touch(f"{loc}/data/late.parquet")
-    real = L.find_orphans_dataframe
-
-    def find_then_commit(*args, **kwargs):
-        out = real(*args, **kwargs)
-        commit(cat.load_table(("db", "t")), [MergeAppend([data_file(late)])], policy=FAST)
-        return out
-
-    monkeypatch.setattr(L, "find_orphans_dataframe", find_then_commit)
+    then(monkeypatch, L, "find_orphans_dataframe",
+         lambda: commit(cat.load_table(("db", "t")), [MergeAppend([data_file(late)])], policy=FAST))
     result = run(spark, cat, monkeypatch, True)
     assert orphans < found(result) and len(found(result) - orphans) == 1
     assert os.path.exists(late) and not any(os.path.exists(p) for p in orphans)

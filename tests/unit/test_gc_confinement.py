@@ -32,6 +32,7 @@ from procedures.spec.manifest import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
+from tests.helpers.faults import then
 from tests.helpers.files import age_everything, all_files, touch
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
@@ -235,14 +236,8 @@ def test_a_commit_during_orphan_removal_keeps_what_it_references(catalog, monkey
     t = make_table(catalog)
     late = touch(f"{t.location}/data/late.parquet")
     orphan = touch(f"{t.location}/data/orphan.parquet")
-    real = O.find_orphans
-
-    def find_then_commit(*args, **kwargs):
-        found = real(*args, **kwargs)
-        commit(catalog.load_table(("db", "t")), [FastAppend([data_file(late)])], policy=FAST)
-        return found
-
-    monkeypatch.setattr(O, "find_orphans", find_then_commit)
+    then(monkeypatch, O, "find_orphans",
+         lambda: commit(catalog.load_table(("db", "t")), [FastAppend([data_file(late)])], policy=FAST))
     for dry_run in (True, False):
         result = remove_orphan_files(catalog.load_table(("db", "t")), RemoveOrphanFilesParams(dry_run=dry_run))
         assert [normalize_path(p).path for p in result.orphan_file_locations] == [orphan]
