@@ -809,12 +809,12 @@ class ManifestRows(Sequence[ManifestFile]):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return ManifestRows(self.path, self.schema, self.rows[index], self.contents[index])
-        return self._decode(self.rows[index], _list_reader(self.schema))
+        return self._decode(self.rows[index], _list_reader(self.schema), self.path)
 
     def __iter__(self) -> Iterator[ManifestFile]:
         reader = _list_reader(self.schema)
         for row in self.rows:
-            yield self._decode(row, reader)
+            yield self._decode(row, reader, self.path)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, ManifestRows) and other.schema == self.schema:
@@ -834,14 +834,26 @@ class ManifestRows(Sequence[ManifestFile]):
             return self
         return ManifestRows(self.path, self.schema, [self.rows[i] for i in keep], [want] * len(keep))
 
-    def _decode(self, row: bytes, reader: "_ListReader") -> ManifestFile:
+    def take(self, indices: Iterable[int]) -> "ManifestRows":
+        """The rows at ``indices``, in that order, still encoded."""
+        at = list(indices)
+        return ManifestRows(self.path, self.schema, [self.rows[i] for i in at], [self.contents[i] for i in at])
+
+    @staticmethod
+    def decode_one(path: str, schema: str, row: bytes) -> ManifestFile:
+        """One encoded row of the manifest list at ``path`` (writer ``schema``): a task that was handed
+        a row alone decodes it with the list's path and schema, shipped once."""
+        return ManifestRows._decode(row, _list_reader(schema), path)
+
+    @staticmethod
+    def _decode(row: bytes, reader: "_ListReader", path: str) -> ManifestFile:
         fo = _io.BytesIO(row)
         try:
             m = reader.convert(fastavro.schemaless_reader(fo, reader.parsed, None))
         except Exception as e:  # fastavro raises several unrelated types for corrupt bytes
-            raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=self.path) from e
+            raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
         if fo.tell() != len(row):  # the skim and the decode must agree on where the row ends
-            raise InvalidMetadataError(f"a row read as {fo.tell()} bytes and as {len(row)}", location=self.path)
+            raise InvalidMetadataError(f"a row read as {fo.tell()} bytes and as {len(row)}", location=path)
         return m
 
 

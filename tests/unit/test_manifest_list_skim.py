@@ -134,3 +134,18 @@ def test_a_row_that_decodes_to_another_length_is_corrupt():
     longer = ManifestRows(rows.path, rows.schema, [rows.rows[0] + b"\x00"], [0])
     with pytest.raises(InvalidMetadataError, match="read as"):
         list(longer)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_taken_rows_and_a_row_decoded_alone_are_the_full_reads(version):
+    mio, path = _written(version)
+    full = read_manifest_list(mio, path)
+    rows = read_manifest_list_where(mio, path, lambda s, p: True)
+    at = [2999, 0, 17, 17, 1500]
+    taken = rows.take(at)
+    assert isinstance(taken, ManifestRows) and list(taken) == [full[i] for i in at]
+    assert taken.contents == tuple(rows.contents[i] for i in at)
+    # a Spark task gets one row's bytes and decodes it with the list's path and schema
+    assert [ManifestRows.decode_one(rows.path, rows.schema, rows.rows[i]) for i in at] == [full[i] for i in at]
+    with pytest.raises(InvalidMetadataError, match="read as"):
+        ManifestRows.decode_one(rows.path, rows.schema, rows.rows[3] + b"\x00")
