@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifests
+from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifest_rows
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext
 from procedures.core.properties import int_property
@@ -28,7 +28,7 @@ from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import manifest_entry_avro_schema
 from procedures.spec.conversions import from_bytes
 from procedures.spec.manifest import (
-    ManifestContent, ManifestEntry, ManifestFile, ManifestWriter, existing_records, read_manifest,
+    ManifestContent, ManifestEntry, ManifestFile, ManifestRows, ManifestWriter, existing_records, read_manifest,
 )
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
@@ -38,7 +38,7 @@ from procedures.spec.types import DoubleType, FloatType, StructType
 
 __all__ = ["DRIVER_MAX_REWRITE_ENTRIES", "RewriteManifests", "target_manifest_count", "order_key", "assign_chunks", "chunk_of_position",
            "live_entry_counts", "uniform_partition", "ManifestSlice", "live_copies", "write_copy", "copy_slice",
-           "RewriteJob", "DistributedRewriter"]
+           "RewriteJob", "DistributedRewriter", "take_manifests"]
 
 #: live entries above which an engine (when there is one) rewrites instead of the driver, which holds
 #: every entry it sorts (about 6 KiB each with metrics: 50,000 entries are ~300 MiB)
@@ -140,6 +140,14 @@ def uniform_partition(manifest: ManifestFile, partition_type: StructType) -> tup
     return tuple(values)
 
 
+def take_manifests(manifests: Sequence[ManifestFile], indices: Iterable[int]) -> Sequence[ManifestFile]:
+    """The manifests at ``indices``, in that order: still encoded when ``manifests`` is a
+    :class:`~procedures.spec.manifest.ManifestRows`, a list otherwise."""
+    if isinstance(manifests, ManifestRows):
+        return manifests.take(indices)
+    return [manifests[i] for i in indices]
+
+
 @dataclass(frozen=True, slots=True)
 class ManifestSlice:
     """The live entries of ``manifest`` at positions ``[start, stop)`` (``stop`` None: to the end),
@@ -201,7 +209,8 @@ class RewriteJob:
     format_version: int
     content: ManifestContent
     snapshot_id: int
-    manifests: tuple[ManifestFile, ...]
+    #: a :class:`~procedures.spec.manifest.ManifestRows` (rows still encoded) or a tuple
+    manifests: Sequence[ManifestFile]
     n: int
     positions: tuple[int, ...] | None
     path_prefix: str
@@ -261,10 +270,12 @@ class RewriteManifests(SnapshotProducer):
         self.sort_by = list(sort_by) if sort_by is not None else None
         self.rewrite_if = rewrite_if
         self.target_size_bytes = target_size_bytes
-        self.rewritten: list[ManifestFile] = []
+        self.rewritten: Sequence[ManifestFile] = []
         self.added: list[ManifestFile] = []
         self.entries_processed = 0
         self._planned = False
+        #: (the manifest list planned against, the manifests of it the rewrite keeps)
+        self._kept: tuple[str | None, Sequence[ManifestFile]] = (None, [])
 
     def _spec(self, base: TableMetadata):
         spec_id = base.default_spec_id if self.spec_id is None else self.spec_id
@@ -288,37 +299,51 @@ class RewriteManifests(SnapshotProducer):
             return self.target_size_bytes
         return int_property(base.properties, TARGET_SIZE_PROPERTY, TARGET_SIZE_DEFAULT, minimum=1)
 
+    def _select(self, current: Sequence[ManifestFile], spec_id: int) -> dict[ManifestContent, tuple[list[int], int]]:
+        """Per content type, the positions in ``current`` of the manifests to rewrite and their total
+        length, in one pass that decodes one manifest-list row at a time."""
+        out: dict[ManifestContent, tuple[list[int], int]] = {}
+        for i, m in enumerate(current):
+            if m.partition_spec_id != spec_id or (self.rewrite_if is not None and not self.rewrite_if(m)):
+                continue
+            if m.added_files_count is None or m.existing_files_count is None or m.deleted_files_count is None:
+                raise ValidationError(f"No file counts in manifest: {m.manifest_path}")
+            at, length = out.get(m.content, ([], 0))
+            at.append(i)
+            out[m.content] = (at, length + m.manifest_length)
+        return out
+
     def _plan(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> None:
         spec = self._spec(base)
         target = self._target(base)
-        current = snapshot_manifests(ctx.io, parent)
+        # the rows stay encoded: a large table's manifests are held as their bytes, never all decoded
+        current = snapshot_manifest_rows(ctx.io, parent)
         specs = {s.spec_id: s for s in base.partition_specs}
         positions = None
         if self.sort_by is not None:
             names = [f.name for f in spec.fields]
             positions = [names.index(n) for n in self.sort_by]
+        selected = self._select(current, spec.spec_id)
+        replaced: list[int] = []
         for content in (ManifestContent.DATA, ManifestContent.DELETES):
-            matching = [m for m in current if m.content == content and m.partition_spec_id == spec.spec_id
-                        and (self.rewrite_if is None or self.rewrite_if(m))]
-            if not matching:
+            at, length = selected.get(content, ([], 0))
+            if not at:
                 continue
-            for m in matching:
-                if m.added_files_count is None or m.existing_files_count is None or m.deleted_files_count is None:
-                    raise ValidationError(f"No file counts in manifest: {m.manifest_path}")
-            n = target_manifest_count(sum(m.manifest_length for m in matching), target)
-            if n == 1 and len(matching) == 1:
+            n = target_manifest_count(length, target)
+            if n == 1 and len(at) == 1:
                 continue
+            replaced.extend(at)
+            matching = take_manifests(current, at)
             if self.distributed is not None and self.distributed.wants(matching):
                 # the driver never holds the entries: an engine reads, sorts and writes them
                 job = RewriteJob(spec, base.schema(), specs, base.format_version, content, self.snapshot_id,
-                                 tuple(matching), n, None if positions is None else tuple(positions),
+                                 matching, n, None if positions is None else tuple(positions),
                                  self.new_manifest_path(base)[: -len(".avro")])
                 added, processed = self.distributed.rewrite(job)
                 for m in added:
                     ctx.track(m.manifest_path)
                 self.added.extend(added)
                 self.entries_processed += processed
-                self.rewritten.extend(matching)
                 continue
             schema = manifest_entry_avro_schema(base.format_version, spec.partition_type(base.schema()))
             copies = [c for m in matching for c in live_copies(ctx.io, m, schema, base.format_version, specs)]
@@ -336,14 +361,20 @@ class RewriteManifests(SnapshotProducer):
                     for _, copy in chunk:
                         write_copy(w, copy)
                 self.added.append(self.write_manifest(base, ctx, spec.spec_id, content, write))
-            self.rewritten.extend(matching)
+        self.rewritten = take_manifests(current, replaced)
+        gone = set(replaced)
+        # what the first attempt keeps, known without reading the list again (its parent is this one)
+        self._kept = (parent.manifest_list if parent is not None else None,
+                      take_manifests(current, [i for i in range(len(current)) if i not in gone]))
         self._planned = True
 
     def manifests(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext, summary: SummaryBuilder) -> list[ManifestFile]:
-        current = snapshot_manifests(ctx.io, parent)
         if not self._planned:
             self._plan(base, parent, ctx)
-        else:
+        planned_list, kept = self._kept
+        if planned_list != (parent.manifest_list if parent is not None else None):
+            # a retry on a newer head: the rewritten manifests must all still be there
+            current = snapshot_manifest_rows(ctx.io, parent)
             present = {m.manifest_path for m in current}
             gone = [m.manifest_path for m in self.rewritten if m.manifest_path not in present]
             if gone:
@@ -351,15 +382,15 @@ class RewriteManifests(SnapshotProducer):
                     f"Deleted manifest {gone[0]} could not be found in the latest snapshot "
                     f"{parent.snapshot_id if parent else None}; a concurrent commit rewrote it, rerun rewrite_manifests"
                 )
-            for m in self.added:
-                ctx.reuse(m.manifest_path)
-        replaced = {m.manifest_path for m in self.rewritten}
-        kept = [m for m in current if m.manifest_path not in replaced]
+            replaced = {m.manifest_path for m in self.rewritten}
+            kept = take_manifests(current, [i for i, m in enumerate(current) if m.manifest_path not in replaced])
+        for m in self.added:  # a retry commits the manifests an earlier attempt wrote
+            ctx.reuse(m.manifest_path)
         summary.set("manifests-created", str(len(self.added)))
         summary.set("manifests-kept", str(len(kept)))
         summary.set("manifests-replaced", str(len(self.rewritten)))
         summary.set("entries-processed", str(self.entries_processed))
-        return list(self.added) + kept
+        return [*self.added, *kept]
 
     def apply(self, base: TableMetadata, ctx: CommitContext):
         """The snapshot replacing the manifests, or no update at all when nothing needs rewriting."""

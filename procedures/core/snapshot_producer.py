@@ -31,15 +31,18 @@ from procedures.spec.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    ManifestRows,
     ManifestWriter,
     read_manifest,
     read_manifest_list,
+    read_manifest_list_where,
     write_manifest_list,
 )
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.snapshots import Snapshot, SnapshotRef, SnapshotRefType
 
-__all__ = ["SnapshotProducer", "ManifestRewriter", "new_snapshot_id", "live_entries", "snapshot_manifests", "metadata_dir"]
+__all__ = ["SnapshotProducer", "ManifestRewriter", "new_snapshot_id", "live_entries", "snapshot_manifests",
+           "snapshot_manifest_rows", "metadata_dir"]
 
 
 def new_snapshot_id() -> int:
@@ -53,6 +56,20 @@ def snapshot_manifests(io, snapshot: Snapshot | None) -> list[ManifestFile]:
     if snapshot is None or not snapshot.manifest_list:
         return []
     return read_manifest_list(io, snapshot.manifest_list)
+
+
+def snapshot_manifest_rows(io, snapshot: Snapshot | None) -> ManifestRows | list[ManifestFile]:
+    """:func:`snapshot_manifests` kept Avro-encoded (a :class:`ManifestRows`, decoded a row at a time
+    when read; a list for a schema the skimming reader does not handle): an operation that walks a
+    large table's thousands of manifests holds their bytes, not one object per manifest with its
+    partition summaries."""
+    if snapshot is None or not snapshot.manifest_list:
+        return []
+    return read_manifest_list_where(io, snapshot.manifest_list, _keep_every_row)
+
+
+def _keep_every_row(spec_id: int, summaries: object) -> bool:
+    return True
 
 
 def live_entries(io, md: TableMetadata, manifests: Iterable[ManifestFile]) -> Iterator[ManifestEntry]:

@@ -13,7 +13,8 @@ from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.spec.manifest import (
-    DataFile, FileContent, FileFormat, ManifestContent, ManifestEntryStatus, read_manifest, read_manifest_list,
+    DataFile, FileContent, FileFormat, ManifestContent, ManifestEntryStatus, ManifestRows, read_manifest,
+    read_manifest_list,
 )
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
@@ -179,3 +180,47 @@ def test_concurrent_append_is_kept_and_concurrent_rewrite_fails(setup):
     commit(t.refresh(), [RewriteManifests()], policy=FAST)
     with pytest.raises(ValidationError, match="could not be found in the latest snapshot"):
         commit(t, [stale], policy=FAST)
+
+
+def test_manifests_are_held_encoded_and_the_kept_ones_reach_the_new_list_exactly(setup):
+    """The planning keeps the current manifest list's rows as bytes (a large table's 10,000 manifests
+    are never all decoded objects with their partition summaries); the manifests it keeps (here:
+    excluded by ``rewrite_if``) are listed again unchanged, in their order, after the new ones."""
+    cat, _ = setup
+    t, _ = _append_many(_table(cat), n=6)
+    before = _manifests(t)
+    skip = {before[1].manifest_path, before[4].manifest_path}
+    op = RewriteManifests(rewrite_if=lambda m: m.manifest_path not in skip)
+    t = commit(t, [op], policy=FAST)
+    assert isinstance(op.rewritten, ManifestRows)
+    assert list(op.rewritten) == [m for m in before if m.manifest_path not in skip]
+    after = _manifests(t)
+    assert [m.manifest_path for m in after[:len(op.added)]] == [m.manifest_path for m in op.added]
+    assert after[len(op.added):] == [m for m in before if m.manifest_path in skip]
+    assert t.metadata.current_snapshot().summary["manifests-kept"] == "2"
+
+
+class _RecordingEngine:
+    """A DistributedRewriter that takes every job and writes nothing (the test looks at the job)."""
+
+    def __init__(self) -> None:
+        self.jobs = []
+
+    def wants(self, manifests) -> bool:
+        return True
+
+    def rewrite(self, job):
+        self.jobs.append(job)
+        return [], 0
+
+
+def test_an_engine_is_handed_the_manifests_as_encoded_rows(setup):
+    from procedures.core.transaction import CommitContext
+    cat, _ = setup
+    t, _ = _append_many(_table(cat), n=5)
+    engine = _RecordingEngine()
+    RewriteManifests(distributed=engine).apply(t.metadata, CommitContext(t))
+    (job,) = engine.jobs
+    # its tasks get each manifest as the row's bytes, decoded where it is read
+    assert isinstance(job.manifests, ManifestRows)
+    assert list(job.manifests) == _manifests(t)

@@ -12,7 +12,9 @@ which keeps the entries off the driver, as Java's ``RewriteManifestsSparkAction`
    (:func:`~procedures.core.rewrite_manifests_op.assign_chunks`; an unpartitioned spec is cut by
    position, :func:`~procedures.core.rewrite_manifests_op.chunk_of_position`);
 2. a manifest that falls in one chunk, or a run of positions of one, travels to its chunk's task as
-   a :class:`~procedures.core.rewrite_manifests_op.ManifestSlice` that the task reads itself; the
+   a slice of its encoded manifest-list row (the planning holds the list as
+   :class:`~procedures.spec.manifest.ManifestRows`, per manifest only its count and key), which the
+   task decodes and reads itself (a :class:`~procedures.core.rewrite_manifests_op.ManifestSlice`); the
    entries of mixed manifests are read on the executors and sent to their chunks' tasks.  Each task
    sorts its items (key, manifest, position) and writes one manifest, copying every entry's
    ``data_file`` bytes unchanged where the schemas allow
@@ -28,8 +30,8 @@ from __future__ import annotations
 
 import bisect
 import pickle
-from dataclasses import replace
-from typing import Any, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from procedures.core.gc import reachability as R
 from procedures.core import rewrite_manifests_op as RM
@@ -41,7 +43,7 @@ from procedures.io.sandbox import file_io
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import ManifestFile
+from procedures.spec.manifest import ManifestFile, ManifestRows
 
 __all__ = ["SparkManifestRewriter"]
 
@@ -50,7 +52,37 @@ def _sort_key(key: tuple) -> tuple:
     return tuple(order_key(v) for v in key)
 
 
-def _position_slices(index: int, manifest: ManifestFile, start: int, count: int, total: int,
+@dataclass(frozen=True, slots=True)
+class _RowSlice:
+    """A :class:`~procedures.core.rewrite_manifests_op.ManifestSlice` in transit: the manifest as
+    its encoded manifest-list row (or the :class:`ManifestFile` when the list was not kept
+    encoded), decoded by the task that copies it."""
+
+    ref: Any
+    start: int = 0
+    stop: int | None = None
+
+
+class _Manifests:
+    """A job's manifests as the driver hands them out: ``ref(i)`` is what travels to a task for the
+    ``i``-th (its encoded row, no decoding), ``decoder()`` what turns it back into a
+    :class:`ManifestFile` there (it carries the list's path and schema once, not per manifest)."""
+
+    def __init__(self, manifests: Sequence[ManifestFile]) -> None:
+        self.manifests = manifests
+        self.encoded = isinstance(manifests, ManifestRows)
+
+    def ref(self, index: int) -> Any:
+        return self.manifests.rows[index] if self.encoded else self.manifests[index]
+
+    def decoder(self) -> Callable[[Any], ManifestFile]:
+        if not self.encoded:
+            return lambda ref: ref
+        path, schema = self.manifests.path, self.manifests.schema
+        return lambda ref: ManifestRows.decode_one(path, schema, ref)
+
+
+def _position_slices(index: int, ref: Any, start: int, count: int, total: int,
                      n: int) -> Iterator[tuple[int, tuple]]:
     """The chunk items of an unpartitioned manifest whose live entries are global positions
     ``[start, start + count)``: one slice per chunk it falls in."""
@@ -59,7 +91,7 @@ def _position_slices(index: int, manifest: ManifestFile, start: int, count: int,
         chunk = chunk_of_position(start + local, total, n)
         # chunks grow with the position: the slice ends where the next chunk starts
         stop = bisect.bisect_right(range(count), chunk, lo=local, key=lambda p: chunk_of_position(start + p, total, n))
-        yield chunk, (0, index, local, ManifestSlice(manifest, local, stop))
+        yield chunk, (0, index, local, _RowSlice(ref, local, stop))
         local = stop
 
 
@@ -78,50 +110,62 @@ class SparkManifestRewriter:
                 or sum(live_entry_counts(manifests)) > RM.DRIVER_MAX_REWRITE_ENTRIES)
 
     def rewrite(self, job: RewriteJob) -> tuple[list[ManifestFile], int]:
-        """Write the job's chunks on the executors; returns the new manifests and entries written."""
+        """Write the job's chunks on the executors; returns the new manifests and entries written.
+
+        The driver keeps per manifest only its live count and clustering key (or "mixed"); each
+        manifest travels to its task as its encoded manifest-list row, once."""
         check_python_workers(self.spark)
         sc = self.spark.sparkContext
-        props, specs, manifests = self.props, dict(job.specs), list(job.manifests)
-        fv = job.format_version
+        props, specs, fv = self.props, dict(job.specs), job.format_version
+        manifests = _Manifests(job.manifests)
+        decode = manifests.decoder()
+        count = len(job.manifests)
         job = replace(job, manifests=())  # what the tasks need, without the list they are handed parts of
-        counts = live_entry_counts(manifests)
-        items: list[tuple[int, tuple]] = []  # (chunk, (rank, manifest index, position, item))
-        mixed: list[tuple[int, ManifestFile]] = []
+        # (chunk, [(chunk, (rank, manifest index, position, item))]): a chunk's items, built once
+        groups: dict[int, list[tuple[int, tuple]]] = {}
+        mixed: list[tuple[int, Any]] = []
         entry_chunks: dict[bytes, tuple[int, int]] = {}
         if job.spec.fields:
             ptype = job.spec.partition_type(job.schema)
-            uniform = [uniform_partition(m, ptype) for m in manifests]
-            mixed = [(i, m) for i, (m, u) in enumerate(zip(manifests, uniform)) if u is None]
+            uniform: list[tuple[int, Any, int]] = []  # (index, clustering key, live count)
             keyed: dict[Any, int] = {}
-            for u, n in zip(uniform, counts):
-                if u is not None and n:
+            for i, m in enumerate(manifests.manifests):
+                u = uniform_partition(m, ptype)
+                if u is None:
+                    mixed.append((i, manifests.ref(i)))
+                    continue
+                n = live_entry_counts((m,))[0]
+                if n:
                     key = job.partition_key(u)
                     keyed[key] = keyed.get(key, 0) + n
+                    uniform.append((i, key, n))
             read_keys: list[bytes] = []
             if mixed:
-                read_keys = self._count_keys(job, mixed, keyed)
+                read_keys = self._count_keys(job, mixed, keyed, decode)
             by_key = assign_chunks(keyed, job.n, _sort_key)
             # the executors look keys up by their own pickles (a key the driver derived from a summary
             # may pickle differently while equal)
             entry_chunks = {k: by_key[pickle.loads(k)] for k in read_keys}
-            for i, (m, u, n) in enumerate(zip(manifests, uniform, counts)):
-                if u is not None and n:
-                    chunk, rank = by_key[job.partition_key(u)]
-                    items.append((chunk, (rank, i, 0, ManifestSlice(m))))
+            for i, key, _ in uniform:
+                chunk, rank = by_key[key]
+                groups.setdefault(chunk, []).append((chunk, (rank, i, 0, _RowSlice(manifests.ref(i)))))
+            del uniform
             n_chunks = 1 + max((c for c, _ in by_key.values()), default=0)
         else:
+            counts = live_entry_counts(manifests.manifests)
             total, start = sum(counts), 0
-            for i, (m, n) in enumerate(zip(manifests, counts)):
-                items.extend(_position_slices(i, m, start, n, total, job.n))
+            for i, n in enumerate(counts):
+                for chunk, item in _position_slices(i, manifests.ref(i), start, n, total, job.n):
+                    groups.setdefault(chunk, []).append((chunk, item))
                 start += n
             n_chunks = 1 + chunk_of_position(max(total - 1, 0), total, job.n)
         placement = sc.broadcast(entry_chunks)
 
-        def place(pairs: Iterable[tuple[int, ManifestFile]]) -> Iterator[tuple[int, tuple]]:
+        def place(pairs: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
             prepare_python_worker()
             io, table, schema = file_io(props), placement.value, job.entry_schema()
-            for index, manifest in pairs:
-                for position, (partition, copy) in enumerate(live_copies(io, manifest, schema, fv, specs)):
+            for index, ref in pairs:
+                for position, (partition, copy) in enumerate(live_copies(io, decode(ref), schema, fv, specs)):
                     chunk, rank = table[pickle.dumps(job.partition_key(partition))]
                     yield chunk, (rank, index, position, copy)
 
@@ -136,42 +180,43 @@ class SparkManifestRewriter:
             writer = job.writer(io, chunk, TaskAttempt.number())
             written = 0
             for _, (_, _, _, item) in rows:
-                if isinstance(item, ManifestSlice):
-                    written += copy_slice(io, writer, item, fv, specs)
+                if isinstance(item, _RowSlice):
+                    written += copy_slice(io, writer, ManifestSlice(decode(item.ref), item.start, item.stop), fv, specs)
                 else:
                     write_copy(writer, item)
                     written += 1
             yield pickle.dumps((chunk, writer.close(), written))
 
+        # one slice per chunk; parallelize hands the items to the JVM at once, so the driver's lists
+        # are dropped before the job runs
+        chunked = sc.parallelize(list(groups.values()), max(1, len(groups))).flatMap(lambda rows: rows)
+        groups.clear()
+        n_mixed = len(mixed)
         if mixed:
-            slices = max(1, min(len(items), sc.defaultParallelism * 4))
             placed = sc.parallelize(mixed, max(1, min(len(mixed), sc.defaultParallelism * 4))).mapPartitions(place)
+            mixed.clear()
             # entries read on the executors reach their chunk's task through a shuffle
-            chunked = sc.parallelize(items, slices).union(placed).partitionBy(n_chunks, lambda chunk: chunk)
-        else:
-            # every item's chunk is known here: one slice per chunk, no shuffle stage
-            groups: dict[int, list[tuple[int, tuple]]] = {}
-            for chunk, item in items:
-                groups.setdefault(chunk, []).append((chunk, item))
-            chunked = sc.parallelize(list(groups.values()), max(1, len(groups))).flatMap(lambda rows: rows)
+            chunked = chunked.union(placed).partitionBy(n_chunks, lambda chunk: chunk)
         with job_description(self.spark, f"rewrite_manifests: {self.name}: write {n_chunks} manifests "
-                                         f"from {len(manifests)} ({len(mixed)} read for placement)"):
+                                         f"from {count} ({n_mixed} read for placement)"):
             results = chunked.mapPartitions(write).collect()
         placement.unpersist()
         done = sorted(pickle.loads(r) for r in results)
         return [m for _, m, _ in done], sum(n for _, _, n in done)
 
-    def _count_keys(self, job: RewriteJob, mixed: list[tuple[int, ManifestFile]], keyed: dict[Any, int]) -> list[bytes]:
-        """Count the live entries of the mixed manifests per clustering key on the executors, into
-        ``keyed``; returns the keys as the executors pickled them."""
+    def _count_keys(self, job: RewriteJob, mixed: list[tuple[int, Any]], keyed: dict[Any, int],
+                    decode: Callable[[Any], ManifestFile]) -> list[bytes]:
+        """Count the live entries of the mixed manifests (``(index, ref)``, ``decode(ref)`` the
+        manifest) per clustering key on the executors, into ``keyed``; returns the keys as the
+        executors pickled them."""
         sc = self.spark.sparkContext
         props, specs, fv = self.props, dict(job.specs), job.format_version
 
-        def keys(pairs: Iterable[tuple[int, ManifestFile]]) -> Iterator[tuple[bytes, int]]:
+        def keys(pairs: Iterable[tuple[int, Any]]) -> Iterator[tuple[bytes, int]]:
             prepare_python_worker()
             io, schema = file_io(props), job.entry_schema()
-            for _, manifest in pairs:
-                for partition, _ in live_copies(io, manifest, schema, fv, specs):
+            for _, ref in pairs:
+                for partition, _ in live_copies(io, decode(ref), schema, fv, specs):
                     yield pickle.dumps(job.partition_key(partition)), 1
 
         with job_description(self.spark, f"rewrite_manifests: {self.name}: count entries per partition "
