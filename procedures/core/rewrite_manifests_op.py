@@ -17,10 +17,11 @@ removed them), as Java's ``deleteManifest`` validation does.  Manifests added co
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifest_rows
+from procedures.core.snapshot_producer import SnapshotProducer, manifest_list_rows, snapshot_manifest_rows
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext
 from procedures.core.properties import int_property
@@ -38,7 +39,7 @@ from procedures.spec.types import DoubleType, FloatType, StructType
 
 __all__ = ["DRIVER_MAX_REWRITE_ENTRIES", "RewriteManifests", "target_manifest_count", "order_key", "assign_chunks", "chunk_of_position",
            "live_entry_counts", "uniform_partition", "ManifestSlice", "live_copies", "write_copy", "copy_slice",
-           "RewriteJob", "DistributedRewriter", "take_manifests"]
+           "RewriteJob", "DistributedRewriter", "take_manifests", "ListedManifests"]
 
 #: live entries above which an engine (when there is one) rewrites instead of the driver, which holds
 #: every entry it sorts (about 6 KiB each with metrics: 50,000 entries are ~300 MiB)
@@ -146,6 +147,40 @@ def take_manifests(manifests: Sequence[ManifestFile], indices: Iterable[int]) ->
     if isinstance(manifests, ManifestRows):
         return manifests.take(indices)
     return [manifests[i] for i in indices]
+
+
+class ListedManifests(Sequence[ManifestFile]):
+    """Manifests of one manifest list named by their positions in it: only the positions are held
+    (4 bytes a manifest), the list is read again when the manifests themselves are read.  What
+    :class:`RewriteManifests` keeps of the 10,000 manifests it replaces on a large table until its
+    commit, which needs their number and, on a retry against a newer head, their paths."""
+
+    __slots__ = ("io", "manifest_list", "positions")
+
+    def __init__(self, io: Any, manifest_list: str, positions: Iterable[int]) -> None:
+        self.io = io
+        self.manifest_list = manifest_list
+        self.positions = array("L", positions)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(take_manifests(self._read(), self.positions[index]))
+        return self._read()[self.positions[index]]
+
+    def __iter__(self) -> Iterator[ManifestFile]:
+        return iter(take_manifests(self._read(), self.positions)) if self.positions else iter(())
+
+    def _read(self) -> Sequence[ManifestFile]:
+        try:
+            return manifest_list_rows(self.io, self.manifest_list)
+        except FileNotFoundError as e:
+            raise ValidationError(
+                f"Manifest list {self.manifest_list} the rewrite was planned on is gone (a concurrent "
+                "expire_snapshots removed it); rerun rewrite_manifests"
+            ) from e
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +396,8 @@ class RewriteManifests(SnapshotProducer):
                     for _, copy in chunk:
                         write_copy(w, copy)
                 self.added.append(self.write_manifest(base, ctx, spec.spec_id, content, write))
-        self.rewritten = take_manifests(current, replaced)
+        # the replaced manifests by position in the planned list: 4 bytes each until the commit
+        self.rewritten = ListedManifests(ctx.io, parent.manifest_list, replaced) if replaced else []
         gone = set(replaced)
         # what the first attempt keeps, known without reading the list again (its parent is this one)
         self._kept = (parent.manifest_list if parent is not None else None,

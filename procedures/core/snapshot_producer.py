@@ -42,7 +42,7 @@ from procedures.spec.metadata import TableMetadata
 from procedures.spec.snapshots import Snapshot, SnapshotRef, SnapshotRefType
 
 __all__ = ["SnapshotProducer", "ManifestRewriter", "new_snapshot_id", "live_entries", "snapshot_manifests",
-           "snapshot_manifest_rows", "metadata_dir"]
+           "snapshot_manifest_rows", "manifest_list_rows", "metadata_dir"]
 
 
 def new_snapshot_id() -> int:
@@ -65,7 +65,12 @@ def snapshot_manifest_rows(io, snapshot: Snapshot | None) -> ManifestRows | list
     partition summaries."""
     if snapshot is None or not snapshot.manifest_list:
         return []
-    return read_manifest_list_where(io, snapshot.manifest_list, _keep_every_row)
+    return manifest_list_rows(io, snapshot.manifest_list)
+
+
+def manifest_list_rows(io, path: str) -> ManifestRows | list[ManifestFile]:
+    """Every row of the manifest list at ``path``, kept encoded as :func:`snapshot_manifest_rows` keeps them."""
+    return read_manifest_list_where(io, path, _keep_every_row)
 
 
 def _keep_every_row(spec_id: int, summaries: object) -> bool:

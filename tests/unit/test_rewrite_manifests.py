@@ -8,7 +8,7 @@ import pytest
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.builder import new_table_metadata
 from procedures.core.operations import FastAppend, RowDelta
-from procedures.core.rewrite_manifests_op import RewriteManifests, _chunks, target_manifest_count
+from procedures.core.rewrite_manifests_op import ListedManifests, RewriteManifests, _chunks, target_manifest_count
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner
@@ -192,8 +192,10 @@ def test_manifests_are_held_encoded_and_the_kept_ones_reach_the_new_list_exactly
     skip = {before[1].manifest_path, before[4].manifest_path}
     op = RewriteManifests(rewrite_if=lambda m: m.manifest_path not in skip)
     t = commit(t, [op], policy=FAST)
-    assert isinstance(op.rewritten, ManifestRows)
-    assert list(op.rewritten) == [m for m in before if m.manifest_path not in skip]
+    # the replaced manifests are held as their positions in the planned list, read again on demand
+    replaced = [m for m in before if m.manifest_path not in skip]
+    assert isinstance(op.rewritten, ListedManifests) and list(op.rewritten.positions) == [0, 2, 3, 5]
+    assert list(op.rewritten) == replaced and op.rewritten[1] == replaced[1] and op.rewritten[1:3] == replaced[1:3]
     after = _manifests(t)
     assert [m.manifest_path for m in after[:len(op.added)]] == [m.manifest_path for m in op.added]
     assert after[len(op.added):] == [m for m in before if m.manifest_path in skip]
@@ -224,3 +226,17 @@ def test_an_engine_is_handed_the_manifests_as_encoded_rows(setup):
     # its tasks get each manifest as the row's bytes, decoded where it is read
     assert isinstance(job.manifests, ManifestRows)
     assert list(job.manifests) == _manifests(t)
+
+
+def test_a_rewrite_whose_planned_manifest_list_is_gone_fails_cleanly(setup):
+    """A retry reads the replaced manifests' paths from the list it planned on: when a concurrent
+    expire_snapshots removed that list, the commit fails with a message saying to rerun."""
+    from procedures.core.transaction import CommitContext
+    cat, _ = setup
+    t, _ = _append_many(_table(cat), n=3)
+    stale = RewriteManifests()
+    stale._plan(t.metadata, t.metadata.current_snapshot(), CommitContext(t))
+    t2 = commit(t.refresh(), [FastAppend([_file(t, 50, "q")])], policy=FAST)
+    t.io.delete(t.metadata.current_snapshot().manifest_list)
+    with pytest.raises(ValidationError, match="is gone .* rerun rewrite_manifests"):
+        commit(t2, [stale], policy=FAST)
