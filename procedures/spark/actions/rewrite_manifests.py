@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import pickle
+from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -82,16 +83,25 @@ class _Manifests:
         return lambda ref: ManifestRows.decode_one(path, schema, ref)
 
 
+def _expand(group: tuple[int, list[tuple]]) -> Iterator[tuple[int, tuple]]:
+    """A chunk's compact items as the writing task sorts and copies them:
+    ``(chunk, (rank, manifest index, first position, _RowSlice))``."""
+    chunk, items = group
+    for rank, index, start, stop, ref in items:
+        yield chunk, (rank, index, start, _RowSlice(ref, start, stop))
+
+
 def _position_slices(index: int, ref: Any, start: int, count: int, total: int,
                      n: int) -> Iterator[tuple[int, tuple]]:
     """The chunk items of an unpartitioned manifest whose live entries are global positions
-    ``[start, start + count)``: one slice per chunk it falls in."""
+    ``[start, start + count)``: one slice per chunk it falls in, as ``(chunk, (rank, index, first
+    position, stop, ref))`` (:func:`_expand` makes the task's item of it)."""
     local = 0
     while local < count:
         chunk = chunk_of_position(start + local, total, n)
         # chunks grow with the position: the slice ends where the next chunk starts
         stop = bisect.bisect_right(range(count), chunk, lo=local, key=lambda p: chunk_of_position(start + p, total, n))
-        yield chunk, (0, index, local, _RowSlice(ref, local, stop))
+        yield chunk, (0, index, local, stop, ref)
         local = stop
 
 
@@ -121,24 +131,27 @@ class SparkManifestRewriter:
         decode = manifests.decoder()
         count = len(job.manifests)
         job = replace(job, manifests=())  # what the tasks need, without the list they are handed parts of
-        # (chunk, [(chunk, (rank, manifest index, position, item))]): a chunk's items, built once
-        groups: dict[int, list[tuple[int, tuple]]] = {}
+        # chunk -> its items as (rank, manifest index, first position, stop, ref), built once; the
+        # tasks expand them (_expand): ten thousand manifests are a few plain tuples each here
+        groups: dict[int, list[tuple]] = {}
         mixed: list[tuple[int, Any]] = []
         entry_chunks: dict[bytes, tuple[int, int]] = {}
         if job.spec.fields:
             ptype = job.spec.partition_type(job.schema)
-            uniform: list[tuple[int, Any, int]] = []  # (index, clustering key, live count)
+            keys: dict[Any, int] = {}  # clustering key -> its number in key_of
+            key_of = array("l")  # per manifest: the number of its key, -1 when mixed or empty
             keyed: dict[Any, int] = {}
             for i, m in enumerate(manifests.manifests):
                 u = uniform_partition(m, ptype)
+                n = 0 if u is None else live_entry_counts((m,))[0]
                 if u is None:
                     mixed.append((i, manifests.ref(i)))
-                    continue
-                n = live_entry_counts((m,))[0]
-                if n:
+                elif n:
                     key = job.partition_key(u)
                     keyed[key] = keyed.get(key, 0) + n
-                    uniform.append((i, key, n))
+                    key_of.append(keys.setdefault(key, len(keys)))
+                    continue
+                key_of.append(-1)
             read_keys: list[bytes] = []
             if mixed:
                 read_keys = self._count_keys(job, mixed, keyed, decode)
@@ -146,17 +159,20 @@ class SparkManifestRewriter:
             # the executors look keys up by their own pickles (a key the driver derived from a summary
             # may pickle differently while equal)
             entry_chunks = {k: by_key[pickle.loads(k)] for k in read_keys}
-            for i, key, _ in uniform:
-                chunk, rank = by_key[key]
-                groups.setdefault(chunk, []).append((chunk, (rank, i, 0, _RowSlice(manifests.ref(i)))))
-            del uniform
+            placed_at = [by_key[key] for key in keys]  # key number -> (chunk, rank)
+            del keys
+            for i, k in enumerate(key_of):
+                if k >= 0:
+                    chunk, rank = placed_at[k]
+                    groups.setdefault(chunk, []).append((rank, i, 0, None, manifests.ref(i)))
+            del key_of, placed_at
             n_chunks = 1 + max((c for c, _ in by_key.values()), default=0)
         else:
             counts = live_entry_counts(manifests.manifests)
             total, start = sum(counts), 0
             for i, n in enumerate(counts):
                 for chunk, item in _position_slices(i, manifests.ref(i), start, n, total, job.n):
-                    groups.setdefault(chunk, []).append((chunk, item))
+                    groups.setdefault(chunk, []).append(item)
                 start += n
             n_chunks = 1 + chunk_of_position(max(total - 1, 0), total, job.n)
         placement = sc.broadcast(entry_chunks)
@@ -189,7 +205,7 @@ class SparkManifestRewriter:
 
         # one slice per chunk; parallelize hands the items to the JVM at once, so the driver's lists
         # are dropped before the job runs
-        chunked = sc.parallelize(list(groups.values()), max(1, len(groups))).flatMap(lambda rows: rows)
+        chunked = sc.parallelize(list(groups.items()), max(1, len(groups))).flatMap(_expand)
         groups.clear()
         n_mixed = len(mixed)
         if mixed:
