@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from procedures.errors import NoSuchTableError
 from procedures.framework.context import open_catalog
 from tests import postgres_server
 from tests.helpers.references import require_jdbc_driver
@@ -94,3 +95,21 @@ def jdbc_database(request: pytest.FixtureRequest, kind: str, name: str) -> tuple
         return f"jdbc:sqlite:{request.getfixturevalue('tmp_path') / (name + '.db')}", None
     server = request.getfixturevalue("pg_server")
     return postgres_server.create_database(server, name), server.user
+
+
+def check_refresh_reads_only_moved_metadata(cat: Any, module: Any, table: Any, bumped: Any, monkeypatch: Any) -> None:
+    """``table.refresh()`` on catalog ``cat`` (whose module ``module`` reads metadata through
+    ``read_table_metadata``) reads nothing while the table is unchanged, reads the new file once
+    after another writer's commit (``bumped(t, **props)`` builds it), and fails once the table is dropped."""
+    writer = cat.load_table(table.identifier)
+    reads: list[str] = []
+    real = module.read_table_metadata
+    monkeypatch.setattr(module, "read_table_metadata", lambda io, path: reads.append(path) or real(io, path))
+    held = table.metadata
+    assert table.refresh() is table and table.metadata is held and reads == []
+    committed = cat.commit_table(writer, writer.metadata, bumped(writer, k="v"))
+    assert table.refresh().metadata.properties == {"k": "v"}
+    assert reads == [committed.metadata_location] == [table.metadata_location]
+    cat.drop_table(table.identifier)
+    with pytest.raises(NoSuchTableError):
+        table.refresh()

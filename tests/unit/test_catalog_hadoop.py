@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+import procedures.catalog.hadoop as hadoop_module
+
 from procedures.catalog import HadoopCatalog, load_catalog, parse_identifier, resolve_identifier
 from procedures.errors import (
     CatalogConfigError,
@@ -20,6 +22,7 @@ from procedures.errors import (
 )
 from procedures.spec.metadata import metadata_from_json
 from procedures.spec.snapshots import MetadataLogEntry
+from tests.helpers.catalogs import check_refresh_reads_only_moved_metadata
 
 
 def make_metadata(location, **props):
@@ -314,19 +317,6 @@ def test_four_processes_commit_without_lost_updates(tmp_path):
 
 
 def test_refresh_reads_no_metadata_while_the_table_is_unchanged(cat, monkeypatch):
-    import procedures.catalog.hadoop as hadoop_module
-
     t = new_table(cat)
-    writer = cat.load_table("db.t")
-    reads = []
-    real = hadoop_module.read_table_metadata
-    monkeypatch.setattr(hadoop_module, "read_table_metadata", lambda io, path: reads.append(path) or real(io, path))
-    held = t.metadata
-    assert t.refresh() is t and t.metadata is held and reads == []
-    cat.commit_table(writer, writer.metadata, bumped(writer, k="v"))
-    assert t.refresh().metadata.properties == {"k": "v"}
-    assert [p.rsplit("/", 1)[-1] for p in reads] == ["v2.metadata.json"]
+    check_refresh_reads_only_moved_metadata(cat, hadoop_module, t, bumped, monkeypatch)
     assert t.metadata_location.endswith("/v2.metadata.json")
-    cat.drop_table("db.t")
-    with pytest.raises(NoSuchTableError):
-        t.refresh()

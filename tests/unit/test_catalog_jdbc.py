@@ -8,6 +8,8 @@ import uuid
 
 import pytest
 
+import procedures.catalog.jdbc as jdbc_module
+
 from procedures.catalog import JdbcCatalog, load_catalog
 from procedures.catalog.jdbc import parse_jdbc_uri
 from procedures.errors import (
@@ -22,6 +24,7 @@ from procedures.errors import (
 )
 from procedures.spec.metadata import metadata_from_json
 from procedures.spec.snapshots import MetadataLogEntry
+from tests.helpers.catalogs import check_refresh_reads_only_moved_metadata
 from tests.helpers.references import import_reference, skip_missing_reference
 
 
@@ -418,18 +421,5 @@ def test_unknown_commit_outcome_is_decided_by_rereading(tmp_path):
 
 
 def test_refresh_reads_no_metadata_while_the_table_is_unchanged(cat, monkeypatch):
-    import procedures.catalog.jdbc as jdbc_module
-
     t = new_table(cat)
-    writer = cat.load_table("db.t")
-    reads = []
-    real = jdbc_module.read_table_metadata
-    monkeypatch.setattr(jdbc_module, "read_table_metadata", lambda io, path: reads.append(path) or real(io, path))
-    held = t.metadata
-    assert t.refresh() is t and t.metadata is held and reads == []
-    committed = cat.commit_table(writer, writer.metadata, bumped(writer, k="v"))
-    assert t.refresh().metadata.properties == {"k": "v"}
-    assert reads == [committed.metadata_location] == [t.metadata_location]
-    cat.drop_table("db.t")
-    with pytest.raises(NoSuchTableError):
-        t.refresh()
+    check_refresh_reads_only_moved_metadata(cat, jdbc_module, t, bumped, monkeypatch)
