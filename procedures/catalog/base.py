@@ -11,7 +11,6 @@ catalogs share: identifier parsing and validation, the :class:`Table` handle, th
 from __future__ import annotations
 
 import abc
-import gzip
 import logging
 import re
 import uuid
@@ -20,7 +19,7 @@ from typing import Iterable, Mapping, Sequence, Union
 
 from procedures.errors import CommitFailedError, IcebergError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
-from procedures.spec.metadata import TableMetadata, metadata_json_bytes
+from procedures.spec.metadata import TableMetadata, metadata_file_data
 
 __all__ = [
     "Identifier",
@@ -338,12 +337,7 @@ def metadata_extension(md: "TableMetadata") -> str:
 
 def metadata_file_bytes(md: "TableMetadata", location: str) -> bytes:
     """The serialized file for ``location``: JSON, gzip-compressed when the name says so."""
-    data = metadata_json_bytes(md)
-    name = location.rsplit("/", 1)[-1]
-    if name.endswith(".gz.metadata.json") or name.endswith(".metadata.json.gz"):
-        # mtime=0 keeps the bytes reproducible, so a retry can recognise its own file
-        data = gzip.compress(data, mtime=0)
-    return data
+    return metadata_file_data(md, location)
 
 
 def metadata_dir(md: "TableMetadata") -> str:

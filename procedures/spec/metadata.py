@@ -71,6 +71,7 @@ __all__ = [
     "metadata_from_dict",
     "metadata_to_json",
     "metadata_json_bytes",
+    "metadata_file_data",
     "metadata_to_dict",
     "read_table_metadata",
     "write_table_metadata",
@@ -582,14 +583,14 @@ def metadata_json_bytes(md: TableMetadata) -> bytes:
             parts.append(b"[" + b",".join(encode(val.convert(x)).encode() for x in val.items) + b"]")
         else:
             parts.append(encode(val).encode())
-    parts.append(b"}" if parts else b"{}")
+    parts.append(b"}")  # format-version always opens the object
     return b"".join(parts)
 
 
 def metadata_to_json(md: TableMetadata, *, indent: int | None = None) -> str:
     """The metadata file text (compact unless ``indent`` is given)."""
     if indent is None:
-        return json.dumps(metadata_to_dict(md), separators=(",", ":"), ensure_ascii=False)
+        return metadata_json_bytes(md).decode("utf-8")
     return json.dumps(metadata_to_dict(md), indent=indent, ensure_ascii=False)
 
 
@@ -617,7 +618,11 @@ def write_table_metadata(io: Any, location: str, md: TableMetadata, *, overwrite
     """Write ``md`` to ``location`` through ``io`` (``write(path, data, overwrite)``), gzip-
     compressed when the name asks for it.  Without ``overwrite`` the write fails if the file
     exists, which is what makes a file-system commit atomic."""
+    io.write(location, metadata_file_data(md, location), overwrite=overwrite)
+
+
+def metadata_file_data(md: TableMetadata, location: str) -> bytes:
+    """The bytes of the metadata file at ``location``: compact JSON, gzip-compressed when the name
+    asks for it (``mtime=0`` keeps them reproducible, so a retried write can recognise its own file)."""
     data = metadata_json_bytes(md)
-    if is_gzip_metadata_name(location):
-        data = gzip.compress(data, mtime=0)
-    io.write(location, data, overwrite=overwrite)
+    return gzip.compress(data, mtime=0) if is_gzip_metadata_name(location) else data
