@@ -205,24 +205,29 @@ def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *,
         engine = lists_step(md)
         if engine is not None:
             lists = tuple(dict.fromkeys(s.manifest_list for s in md.snapshots if s.manifest_list))
-            driver = list(lists)
-            driver.extend(R.statistics_paths(md))
-            driver.extend(R.metadata_file_paths(md, metadata_location))
-            return ValidFiles(driver, engine.frame, lists, engine.manifests)
+            return ValidFiles(_driver_paths(md, metadata_location, lists), engine.frame, lists, engine.manifests)
     # only paths are read from the manifests: their counts and partition summaries are not kept, and
     # lists are fetched a few MiB ahead (at 1,000 lists of 10,000 rows, 2 MiB ahead instead of 8 keeps
     # the driver's peak 3 MiB above what it holds, in the same time)
     sm = R.read_snapshot_manifests(io, md, slim=True, prefetch_bytes=VALID_PREFETCH_BYTES)
     manifests = sm.distinct()
     lists = tuple(p for p in sm.manifest_lists.values() if p)
-    driver = list(lists)
-    driver.extend(manifests)
-    driver.extend(R.statistics_paths(md))
-    driver.extend(R.metadata_file_paths(md, metadata_location))
+    driver = _driver_paths(md, metadata_location, lists, manifests)
     frame = content_frame(list(manifests.values())) if content_frame is not None else None
     if frame is None:
         driver.extend(R.content_paths_driver(io, manifests.values()))
     return ValidFiles(driver, frame, lists, tuple(manifests))
+
+
+def _driver_paths(md: TableMetadata, metadata_location: str | None, lists: Iterable[str],
+                  manifests: Iterable[str] = ()) -> list[str]:
+    """The valid paths the driver holds itself: manifest lists, the manifests when it read them,
+    statistics files and the table's metadata files."""
+    out = list(lists)
+    out.extend(manifests)
+    out.extend(R.statistics_paths(md))
+    out.extend(R.metadata_file_paths(md, metadata_location))
+    return out
 
 
 # ------------------------------------------------------------------------------------ arguments and result
