@@ -12,9 +12,9 @@ which keeps the entries off the driver, as Java's ``RewriteManifestsSparkAction`
    (:func:`~procedures.core.rewrite_manifests_op.assign_chunks`; an unpartitioned spec is cut by
    position, :func:`~procedures.core.rewrite_manifests_op.chunk_of_position`);
 2. a manifest that falls in one chunk, or a run of positions of one, travels to its chunk's task as
-   a slice of its encoded manifest-list row (the planning holds the list as
+   its encoded manifest-list row (the planning holds the list as
    :class:`~procedures.spec.manifest.ManifestRows`, per manifest only its count and key), which the
-   task decodes and reads itself (a :class:`~procedures.core.rewrite_manifests_op.ManifestSlice`); the
+   task decodes into a :class:`~procedures.core.rewrite_manifests_op.ManifestSlice` and reads itself; the
    entries of mixed manifests are read on the executors and sent to their chunks' tasks.  Each task
    sorts its items (key, manifest, position) and writes one manifest, copying every entry's
    ``data_file`` bytes unchanged where the schemas allow
@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import pickle
 from array import array
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from procedures.core.gc import reachability as R
@@ -53,17 +53,6 @@ def _sort_key(key: tuple) -> tuple:
     return tuple(order_key(v) for v in key)
 
 
-@dataclass(frozen=True, slots=True)
-class _RowSlice:
-    """A :class:`~procedures.core.rewrite_manifests_op.ManifestSlice` in transit: the manifest as
-    its encoded manifest-list row (or the :class:`ManifestFile` when the list was not kept
-    encoded), decoded by the task that copies it."""
-
-    ref: Any
-    start: int = 0
-    stop: int | None = None
-
-
 class _Manifests:
     """A job's manifests as the driver hands them out: ``ref(i)`` is what travels to a task for the
     ``i``-th (its encoded row, no decoding), ``decoder()`` what turns it back into a
@@ -83,12 +72,13 @@ class _Manifests:
         return lambda ref: ManifestRows.decode_one(path, schema, ref)
 
 
-def _expand(group: tuple[int, list[tuple]]) -> Iterator[tuple[int, tuple]]:
-    """A chunk's compact items as the writing task sorts and copies them:
-    ``(chunk, (rank, manifest index, first position, _RowSlice))``."""
+def _expand(group: tuple[int, list[tuple]], decode: Callable[[Any], ManifestFile]) -> Iterator[tuple[int, tuple]]:
+    """A chunk's compact items as the writing task sorts and copies them (executor side):
+    ``(chunk, (rank, manifest index, first position, ManifestSlice))``, each manifest decoded from
+    the reference it travelled as."""
     chunk, items = group
     for rank, index, start, stop, ref in items:
-        yield chunk, (rank, index, start, _RowSlice(ref, start, stop))
+        yield chunk, (rank, index, start, ManifestSlice(decode(ref), start, stop))
 
 
 def _position_slices(index: int, ref: Any, start: int, count: int, total: int,
@@ -196,8 +186,8 @@ class SparkManifestRewriter:
             writer = job.writer(io, chunk, TaskAttempt.number())
             written = 0
             for _, (_, _, _, item) in rows:
-                if isinstance(item, _RowSlice):
-                    written += copy_slice(io, writer, ManifestSlice(decode(item.ref), item.start, item.stop), fv, specs)
+                if isinstance(item, ManifestSlice):
+                    written += copy_slice(io, writer, item, fv, specs)
                 else:
                     write_copy(writer, item)
                     written += 1
@@ -205,7 +195,7 @@ class SparkManifestRewriter:
 
         # one slice per chunk; parallelize hands the items to the JVM at once, so the driver's lists
         # are dropped before the job runs
-        chunked = sc.parallelize(list(groups.items()), max(1, len(groups))).flatMap(_expand)
+        chunked = sc.parallelize(list(groups.items()), max(1, len(groups))).flatMap(lambda group: _expand(group, decode))
         groups.clear()
         n_mixed = len(mixed)
         if mixed:
