@@ -63,6 +63,7 @@ __all__ = [
     "FieldSummary",
     "ManifestFile",
     "ManifestWriter",
+    "ManifestPart",
     "UNASSIGNED_SEQ",
     "DEFAULT_BLOCK_SIZE",
     "write_manifest_list",
@@ -272,23 +273,26 @@ def _write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], metad
     return buf.getvalue()
 
 
-def _write_encoded_avro(schema: dict[str, Any], records: Iterable[dict[str, Any] | bytes],
-                        metadata: dict[str, str], codec: str, level: int | None) -> bytes:
-    """:func:`_write_avro` for records of which some are already encoded: fastavro writes the header
-    (the same one :func:`_write_avro` writes) and the blocks are framed here."""
-    avro_codecs.install()
-    parsed = fastavro.parse_schema(schema)
-    name = _codec(codec)
+def _avro_header(parsed: Any, metadata: dict[str, str], codec: str, level: int | None,
+                 sync: bytes | None) -> bytes:
+    """The Avro container header fastavro writes for ``parsed`` (it ends with the sync marker:
+    ``sync``, or a random one when None)."""
     head = _io.BytesIO()
-    fastavro.writer(head, parsed, [], codec=name, metadata=metadata, codec_compression_level=level)
-    header = head.getvalue()  # no records: the header alone, ending with the sync marker
-    sync = header[-16:]
-    out = [header]
+    fastavro.writer(head, parsed, [], codec=codec, metadata=metadata, codec_compression_level=level,
+                    sync_marker=sync)
+    return head.getvalue()
+
+
+def _avro_blocks(parsed: Any, records: Iterable[dict[str, Any] | bytes], codec: str, level: int | None,
+                 sync: bytes) -> bytes:
+    """``records`` (dicts, or bytes already encoded with ``parsed``) framed as Avro data blocks,
+    each ending with ``sync``: what follows a header written with the same marker."""
+    out: list[bytes] = []
     block: list[bytes] = []
     size = 0
 
     def flush() -> None:
-        payload = avro_codecs.compress_block(name, b"".join(block), level)
+        payload = avro_codecs.compress_block(codec, b"".join(block), level)
         out.extend((encode_long(len(block)), encode_long(len(payload)), payload, sync))
 
     for r in records:
@@ -304,6 +308,18 @@ def _write_encoded_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]
     if block:
         flush()
     return b"".join(out)
+
+
+def _write_encoded_avro(schema: dict[str, Any], records: Iterable[dict[str, Any] | bytes],
+                        metadata: dict[str, str], codec: str, level: int | None,
+                        sync: bytes | None = None) -> bytes:
+    """:func:`_write_avro` for records of which some are already encoded: fastavro writes the header
+    (the same one :func:`_write_avro` writes) and the blocks are framed here."""
+    avro_codecs.install()
+    parsed = fastavro.parse_schema(schema)
+    name = _codec(codec)
+    header = _avro_header(parsed, metadata, name, level, sync)
+    return header + _avro_blocks(parsed, records, name, level, header[-16:])
 
 
 def _read_bytes(io: _FileIO, path: str) -> bytes:
@@ -391,6 +407,20 @@ class _FieldStats:
         if self.upper is None or v > self.upper:
             self.upper = v
 
+    def state(self) -> tuple[bool, bool, Any, Any]:
+        """What :meth:`merge` takes: the flags and bounds in this class's comparable form."""
+        return self.contains_null, self.contains_nan, self.lower, self.upper
+
+    def merge(self, state: tuple[bool, bool, Any, Any]) -> None:
+        """Fold in another run's :meth:`state` (of values of the same field)."""
+        contains_null, contains_nan, lower, upper = state
+        self.contains_null |= contains_null
+        self.contains_nan |= contains_nan
+        if lower is not None and (self.lower is None or lower < self.lower):
+            self.lower = lower
+        if upper is not None and (self.upper is None or upper > self.upper):
+            self.upper = upper
+
     def summary(self) -> FieldSummary:
         lower, upper = self.lower, self.upper
         if self.is_float and lower is not None:
@@ -410,6 +440,24 @@ def _metrics_to_avro(m: Mapping[int, Any] | None) -> list[dict[str, Any]] | None
     return [{"key": k, "value": v} for k, v in sorted(m.items())]
 
 
+@dataclass(frozen=True)
+class ManifestPart:
+    """A contiguous run of one manifest's entries, written apart from the rest
+    (:meth:`ManifestWriter.close_part`): the entries as Avro data blocks framed with the manifest's
+    sync marker, and what the manifest-list row needs of them.  :meth:`ManifestWriter.close_parts`
+    joins the parts, in order, into the manifest file -- so several tasks can encode and compress
+    one large manifest's entries at once."""
+
+    blocks: bytes
+    entries: int
+    #: files and rows by entry status value (EXISTING, ADDED, DELETED)
+    files: tuple[int, int, int]
+    rows: tuple[int, int, int]
+    #: per partition field: contains-null, contains-NaN and the bounds (in the writer's comparable form)
+    bounds: tuple[tuple[bool, bool, Any, Any], ...]
+    min_sequence_number: int | None
+
+
 class ManifestWriter:
     """Writes one manifest of a single partition spec and content (data or deletes).
 
@@ -417,6 +465,10 @@ class ManifestWriter:
     the commit's; EXISTING and DELETED entries carry explicit numbers.  :meth:`close` writes the
     file through ``io.write(path, data)`` and returns its :class:`ManifestFile`, whose sequence
     numbers are :data:`UNASSIGNED_SEQ` until :func:`write_manifest_list` fills them in.
+
+    One large manifest can be written by several writers given the same ``sync_marker`` (16 bytes):
+    each encodes a run of the entries and ends with :meth:`close_part`, and one joins the parts with
+    :meth:`close_parts`.
     """
 
     def __init__(
@@ -432,8 +484,11 @@ class ManifestWriter:
         codec: str = "deflate",
         compression_level: int | None = None,
         key_metadata: bytes | None = None,
+        sync_marker: bytes | None = None,
     ) -> None:
         check_format_version(format_version)
+        if sync_marker is not None and len(sync_marker) != 16:
+            raise ValidationError(f"{path}: an Avro sync marker is 16 bytes, not {len(sync_marker)}")
         if format_version == 1 and content != ManifestContent.DATA:
             raise ValidationError(f"{path}: format version 1 has no delete manifests")
         self.io, self.path, self.spec, self.schema = io, path, spec, schema
@@ -442,6 +497,7 @@ class ManifestWriter:
         self.snapshot_id = snapshot_id
         self.key_metadata = key_metadata
         self._codec, self._level = codec, compression_level
+        self._sync = sync_marker
         self._partition_type: StructType = spec.partition_type(schema)
         self._avro_schema = manifest_entry_avro_schema(format_version, self._partition_type)
         pfields = self._partition_type.fields
@@ -454,6 +510,7 @@ class ManifestWriter:
         self._rows = [0, 0, 0]
         self._min_seq: int | None = None
         self._result: ManifestFile | None = None
+        self._part: ManifestPart | None = None
 
     # -- entry points
     def add(self, data_file: DataFile, sequence_number: int | None = None) -> None:
@@ -472,8 +529,7 @@ class ManifestWriter:
 
     def add_entry(self, entry: ManifestEntry) -> None:
         """Write an entry as given (status, snapshot id and sequence numbers are not changed)."""
-        if self._result is not None:
-            raise ValidationError(f"{self.path}: manifest writer is already closed")
+        self._check_open()
         df = entry.data_file
         status = int(entry.status)
         is_data = df.content == FileContent.DATA
@@ -505,8 +561,7 @@ class ManifestWriter:
         """Append an EXISTING entry already encoded in :attr:`avro_schema` (from
         :func:`existing_records`); the values are the entry's, for the manifest's counts and
         partition summaries."""
-        if self._result is not None:
-            raise ValidationError(f"{self.path}: manifest writer is already closed")
+        self._check_open()
         if self.format_version > 1 and sequence_number is None:
             raise ValidationError(f"{self.path}: an EXISTING entry needs an explicit data sequence number")
         self._account(ManifestEntryStatus.EXISTING, partition, record_count, sequence_number, "an encoded entry")
@@ -575,12 +630,74 @@ class ManifestWriter:
             meta["content"] = "data" if self.content == ManifestContent.DATA else "deletes"
         return meta
 
+    def _check_open(self) -> None:
+        if self._result is not None or self._part is not None:
+            raise ValidationError(f"{self.path}: manifest writer is already closed")
+
     def close(self) -> ManifestFile:
         """Write the manifest and return its manifest-list row (idempotent)."""
         if self._result is not None:
             return self._result
-        write = _write_encoded_avro if self._encoded else _write_avro
-        data = write(self._avro_schema, self._records, self._metadata(), self._codec, self._level)
+        if self._part is not None:
+            raise ValidationError(f"{self.path}: manifest writer was closed as a part")
+        if self._encoded or self._sync is not None:
+            data = _write_encoded_avro(self._avro_schema, self._records, self._metadata(), self._codec,
+                                       self._level, self._sync)
+        else:
+            data = _write_avro(self._avro_schema, self._records, self._metadata(), self._codec, self._level)
+        return self._finish(data)
+
+    def close_part(self) -> ManifestPart:
+        """End this writer as one part of a manifest written by several (no file is written): its
+        entries as data blocks framed with the sync marker, and their accounting (idempotent)."""
+        if self._part is not None:
+            return self._part
+        self._check_open()
+        if self._sync is None:
+            raise ValidationError(f"{self.path}: writing a manifest in parts needs the sync marker they share")
+        avro_codecs.install()
+        blocks = _avro_blocks(fastavro.parse_schema(self._avro_schema), self._records, _codec(self._codec),
+                              self._level, self._sync)
+        self._part = ManifestPart(
+            blocks=blocks,
+            entries=len(self._records),
+            files=(self._counts[0], self._counts[1], self._counts[2]),
+            rows=(self._rows[0], self._rows[1], self._rows[2]),
+            bounds=tuple(s.state() for s in self._stats),
+            min_sequence_number=self._min_seq,
+        )
+        self._records = []
+        return self._part
+
+    def close_parts(self, parts: Iterable[ManifestPart]) -> ManifestFile:
+        """Write the manifest from ``parts`` (in entry order, each from :meth:`close_part` of a writer
+        of the same spec, schema, format and sync marker) and return its manifest-list row.  This
+        writer's own entries, if any, follow the parts."""
+        self._check_open()
+        if self._sync is None:
+            raise ValidationError(f"{self.path}: joining manifest parts needs the sync marker they were framed with")
+        avro_codecs.install()
+        parsed = fastavro.parse_schema(self._avro_schema)
+        codec = _codec(self._codec)
+        out = [_avro_header(parsed, self._metadata(), codec, self._level, self._sync)]
+        for part in parts:
+            if len(part.bounds) != len(self._stats):
+                raise ValidationError(
+                    f"{self.path}: a part with {len(part.bounds)} partition fields cannot join a manifest of "
+                    f"spec {self.spec.spec_id} ({len(self._stats)} fields)"
+                )
+            out.append(part.blocks)
+            for status in range(3):
+                self._counts[status] += part.files[status]
+                self._rows[status] += part.rows[status]
+            for stats, state in zip(self._stats, part.bounds):
+                stats.merge(state)
+            if part.min_sequence_number is not None and (self._min_seq is None or part.min_sequence_number < self._min_seq):
+                self._min_seq = part.min_sequence_number
+        out.append(_avro_blocks(parsed, self._records, codec, self._level, self._sync))
+        return self._finish(b"".join(out))
+
+    def _finish(self, data: bytes) -> ManifestFile:
         self.io.write(self.path, data, overwrite=False)
         self._records = []
         self._result = ManifestFile(

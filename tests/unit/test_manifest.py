@@ -205,14 +205,18 @@ NULL_PARTITION = (None,) * len(SPEC.fields)
 def _write(mio: MemIO, version: int, content: ManifestContent, files: list[tuple[str, DataFile, int | None, int | None]],
            path: str = "s3://bucket/t/metadata/m.avro", snapshot_id: int = 55) -> ManifestFile:
     with ManifestWriter(mio, path, SPEC, SCHEMA, version, content, snapshot_id) as w:
-        for status, f, seq, fseq in files:
-            if status == "add":
-                w.add(f, seq)
-            elif status == "existing":
-                w.existing(f, 44, seq, fseq)
-            else:
-                w.delete(f, seq, fseq)
+        _write_into(w, files)
     return w.close()
+
+
+def _write_into(w: ManifestWriter, files: list[tuple[str, DataFile, int | None, int | None]]) -> None:
+    for status, f, seq, fseq in files:
+        if status == "add":
+            w.add(f, seq)
+        elif status == "existing":
+            w.existing(f, 44, seq, fseq)
+        else:
+            w.delete(f, seq, fseq)
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
@@ -685,3 +689,79 @@ def test_manifest_list_rows_one_at_a_time_check_the_end_after_the_last() -> None
         for m in iter_manifest_list_rows(enc, len(enc.records), 2):
             got.append(m)
     assert len(got) == 2  # the rows came first, the error after the last
+
+
+def _entries_spread(n: int) -> list[tuple[str, DataFile, int | None, int | None]]:
+    """``n`` entries of every status whose partitions move each summary (signed zeros, NaN, nulls)."""
+    base = _full_file(FileContent.DATA, 2, NULL_PARTITION)
+    floats = (1.5, -0.0, float("nan"), 0.0, None, -7.25)
+    out = []
+    for i in range(n):
+        p = (Decimal(f"{i % 17}.05"), None if i % 5 else U1, 17000 + i % 11, floats[i % len(floats)], f"k{i % 7}",
+             None, i, bytes([i % 256]), b"abc", i * 3, None if i % 4 else i)
+        f = _with(base, file_path=f"s3://b/data/{i}.parquet", partition=p, record_count=i + 1)
+        status = ("add", "existing", "delete")[i % 3]
+        out.append((status, f, None if status == "add" else 100 - i % 50, 200 - i % 50))
+    return out
+
+
+@pytest.mark.parametrize("codec", ["deflate", "zstd", "snappy", "null"])
+def test_manifest_written_in_parts_equals_the_manifest_written_whole(codec: str) -> None:
+    """Several writers sharing a sync marker each encode a run of the entries; joining their parts
+    (and the joining writer's own entries after them) gives the manifest one writer gives: the same
+    entries in order, counts, rows, partition summaries and minimum sequence number."""
+    mio = MemIO()
+    files = _entries_spread(3000)
+    whole = ManifestWriter(mio, "s3://b/whole.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 55, codec=codec)
+    _write_into(whole, files)
+    expected = whole.close()
+    sync = b"0123456789abcdef"
+    runs = [files[:1000], files[1000:1001], [], files[1001:2900]]
+    parts = []
+    for i, run in enumerate(runs):
+        w = ManifestWriter(mio, f"s3://b/unused-{i}.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 55, codec=codec,
+                           sync_marker=sync)
+        _write_into(w, run)
+        parts.append(w.close_part())
+        assert w.close_part() is parts[-1]  # idempotent
+    assert [p.entries for p in parts] == [1000, 1, 0, 1899]
+    assert not any(path.startswith("s3://b/unused") for path in mio.files)  # parts write no file
+    joiner = ManifestWriter(mio, "s3://b/joined.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 55, codec=codec,
+                            sync_marker=sync)
+    _write_into(joiner, files[2900:])
+    joined = joiner.close_parts(parts)
+    assert joined.manifest_length == len(mio.files["s3://b/joined.avro"])
+    assert replace(joined, manifest_path="", manifest_length=0) == replace(expected, manifest_path="", manifest_length=0)
+    assert joined.partitions[3] == FieldSummary(True, True, struct.pack("<d", -7.25), struct.pack("<d", 1.5))
+    specs = {SPEC.spec_id: SPEC}
+    # compared as text: NaN partition values are not equal to themselves
+    assert [repr(e) for e in read_manifest(mio, replace_seq(joined, 300), specs=specs)] == \
+        [repr(e) for e in read_manifest(mio, replace_seq(expected, 300), specs=specs)]
+    raw = fastavro.reader(io.BytesIO(mio.files["s3://b/joined.avro"]))
+    assert sum(1 for _ in raw) == 3000 and raw.metadata == fastavro.reader(io.BytesIO(mio.files["s3://b/whole.avro"])).metadata
+
+
+def test_manifest_parts_refuse_what_cannot_join() -> None:
+    mio = MemIO()
+    f = _full_file(FileContent.DATA, 2, PARTITION)
+    with pytest.raises(ValidationError, match="sync marker is 16 bytes"):
+        ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, sync_marker=b"short")
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2)
+    w.add(f)
+    with pytest.raises(ValidationError, match="sync marker they share"):
+        w.close_part()
+    with pytest.raises(ValidationError, match="sync marker they were framed with"):
+        w.close_parts([])
+    sync = bytes(range(16))
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, sync_marker=sync)
+    w.add(f)
+    part = w.close_part()
+    with pytest.raises(ValidationError, match="already closed"):
+        w.add(f)
+    with pytest.raises(ValidationError, match="closed as a part"):
+        w.close()
+    one_field = PartitionSpec(0, (_pf(5, 1000, "identity", "f"),))
+    other = ManifestWriter(mio, "s3://b/other.avro", one_field, SCHEMA, 2, sync_marker=sync)
+    with pytest.raises(ValidationError, match="11 partition fields cannot join"):
+        other.close_parts([part])
+    assert "s3://b/other.avro" not in mio.files and "s3://b/m.avro" not in mio.files
