@@ -16,6 +16,7 @@ removed them), as Java's ``deleteManifest`` validation does.  Manifests added co
 
 from __future__ import annotations
 
+import bisect
 import math
 from array import array
 from dataclasses import dataclass
@@ -39,11 +40,16 @@ from procedures.spec.types import DoubleType, FloatType, StructType
 
 __all__ = ["DRIVER_MAX_REWRITE_ENTRIES", "RewriteManifests", "target_manifest_count", "order_key", "assign_chunks", "chunk_of_position",
            "live_entry_counts", "uniform_partition", "ManifestSlice", "live_copies", "write_copy", "copy_slice",
-           "RewriteJob", "DistributedRewriter", "take_manifests", "ListedManifests"]
+           "RewriteJob", "DistributedRewriter", "take_manifests", "ListedManifests", "MIN_PART_ENTRIES", "parts_per_chunk",
+           "ChunkParts", "cut_chunk", "WritePlan", "plan_write_tasks"]
 
 #: live entries above which an engine (when there is one) rewrites instead of the driver, which holds
 #: every entry it sorts (about 6 KiB each with metrics: 50,000 entries are ~300 MiB)
 DRIVER_MAX_REWRITE_ENTRIES = 50_000
+
+#: live entries each task writes at least when an engine splits one manifest's writing among tasks:
+#: below this, the extra step that joins the parts costs more than the copying it shares out
+MIN_PART_ENTRIES = 20_000
 
 TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
 TARGET_SIZE_DEFAULT = 8 * 1024 * 1024
@@ -230,6 +236,118 @@ def copy_slice(io: Any, writer: ManifestWriter, part: ManifestSlice, format_vers
     return written
 
 
+def parts_per_chunk(chunk_entries: Sequence[int], slots: int, min_entries: int = MIN_PART_ENTRIES) -> list[int]:
+    """How many tasks write each chunk's manifest (:class:`ChunkParts`), given its live entries.
+
+    One each when the chunks alone keep ``slots`` tasks busy; otherwise a chunk gets its share of
+    the slots by entry count, but never parts under ``min_entries`` entries.  A rewrite into one
+    manifest of 100,000 entries is then copied by every core rather than one."""
+    total = sum(chunk_entries)
+    if len(chunk_entries) >= slots or total <= 0:
+        return [1] * len(chunk_entries)
+    return [max(1, min(e // min_entries, math.ceil(slots * e / total))) for e in chunk_entries]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkParts:
+    """One chunk's items cut into runs written by separate tasks and joined in order
+    (:meth:`~procedures.spec.manifest.ManifestWriter.close_parts`).  ``items[p]`` are part ``p``'s
+    items; ``cuts[p]`` is the first sort key ``(rank, manifest index, position)`` of part ``p + 1``,
+    which places an entry that arrives alone (:meth:`part_of`)."""
+
+    items: tuple[list[tuple], ...]
+    cuts: tuple[tuple[int, int, int], ...]
+
+    def part_of(self, key: tuple[int, int, int]) -> int:
+        """The part of the entry with sort key ``key``."""
+        return bisect.bisect_right(self.cuts, key)
+
+
+def cut_chunk(items: Sequence[tuple], counts: Sequence[int], loose: Mapping[int, int], parts: int) -> ChunkParts:
+    """Cut a chunk's items into at most ``parts`` runs of about equal entry count, in the order the
+    writer sorts them: ``(rank, manifest index, position)``.
+
+    ``items`` are ``(rank, manifest index, first position, stop, ref)`` slices holding ``counts[i]``
+    live entries each (``stop`` None: to the manifest's end); a slice is cut at a position when a
+    run ends inside it.  ``loose`` counts, per rank, the entries that reach the writers one by one
+    (read from mixed manifests); they count at the start of their rank for the balance, and go to
+    the part :meth:`ChunkParts.part_of` their key."""
+    weighted = sorted(
+        [((item[0], item[1], item[2]), n, item) for item, n in zip(items, counts)]
+        + [((rank, -1, 0), n, None) for rank, n in loose.items() if n],
+        key=lambda t: t[0],
+    )
+    total = sum(n for _, n, _ in weighted)
+    per = max(1, math.ceil(total / parts)) if parts > 1 else max(1, total)
+    out: list[list[tuple]] = [[]]
+    cuts: list[tuple[int, int, int]] = []
+    size = 0
+    for key, n, item in weighted:
+        if item is None:
+            if size >= per and len(out) < parts:
+                cuts.append(key)
+                out.append([])
+                size = 0
+            size += n
+            continue
+        rank, index, start, stop, ref = item
+        done = 0
+        while True:
+            if size >= per and len(out) < parts:
+                cuts.append((rank, index, start + done))
+                out.append([])
+                size = 0
+            rest = n - done
+            take = rest if len(out) == parts else min(rest, per - size)
+            if take == rest:
+                out[-1].append((rank, index, start + done, stop, ref))
+                size += take
+                break
+            out[-1].append((rank, index, start + done, start + done + take, ref))
+            size += take
+            done += take
+    return ChunkParts(tuple(out), tuple(cuts))
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    """Which engine task writes what: task ``t`` writes part ``tasks[t][1]`` of chunk
+    ``tasks[t][0]``; an entry that arrives alone in chunk ``c`` goes to task ``routes[c][0] +
+    bisect_right(routes[c][1], (rank, manifest index, position))``.  When ``split``, tasks write
+    parts (:meth:`~procedures.spec.manifest.ManifestWriter.close_part`) that one task per chunk
+    joins; otherwise task ``c`` writes chunk ``c`` whole."""
+
+    tasks: dict[int, tuple[int, int]]
+    routes: dict[int, tuple[int, tuple[tuple[int, int, int], ...]]]
+    split: bool
+
+
+def plan_write_tasks(groups: Mapping[int, Sequence[tuple]], counts: Mapping[int, Sequence[int]],
+                     loose: Mapping[int, Mapping[int, int]], n_chunks: int, slots: int,
+                     min_entries: int = MIN_PART_ENTRIES) -> tuple[list[tuple[int, list[tuple]]], WritePlan]:
+    """Share the chunks' writing among tasks (:func:`parts_per_chunk`, :func:`cut_chunk`).
+
+    ``groups[c]`` are chunk ``c``'s item slices and ``counts[c]`` their live entries, ``loose[c]``
+    its entries per rank that arrive one by one.  Returns each task's items as ``(task, items)``
+    and the :class:`WritePlan`."""
+    entries = [sum(counts.get(c, ())) + sum(loose.get(c, {}).values()) for c in range(n_chunks)]
+    parts = parts_per_chunk(entries, slots, min_entries)
+    if all(p == 1 for p in parts):
+        plan = WritePlan({c: (c, 0) for c in range(n_chunks)}, {c: (c, ()) for c in range(n_chunks)}, False)
+        return [(c, list(items)) for c, items in groups.items()], plan
+    task_items: list[tuple[int, list[tuple]]] = []
+    tasks: dict[int, tuple[int, int]] = {}
+    routes: dict[int, tuple[int, tuple[tuple[int, int, int], ...]]] = {}
+    for c in range(n_chunks):
+        cut = cut_chunk(groups.get(c, ()), counts.get(c, ()), loose.get(c, {}), parts[c])
+        routes[c] = (len(tasks), cut.cuts)
+        for part, items in enumerate(cut.items):
+            if items:
+                task_items.append((len(tasks), items))
+            tasks[len(tasks)] = (c, part)
+    return task_items, WritePlan(tasks, routes, True)
+
+
 @dataclass(frozen=True, slots=True)
 class RewriteJob:
     """One content type's rewrite handed to an engine: write the live entries of ``manifests`` as
@@ -259,10 +377,11 @@ class RewriteJob:
         """The Avro schema the job's manifests are written with (:attr:`ManifestWriter.avro_schema`)."""
         return manifest_entry_avro_schema(self.format_version, self.spec.partition_type(self.schema))
 
-    def writer(self, io: Any, chunk: int, attempt: int) -> ManifestWriter:
-        """The writer of chunk ``chunk`` for engine task attempt ``attempt``."""
+    def writer(self, io: Any, chunk: int, attempt: int, sync_marker: bytes | None = None) -> ManifestWriter:
+        """The writer of chunk ``chunk`` for engine task attempt ``attempt``; the writers of one
+        chunk's parts share ``sync_marker`` (:class:`ChunkParts`)."""
         return ManifestWriter(io, self.path_for(chunk, attempt), self.spec, self.schema, self.format_version,
-                              self.content, self.snapshot_id)
+                              self.content, self.snapshot_id, sync_marker=sync_marker)
 
     def partition_key(self, partition: tuple) -> tuple:
         """The tuple entries are clustered by."""

@@ -43,6 +43,8 @@ import pytest
 from procedures.core import fault_points as FP
 from procedures.catalog.config import conf_from_spark
 from procedures.core.fault_points import FaultPlan
+from procedures.core import rewrite_manifests_op as RM
+from procedures.core.gc import reachability as R
 from procedures.core.gc.reachability import metadata_file_paths, statistics_paths
 from procedures.core.paths import local_path
 from procedures.errors import IcebergError
@@ -78,6 +80,8 @@ class Case:
     adds_rows: bool = False
     #: Spark tasks write files (their points are counted with the driver's)
     task_writes: bool = False
+    #: rewrite_manifests on the executors, each manifest written in parts that a task joins
+    in_parts: bool = False
 
 
 CASES = [
@@ -90,6 +94,7 @@ CASES = [
          {"strategy": "sort", "sort_order": "zorder(id, v)", "options": {"min-input-files": "2"}},
          task_writes=True),
     Case("rewrite_manifests", "rewrite_manifests", (BASE, *THREE_INSERTS)),
+    Case("rewrite_manifests_parts", "rewrite_manifests", (BASE, *THREE_INSERTS), task_writes=True, in_parts=True),
     # rows of one partition in one file, so that Java writes position deletes instead of dropping files
     Case("rewrite_position_deletes", "rewrite_position_delete_files",
          (BASE, "INSERT INTO {t} VALUES (1, 'a', 1), (3, 'b', 1), (5, 'c', 1), (2, 'd', 0)",
@@ -266,8 +271,16 @@ def fresh_log(env: Env, name: str, what: str) -> str:
 
 
 # ------------------------------------------------------------------------------ in-process faults
+def write_in_parts(monkeypatch) -> None:
+    """Send rewrite_manifests to the executors and cut even a tiny manifest into parts."""
+    monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
+    monkeypatch.setattr(RM, "MIN_PART_ENTRIES", 1)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_fault_at_every_point(env, case):
+def test_fault_at_every_point(env, case, monkeypatch):
+    if case.in_parts:
+        write_in_parts(monkeypatch)
     prep = prepare(env, case, f"kill_{case.id}")
     counts = count_points(prep.log)
     assert sum(counts.values()) > 0, counts

@@ -3,6 +3,9 @@ rewrite the same manifests into the same number, and Java, PyIceberg and DuckDB 
 
 from __future__ import annotations
 
+import io
+
+import fastavro
 import pytest
 
 from procedures.frontend import runner
@@ -94,15 +97,23 @@ def test_rewrite_manifests_on_executors_writes_what_the_driver_writes(spark, jav
         assert any(u is None for u in single)
     monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
     ops = {}
-    for label, engine in (("driver", None), ("executors", SparkManifestRewriter(spark, dict(t.io.properties), name))):
+    # "parts": more task slots than manifests, so each manifest is written by several tasks (cut
+    # inside manifests, with mixed manifests' entries routed to the parts) and joined
+    engines = (("driver", None), ("executors", SparkManifestRewriter(spark, dict(t.io.properties), name)),
+               ("parts", SparkManifestRewriter(spark, dict(t.io.properties), name, slots=64, min_part_entries=1)))
+    for label, engine in engines:
         op = RewriteManifests(distributed=engine)
         op.apply(t.metadata, CommitContext(t))
         ops[label] = op
     assert len(ops["driver"].added) > 1  # the small target size makes several manifests
-    assert _entries(t.io, ops["executors"].added) == _entries(t.io, ops["driver"].added)
-    assert ops["executors"].entries_processed == ops["driver"].entries_processed
-    assert [_without_location(m) for m in ops["executors"].added] == [_without_location(m) for m in ops["driver"].added]
-    assert all("-c" in m.manifest_path for m in ops["executors"].added)  # really written by the executors
+    for label in ("executors", "parts"):
+        assert _entries(t.io, ops[label].added) == _entries(t.io, ops["driver"].added), label
+        assert ops[label].entries_processed == ops["driver"].entries_processed
+        assert [_without_location(m) for m in ops[label].added] == [_without_location(m) for m in ops["driver"].added]
+        assert all("-c" in m.manifest_path for m in ops[label].added)  # really written by the executors
+    # the parts' manifests are whole Avro files another reader takes
+    for m in ops["parts"].added:
+        assert sum(1 for _ in fastavro.reader(io.BytesIO(t.io.new_input(m.manifest_path).read()))) == m.existing_files_count
     for op in ops.values():
         for m in op.added:
             t.io.delete(m.manifest_path)

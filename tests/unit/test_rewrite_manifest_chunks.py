@@ -9,7 +9,9 @@ import random
 
 import pytest
 
-from procedures.core.rewrite_manifests_op import assign_chunks, chunk_of_position, order_key, uniform_partition
+from procedures.core.rewrite_manifests_op import (
+    assign_chunks, chunk_of_position, cut_chunk, order_key, parts_per_chunk, plan_write_tasks, uniform_partition,
+)
 from procedures.spec.conversions import to_bytes
 from procedures.spec.manifest import FieldSummary, ManifestFile
 from procedures.spec.types import DOUBLE, INT, STRING, NestedField, StructType
@@ -77,3 +79,81 @@ def test_uniform_partition_only_when_the_summaries_prove_one_value():
     assert uniform_partition(_summarised(one, text), PTYPE) is None
     assert uniform_partition(ManifestFile("m.avro", 1, 0), PTYPE) is None
     assert uniform_partition(ManifestFile("m.avro", 1, 0, partitions=()), StructType(())) == ()
+
+
+def _random_chunk(rng: random.Random) -> tuple[list[tuple], list[int], dict[int, int], list[tuple]]:
+    """A chunk's slices ``(rank, manifest, start, stop, ref)`` with their live counts, its loose
+    entries per rank, and the loose entries' keys ``(rank, manifest, position)``."""
+    items, counts, loose_keys = [], [], []
+    for index in rng.sample(range(200), rng.randint(0, 30)):
+        rank, n = rng.randint(0, 8), rng.randint(0, 40)
+        if rng.random() < 0.3:  # read from a mixed manifest: its entries arrive one by one
+            loose_keys += [(rng.randint(0, 8), index, p) for p in range(n)]
+        else:
+            start = rng.choice([0, rng.randint(0, 5)])
+            items.append((rank, index, start, rng.choice([None, start + n]), f"ref{index}"))
+            counts.append(n)
+    loose: dict[int, int] = {}
+    for rank, _, _ in loose_keys:
+        loose[rank] = loose.get(rank, 0) + 1
+    return items, counts, loose, loose_keys
+
+
+def _keys_of(item: tuple, n: int) -> list[tuple]:
+    rank, index, start, stop, _ = item
+    return [(rank, index, p) for p in range(start, start + n if stop is None else stop)]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_cut_chunk_parts_joined_in_order_are_the_chunk_sorted(seed):
+    """Each part sorted, then the parts in order, must be the whole chunk sorted: a slice is cut at
+    positions, never reordered; an entry arriving alone goes to the part whose key range holds it;
+    and the parts stay near equal in entries."""
+    rng = random.Random(seed)
+    items, counts, loose, loose_keys = _random_chunk(rng)
+    parts = rng.randint(1, 7)
+    cut = cut_chunk(items, counts, loose, parts)
+    assert len(cut.items) == len(cut.cuts) + 1 <= max(1, parts)
+    assert list(cut.cuts) == sorted(cut.cuts)
+    whole = sorted([k for item, n in zip(items, counts) for k in _keys_of(item, n)] + loose_keys)
+    by_part: list[list[tuple]] = [[] for _ in cut.items]
+    for p, part_items in enumerate(cut.items):
+        for rank, index, start, stop, ref in part_items:
+            assert ref == f"ref{index}"
+            original = next(n for item, n in zip(items, counts) if item[1] == index)
+            first = next(item for item in items if item[1] == index)
+            end = (first[2] + original) if stop is None else stop
+            assert stop is None or stop <= (first[2] + original if first[3] is None else first[3])
+            by_part[p] += [(rank, index, q) for q in range(start, end)]
+    for key in loose_keys:
+        by_part[cut.part_of(key)].append(key)
+    assert [k for part in by_part for k in sorted(part)] == whole
+    total = sum(counts) + len(loose_keys)
+    if parts > 1 and not loose_keys and total:
+        per = math.ceil(total / parts)
+        assert all(len(part) <= per for part in by_part[:-1])
+
+
+def test_parts_per_chunk_shares_the_slots_only_when_worth_it():
+    assert parts_per_chunk([100_000], 2) == [2]
+    assert parts_per_chunk([100_000], 8) == [5]  # no part under 20,000 entries
+    assert parts_per_chunk([30_000], 2) == [1]
+    assert parts_per_chunk([90_000, 10_000], 4) == [4, 1]
+    assert parts_per_chunk([50_000] * 8, 2) == [1] * 8  # the chunks alone keep the slots busy
+    assert parts_per_chunk([0], 4) == [1]
+
+
+def test_plan_write_tasks_numbers_parts_and_routes_loose_entries():
+    groups = {0: [(0, 0, 0, None, "a"), (1, 1, 0, None, "b")], 1: [(2, 2, 0, None, "c")]}
+    counts = {0: [4, 4], 1: [3]}
+    items, plan = plan_write_tasks(groups, counts, {}, 2, 2, min_entries=1)
+    assert not plan.split and plan.tasks == {0: (0, 0), 1: (1, 0)} and [t for t, _ in items] == [0, 1]
+    items, plan = plan_write_tasks(groups, counts, {1: {2: 5}}, 2, 8, min_entries=2)
+    assert plan.split
+    # chunk 0 (8 entries) in 4 parts; chunk 1's 5 loose entries of rank 2 come first and are not cut,
+    # its slice (3 entries) fills two more parts: 3 parts after chunk 0's
+    assert [plan.tasks[t][0] for t in sorted(plan.tasks)] == [0] * 4 + [1] * 3
+    assert [plan.tasks[t] for t, _ in items][:4] == [(0, 0), (0, 1), (0, 2), (0, 3)]
+    assert items[0][1] == [(0, 0, 0, 2, "a")] and items[1][1] == [(0, 0, 2, None, "a")]
+    first, cuts = plan.routes[1]
+    assert first == 4 and plan.tasks[first + len(cuts)] == (1, len(cuts))

@@ -19,7 +19,12 @@ which keeps the entries off the driver, as Java's ``RewriteManifestsSparkAction`
    sorts its items (key, manifest, position) and writes one manifest, copying every entry's
    ``data_file`` bytes unchanged where the schemas allow
    (:func:`~procedures.spec.manifest.existing_records`).  Every entry is read once and pickled at
-   most once (by Spark's shuffle, mixed manifests only).
+   most once (by Spark's shuffle, mixed manifests only);
+3. when the chunks are fewer than the task slots (a table rewritten into one manifest), a large
+   chunk is cut into runs of its sorted items (:func:`~procedures.core.rewrite_manifests_op.plan_write_tasks`):
+   each run's task encodes and compresses its entries into Avro blocks framed with a sync marker
+   the driver chose for the job, and one task per chunk joins the blocks behind the header
+   (:meth:`~procedures.spec.manifest.ManifestWriter.close_parts`), so every core copies entries.
 
 The manifests written are the driver's, entry for entry; only their file names differ.  A retried
 task writes under a new name (the attempt number is part of it); files of failed attempts are
@@ -29,6 +34,7 @@ orphans for remove_orphan_files, never referenced.
 from __future__ import annotations
 
 import bisect
+import os
 import pickle
 from array import array
 from dataclasses import replace
@@ -38,7 +44,7 @@ from procedures.core.gc import reachability as R
 from procedures.core import rewrite_manifests_op as RM
 from procedures.core.rewrite_manifests_op import (
     ManifestSlice, RewriteJob, assign_chunks, chunk_of_position, copy_slice, live_copies, live_entry_counts, order_key,
-    uniform_partition, write_copy,
+    plan_write_tasks, uniform_partition, write_copy,
 )
 from procedures.io.sandbox import file_io
 from procedures.spark.environment import check_python_workers
@@ -73,12 +79,12 @@ class _Manifests:
 
 
 def _expand(group: tuple[int, list[tuple]], decode: Callable[[Any], ManifestFile]) -> Iterator[tuple[int, tuple]]:
-    """A chunk's compact items as the writing task sorts and copies them (executor side):
-    ``(chunk, (rank, manifest index, first position, ManifestSlice))``, each manifest decoded from
+    """A write task's compact items as it sorts and copies them (executor side):
+    ``(task, (rank, manifest index, first position, ManifestSlice))``, each manifest decoded from
     the reference it travelled as."""
-    chunk, items = group
+    task, items = group
     for rank, index, start, stop, ref in items:
-        yield chunk, (rank, index, start, ManifestSlice(decode(ref), start, stop))
+        yield task, (rank, index, start, ManifestSlice(decode(ref), start, stop))
 
 
 def _position_slices(index: int, ref: Any, start: int, count: int, total: int,
@@ -98,10 +104,15 @@ def _position_slices(index: int, ref: Any, start: int, count: int, total: int,
 class SparkManifestRewriter:
     """Rewrites large manifest sets on the executors (see the module docstring)."""
 
-    def __init__(self, spark: Any, io_properties: dict[str, str], name: str = "table") -> None:
+    def __init__(self, spark: Any, io_properties: dict[str, str], name: str = "table", *,
+                 slots: int | None = None, min_part_entries: int | None = None) -> None:
         self.spark = spark
         self.props = dict(io_properties)
         self.name = name
+        # how many tasks may write at once (default: Spark's default parallelism), and the fewest
+        # entries a task writes when a manifest is written in parts (default: MIN_PART_ENTRIES)
+        self.slots = slots
+        self.min_part_entries = min_part_entries
 
     def wants(self, manifests: Sequence[ManifestFile]) -> bool:
         """True when the manifests pass the driver's reading limits or hold more live entries than
@@ -113,7 +124,10 @@ class SparkManifestRewriter:
         """Write the job's chunks on the executors; returns the new manifests and entries written.
 
         The driver keeps per manifest only its live count and clustering key (or "mixed"); each
-        manifest travels to its task as its encoded manifest-list row, once."""
+        manifest travels to its task as its encoded manifest-list row, once.  When there are fewer
+        chunks than task slots, a large chunk is written by several tasks, each encoding a run of its
+        entries (:func:`~procedures.core.rewrite_manifests_op.cut_chunk`), and one task per chunk
+        joins the runs into the manifest."""
         check_python_workers(self.spark)
         sc = self.spark.sparkContext
         props, specs, fv = self.props, dict(job.specs), job.format_version
@@ -121,19 +135,24 @@ class SparkManifestRewriter:
         decode = manifests.decoder()
         count = len(job.manifests)
         job = replace(job, manifests=())  # what the tasks need, without the list they are handed parts of
-        # chunk -> its items as (rank, manifest index, first position, stop, ref), built once; the
-        # tasks expand them (_expand): ten thousand manifests are a few plain tuples each here
+        # chunk -> its items as (rank, manifest index, first position, stop, ref) and their live
+        # counts, built once; the tasks expand them (_expand): ten thousand manifests are a few plain
+        # tuples each here
         groups: dict[int, list[tuple]] = {}
+        counts: dict[int, list[int]] = {}
+        loose: dict[int, dict[int, int]] = {}  # chunk -> rank -> entries read from mixed manifests
         mixed: list[tuple[int, Any]] = []
         entry_chunks: dict[bytes, tuple[int, int]] = {}
         if job.spec.fields:
             ptype = job.spec.partition_type(job.schema)
             keys: dict[Any, int] = {}  # clustering key -> its number in key_of
             key_of = array("l")  # per manifest: the number of its key, -1 when mixed or empty
+            live = array("q")  # per manifest: its live entries (of a uniform one)
             keyed: dict[Any, int] = {}
             for i, m in enumerate(manifests.manifests):
                 u = uniform_partition(m, ptype)
                 n = 0 if u is None else live_entry_counts((m,))[0]
+                live.append(n)
                 if u is None:
                     mixed.append((i, manifests.ref(i)))
                 elif n:
@@ -144,8 +163,15 @@ class SparkManifestRewriter:
                 key_of.append(-1)
             read_keys: list[bytes] = []
             if mixed:
+                uniform = dict(keyed)
                 read_keys = self._count_keys(job, mixed, keyed, decode)
             by_key = assign_chunks(keyed, job.n, _sort_key)
+            if mixed:
+                for key, n in keyed.items():
+                    if n > uniform.get(key, 0):
+                        chunk, rank = by_key[key]
+                        loose.setdefault(chunk, {})[rank] = n - uniform.get(key, 0)
+                del uniform
             # the executors look keys up by their own pickles (a key the driver derived from a summary
             # may pickle differently while equal)
             entry_chunks = {k: by_key[pickle.loads(k)] for k in read_keys}
@@ -155,35 +181,46 @@ class SparkManifestRewriter:
                 if k >= 0:
                     chunk, rank = placed_at[k]
                     groups.setdefault(chunk, []).append((rank, i, 0, None, manifests.ref(i)))
-            del key_of, placed_at
+                    counts.setdefault(chunk, []).append(live[i])
+            del key_of, placed_at, live
             n_chunks = 1 + max((c for c, _ in by_key.values()), default=0)
         else:
-            counts = live_entry_counts(manifests.manifests)
-            total, start = sum(counts), 0
-            for i, n in enumerate(counts):
+            live_counts = live_entry_counts(manifests.manifests)
+            total, start = sum(live_counts), 0
+            for i, n in enumerate(live_counts):
                 for chunk, item in _position_slices(i, manifests.ref(i), start, n, total, job.n):
                     groups.setdefault(chunk, []).append(item)
+                    counts.setdefault(chunk, []).append(item[3] - item[2])
                 start += n
             n_chunks = 1 + chunk_of_position(max(total - 1, 0), total, job.n)
-        placement = sc.broadcast(entry_chunks)
+        task_items, plan = plan_write_tasks(groups, counts, loose, n_chunks, self.slots or sc.defaultParallelism,
+                                            self.min_part_entries or RM.MIN_PART_ENTRIES)
+        groups.clear()
+        counts.clear()
+        placement = sc.broadcast((entry_chunks, plan.routes))
+        tasks = plan.tasks
+        # the parts of one manifest frame their blocks with the marker its header will carry
+        sync = os.urandom(16) if plan.split else None
 
         def place(pairs: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
             prepare_python_worker()
-            io, table, schema = file_io(props), placement.value, job.entry_schema()
+            io, schema = file_io(props), job.entry_schema()
+            table, routes = placement.value
             for index, ref in pairs:
                 for position, (partition, copy) in enumerate(live_copies(io, decode(ref), schema, fv, specs)):
                     chunk, rank = table[pickle.dumps(job.partition_key(partition))]
-                    yield chunk, (rank, index, position, copy)
+                    first, cuts = routes[chunk]
+                    yield first + bisect.bisect_right(cuts, (rank, index, position)), (rank, index, position, copy)
 
-        def write(chunk_and_items: Iterator[tuple[int, tuple]]) -> Iterator[bytes]:
+        def write(task_and_items: Iterator[tuple[int, tuple]]) -> Iterator[Any]:
             prepare_python_worker()
-            rows = list(chunk_and_items)
+            rows = list(task_and_items)
             if not rows:
                 return
-            chunk = rows[0][0]
+            chunk, part = tasks[rows[0][0]]
             rows.sort(key=lambda r: r[1][:3])
             io = file_io(props)
-            writer = job.writer(io, chunk, TaskAttempt.number())
+            writer = job.writer(io, chunk, TaskAttempt.number(), sync)
             written = 0
             for _, (_, _, _, item) in rows:
                 if isinstance(item, ManifestSlice):
@@ -191,21 +228,39 @@ class SparkManifestRewriter:
                 else:
                     write_copy(writer, item)
                     written += 1
-            yield pickle.dumps((chunk, writer.close(), written))
+            if sync is None:
+                yield pickle.dumps((chunk, writer.close(), written))
+            else:
+                yield chunk, (part, writer.close_part())
 
-        # one slice per chunk; parallelize hands the items to the JVM at once, so the driver's lists
+        def join(chunk_and_parts: Iterator[tuple[int, tuple]]) -> Iterator[bytes]:
+            prepare_python_worker()
+            parts = sorted(chunk_and_parts, key=lambda cp: cp[1][0])
+            if not parts:
+                return
+            chunk = parts[0][0]
+            writer = job.writer(file_io(props), chunk, TaskAttempt.number(), sync)
+            written = sum(p.entries for _, (_, p) in parts)
+            yield pickle.dumps((chunk, writer.close_parts(p for _, (_, p) in parts), written))
+
+        # one slice per task; parallelize hands the items to the JVM at once, so the driver's lists
         # are dropped before the job runs
-        chunked = sc.parallelize(list(groups.items()), max(1, len(groups))).flatMap(lambda group: _expand(group, decode))
-        groups.clear()
+        chunked = sc.parallelize(task_items, max(1, len(task_items))).flatMap(lambda group: _expand(group, decode))
+        task_items.clear()
         n_mixed = len(mixed)
         if mixed:
             placed = sc.parallelize(mixed, max(1, min(len(mixed), sc.defaultParallelism * 4))).mapPartitions(place)
             mixed.clear()
-            # entries read on the executors reach their chunk's task through a shuffle
-            chunked = chunked.union(placed).partitionBy(n_chunks, lambda chunk: chunk)
+            # entries read on the executors reach their task through a shuffle
+            chunked = chunked.union(placed).partitionBy(len(tasks), lambda task: task)
+        written = chunked.mapPartitions(write)
+        if sync is not None:
+            # the parts of a chunk meet in one task, which writes the manifest
+            written = written.partitionBy(n_chunks, lambda chunk: chunk).mapPartitions(join)
+        split = f", in {len(tasks)} parts" if sync is not None else ""
         with job_description(self.spark, f"rewrite_manifests: {self.name}: write {n_chunks} manifests "
-                                         f"from {count} ({n_mixed} read for placement)"):
-            results = chunked.mapPartitions(write).collect()
+                                         f"from {count} ({n_mixed} read for placement){split}"):
+            results = written.collect()
         placement.unpersist()
         done = sorted(pickle.loads(r) for r in results)
         return [m for _, m, _ in done], sum(n for _, _, n in done)
