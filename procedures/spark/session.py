@@ -14,6 +14,7 @@ from procedures.catalog.base import Catalog, Identifier, Table
 from procedures.catalog.config import default_catalog_name, load_catalog, resolve_identifier
 from procedures.errors import ValidationError
 from procedures.spark.environment import check_session
+from procedures.spark.task_errors import typed_task_error
 
 __all__ = [
     "in_caller_context",
@@ -78,12 +79,19 @@ def in_caller_context(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
 @contextlib.contextmanager
 def job_description(spark: Any, text: str) -> Iterator[None]:
     """Label the Spark jobs started inside the block (``rewrite_data_files: rewrite group 3/10``)
-    and restore the previous label afterwards, also on errors."""
+    and restore the previous label afterwards, also on errors.  A job that fails because a task
+    raised one of our errors raises that error here (:func:`~procedures.spark.task_errors.typed_task_error`),
+    not Spark's wrapper of it."""
     sc = spark.sparkContext
     previous = sc.getLocalProperty(_DESCRIPTION)
     sc.setJobDescription(text)
     try:
         yield
+    except Exception as e:
+        typed = typed_task_error(e)
+        if typed is None:
+            raise
+        raise typed from e
     finally:
         sc.setLocalProperty(_DESCRIPTION, previous)
 

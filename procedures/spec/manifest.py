@@ -1236,7 +1236,12 @@ def read_manifest_where(
     generated reader without a first pass over the metrics (faster than fastavro's full decode).
     """
     path = manifest.manifest_path
-    data = _read_bytes(io, path)
+    try:
+        data = _read_bytes(io, path)
+    except FileNotFoundError as e:
+        # garbage collection reads this to know what is referenced: a gone manifest must stop it
+        raise InvalidMetadataError("the manifest is missing; the table's metadata references a file that is gone",
+                                   location=path) from e
     try:
         stripped, schema = without_logical_types(data)
     except Exception as e:  # the header parser raises several unrelated types for corrupt files
@@ -1529,7 +1534,12 @@ def existing_records(
     if format_version not in (1, 2):
         return None
     path = manifest.manifest_path
-    data = _read_bytes(io, path)
+    try:
+        data = _read_bytes(io, path)
+    except FileNotFoundError as e:
+        # garbage collection reads this to know what is referenced: a gone manifest must stop it
+        raise InvalidMetadataError("the manifest is missing; the table's metadata references a file that is gone",
+                                   location=path) from e
     try:
         stripped, schema = without_logical_types(data)
     except Exception as e:  # the header parser raises several unrelated types for corrupt files
@@ -1817,7 +1827,12 @@ def _read_live(io: _FileIO, manifest: ManifestFile, paths: list[str], contents: 
     skimming each entry's bytes; for a schema the skimmer does not handle, return the entries
     read through a fastavro projection instead."""
     path = manifest.manifest_path
-    data = _read_bytes(io, path)
+    try:
+        data = _read_bytes(io, path)
+    except FileNotFoundError as e:
+        # garbage collection reads this to know what is referenced: a gone manifest must stop it
+        raise InvalidMetadataError("the manifest is missing; the table's metadata references a file that is gone",
+                                   location=path) from e
     try:
         stripped, schema = without_logical_types(data)
     except Exception as e:  # the header parser raises several unrelated types for corrupt files

@@ -5,6 +5,7 @@ during the run keeps what it references although the driver never held the manif
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -17,6 +18,7 @@ from procedures.core.operations import DeleteFiles, FastAppend, MergeAppend
 from procedures.core.paths import normalize_path
 from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.core.updates import SetProperties
+from procedures.errors import InvalidMetadataError
 from procedures.spark import listing as L
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spec.manifest import DataFile, FileFormat
@@ -119,3 +121,29 @@ def test_a_commit_during_a_run_with_lists_in_spark_keeps_what_it_references(spar
     assert orphans < found(result) and len(found(result) - orphans) == 1
     assert os.path.exists(late) and not any(os.path.exists(p) for p in orphans)
     referenced_exist(cat.load_table(("db", "t")))
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "missing manifest"])
+@pytest.mark.parametrize("engine", [False, True])
+def test_a_damaged_manifest_list_fails_the_run_typed_and_deletes_nothing(spark, tmp_path, monkeypatch, damage, engine):
+    """Without one snapshot's list (or a manifest) what it references is unknown: the run stops with
+    the same typed error naming the file whether it is read on the driver or in Spark tasks, and
+    every file, the orphans too, is still there."""
+    cat, orphans = history(tmp_path)
+    t = cat.load_table(("db", "t"))
+    victim = t.metadata.snapshots[2].manifest_list
+    if damage == "missing manifest":
+        victim = R.read_snapshot_manifests(t.io, t.metadata).distinct()
+        victim = sorted(victim)[0]
+    local = normalize_path(victim).path
+    if damage.startswith("missing"):
+        os.remove(local)
+    else:
+        with open(local, "r+b") as f:
+            f.truncate(os.path.getsize(local) // 2)
+    monkeypatch.setattr(R, "DRIVER_MAX_LISTS", 0 if engine else 10**6)
+    monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0 if engine else 10**6)
+    with pytest.raises(InvalidMetadataError, match=re.escape(os.path.basename(local))) as e:
+        remove_orphan_files(t, RemoveOrphanFilesParams(), spark=spark)
+    assert ("in a Spark task" in str(e.value)) is engine
+    assert all(os.path.exists(p) for p in orphans)

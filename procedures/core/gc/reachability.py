@@ -179,7 +179,15 @@ def _read_lists(io: Any, wanted: Mapping[int, Any], ids: list[int], *, threads: 
 
     def fetch(sid: int) -> EncodedManifestList | None:
         path = lists[sid]
-        return read_encoded_manifest_list(io, path) if path else None
+        if not path:
+            return None
+        try:
+            return read_encoded_manifest_list(io, path)
+        except FileNotFoundError as e:
+            # what a snapshot reaches is unknown without its list: nothing may be judged unreferenced
+            raise InvalidMetadataError(
+                f"the manifest list of snapshot {sid} is missing; the table's metadata references a file that "
+                "is gone (restore it, or expire or remove the snapshot, then rerun)", location=path) from e
 
     def decode(sid: int, enc: EncodedManifestList) -> tuple[ManifestFile, ...]:
         parent = wanted[sid].parent_snapshot_id
