@@ -75,12 +75,13 @@ def time_call(
     repeat: int = 3,
     warmup: int = 0,
     setup: Callable[[], Any] | None = None,
+    teardown: Callable[[], Any] | None = None,
 ) -> Timing:
     """Time ``fn()`` ``repeat`` times with ``time.perf_counter``.
 
     ``setup`` runs untimed before every run (warm-up runs included) -- procedures change the table, so a
-    fair repeat rebuilds it.  ``warmup`` runs are discarded, which keeps JIT and class loading of the JVM
-    out of the figures.
+    fair repeat rebuilds it -- and ``teardown`` untimed after it (e.g. reading a memory peak).  ``warmup``
+    runs are discarded, which keeps JIT and class loading of the JVM out of the figures.
     """
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
@@ -88,6 +89,8 @@ def time_call(
         if setup is not None:
             setup()
         fn()
+        if teardown is not None:
+            teardown()
     runs: list[float] = []
     result: Any = None
     for _ in range(repeat):
@@ -96,6 +99,8 @@ def time_call(
         start = time.perf_counter()
         result = fn()
         runs.append(time.perf_counter() - start)
+        if teardown is not None:
+            teardown()
     return Timing(name or getattr(fn, "__name__", "call"), tuple(runs), result)
 
 
@@ -108,26 +113,32 @@ def time_pair(
     setup_ours: Callable[[], Any] | None = None,
     setup_reference: Callable[[], Any] | None = None,
     between: Callable[[], Any] | None = None,
+    teardown_ours: Callable[[], Any] | None = None,
+    teardown_reference: Callable[[], Any] | None = None,
 ) -> tuple[Timing, Timing]:
     """Time two callables in alternation (reference, ours, ours, reference, ...), so JVM warm-up,
     page cache and background noise fall on both sides alike rather than on whichever ran second.
 
     All warm-up runs of the reference come first, then ``between()`` (e.g. to read a memory baseline),
-    then ours' warm-ups, then the alternating timed runs.
+    then ours' warm-ups, then the alternating timed runs.  ``setup_*`` run untimed before each run of
+    their side and ``teardown_*`` untimed after it.
     """
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
-    sides = {"ours": (ours, setup_ours, []), "reference": (reference, setup_reference, [])}
+    sides = {"ours": (ours, setup_ours, teardown_ours, []),
+             "reference": (reference, setup_reference, teardown_reference, [])}
     results: dict[str, Any] = {}
 
     def run(side: str, timed: bool) -> None:
-        fn, setup, runs = sides[side]
+        fn, setup, teardown, runs = sides[side]
         if setup is not None:
             setup()
         start = time.perf_counter()
         results[side] = fn()
         if timed:
             runs.append(time.perf_counter() - start)
+        if teardown is not None:
+            teardown()
 
     for _ in range(warmup):
         run("reference", False)
@@ -139,8 +150,8 @@ def time_pair(
         order = ("reference", "ours") if i % 2 == 0 else ("ours", "reference")
         for side in order:
             run(side, True)
-    return (Timing("ours", tuple(sides["ours"][2]), results["ours"]),
-            Timing("reference", tuple(sides["reference"][2]), results["reference"]))
+    return (Timing("ours", tuple(sides["ours"][3]), results["ours"]),
+            Timing("reference", tuple(sides["reference"][3]), results["reference"]))
 
 
 # --------------------------------------------------------------------------------------------- memory

@@ -253,17 +253,21 @@ def main() -> None:
     size = f"{args.files:,} files"
     memory: dict[str, dict[str, float]] = {}
 
-    def measured(side: str, case: str, fn):
-        def run():
+    def probes(side: str, case: str, setup=None):
+        """``(before, after)``: the memory probes of one run, untimed around it (resetting and reading
+        the peaks costs milliseconds, as much as a small plan), ``setup`` first."""
+        def before():
+            if setup is not None:
+                setup()
             reset_peak_rss(spark)
             reset_peak_rss(None)
             # what the process held before (the build's leftovers grow with the table), beside the peak
             memory.setdefault(case, {})[f"{side} py before"] = vm_hwm_mb(key="VmRSS")
-            result = fn()
+
+        def after():
             memory.setdefault(case, {})[f"{side} jvm"] = jvm_peak_rss_mb(spark)
             memory[case][f"{side} py"] = vm_hwm_mb()
-            return result
-        return run
+        return before, after
 
     if reused:
         restore()
@@ -292,8 +296,10 @@ def main() -> None:
                     tasks.close()
                     return count
 
-                mine, ref = time_pair(measured("ours", label, ours_plan), measured("java", label, java_plan),
-                                      repeat=args.repeat, warmup=args.warmup)
+                (ours_before, ours_after), (java_before, java_after) = probes("ours", label), probes("java", label)
+                mine, ref = time_pair(ours_plan, java_plan, repeat=args.repeat, warmup=args.warmup,
+                                      setup_ours=ours_before, setup_reference=java_before,
+                                      teardown_ours=ours_after, teardown_reference=java_after)
                 assert mine.result == ref.result, (label, mine.result, ref.result)
                 figures += timing_figures(f"{label} ({size})", mine, ref)
                 figures.append(Figure(f"{label} ({size})", "files planned", mine.result, ref.result, "files"))
@@ -318,12 +324,14 @@ def main() -> None:
         def ours_call(call=call):
             return sorted(tuple(r) for r in procedures.sql(spark, call.format(cat="ours")).collect())
 
+        (ours_before, ours_after), (java_before, java_after) = probes("ours", case, restore), probes("java", case, restore)
         if args.java_cases is not None and case not in args.java_cases.split(","):
-            mine = time_call(measured("ours", case, ours_call), repeat=args.repeat, warmup=args.warmup, setup=restore)
+            mine = time_call(ours_call, repeat=args.repeat, warmup=args.warmup, setup=ours_before, teardown=ours_after)
             ref = Timing("reference", (), JavaFailed("not run (--java-cases)"))
         else:
-            mine, ref = time_pair(measured("ours", case, ours_call), measured("java", case, java_call),
-                                  repeat=args.repeat, warmup=args.warmup, setup_ours=restore, setup_reference=restore)
+            mine, ref = time_pair(ours_call, java_call, repeat=args.repeat, warmup=args.warmup,
+                                  setup_ours=ours_before, setup_reference=java_before,
+                                  teardown_ours=ours_after, teardown_reference=java_after)
         if isinstance(ref.result, JavaFailed):
             print(f"  {case}: Iceberg Java failed: {ref.result.message[:300]}", flush=True)
             figures += timing_figures(f"{case} ({size})", mine, None)
