@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -37,6 +38,7 @@ from _common import (  # noqa: E402
 
 import procedures  # noqa: E402
 from procedures.core.operations import DeleteFiles  # noqa: E402
+from procedures.core.paths import local_path  # noqa: E402
 from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifests  # noqa: E402
 from procedures.core.transaction import commit  # noqa: E402
 from procedures.framework.context import open_catalog  # noqa: E402
@@ -48,10 +50,10 @@ from procedures.spec.types import INT, LONG  # noqa: E402
 TABLE = "db.meta"
 TEN_DAYS_S = 10 * 24 * 3600
 CALLS = {
-    "expire_snapshots": "CALL {cat}.system.expire_snapshots(table => '" + TABLE + "', "
+    "expire_snapshots": "CALL {cat}.system.expire_snapshots(table => '{table}', "
                         "older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)",
-    "remove_orphan_files": "CALL {cat}.system.remove_orphan_files(table => '" + TABLE + "')",
-    "rewrite_manifests": "CALL {cat}.system.rewrite_manifests(table => '" + TABLE + "')",
+    "remove_orphan_files": "CALL {cat}.system.remove_orphan_files(table => '{table}')",
+    "rewrite_manifests": "CALL {cat}.system.rewrite_manifests(table => '{table}')",
 }
 
 
@@ -131,10 +133,10 @@ def build(spark, ours, args) -> tuple[Path, list[str], int]:
     """The table; returns its folder, the data files a run may delete (deleted-snapshot files, orphans)
     and the first partition the delete kept."""
     spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
-    spark.sql(f"DROP TABLE IF EXISTS jcat.{TABLE} PURGE")
-    spark.sql(f"CREATE TABLE jcat.{TABLE} (id bigint, p int) USING iceberg PARTITIONED BY (p) "
+    spark.sql(f"DROP TABLE IF EXISTS jcat.{args.table} PURGE")
+    spark.sql(f"CREATE TABLE jcat.{args.table} (id bigint, p int) USING iceberg PARTITIONED BY (p) "
               "TBLPROPERTIES ('format-version'='2')")
-    t = ours.load_table(TABLE)
+    t = ours.load_table(args.table)
     folder = Path(t.location.replace("file:", ""))
     old = time.time() - TEN_DAYS_S
     per_manifest, per_snapshot = args.files_per_manifest, args.manifests_per_snapshot
@@ -179,11 +181,15 @@ def build(spark, ours, args) -> tuple[Path, list[str], int]:
     print(f"  table: {n:,} data files, {snapshots * per_snapshot:,} manifests, {snapshots + 1} snapshots, "
           f"{len(doomed):,} deleted by the last snapshot, {len(orphans):,} orphans "
           f"(built in {time.perf_counter() - started:.0f} s)", flush=True)
-    spark.sql(f"REFRESH TABLE jcat.{TABLE}")
+    spark.sql(f"REFRESH TABLE jcat.{args.table}")
     return folder, doomed + orphans, cut
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None, spark: Any = None) -> list[Figure]:
+    """Build (or reuse) the table, compare each case's outputs, time ours and Java; print and return
+    the figures.  With ``spark`` given (a session with Iceberg Java's ``jcat`` hadoop catalog, as the
+    test fixture has) the table goes into ``jcat``'s warehouse, its saved state into a scratch folder,
+    and the session is left running."""
     parser = arg_parser(__doc__.splitlines()[0])
     parser.set_defaults(repeat=1, warmup=0)
     parser.add_argument("--files", type=int, default=100_000, help="data files in the table (default 100,000)")
@@ -197,22 +203,53 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]",
                         help="Spark master (default local[2], where the executors live in the driver's JVM and its "
                              "peak counts their work; a spark:// standalone master gives the driver JVM alone)")
+    parser.add_argument("--table", default=TABLE, help=f"namespace.table in the warehouse (default {TABLE})")
     parser.add_argument("--reuse", action="store_true",
                         help="with --warehouse: reuse the table an earlier run built there with the same sizes "
                              "(restored from its saved metadata) instead of building it again")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.files *= args.scale
-    warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-metadata-")
+    own_session = spark is None
+    if own_session:
+        warehouse = Path(args.warehouse) if args.warehouse else scratch_dir("bench-metadata-")
+        state_dir = warehouse
+    else:
+        warehouse = Path(local_path(spark.conf.get("spark.sql.catalog.jcat.warehouse")))
+        state_dir = scratch_dir("bench-metadata-state-")  # not beside the session's namespaces
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
-    spark = start_spark(warehouse, master=args.master, extra_conf=conf)
+    previous_conf = {}
+    if own_session:
+        spark = start_spark(warehouse, master=args.master, extra_conf=conf)
+    else:
+        # procedures.sql reads our catalog's keys from the session: set for this run, put back after
+        previous_conf = {k: spark.conf.get(k, None) for k in conf}
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+    try:
+        return run_cases(spark, args, warehouse, state_dir, conf)
+    finally:
+        if own_session:
+            spark.stop()
+        for k, v in previous_conf.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def run_cases(spark: Any, args: Any, warehouse: Path, state_dir: Path, conf: dict[str, str]) -> list[Figure]:
+    """:func:`main`'s work on a running session: the table, then every case of ``args.cases``."""
     ours = open_catalog("ours", conf)
-    saved = warehouse / "saved-metadata"
+    table_name = args.table
+    saved = state_dir / "saved-metadata"
     # the table's description is small; the paths a run may delete (100k at 1M files) live in a text
     # file read line by line, never parsed into this process, whose memory is measured: a parsed list
     # of them left the 1M run's baseline 3 MiB above the 100k run's
-    table_file, deletable_file = warehouse / "bench-table.json", warehouse / "bench-deletable.txt"
-    legacy_file = warehouse / "bench-state.json"  # what earlier versions wrote: the list inside the JSON
+    table_file, deletable_file = state_dir / "bench-table.json", state_dir / "bench-deletable.txt"
+    legacy_file = state_dir / "bench-state.json"  # what earlier versions wrote: the list inside the JSON
+    # (the default table's state files, written before --table existed, name no table)
     sizes = [args.files, args.files_per_manifest, args.manifests_per_snapshot, args.orphans]
+    sizes += [table_name] if table_name != TABLE else []
     state = None
     if args.reuse and table_file.exists() and deletable_file.exists():
         state = json.loads(table_file.read_text())
@@ -246,7 +283,7 @@ def main() -> None:
         # process's baseline larger at 1M files than at 100k
         subprocess.run([sys.executable, "-c", RESTORE, str(saved), str(folder / "metadata"), str(deletable_file),
                         str(old)], check=True)
-        spark.sql(f"REFRESH TABLE jcat.{TABLE}")
+        spark.sql(f"REFRESH TABLE jcat.{table_name}")
 
     jvm = spark._jvm
     figures: list[Figure] = []
@@ -280,13 +317,13 @@ def main() -> None:
                 ("plan id < 5000000", "id < 5000000", jvm.org.apache.iceberg.expressions.Expressions.lessThan("id", 5_000_000)),
             ):
                 def ours_plan(flt=ours_filter):
-                    t = ours.load_table(TABLE)
+                    t = ours.load_table(table_name)
                     # past the driver's limits the data manifests are read in Spark tasks; the tasks
                     # are counted as they stream in (iter_scan_tasks), as Java's side iterates planFiles()
                     return sum(1 for _ in iter_scan_tasks(spark, t, filter=flt))
 
                 def java_plan(flt=java_filter):
-                    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"jcat.{TABLE}")
+                    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"jcat.{table_name}")
                     tasks = table.newScan().filter(flt).planFiles()
                     count = 0
                     it = tasks.iterator()
@@ -316,13 +353,13 @@ def main() -> None:
             # at a million files Java's procedures can fail (a StackOverflowError in expire_snapshots
             # was seen here): report it instead of losing the whole run
             try:
-                return sorted(tuple(r) for r in spark.sql(call.format(cat="jcat")).collect())
+                return sorted(tuple(r) for r in spark.sql(call.format(cat="jcat", table=table_name)).collect())
             except Exception as e:  # noqa: BLE001
                 first = str(e).strip().splitlines()
                 return JavaFailed(next((x for x in first if "Error" in x or "Exception" in x), first[0] if first else ""))
 
         def ours_call(call=call):
-            return sorted(tuple(r) for r in procedures.sql(spark, call.format(cat="ours")).collect())
+            return sorted(tuple(r) for r in procedures.sql(spark, call.format(cat="ours", table=table_name)).collect())
 
         (ours_before, ours_after), (java_before, java_after) = probes("ours", case, restore), probes("java", case, restore)
         if args.java_cases is not None and case not in args.java_cases.split(","):
@@ -349,7 +386,7 @@ def main() -> None:
         print_figures(figures[-5:], title=f"  {case}: done")
         restore()
     print_figures(figures, title=f"metadata at scale: ours vs Iceberg Java 1.10.2 (reference), {size}")
-    spark.stop()
+    return figures
 
 
 if __name__ == "__main__":
