@@ -3,26 +3,15 @@ merge-on-read table, finds ours and Iceberg Java's outputs equal for every case,
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+
+from tests.helpers.benchmarks import load_benchmark
 
 pytestmark = [pytest.mark.spark, pytest.mark.java]
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_data_scale.py"
-
-
-def load_bench():
-    """The benchmark script as a module (``benchmarks`` is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_data_scale", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_tiny_run_compares_outputs_and_reports_every_case(spark, table_name):
-    bench = load_bench()
+    bench = load_benchmark("bench_data_scale")
     figures = bench.main(["--rows", "3000", "--partitions", "2", "--files-per-partition", "2", "--repeat", "1",
                           "--delete-fraction", "0.1", "--table", f"db.{table_name}"], spark=spark)
     by_case = {}
@@ -40,7 +29,7 @@ def test_tiny_run_compares_outputs_and_reports_every_case(spark, table_name):
 
 
 def test_compare_refuses_differing_outputs():
-    bench = load_bench()
+    bench = load_benchmark("bench_data_scale")
     rows, deletes = (10, 123), (1, 7)
     same = {"ours": ((4, 2, 100, 0, 0), rows, deletes), "java": ((4, 1, 100, 0, 0), rows, deletes)}
     bench.compare("binpack", same, (0, 2, 3, 4), rows, deletes)  # files added may differ

@@ -5,33 +5,21 @@ table, finds ours and Iceberg Java's outputs equal for every case, and reports f
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from procedures.core import rewrite_manifests_op as RM
 from procedures.core.gc import reachability as R
 from procedures.spark import scan_planning
+from tests.helpers.benchmarks import load_benchmark
 
 pytestmark = [pytest.mark.spark, pytest.mark.java]
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_metadata_scale.py"
-
-
-def load_bench():
-    """The benchmark script as a module (``benchmarks`` is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_metadata_scale", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_tiny_run_compares_outputs_and_reports_every_case(spark, table_name, monkeypatch):
     for module, name in ((R, "DRIVER_MAX_MANIFESTS"), (R, "DRIVER_MAX_LISTS"),
                          (scan_planning, "DRIVER_MAX_SCAN_MANIFESTS"), (RM, "MIN_PART_ENTRIES")):
         monkeypatch.setattr(module, name, 0 if name != "MIN_PART_ENTRIES" else 1)
-    bench = load_bench()
+    bench = load_benchmark("bench_metadata_scale")
     before = {k: spark.conf.get(k, None) for k in ("spark.sql.catalog.ours.type", "spark.sql.catalog.ours.warehouse")}
     figures = bench.main(["--files", "2000", "--files-per-manifest", "20", "--manifests-per-snapshot", "5",
                           "--orphans", "10", "--repeat", "1", "--warmup", "0", "--table", f"db.{table_name}"],
