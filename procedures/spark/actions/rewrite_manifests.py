@@ -253,14 +253,14 @@ class SparkManifestRewriter:
             mixed.clear()
             # entries read on the executors reach their task through a shuffle
             chunked = chunked.union(placed).partitionBy(len(tasks), lambda task: task)
-        written = chunked.mapPartitions(write)
+        outcomes = chunked.mapPartitions(write)
         if sync is not None:
             # the parts of a chunk meet in one task, which writes the manifest
-            written = written.partitionBy(n_chunks, lambda chunk: chunk).mapPartitions(join)
+            outcomes = outcomes.partitionBy(n_chunks, lambda chunk: chunk).mapPartitions(join)
         split = f", in {len(tasks)} parts" if sync is not None else ""
         with job_description(self.spark, f"rewrite_manifests: {self.name}: write {n_chunks} manifests "
                                          f"from {count} ({n_mixed} read for placement){split}"):
-            results = written.collect()
+            results = outcomes.collect()
         placement.unpersist()
         done = sorted(pickle.loads(r) for r in results)
         return [m for _, m, _ in done], sum(n for _, _, n in done)
