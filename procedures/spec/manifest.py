@@ -331,6 +331,17 @@ def _read_bytes(io: _FileIO, path: str) -> bytes:
         raise InvalidMetadataError(f"cannot read file: {e}", location=path) from e
 
 
+def _read_manifest_bytes(io: _FileIO, path: str) -> bytes:
+    """:func:`_read_bytes` of a manifest the table's metadata names: a gone one is damaged metadata
+    (an :class:`InvalidMetadataError` naming it), which garbage collection must stop at rather than
+    take for "references nothing"."""
+    try:
+        return _read_bytes(io, path)
+    except FileNotFoundError as e:
+        raise InvalidMetadataError("the manifest is missing; the table's metadata references a file that is gone",
+                                   location=path) from e
+
+
 def _open_avro(data: bytes, path: str, strip: bool) -> tuple[Any, Any]:
     """A fastavro reader over ``data`` and the file's original schema; with ``strip`` values come
     back as raw ints and bytes (our representation, or cheap to convert) instead of datetimes."""
@@ -1236,12 +1247,7 @@ def read_manifest_where(
     generated reader without a first pass over the metrics (faster than fastavro's full decode).
     """
     path = manifest.manifest_path
-    try:
-        data = _read_bytes(io, path)
-    except FileNotFoundError as e:
-        # garbage collection reads this to know what is referenced: a gone manifest must stop it
-        raise InvalidMetadataError("the manifest is missing; the table's metadata references a file that is gone",
-                                   location=path) from e
+    data = _read_manifest_bytes(io, path)
     try:
         stripped, schema = without_logical_types(data)
     except Exception as e:  # the header parser raises several unrelated types for corrupt files
@@ -1534,12 +1540,7 @@ def existing_records(
     if format_version not in (1, 2):
         return None
     path = manifest.manifest_path
-    try:
-        data = _read_bytes(io, path)
-    except FileNotFoundError as e:
-        # garbage collection reads this to know what is referenced: a gone manifest must stop it
-        raise InvalidMetadataError("the manifest is missing; the table's metadata references a file that is gone",
-                                   location=path) from e
+    data = _read_manifest_bytes(io, path)
     try:
         stripped, schema = without_logical_types(data)
     except Exception as e:  # the header parser raises several unrelated types for corrupt files
@@ -1827,12 +1828,7 @@ def _read_live(io: _FileIO, manifest: ManifestFile, paths: list[str], contents: 
     skimming each entry's bytes; for a schema the skimmer does not handle, return the entries
     read through a fastavro projection instead."""
     path = manifest.manifest_path
-    try:
-        data = _read_bytes(io, path)
-    except FileNotFoundError as e:
-        # garbage collection reads this to know what is referenced: a gone manifest must stop it
-        raise InvalidMetadataError("the manifest is missing; the table's metadata references a file that is gone",
-                                   location=path) from e
+    data = _read_manifest_bytes(io, path)
     try:
         stripped, schema = without_logical_types(data)
     except Exception as e:  # the header parser raises several unrelated types for corrupt files
