@@ -590,9 +590,12 @@ class ManifestWriter:
         self._rows[status] += record_count
         for stats, value in zip(self._stats, partition):
             stats.update(value)
-        if status != ManifestEntryStatus.DELETED and sequence_number is not None:
-            if self._min_seq is None or sequence_number < self._min_seq:
-                self._min_seq = sequence_number
+        if status != ManifestEntryStatus.DELETED:
+            self._lower_min_seq(sequence_number)
+
+    def _lower_min_seq(self, sequence_number: int | None) -> None:
+        if sequence_number is not None and (self._min_seq is None or sequence_number < self._min_seq):
+            self._min_seq = sequence_number
 
     def _data_file_record(self, df: DataFile) -> dict[str, Any]:
         partition = {
@@ -703,8 +706,7 @@ class ManifestWriter:
                 self._rows[status] += part.rows[status]
             for stats, state in zip(self._stats, part.bounds):
                 stats.merge(state)
-            if part.min_sequence_number is not None and (self._min_seq is None or part.min_sequence_number < self._min_seq):
-                self._min_seq = part.min_sequence_number
+            self._lower_min_seq(part.min_sequence_number)
         out.append(_avro_blocks(parsed, self._records, codec, self._level, self._sync))
         return self._finish(b"".join(out))
 
