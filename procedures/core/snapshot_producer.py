@@ -70,11 +70,7 @@ def snapshot_manifest_rows(io, snapshot: Snapshot | None) -> ManifestRows | list
 
 def manifest_list_rows(io, path: str) -> ManifestRows | list[ManifestFile]:
     """Every row of the manifest list at ``path``, kept encoded as :func:`snapshot_manifest_rows` keeps them."""
-    return read_manifest_list_where(io, path, _keep_every_row)
-
-
-def _keep_every_row(spec_id: int, summaries: object) -> bool:
-    return True
+    return read_manifest_list_where(io, path, None)
 
 
 def live_entries(io, md: TableMetadata, manifests: Iterable[ManifestFile]) -> Iterator[ManifestEntry]:

@@ -1023,7 +1023,7 @@ def _field_summaries(parts: list[dict] | None) -> tuple[FieldSummary, ...] | Non
 def read_manifest_list_where(
     io: _FileIO,
     path: str,
-    keep: Callable[[int, tuple[FieldSummary, ...] | None], bool],
+    keep: Callable[[int, tuple[FieldSummary, ...] | None], bool] | None,
     *,
     live_only: bool = False,
 ) -> ManifestRows | list[ManifestFile]:
@@ -1036,6 +1036,7 @@ def read_manifest_list_where(
     alone: it is called once per distinct (spec id, encoded summaries) pair, and the answer reused
     for every other row with the same pair (a table's manifests repeat a few partition ranges).
     ``live_only`` also drops the rows known to list no added or existing file (deleted entries only).
+    ``keep=None`` keeps every row, and no summaries are decoded.
     """
     data = _read_bytes(io, path)
     avro_codecs.install()
@@ -1049,7 +1050,8 @@ def read_manifest_list_where(
         raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
     if reader.skim is None:
         rows = read_manifest_list(io, path)
-        return [m for m in rows if not (live_only and _no_live_files(m)) and keep(m.partition_spec_id, m.partitions)]
+        return [m for m in rows if not (live_only and _no_live_files(m))
+                and (keep is None or keep(m.partition_spec_id, m.partitions))]
     answers: dict[tuple[int, bytes], bool] = {}
     rows: list[bytes] = []
     contents: list[int] = []
@@ -1064,7 +1066,7 @@ def read_manifest_list_where(
                 if live_only and added == 0 and existing == 0:
                     continue
                 key = (spec_id, parts)
-                answer = answers.get(key)
+                answer = True if keep is None else answers.get(key)
                 if answer is None:  # first row with these summaries: decode them to ask
                     summaries = reader.summaries(parts)
                     answer = answers[key] = bool(keep(spec_id, summaries))

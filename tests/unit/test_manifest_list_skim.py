@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+import procedures.spec.manifest as manifest_module
 from procedures.errors import InvalidMetadataError
 from procedures.spec.manifest import (
     FieldSummary,
@@ -126,6 +127,23 @@ def test_kept_rows_stay_encoded_until_read(version):
     data = rows.with_content(ManifestContent.DATA)
     assert list(data) == [m for m in full if m.content == ManifestContent.DATA]
     assert list(rows.with_content(ManifestContent.DELETES)) == [m for m in full if m.content == ManifestContent.DELETES]
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_keeping_every_row_reads_the_whole_list_without_its_summaries(version, monkeypatch):
+    mio, path = _written(version)
+    full = read_manifest_list(mio, path)
+    asked = []
+    real = manifest_module._list_reader
+
+    def spied(schema_text):
+        reader = real(schema_text)
+        return replace(reader, summaries=lambda span: asked.append(span) or reader.summaries(span))
+
+    monkeypatch.setattr(manifest_module, "_list_reader", spied)
+    rows = read_manifest_list_where(mio, path, None)
+    assert list(rows) == full and not asked
+    assert read_manifest_list_where(mio, path, lambda s, p: True) == full and asked  # the spy sees a keep's reads
 
 
 def test_a_row_that_decodes_to_another_length_is_corrupt():
