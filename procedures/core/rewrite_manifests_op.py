@@ -324,7 +324,7 @@ class WritePlan:
 
 def plan_write_tasks(groups: Mapping[int, Sequence[tuple]], counts: Mapping[int, Sequence[int]],
                      loose: Mapping[int, Mapping[int, int]], n_chunks: int, slots: int,
-                     min_entries: int = MIN_PART_ENTRIES) -> tuple[list[tuple[int, list[tuple]]], WritePlan]:
+                     min_entries: int = MIN_PART_ENTRIES) -> tuple[list[tuple[int, Sequence[tuple]]], WritePlan]:
     """Share the chunks' writing among tasks (:func:`parts_per_chunk`, :func:`cut_chunk`).
 
     ``groups[c]`` are chunk ``c``'s item slices and ``counts[c]`` their live entries, ``loose[c]``
@@ -334,7 +334,7 @@ def plan_write_tasks(groups: Mapping[int, Sequence[tuple]], counts: Mapping[int,
     parts = parts_per_chunk(entries, slots, min_entries)
     if all(p == 1 for p in parts):
         plan = WritePlan({c: (c, 0) for c in range(n_chunks)}, {c: (c, ()) for c in range(n_chunks)}, False)
-        return [(c, list(items)) for c, items in groups.items()], plan
+        return [(c, items) for c, items in groups.items()], plan
     task_items: list[tuple[int, list[tuple]]] = []
     tasks: dict[int, tuple[int, int]] = {}
     routes: dict[int, tuple[int, tuple[tuple[int, int, int], ...]]] = {}
