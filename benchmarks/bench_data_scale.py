@@ -53,6 +53,7 @@ from _common import (  # noqa: E402
     scratch_dir, start_spark, time_call, time_pair, timing_figures, worker_peak_rss_mb,
 )
 
+from procedures.core.paths import local_path  # noqa: E402
 from procedures.frontend import runner  # noqa: E402
 
 CASES = ("binpack", "sort", "posdeletes")
@@ -84,11 +85,6 @@ def parse_args(argv: Sequence[str] | None) -> Any:
     if not 0 < args.delete_fraction < 1:
         parser.error("--delete-fraction must be between 0 and 1")
     return args
-
-
-def local_path(path: str) -> str:
-    """A table file's path on this machine (``file:`` URIs as plain paths)."""
-    return path[len("file:"):] if path.startswith("file:") else path
 
 
 class TableState:
