@@ -25,12 +25,14 @@ SPARK4 = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4
 
 
 def skip_missing_reference(reason: str) -> NoReturn:
-    """Skip the current test because a reference it compares against is not installed or present."""
-    pytest.skip(f"{MISSING_REFERENCE} {reason}")
+    """Skip the current test (or, called at module level, the whole module) because a reference it
+    compares against is not installed or present; under ``CI=true`` the run then fails."""
+    pytest.skip(f"{MISSING_REFERENCE} {reason}", allow_module_level=True)
 
 
 def import_reference(module: str, reason: str | None = None) -> types.ModuleType:
-    """``pytest.importorskip`` for a reference library, with the missing-reference prefix."""
+    """``pytest.importorskip`` for a reference library, with the missing-reference prefix (the only way
+    a test may skip for a missing library: ``tests/unit/test_skips.py`` refuses ``importorskip``)."""
     try:
         return __import__(module, fromlist=["_"])
     except ImportError as exc:

@@ -18,6 +18,7 @@ from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import LONG, STRING, NestedField
+from tests.helpers.references import import_reference
 
 pytestmark = [pytest.mark.spark]
 
@@ -83,7 +84,7 @@ def test_rewrite_planner(spark, table, on_executors):
 
 
 def test_compute_table_stats(spark, table, on_executors):
-    pytest.importorskip("datasketches")
+    import_reference("datasketches")
     before = _jobs(spark)
     stats = compute_table_stats(table, columns=["id", "data"], spark=spark)
     assert stats is not None and len(_jobs(spark) - before) >= 2  # planning, then sketching

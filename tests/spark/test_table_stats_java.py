@@ -16,8 +16,9 @@ import procedures
 from procedures.errors import IcebergError
 from procedures.spec.puffin import read_puffin
 from tests.spark.test_gc_java_tables import Twin, _age, build, ours  # noqa: F401 -- the fixture
+from tests.helpers.references import import_reference
 
-pytest.importorskip("datasketches")
+import_reference("datasketches")
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)
 pytestmark = [pytest.mark.spark, pytest.mark.java]
 

@@ -17,6 +17,7 @@ from procedures.spec.evaluators import Evaluator
 from procedures.spec.expressions import bind
 from procedures.spec.schema import Schema
 from procedures.spec.types import DATE, DecimalType, LONG, STRING, TIMESTAMPTZ, NestedField, StructType
+from tests.helpers.references import import_reference
 
 
 def _filter(name: str, *fields: str):
@@ -95,7 +96,7 @@ def test_register_refuses_without_the_data_source_api(monkeypatch):
 
 
 def test_the_api_is_there_exactly_from_pyspark_4():
-    pyspark = pytest.importorskip("pyspark")
+    pyspark = import_reference("pyspark")
     assert ds.HAS_DATA_SOURCE_API == (int(pyspark.__version__.split(".")[0]) >= 4)
 
 

@@ -21,6 +21,7 @@ from procedures.spec.name_mapping import (
 from procedures.spec.schema import Schema
 from procedures.spec.schema_update import SchemaUpdate
 from procedures.spec.types import DOUBLE, INT, LONG, STRING, ListType, MapType, NestedField, StructType
+from tests.helpers.references import import_reference
 
 # the example of spec-onfile.md section 12.2
 SPEC_EXAMPLE = """[ {"field-id": 1, "names": ["id", "record_id"]},
@@ -137,7 +138,7 @@ def test_resolve_paths():
 
 
 def test_arrow_schema_without_ids():
-    pa = pytest.importorskip("pyarrow")
+    pa = import_reference("pyarrow")
     arrow = pa.schema([
         pa.field("record_id", pa.int64()),
         pa.field("tags", pa.list_(pa.string())),  # arrow names the child "item"

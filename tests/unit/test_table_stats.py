@@ -37,6 +37,7 @@ from procedures.spec.theta import MAX_THETA, HashSketch, compact_sketch_bytes, s
 from procedures.spec.types import (
     DATE, INT, LONG, STRING, TIMESTAMP_NS, UUID, DecimalType, ListType, NestedField, StructType,
 )
+from tests.helpers.references import import_reference
 
 FAST = RetryPolicy(num_retries=2, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "data", STRING), NestedField(3, "p", INT),
@@ -70,7 +71,7 @@ def test_compact_sketch_layout():
 
 
 def test_hash_sketch_matches_datasketches():
-    ds = pytest.importorskip("datasketches")
+    ds = import_reference("datasketches")
     for n in (0, 1, 100, 3000):
         mine, ref = HashSketch(), ds.update_theta_sketch()
         mine.update_all([*range(n), None], LONG)
@@ -188,7 +189,7 @@ def test_partition_counts_from_manifests(table):
 
 
 def test_driver_paths_of_both_procedures(table, monkeypatch):
-    pytest.importorskip("datasketches")
+    import_reference("datasketches")
     t = table
     assert CTS.compute_table_stats(t) is None and compute_partition_stats(t) is None  # no snapshot
     t = commit(t, [FastAppend([_write(t, [(i, f"v{i % 4}") for i in range(30)], i) for i in range(3)])], policy=FAST)
