@@ -1,6 +1,7 @@
 """The clean-install flow run by .ci/clean_install_check.sh inside a throwaway venv (no extras, no
 Iceberg Java jar): a table on the embedded SQLite catalog ``local``, three inserts, rewrite_data_files,
-expire_snapshots, the rows read back through the Python API, then one ``procedures-sql`` command.
+expire_snapshots, the rows read back through the Python API, then one ``procedures-sql`` command and
+the maintenance planner's ``procedures-sql plan --execute`` (statistics skipped: no ``stats`` extra).
 Any failure exits non-zero.  Run from an empty working folder (the catalog lives in ./warehouse)."""
 
 from __future__ import annotations
@@ -59,6 +60,14 @@ def main() -> int:
     assert run.returncode == 0, f"procedures-sql failed with exit code {run.returncode}"
     assert run.stdout.split() == ["id", "category", "--", "--------", "1", "click", "2", "view", "3", "click",
                                   "4", "view"], run.stdout
+    # the planner on the plain install: statistics need the `stats` extra, so that step is skipped with
+    # the install hint and the run succeeds (options before the subcommand, as a user types them)
+    plan = subprocess.run([str(console), "--master", "local[2]", "plan", "local.db.events", "--execute",
+                           "--no-orphans"], capture_output=True, text=True, timeout=600)
+    print(plan.stdout, plan.stderr, sep="\n")
+    assert plan.returncode == 0, f"procedures-sql plan --execute failed with exit code {plan.returncode}"
+    stats = [line for line in plan.stdout.splitlines() if "compute_table_stats" in line]
+    assert stats and all(" skipped " in line and "iceberg-procedures[stats]" in line for line in stats), stats
     print("clean-install flow: OK")
     return 0
 

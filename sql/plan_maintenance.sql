@@ -6,7 +6,8 @@
 --
 -- The table is the quickstart's `local.db.events` (run sql/quickstart.sql first); change the name,
 -- or point `local` at your catalog with --properties-file / --conf spark.sql.catalog.local.*.
--- Run it from cron or any scheduler: the first failure stops the run with exit code 1.
+-- Run it from cron or any scheduler: a failed statement stops the run with exit code 1; a failed step of
+-- the plan is reported in its row (status, error), the later steps are not started, and the run exits with 1.
 -- `procedures-sql plan local.db.events --execute` runs the middle step alone.
 
 -- 1. what is wrong (read-only; include_orphans lists the table location, which costs time on big tables)

@@ -5,19 +5,31 @@ those procedures would run (same binding, validation and commits)."""
 
 from __future__ import annotations
 
+import logging
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from procedures.core.health import plan_steps, render_arguments, render_call, table_reference
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.errors import MissingDependencyError
 from procedures.framework.registry import register
+from procedures.framework.sqltypes import format_value
 from procedures.spark.actions.table_health import table_health as health
 from procedures.spark.session import optional_job
 
-__all__ = ["plan_maintenance", "summarize_result"]
+__all__ = ["plan_maintenance", "summarize_result", "output_maps", "run_step", "StepOutcome",
+           "PLANNED", "DONE", "SKIPPED", "FAILED", "NOT_STARTED"]
+
+log = logging.getLogger(__name__)
 
 #: rows of a step's output shown in full in the result column
 _SHOWN_ROWS = 3
+
+
+#: a step's status: not executed (planned), or how its execution ended
+PLANNED, DONE, SKIPPED, FAILED, NOT_STARTED = "planned", "done", "skipped", "failed", "not started"
 
 
 @register(
@@ -27,6 +39,8 @@ _SHOWN_ROWS = 3
         P("execute", "BOOLEAN", default=False, doc="Run the planned calls in order (default: only show them)."),
         P("include_orphans", "BOOLEAN", default=True,
           doc="List the table location for orphan files while planning (default true)."),
+        P("continue_on_error", "BOOLEAN", default=False,
+          doc="After a failed step, run the remaining ones (default false: they are not started)."),
     ],
     output=(
         Col("step", "INT", False, "Position of the call in the plan (1-based)."),
@@ -34,27 +48,75 @@ _SHOWN_ROWS = 3
         Col("arguments", "STRING", False, "Its named arguments in CALL syntax."),
         Col("call", "STRING", False, "The whole CALL statement."),
         Col("reason", "STRING", False, "The table_health checks this call answers."),
-        Col("executed", "BOOLEAN", False, "Whether the call ran (execute => true)."),
-        Col("result", "STRING", True, "What the call returned (column=value, ...); NULL when not executed."),
+        Col("executed", "BOOLEAN", False, "Whether the call ran (done or failed)."),
+        Col("result", "STRING", True, "What the call returned (column=value, ...); NULL when it did not run."),
+        Col("status", "STRING", False,
+            "planned (execute => false), done, skipped (an optional dependency is missing), failed or not started."),
+        Col("output", "ARRAY<MAP<STRING,STRING>>", True,
+            "The call's output rows, one map of column to value each; NULL when it did not run."),
+        Col("duration_seconds", "DOUBLE", True, "How long the call took; NULL when it did not run."),
+        Col("error", "STRING", True, "Why the step failed or was skipped (with the fix), else NULL."),
     ),
 )
 def plan_maintenance(ctx: ProcedureContext, table: str, execute: bool | None,
-                     include_orphans: bool | None) -> list[tuple]:
-    """Plan (and with execute => true run) the maintenance the table needs; empty for a maintained table."""
+                     include_orphans: bool | None, continue_on_error: bool | None) -> list[tuple]:
+    """Plan (and with execute => true run) the maintenance the table needs; empty for a maintained table.
+
+    A failing step never raises: its row says ``failed`` with the error, and the steps after it are
+    ``not started`` unless ``continue_on_error``, so a scheduled run always reports every step."""
     t = ctx.load_table(table)
     ref = table_reference(ctx.resolve(table))
     steps = plan_steps(health(t, ref, include_orphans=bool(include_orphans), spark=ctx.spark))
     rows = []
+    stopped = False
     for i, step in enumerate(steps, 1):
-        result = None
-        if execute:
+        outcome = StepOutcome(PLANNED if not execute else NOT_STARTED)
+        if execute and not stopped:
             # the step's own jobs name themselves; this names whatever runs between them
             with optional_job(ctx.spark, f"plan_maintenance: {ref} step {i}/{len(steps)} {step.procedure}"):
-                result = summarize_result(ctx.call_procedure(step.procedure, step.arguments))
+                outcome = run_step(ctx, step.procedure, step.arguments)
+            stopped = outcome.status == FAILED and not continue_on_error
         rows.append((i, step.procedure, render_arguments(step.arguments),
                      render_call(ctx.catalog_name, step.procedure, step.arguments), ", ".join(step.reasons),
-                     bool(execute), result))
+                     outcome.status in (DONE, FAILED), outcome.result, outcome.status, outcome.output,
+                     outcome.duration_seconds, outcome.error))
     return rows
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """How one planned call ended: its status, output (text and rows) and duration, or the error."""
+
+    status: str
+    result: str | None = None
+    output: list[dict[str, str | None]] | None = None
+    duration_seconds: float | None = None
+    error: str | None = None
+
+
+def run_step(ctx: ProcedureContext, procedure: str, arguments: Any) -> StepOutcome:
+    """Run one planned call through the runner; a missing optional dependency skips it, any other
+    error fails it (the table is as that procedure's own failure leaves it: unchanged)."""
+    started = time.monotonic()
+    try:
+        result = ctx.call_procedure(procedure, arguments)
+    except MissingDependencyError as e:
+        # raised before the procedure does any work: nothing ran, and the message names the extra
+        return StepOutcome(SKIPPED, duration_seconds=time.monotonic() - started, error=str(e))
+    except Exception as e:  # noqa: BLE001 -- a failed step is reported in its row, not raised
+        log.warning("plan_maintenance: %s failed", procedure, exc_info=True)
+        return StepOutcome(FAILED, duration_seconds=time.monotonic() - started,
+                           error=f"{type(e).__name__}: {e}")
+    return StepOutcome(DONE, summarize_result(result), output_maps(result, ctx.tz),
+                       time.monotonic() - started)
+
+
+def output_maps(result: Any, tz: str = "UTC") -> list[dict[str, str | None]]:
+    """A step's output rows as maps of column name to its value as Spark would cast it to STRING
+    (NULL stays None); ``tz`` is the session time zone for timestamps."""
+    columns = result.columns
+    return [{c.name: None if v is None else format_value(v, c.type, tz) for c, v in zip(columns, r)}
+            for r in result.rows]
 
 
 def summarize_result(result: Any) -> str:

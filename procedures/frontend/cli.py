@@ -8,7 +8,8 @@
 Configuration, later wins: the embedded defaults (catalog ``local`` = JDBC/SQLite under
 ``./warehouse``, as in ``spark-conf/spark-defaults.conf``), ``--properties-file`` (spark-defaults
 format), ``--master``, then each ``--conf k=v``.  The first failing statement stops the run with
-its message on stderr (no traceback unless ``--verbose``) and exit code 1.
+its message on stderr (no traceback unless ``--verbose``) and exit code 1; a maintenance plan whose
+step failed prints every step, then the failed ones on stderr, and exits with 1.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from procedures.frontend.parser import split_statements, tokenize
 from procedures.frontend.sqlcall import execute
 from procedures.spark.environment import check_session
 
-__all__ = ["main", "read_properties_file", "format_table", "plan_statement", "EMBEDDED_DEFAULTS"]
+__all__ = ["main", "read_properties_file", "format_table", "failed_steps", "plan_statement", "subcommand_index", "EMBEDDED_DEFAULTS"]
 
 EMBEDDED_DEFAULTS = {
     "spark.sql.catalog.local.type": "jdbc",
@@ -116,13 +117,25 @@ def _build_session(conf: dict[str, str]):
     return check_session(spark)
 
 
-def _print_result(df, out) -> None:
+def _print_result(df, out) -> list[str]:
+    """Print ``df``'s rows; returns the failed steps when it is a maintenance plan's output."""
     started = time.monotonic()
     if not df.columns:
-        return
+        return []
     rows = df.collect()
     print(format_table(df.columns, [tuple(r) for r in rows]), file=out)
     print(f"Time taken: {time.monotonic() - started:.3f} seconds, Fetched {len(rows)} row(s)", file=sys.stderr)
+    return failed_steps(df.columns, rows)
+
+
+def failed_steps(columns: Sequence[str], rows: Sequence[Sequence]) -> list[str]:
+    """``step procedure: error`` of every failed step when ``columns`` are plan_maintenance's output,
+    so that a scheduled plan whose step failed exits non-zero after printing every step."""
+    if not {"step", "procedure", "status", "error"} <= set(columns):
+        return []
+    at = {name: i for i, name in enumerate(columns)}
+    return [f"step {r[at['step']]} {r[at['procedure']]}: {r[at['error']]}" for r in rows
+            if r[at["status"]] == "failed"]
 
 
 def _error_text(e: BaseException) -> str:
@@ -134,9 +147,12 @@ def _error_text(e: BaseException) -> str:
     return f"Error ({name}): {text}"
 
 
-def _run_text(spark, text: str, out) -> None:
+def _run_text(spark, text: str, out) -> list[str]:
+    """Run and print each statement; returns the failed maintenance steps reported on the way."""
+    failed = []
     for stmt in split_statements(text):
-        _print_result(execute(spark, stmt.text, script=text, offset=stmt.offset), out)
+        failed += _print_result(execute(spark, stmt.text, script=text, offset=stmt.offset), out)
+    return failed
 
 
 def _interactive(spark, out) -> int:
@@ -210,6 +226,27 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: options of the console that take a value (the word after them is never a subcommand)
+_VALUED_OPTIONS = {"-e", "-f", "--conf", "--properties-file", "--master", "--import"}
+
+
+def subcommand_index(argv: Sequence[str], name: str) -> int | None:
+    """Where ``name`` stands as a subcommand in ``argv`` (options may come before it, as in
+    ``--master local[2] plan t``), or None: the first bare word not taken as an option's value."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return None
+        if word in _VALUED_OPTIONS:
+            i += 2
+            continue
+        if not word.startswith("-"):
+            return i if word == name else None
+        i += 1
+    return None
+
+
 def _plan_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="procedures-sql plan",
@@ -219,11 +256,14 @@ def _plan_parser() -> argparse.ArgumentParser:
     p.add_argument("table", help="the table: catalog.namespace.name, or namespace.name in the default catalog")
     p.add_argument("--execute", action="store_true", help="run the planned procedures in order")
     p.add_argument("--no-orphans", action="store_true", help="do not list the table location for orphan files")
+    p.add_argument("--continue-on-error", action="store_true",
+                   help="after a failed step, run the remaining ones (default: they are not started)")
     _common_options(p)
     return p
 
 
-def plan_statement(table: str, conf: dict[str, str], *, execute: bool, include_orphans: bool = True) -> str:
+def plan_statement(table: str, conf: dict[str, str], *, execute: bool, include_orphans: bool = True,
+                   continue_on_error: bool = False) -> str:
     """The CALL of plan_maintenance for ``table`` (``[catalog.]namespace.name``): in the table's
     catalog when its first part names one of ours, else in the default catalog."""
     parts = split_dotted(table.strip())
@@ -232,6 +272,8 @@ def plan_statement(table: str, conf: dict[str, str], *, execute: bool, include_o
     args = [("table", table_reference(rest)), ("execute", execute)]
     if not include_orphans:
         args.append(("include_orphans", False))
+    if continue_on_error:
+        args.append(("continue_on_error", True))
     return render_call(catalog, "plan_maintenance", args)
 
 
@@ -252,8 +294,9 @@ def _settings(args: argparse.Namespace) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status (0 ok, 1 failed statement, 2 bad usage)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    plan = argv[:1] == ["plan"]
-    args = _plan_parser().parse_args(argv[1:]) if plan else _parser().parse_args(argv)
+    at = subcommand_index(argv, "plan")
+    plan = at is not None
+    args = _plan_parser().parse_args(argv[:at] + argv[at + 1:]) if plan else _parser().parse_args(argv)
     if not plan and args.execute is not None and args.file is not None:
         print("Error: use either -e or -f, not both", file=sys.stderr)
         return 2
@@ -261,7 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         conf = _settings(args)
         text = None
         if plan:
-            text = plan_statement(args.table, conf, execute=args.execute, include_orphans=not args.no_orphans)
+            text = plan_statement(args.table, conf, execute=args.execute, include_orphans=not args.no_orphans,
+                                  continue_on_error=args.continue_on_error)
         elif args.file is not None:
             with open(args.file, encoding="utf-8") as f:
                 text = f.read()
@@ -284,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if text is None:
         return _interactive(spark, out)
     try:
-        _run_text(spark, text, out)
+        failed = _run_text(spark, text, out)
     except Exception as e:  # noqa: BLE001 -- one message, no traceback, non-zero exit
         if args.verbose:
             import traceback
@@ -292,7 +336,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(_error_text(e), file=sys.stderr)
         return 1
-    return 0
+    for step in failed:
+        print(f"Error: maintenance {step}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

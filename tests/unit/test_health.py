@@ -5,22 +5,25 @@ parse back), and both procedures through the runner."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.builder import new_table_metadata
 from procedures.core.health import (
-    MIN_SMALL_MANIFESTS, Finding, HealthThresholds, analyze, orphan_finding, plan_steps, render_call, sql_literal,
+    MIN_SMALL_MANIFESTS, Finding, HealthThresholds, MaintenanceStep, analyze, orphan_finding, plan_steps, render_call, sql_literal,
     table_reference,
 )
 from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
 from procedures.core.transaction import RetryPolicy, commit
-from procedures.errors import MissingParameterError, NoSuchTableError, ValidationError
+from procedures.builtin import plan_maintenance as plan_maintenance_module
+from procedures.errors import CommitFailedError, MissingParameterError, NoSuchTableError, ValidationError
 from procedures.framework.context import ProcedureContext
-from procedures.framework.registry import get_procedure
+from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.registry import get_procedure, register, unregister
 from procedures.frontend import runner
-from procedures.frontend.cli import plan_statement
+from procedures.frontend.cli import failed_steps, plan_statement, subcommand_index
 from procedures.frontend.parser import parse_call
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -278,3 +281,99 @@ def test_console_plan_statement():
         "CALL wh.system.plan_maintenance(table => 'db.events', execute => true)"
     assert plan_statement("db.events", {}, execute=False, include_orphans=False) == \
         "CALL local.system.plan_maintenance(table => 'db.events', execute => false, include_orphans => false)"
+
+
+def _steps_with_a_failing_third(monkeypatch):
+    """Patch the planner to propose five steps whose third fails (a commit conflict raised by a
+    procedure registered for the test) and whose fourth needs datasketches, hidden here."""
+    calls = []
+
+    @register("boom_for_test", parameters=[P("table", "STRING", True)], output=[Col("x", "INT")], replace=True)
+    def boom(ctx, table):
+        calls.append(table)
+        raise CommitFailedError("injected conflict in step 3")
+
+    table = (("table", "db.t"),)
+    steps = [MaintenanceStep("rewrite_manifests", table, ("small_manifests",)),
+             MaintenanceStep("expire_snapshots", table + (("retain_last", 1),), ("expired_snapshots",)),
+             MaintenanceStep("boom_for_test", table, ("injected",)),
+             MaintenanceStep("compute_table_stats", table, ("missing_statistics",)),
+             MaintenanceStep("rewrite_manifests", table, ("small_manifests",))]
+    monkeypatch.setattr(plan_maintenance_module, "plan_steps", lambda findings: steps)
+    monkeypatch.setitem(sys.modules, "datasketches", None)  # `import datasketches` raises ImportError
+    return calls
+
+
+@pytest.mark.parametrize("continue_on_error", [False, True])
+def test_plan_execute_reports_every_step_when_the_third_fails(setup, monkeypatch, continue_on_error):
+    cat, conf = setup
+    t = _neglected(cat, props={"history.expire.max-snapshot-age-ms": "1"})
+    calls = _steps_with_a_failing_third(monkeypatch)
+    try:
+        result = runner.run("plan_maintenance", kwargs={"table": "db.t", "execute": True, "include_orphans": False,
+                                                        "continue_on_error": continue_on_error},
+                            catalog="ours", conf=conf)
+    finally:
+        unregister("boom_for_test")
+    rows = [dict(zip([c.name for c in result.columns], r)) for r in result.rows]
+    assert calls == ["db.t"]
+    statuses = [r["status"] for r in rows]
+    if continue_on_error:
+        assert statuses == ["done", "done", "failed", "skipped", "done"]
+    else:
+        assert statuses == ["done", "done", "failed", "not started", "not started"]
+    assert [r["executed"] for r in rows] == [s in ("done", "failed") for s in statuses]
+    failed = rows[2]
+    assert failed["error"] == "CommitFailedError: injected conflict in step 3" and failed["output"] is None
+    assert failed["result"] is None and failed["duration_seconds"] >= 0
+    # typed outputs: rewrite_manifests' counts and expire_snapshots' counts as column -> value maps
+    assert rows[0]["output"][0].keys() == {"rewritten_manifests_count", "added_manifests_count"}
+    assert int(rows[1]["output"][0]["deleted_data_files_count"]) >= 0
+    assert all(r["duration_seconds"] >= 0 for r in rows if r["status"] in ("done", "failed", "skipped"))
+    assert all(r["duration_seconds"] is None and r["output"] is None for r in rows if r["status"] == "not started")
+    if continue_on_error:
+        assert "pip install 'iceberg-procedures[stats]'" in rows[3]["error"] and rows[3]["output"] is None
+    # steps 1-2 committed; nothing else changed the table but the fifth step (when run)
+    after = cat.load_table(("db", "t")).metadata
+    assert len(after.snapshots) < len(t.metadata.snapshots)
+    assert not after.statistics
+
+
+def test_a_missing_optional_dependency_skips_the_step_with_the_install_hint(setup, monkeypatch):
+    cat, conf = setup
+    t = _table(cat)
+    t = commit(t, [FastAppend([_data(t, 0, "a")])], policy=FAST)
+    monkeypatch.setitem(sys.modules, "datasketches", None)
+    ctx = ProcedureContext(get_procedure("plan_maintenance"), "ours", conf, None,
+                           call=lambda n, a: runner.run(n, kwargs=list(a), catalog="ours", conf=conf))
+    outcome = plan_maintenance_module.run_step(ctx, "compute_table_stats", (("table", "db.t"),))
+    assert outcome.status == "skipped" and "iceberg-procedures[stats]" in outcome.error
+    assert cat.load_table(("db", "t")).metadata_location == t.metadata_location
+
+
+def test_plan_output_columns_are_typed():
+    proc = get_procedure("plan_maintenance")
+    types = {c.name: str(c.type) for c in proc.output}
+    assert types["output"] == "ARRAY<MAP<STRING,STRING>>" and types["duration_seconds"] == "DOUBLE"
+    assert [c.name for c in proc.output][:7] == ["step", "procedure", "arguments", "call", "reason", "executed",
+                                                 "result"]
+
+
+def test_console_finds_the_plan_subcommand_after_options():
+    assert subcommand_index(["plan", "t"], "plan") == 0
+    assert subcommand_index(["--master", "local[2]", "plan", "t", "--execute"], "plan") == 2
+    assert subcommand_index(["--conf", "a=plan", "--verbose", "plan", "db.t"], "plan") == 3
+    # a value of an option, a statement, or an ordinary run: no subcommand
+    assert subcommand_index(["-e", "plan"], "plan") is None
+    assert subcommand_index(["--master", "plan"], "plan") is None
+    assert subcommand_index(["-f", "x.sql"], "plan") is None
+    assert plan_statement("db.t", {}, execute=True, continue_on_error=True) == \
+        "CALL local.system.plan_maintenance(table => 'db.t', execute => true, continue_on_error => true)"
+
+
+def test_console_reports_failed_plan_steps():
+    columns = ["step", "procedure", "status", "error"]
+    rows = [(1, "rewrite_manifests", "done", None), (2, "expire_snapshots", "failed", "CommitFailedError: x"),
+            (3, "compute_table_stats", "not started", None)]
+    assert failed_steps(columns, rows) == ["step 2 expire_snapshots: CommitFailedError: x"]
+    assert failed_steps(["status", "error"], [("failed", "x")]) == []  # not a plan's output

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The pyspark minor lines that the full suite does not run (.ci/run runs it on 3.5 and on the newest 4.x):
+# for each line, a throwaway venv with the package (editable) and the test references, then the tests
+# that touch what differs most between pyspark releases: the Python data source (pyspark 4's
+# DataSource API, whose helper signatures change between minor releases), the maintenance planner and
+# its console (the clean-install check already runs a write/read flow on 4.1).
+#
+# Default lines: 4.0, 4.1 and 4.2.  Arguments replace them (pyspark specifiers):
+#   .ci/pyspark_lines.sh '==4.0.*' '==4.1.*'
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO="$(pwd)"
+PYTHON="${PYTHON:-python3}"
+LINES=("$@")
+if [ "${#LINES[@]}" -eq 0 ]; then
+    LINES=('==4.0.*' '==4.1.*' '==4.2.*')
+fi
+# what each line runs: the data source and the planner (unit and console)
+TESTS=(tests/spark/test_datasource.py tests/spark/test_maintenance_console.py tests/unit/test_health.py)
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/pyspark-lines.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+unset PYTHONPATH PYSPARK_PYTHON PYSPARK_DRIVER_PYTHON SPARK_HOME
+
+status=0
+for line in "${LINES[@]}"; do
+    started=$(date +%s)
+    venv="$WORK/venv$(echo "$line" | tr -c 'A-Za-z0-9.' '_')"
+    printf '\n=== pyspark%s: data-source and planner tests (%s)\n' "$line" "$(date -u +%H:%M:%S)"
+    "$PYTHON" -m venv "$venv"
+    if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$REPO[test-references]" \
+            "pyspark$line"; then
+        echo "pyspark$line: pip install failed" >&2
+        status=1
+        continue
+    fi
+    "$venv/bin/python" -c 'import pyspark; print("pyspark", pyspark.__version__)'
+    # the venv's python runs the Spark workers too (PATH's python3 may be another one)
+    if PATH="$venv/bin:$PATH" PYSPARK_PYTHON="$venv/bin/python" \
+            timeout --signal=INT --kill-after=60 15m "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}"; then
+        echo "pyspark$line: OK in $(( $(date +%s) - started ))s"
+    else
+        echo "pyspark$line: FAILED" >&2
+        status=1
+    fi
+done
+exit $status
