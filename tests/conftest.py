@@ -169,14 +169,50 @@ def table_name(request: pytest.FixtureRequest) -> str:
     return "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:60]
 
 
+#: unit test modules that depend on the installed pyspark: run on every pyspark line, while
+#: ``PROCEDURES_TESTS_UNIT_DONE=1`` (``.ci/run``'s second run) deselects the other unit tests
+UNIT_TESTS_PER_PYSPARK = {"test_datasource_filters.py", "test_environment.py", "test_task_errors.py",
+                          "test_import_contract.py"}
+
+
+def _unit_module(item) -> str | None:
+    """The file name of a test under tests/unit, else None."""
+    path = Path(str(item.fspath))
+    return path.name if path.parent.name == "unit" else None
+
+
+def _deselect(config, items, predicate) -> None:
+    dropped = [item for item in items if predicate(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not predicate(item)]
+
+
+#: fixtures that start a server: their tests get the server's marker and ``slow`` (``-m "not slow"``
+#: is the fast unit loop of the README)
+SERVER_MARKERS = {"pg_server": "postgres", "s3_server": "s3", "spark_cluster": "cluster"}
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """On pyspark 4, deselect the tests marked ``java`` (the Iceberg Java jar is for Spark 3.5)."""
-    if not SPARK4:
-        return
-    kept = [item for item in items if item.get_closest_marker("java") is None]
-    if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("java") is not None])
-        items[:] = kept
+    """Mark the tests that start a server (``postgres``, ``s3``, ``cluster``; all ``slow``) or a Spark
+    session (``spark``, ``slow``); deselect the unit tests already run (``PROCEDURES_TESTS_UNIT_DONE=1``)
+    and, on pyspark 4, the tests marked ``java`` (the Iceberg Java jar is for Spark 3.5)."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in SERVER_MARKERS.items():
+            if fixture in fixtures:
+                item.add_marker(marker)
+                item.add_marker("slow")
+        if "spark" in fixtures or item.get_closest_marker("spark") is not None:
+            item.add_marker("spark")
+            item.add_marker("slow")
+        elif item.get_closest_marker("postgres") is not None:
+            item.add_marker("slow")
+    if os.environ.get("PROCEDURES_TESTS_UNIT_DONE") == "1":
+        _deselect(config, items, lambda item: _unit_module(item) is not None
+                  and _unit_module(item) not in UNIT_TESTS_PER_PYSPARK)
+    if SPARK4:
+        _deselect(config, items, lambda item: item.get_closest_marker("java") is not None)
 
 
 # ------------------------------------------------------------------ skips for a missing reference

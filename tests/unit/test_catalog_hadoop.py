@@ -300,6 +300,7 @@ def _commit_worker(args):
     return conflicts
 
 
+@pytest.mark.slow  # several processes
 def test_four_processes_commit_without_lost_updates(tmp_path):
     conf = {"spark.sql.catalog.h.type": "hadoop", "spark.sql.catalog.h.warehouse": str(tmp_path / "wh")}
     cat = load_catalog("h", conf)

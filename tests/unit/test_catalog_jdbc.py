@@ -329,6 +329,7 @@ def _commit_worker(args):
     return conflicts
 
 
+@pytest.mark.slow  # several processes
 def test_four_processes_commit_without_lost_updates(cat, conf):
     new_table(cat)
     commits = 8

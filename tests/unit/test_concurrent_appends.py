@@ -37,6 +37,7 @@ def _worker(kind: str, root: str, worker: int) -> None:
         commit(table, [FastAppend([f])], policy=POLICY)
 
 
+@pytest.mark.slow  # several processes
 @pytest.mark.parametrize("kind", ["hadoop", "sqlite"])
 def test_four_processes_append_concurrently(tmp_path, kind):
     root = str(tmp_path)

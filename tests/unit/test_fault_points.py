@@ -60,6 +60,7 @@ def _reach_writes(plan_file: str, n: int) -> None:
         FP.reached(FP.WRITE, f"child-{i}")
 
 
+@pytest.mark.slow  # several processes
 def test_a_plan_counts_across_processes_and_raises_at_the_nth_point(tmp_path):
     log, plan_file = str(tmp_path / "log"), str(tmp_path / "plan")
     with open(plan_file, "w") as f:

@@ -88,6 +88,7 @@ def _race(args):
         return None
 
 
+@pytest.mark.slow  # several processes
 def test_create_if_absent_has_exactly_one_winner_across_processes(tmp_path):
     path = str(tmp_path / "v2.metadata.json")
     with mp.get_context("spawn").Pool(4) as pool:

@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "procedures"
 
@@ -303,6 +305,7 @@ def test_the_checks_catch_violations(tmp_path, monkeypatch):
     assert g.dynamic == ["procedures/spark/b.py:9: __import__(f'procedures.spark.{1}')"]
 
 
+@pytest.mark.slow  # a subprocess importing every module
 def test_every_module_imports_without_pyspark():
     """No module imports pyspark at its top: the whole package loads with pyspark blocked (Spark is
     only needed when a Spark step runs)."""
