@@ -15,10 +15,16 @@ step failed prints every step, then the failed ones on stderr, and exits with 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as dt
+import json
+import logging
 import os
 import re
 import sys
 import time
+import warnings
+from decimal import Decimal
 from typing import Sequence
 
 from procedures.catalog.base import split_dotted
@@ -26,10 +32,12 @@ from procedures.catalog.config import catalog_names, default_catalog_name
 from procedures.core.health import render_call, table_reference
 from procedures.errors import IcebergError, SqlSyntaxError
 from procedures.frontend.parser import split_statements, tokenize
+from procedures.frontend.progress import ConsoleProgress
 from procedures.frontend.sqlcall import execute
 from procedures.spark.environment import check_session
 
-__all__ = ["main", "read_properties_file", "format_table", "failed_steps", "plan_statement", "subcommand_index", "EMBEDDED_DEFAULTS"]
+__all__ = ["main", "read_properties_file", "format_table", "failed_steps", "format_rows", "plan_statement", "subcommand_index",
+           "configure_logging", "EMBEDDED_DEFAULTS"]
 
 EMBEDDED_DEFAULTS = {
     "spark.sql.catalog.local.type": "jdbc",
@@ -42,6 +50,12 @@ EMBEDDED_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
 }
 HISTORY_FILE = os.path.expanduser("~/.procedures_sql_history")
+#: the JVM logging of the console's session (errors only until --log-level changes it)
+LOG4J2_CONSOLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "resources", "log4j2-console.properties")
+#: --log-level values (Spark's names)
+LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
+_PYTHON_LEVELS = {"ALL": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
+                  "ERROR": logging.ERROR, "FATAL": logging.CRITICAL, "OFF": logging.CRITICAL + 1}
 
 
 def read_properties_file(path: str) -> dict[str, str]:
@@ -112,18 +126,66 @@ def _build_session(conf: dict[str, str]):
     builder = SparkSession.builder.appName("procedures-sql")
     for k, v in conf.items():
         builder = builder.config(k, v)
+    if "spark.driver.extraJavaOptions" not in conf and not os.environ.get("PYSPARK_SUBMIT_ARGS"):
+        # quiet JVM start-up lines; the user's own driver options or submit arguments win
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_CONSOLE}")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(conf.get("procedures.log.level", "ERROR"))
     return check_session(spark)
 
 
-def _print_result(df, out) -> list[str]:
-    """Print ``df``'s rows; returns the failed steps when it is a maintenance plan's output."""
-    started = time.monotonic()
+def configure_logging(level: str) -> None:
+    """Log this package's messages at ``level`` and above to stderr, one line each (``WARN`` is
+    Spark's spelling of ``WARNING``)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("procedures")
+    logger.handlers[:] = [handler]
+    logger.setLevel(_PYTHON_LEVELS.get(level, logging.ERROR))
+    logger.propagate = False
+
+
+def quiet_library_warnings() -> None:
+    """Hide the Future/Deprecation warnings pandas and pyspark print on start: a console user can do
+    nothing about them (they concern the libraries' own calls)."""
+    for module in ("pyspark", "pandas", "pyarrow", "py4j"):
+        warnings.filterwarnings("ignore", category=FutureWarning, module=module)
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=module)
+
+
+def format_rows(columns: Sequence[str], rows: Sequence[Sequence], output: str = "table") -> str:
+    """Rows as ``output`` says: ``table`` (aligned, for people), ``json`` (one JSON object per row,
+    values as JSON types) or ``tsv`` (a header line, then tab-separated values; NULL as empty)."""
+    if output == "json":
+        return "\n".join(json.dumps(dict(zip(columns, r)), default=_json_value, ensure_ascii=False) for r in rows)
+    if output == "tsv":
+        def cell(v) -> str:
+            return "" if v is None else _value_text(v).replace("\t", " ").replace("\n", " ")
+        return "\n".join(["\t".join(columns)] + ["\t".join(cell(v) for v in r) for r in rows])
+    return format_table(columns, rows)
+
+
+def _json_value(v):
+    if isinstance(v, (dt.datetime, dt.date, dt.time)):
+        return v.isoformat()
+    if isinstance(v, Decimal):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    if hasattr(v, "asDict"):  # a pyspark Row (a struct value)
+        return v.asDict(recursive=True)
+    return str(v)
+
+
+def _print_result(df, out, started: float, output: str = "table") -> list[str]:
+    """Print ``df``'s rows and the time since the statement ``started``; returns the failed steps when
+    it is a maintenance plan's output."""
     if not df.columns:
+        print(f"Time taken: {time.monotonic() - started:.3f} seconds", file=sys.stderr)
         return []
     rows = df.collect()
-    print(format_table(df.columns, [tuple(r) for r in rows]), file=out)
+    if rows or output == "table":
+        print(format_rows(df.columns, [tuple(r) for r in rows], output), file=out)
     print(f"Time taken: {time.monotonic() - started:.3f} seconds, Fetched {len(rows)} row(s)", file=sys.stderr)
     return failed_steps(df.columns, rows)
 
@@ -147,15 +209,21 @@ def _error_text(e: BaseException) -> str:
     return f"Error ({name}): {text}"
 
 
-def _run_text(spark, text: str, out) -> list[str]:
-    """Run and print each statement; returns the failed maintenance steps reported on the way."""
+def _run_text(spark, text: str, out, options: argparse.Namespace | None = None) -> list[str]:
+    """Run and print each statement (with progress on stderr unless ``--no-progress``); returns the
+    failed maintenance steps reported on the way."""
+    output = getattr(options, "output", "table")
+    progress = not getattr(options, "no_progress", False)
     failed = []
     for stmt in split_statements(text):
-        failed += _print_result(execute(spark, stmt.text, script=text, offset=stmt.offset), out)
+        started = time.monotonic()
+        with ConsoleProgress(spark) if progress else contextlib.nullcontext():
+            df = execute(spark, stmt.text, script=text, offset=stmt.offset)
+            failed += _print_result(df, out, started, output)
     return failed
 
 
-def _interactive(spark, out) -> int:
+def _interactive(spark, out, options: argparse.Namespace | None = None) -> int:
     try:
         import readline
 
@@ -185,7 +253,7 @@ def _interactive(spark, out) -> int:
             continue
         buffer = []
         try:
-            _run_text(spark, text, out)
+            _run_text(spark, text, out, options)
             status = 0
         except Exception as e:  # noqa: BLE001 -- the prompt survives any failing statement
             print(_error_text(e), file=sys.stderr)
@@ -214,6 +282,12 @@ def _common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import a Python module first (to register your own procedures); repeatable")
     p.add_argument("--verbose", action="store_true", help="print tracebacks on errors")
+    p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=None,
+                   help="log level of Spark and of this package on stderr (default ERROR)")
+    p.add_argument("--output", choices=("table", "json", "tsv"), default="table",
+                   help="how result rows are printed: aligned table (default), JSON lines or tab-separated")
+    p.add_argument("--no-progress", action="store_true",
+                   help="do not show the running step and Spark stage on stderr")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -227,7 +301,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: options of the console that take a value (the word after them is never a subcommand)
-_VALUED_OPTIONS = {"-e", "-f", "--conf", "--properties-file", "--master", "--import"}
+_VALUED_OPTIONS = {"-e", "-f", "--conf", "--properties-file", "--master", "--import", "--log-level", "--output"}
 
 
 def subcommand_index(argv: Sequence[str], name: str) -> int | None:
@@ -283,6 +357,8 @@ def _settings(args: argparse.Namespace) -> dict[str, str]:
         conf.update(read_properties_file(args.properties_file))
     if args.master:
         conf["spark.master"] = args.master
+    if args.log_level:
+        conf["procedures.log.level"] = args.log_level
     for item in args.conf:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -315,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error: {e}", file=sys.stderr)
         return 2
     out = sys.stdout
+    quiet_library_warnings()
+    configure_logging(conf.get("procedures.log.level", "ERROR").upper())
     try:
         import importlib
 
@@ -326,9 +404,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_error_text(e), file=sys.stderr)
         return 1
     if text is None:
-        return _interactive(spark, out)
+        return _interactive(spark, out, args)
     try:
-        failed = _run_text(spark, text, out)
+        failed = _run_text(spark, text, out, args)
     except Exception as e:  # noqa: BLE001 -- one message, no traceback, non-zero exit
         if args.verbose:
             import traceback

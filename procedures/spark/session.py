@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from typing import Any, Callable, Iterator, TypeVar
 
 from procedures.catalog.base import Catalog, Identifier, Table
@@ -22,6 +23,7 @@ __all__ = [
     "job_description",
     "job_group",
     "optional_job",
+    "active_descriptions",
     "catalog_for",
     "resolve_table",
     "load_table",
@@ -30,6 +32,16 @@ __all__ = [
 _DESCRIPTION = "spark.job.description"
 _GROUP = "spark.jobGroup.id"
 _INTERRUPT = "spark.job.interruptOnCancel"
+#: the job descriptions open right now, outermost first, over all threads (for the console's progress,
+#: which runs in a thread of its own and cannot read another thread's local properties)
+_OPEN_DESCRIPTIONS: list[str] = []
+_OPEN_LOCK = threading.Lock()
+
+
+def active_descriptions() -> list[str]:
+    """The job descriptions of the blocks open now (:func:`job_description`), outermost first."""
+    with _OPEN_LOCK:
+        return list(_OPEN_DESCRIPTIONS)
 
 
 def active_session(spark: Any = None) -> Any:
@@ -85,6 +97,8 @@ def job_description(spark: Any, text: str) -> Iterator[None]:
     sc = spark.sparkContext
     previous = sc.getLocalProperty(_DESCRIPTION)
     sc.setJobDescription(text)
+    with _OPEN_LOCK:
+        _OPEN_DESCRIPTIONS.append(text)
     try:
         yield
     except Exception as e:
@@ -93,6 +107,8 @@ def job_description(spark: Any, text: str) -> Iterator[None]:
             raise
         raise typed from e
     finally:
+        with _OPEN_LOCK:
+            _OPEN_DESCRIPTIONS.remove(text)
         sc.setLocalProperty(_DESCRIPTION, previous)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,37 @@ def test_format_table_aligns_columns():
     assert format_table(["n", "name"], [(1, "a"), (100, None)]).splitlines() == [
         "n    name", "---  ----", "  1  a", "100  NULL",
     ]
+
+
+def test_time_taken_progress_json_output_and_a_quiet_start(tmp_path):
+    run = console(tmp_path, "--master", "local[2]", "--output", "json", "-e",
+                  "CREATE NAMESPACE IF NOT EXISTS local.db; "
+                  "CREATE TABLE local.db.p (id bigint, c string) USING iceberg PARTITIONED BY (c); "
+                  "INSERT INTO local.db.p VALUES (1, 'a'), (2, 'b'); INSERT INTO local.db.p VALUES (3, 'a'); "
+                  "CALL local.system.rewrite_data_files(table => 'db.p', options => map('min-input-files', '2')); "
+                  "SELECT id, c FROM local.db.p ORDER BY id")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert [json.loads(x) for x in lines[-3:]] == [{"id": 1, "c": "a"}, {"id": 2, "c": "b"}, {"id": 3, "c": "a"}]
+    assert json.loads(lines[0])["rewritten_data_files_count"] == 2
+    # a time for every statement, also those without rows (CREATE, INSERT)
+    assert run.stderr.count("Time taken: ") == 6
+    # progress as plain lines (stderr is no terminal here), naming our job descriptions
+    assert "progress: append to local.db.p" in run.stderr
+    # nothing the user cannot act on: no JVM start-up warnings, no library FutureWarnings
+    for noise in ("WARN ", "FutureWarning", "DeprecationWarning", "Setting default log level", "NativeCodeLoader"):
+        assert noise not in run.stderr, run.stderr
+
+
+def test_plan_options_before_the_subcommand_and_log_level(tmp_path):
+    run = console(tmp_path, "--master", "local[1]", "--log-level", "info", "--output", "tsv", "-e",
+                  "CREATE NAMESPACE IF NOT EXISTS local.db; CREATE TABLE local.db.q (id bigint) USING iceberg; "
+                  "INSERT INTO local.db.q VALUES (1)")
+    assert run.returncode == 0, run.stderr
+    assert " INFO " in run.stderr  # Spark's INFO lines, at the level asked for
+    plan = console(tmp_path, "--master", "local[1]", "--no-progress", "plan", "local.db.q", "--no-orphans")
+    assert plan.returncode == 0, plan.stderr
+    header, _, *steps = plan.stdout.splitlines()
+    assert header.split()[:3] == ["step", "procedure", "arguments"]
+    # a new table's one finding: no statistics; planned, not run (no --execute)
+    assert len(steps) == 1 and "compute_table_stats" in steps[0] and " planned " in steps[0], plan.stdout

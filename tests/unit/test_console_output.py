@@ -1,0 +1,103 @@
+"""The console's output formats, progress lines and logging set-up, without Spark (the progress
+reads a fake stage source; the step comes from the job descriptions open in spark.session)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import logging
+from decimal import Decimal
+
+import pytest
+
+from procedures.frontend.cli import configure_logging, format_rows, subcommand_index
+from procedures.frontend.progress import ConsoleProgress, StageProgress, render_bar, render_line
+from procedures.spark.session import active_descriptions, job_description
+
+
+class _FakeContext:
+    def __init__(self):
+        self.props = {}
+
+    def getLocalProperty(self, key):  # noqa: N802 -- pyspark's name
+        return self.props.get(key)
+
+    def setLocalProperty(self, key, value):  # noqa: N802
+        self.props[key] = value
+
+    def setJobDescription(self, text):  # noqa: N802
+        self.props["spark.job.description"] = text
+
+
+class _FakeSession:
+    def __init__(self):
+        self.sparkContext = _FakeContext()
+
+
+def test_formats():
+    columns = ["id", "name", "when", "amount", "tags"]
+    rows = [(1, "a\tb", dt.datetime(2024, 1, 2, 3, 4, 5), Decimal("1.50"), {"k": "v"}), (2, None, None, None, None)]
+    lines = format_rows(columns, rows, "json").splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {"id": 1, "name": "a\tb", "when": "2024-01-02T03:04:05", "amount": "1.50", "tags": {"k": "v"}},
+        {"id": 2, "name": None, "when": None, "amount": None, "tags": None}]
+    tsv = format_rows(columns, rows, "tsv").splitlines()
+    assert tsv[0] == "id\tname\twhen\tamount\ttags"
+    assert tsv[1].split("\t") == ["1", "a b", "2024-01-02 03:04:05", "1.50", "{k:v}"]
+    assert tsv[2].split("\t") == ["2", "", "", "", ""]
+    table = format_rows(columns, rows).splitlines()
+    assert table[0].split() == columns and "NULL" in table[3]
+
+
+def test_progress_bar_and_lines():
+    stages = [StageProgress(3, 40, 10), StageProgress(4, 10, 10)]
+    assert render_bar("rewrite_data_files: group 1/2", stages) == \
+        "rewrite_data_files: group 1/2 [########............] 20/50 tasks (stage 3,4)"
+    assert render_bar(None, []) == "running"
+    assert len(render_bar("x" * 300, stages, width=80)) == 80
+    assert render_line("expire_snapshots: delete", stages[:1]) == "progress: expire_snapshots: delete: stage 3 (40 tasks)"
+
+
+def test_progress_names_the_open_step_and_writes_a_line_per_change():
+    spark, out = _FakeSession(), io.StringIO()
+    current = [[StageProgress(1, 4, 0)]]
+    progress = ConsoleProgress(spark, out, tty=False, stages=lambda: current[0])
+    with job_description(spark, "remove_orphan_files: list files"):
+        assert active_descriptions() == ["remove_orphan_files: list files"]
+        progress.poll()
+        progress.poll()  # unchanged: no second line
+        current[0] = [StageProgress(2, 8, 3)]
+        progress.poll()
+    assert active_descriptions() == []
+    assert out.getvalue().splitlines() == ["progress: remove_orphan_files: list files: stage 1 (4 tasks)",
+                                           "progress: remove_orphan_files: list files: stage 2 (8 tasks)"]
+    # the job description is restored
+    assert spark.sparkContext.props["spark.job.description"] is None
+
+
+def test_progress_on_a_terminal_redraws_one_line_and_clears_it():
+    spark, out = _FakeSession(), io.StringIO()
+    with job_description(spark, "step"):
+        with ConsoleProgress(spark, out, tty=True, interval=3600, stages=lambda: [StageProgress(0, 2, 1)]) as p:
+            p.poll()
+    text = out.getvalue()
+    assert text.startswith("\rstep [##########..........] 1/2 tasks (stage 0)") and text.endswith("\r")
+    assert "\n" not in text
+
+
+def test_new_options_take_values_before_the_subcommand():
+    assert subcommand_index(["--output", "json", "--log-level", "info", "plan", "t"], "plan") == 4
+
+
+@pytest.mark.parametrize("level, expected", [("WARN", logging.WARNING), ("OFF", logging.CRITICAL + 1),
+                                             ("ALL", logging.DEBUG)])
+def test_log_levels(level, expected):
+    configure_logging(level)
+    logger = logging.getLogger("procedures")
+    try:
+        assert logger.level == expected and len(logger.handlers) == 1 and not logger.propagate
+    finally:
+        logger.handlers[:] = []
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
