@@ -8,18 +8,21 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from procedures.core.health import plan_steps, render_arguments, render_call, table_reference
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import OutputColumn as Col, Parameter as P
-from procedures.errors import MissingDependencyError
+from procedures.catalog.targets import iter_tables, parse_target
+from procedures.core.fleet import benefit_score, parse_duration, rank_by_benefit
+from procedures.errors import MissingDependencyError, MissingParameterError
 from procedures.framework.registry import register
 from procedures.framework.sqltypes import format_value
 from procedures.spark.actions.table_health import table_health as health
 from procedures.spark.session import optional_job
 
 __all__ = ["plan_maintenance", "summarize_result", "output_maps", "run_step", "StepOutcome",
+           "examined_tables",
            "PLANNED", "DONE", "SKIPPED", "FAILED", "NOT_STARTED"]
 
 log = logging.getLogger(__name__)
@@ -35,15 +38,21 @@ PLANNED, DONE, SKIPPED, FAILED, NOT_STARTED = "planned", "done", "skipped", "fai
 @register(
     "plan_maintenance",
     parameters=[
-        P("table", "STRING", True, doc="Table to plan for (relative to the CALL's catalog)."),
+        P("table", "STRING",
+          doc="Table to plan for (relative to the CALL's catalog); 'db.*' for every table of namespace db "
+              "(and below), '*' for every table of the catalog."),
         P("execute", "BOOLEAN", default=False, doc="Run the planned calls in order (default: only show them)."),
         P("include_orphans", "BOOLEAN", default=True,
           doc="List the table location for orphan files while planning (default true)."),
         P("continue_on_error", "BOOLEAN", default=False,
-          doc="After a failed step, run the remaining ones (default false: they are not started)."),
+          doc="After a failed step, run the table's remaining ones (default false: they are not started)."),
+        P("namespace", "STRING", doc="Plan for every table of this namespace (and below) instead of one table."),
+        P("max_duration", "STRING",
+          doc="Time budget of the run, e.g. '45m' or '2h': steps not begun when it is spent are not started."),
     ],
     output=(
-        Col("step", "INT", False, "Position of the call in the plan (1-based)."),
+        Col("step", "INT", False, "Position of the call in the table's plan (1-based; 0 when the table could "
+                                  "not be examined)."),
         Col("procedure", "STRING", False, "The procedure to call."),
         Col("arguments", "STRING", False, "Its named arguments in CALL syntax."),
         Col("call", "STRING", False, "The whole CALL statement."),
@@ -55,32 +64,68 @@ PLANNED, DONE, SKIPPED, FAILED, NOT_STARTED = "planned", "done", "skipped", "fai
         Col("output", "ARRAY<MAP<STRING,STRING>>", True,
             "The call's output rows, one map of column to value each; NULL when it did not run."),
         Col("duration_seconds", "DOUBLE", True, "How long the call took; NULL when it did not run."),
-        Col("error", "STRING", True, "Why the step failed or was skipped (with the fix), else NULL."),
+        Col("error", "STRING", True, "Why the step failed, was skipped or not started (with the fix), else NULL."),
+        Col("table", "STRING", False, "The table the step is for (namespace.name)."),
     ),
 )
-def plan_maintenance(ctx: ProcedureContext, table: str, execute: bool | None,
-                     include_orphans: bool | None, continue_on_error: bool | None) -> list[tuple]:
-    """Plan (and with execute => true run) the maintenance the table needs; empty for a maintained table.
+def plan_maintenance(ctx: ProcedureContext, table: str | None, execute: bool | None, include_orphans: bool | None,
+                     continue_on_error: bool | None, namespace: str | None, max_duration: str | None) -> list[tuple]:
+    """Plan (and with execute => true run) the maintenance a table, a namespace or the catalog needs.
 
-    A failing step never raises: its row says ``failed`` with the error, and the steps after it are
-    ``not started`` unless ``continue_on_error``, so a scheduled run always reports every step."""
-    t = ctx.load_table(table)
-    ref = table_reference(ctx.resolve(table))
-    steps = plan_steps(health(t, ref, include_orphans=bool(include_orphans), spark=ctx.spark))
-    rows = []
-    stopped = False
-    for i, step in enumerate(steps, 1):
-        outcome = StepOutcome(PLANNED if not execute else NOT_STARTED)
-        if execute and not stopped:
-            # the step's own jobs name themselves; this names whatever runs between them
-            with optional_job(ctx.spark, f"plan_maintenance: {ref} step {i}/{len(steps)} {step.procedure}"):
-                outcome = run_step(ctx, step.procedure, step.arguments)
-            stopped = outcome.status == FAILED and not continue_on_error
-        rows.append((i, step.procedure, render_arguments(step.arguments),
-                     render_call(ctx.catalog_name, step.procedure, step.arguments), ", ".join(step.reasons),
-                     outcome.status in (DONE, FAILED), outcome.result, outcome.status, outcome.output,
-                     outcome.duration_seconds, outcome.error))
+    A failing step never raises: its row says ``failed`` with the error, and the table's steps after
+    it are ``not started`` unless ``continue_on_error``; other tables go on.  Several tables are
+    planned in the order of :func:`procedures.core.fleet.benefit_score` (most to gain first), so a
+    ``max_duration`` budget is spent where it helps most."""
+    budget = parse_duration(max_duration)
+    deadline = None if budget is None else time.monotonic() + budget
+    many = parse_target(table, namespace)
+    if many is None and table is None:
+        raise MissingParameterError("Missing required parameters: [table] (or namespace)",
+                                    procedure="plan_maintenance", parameters=["table"])
+    rows: list[tuple] = []
+    planned = []  # (score, ref, steps)
+    for ref, loaded, error in examined_tables(ctx, table, many):
+        if error is not None:
+            rows.append((0, "table_health", "", "", "", False, None, FAILED, None, None, error, ref))
+            continue
+        findings = health(loaded, ref, include_orphans=bool(include_orphans), spark=ctx.spark)
+        planned.append((benefit_score(findings), ref, plan_steps(findings)))
+    for ref, steps in rank_by_benefit([((ref, steps), score) for score, ref, steps in planned]):
+        stopped = False
+        for i, step in enumerate(steps, 1):
+            outcome = StepOutcome(PLANNED if not execute else NOT_STARTED)
+            if execute and stopped:
+                outcome = StepOutcome(NOT_STARTED, error="an earlier step of this table failed")
+            elif execute and deadline is not None and time.monotonic() >= deadline:
+                outcome = StepOutcome(NOT_STARTED, error=f"max_duration '{max_duration}' was spent before this step")
+            elif execute:
+                # the step's own jobs name themselves; this names whatever runs between them
+                with optional_job(ctx.spark, f"plan_maintenance: {ref} step {i}/{len(steps)} {step.procedure}"):
+                    outcome = run_step(ctx, step.procedure, step.arguments)
+                stopped = outcome.status == FAILED and not continue_on_error
+            rows.append((i, step.procedure, render_arguments(step.arguments),
+                         render_call(ctx.catalog_name, step.procedure, step.arguments), ", ".join(step.reasons),
+                         outcome.status in (DONE, FAILED), outcome.result, outcome.status, outcome.output,
+                         outcome.duration_seconds, outcome.error, ref))
     return rows
+
+
+def examined_tables(ctx: ProcedureContext, table: str | None, many: tuple[str, ...] | None) -> Iterator[tuple]:
+    """``(reference, table, error)`` for each table to examine: the one ``table`` (whose errors
+    raise, as any procedure's), or every table below namespace ``many``, where a table that cannot
+    be loaded yields its error text instead so the others go on."""
+    if many is None:
+        ident = ctx.resolve(table)
+        yield table_reference(ident), ctx.load_table(table), None
+        return
+    for ident in iter_tables(ctx.catalog, many):
+        try:
+            loaded = ctx.catalog.load_table(ident)
+        except Exception as e:  # noqa: BLE001 -- one broken table must not stop a catalog's maintenance
+            log.warning("plan_maintenance: cannot load %s", ".".join(ident), exc_info=True)
+            yield table_reference(ident), None, f"{type(e).__name__}: {e}"
+            continue
+        yield table_reference(ident), loaded, None
 
 
 @dataclass(frozen=True)

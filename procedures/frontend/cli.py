@@ -4,6 +4,7 @@
     procedures-sql -f sql/quickstart.sql --conf spark.sql.shuffle.partitions=4
     procedures-sql --properties-file spark-conf/spark-defaults.conf     # interactive prompt
     procedures-sql plan local.db.events [--execute]                       # maintenance plan
+    procedures-sql maintain local --max-duration 2h --report run.json     # a whole catalog, scheduled
 
 Configuration, later wins: the embedded defaults (catalog ``local`` = JDBC/SQLite under
 ``./warehouse``, as in ``spark-conf/spark-defaults.conf``), ``--properties-file`` (spark-defaults
@@ -37,6 +38,7 @@ from procedures.frontend.sqlcall import execute
 from procedures.spark.environment import check_session
 
 __all__ = ["main", "read_properties_file", "format_table", "failed_steps", "format_rows", "plan_statement", "subcommand_index",
+           "maintain_statement", "maintenance_report",
            "configure_logging", "EMBEDDED_DEFAULTS"]
 
 EMBEDDED_DEFAULTS = {
@@ -177,13 +179,15 @@ def _json_value(v):
     return str(v)
 
 
-def _print_result(df, out, started: float, output: str = "table") -> list[str]:
+def _print_result(df, out, started: float, output: str = "table", results: list | None = None) -> list[str]:
     """Print ``df``'s rows and the time since the statement ``started``; returns the failed steps when
     it is a maintenance plan's output."""
     if not df.columns:
         print(f"Time taken: {time.monotonic() - started:.3f} seconds", file=sys.stderr)
         return []
     rows = df.collect()
+    if results is not None:
+        results.append((list(df.columns), [tuple(r) for r in rows]))
     if rows or output == "table":
         print(format_rows(df.columns, [tuple(r) for r in rows], output), file=out)
     print(f"Time taken: {time.monotonic() - started:.3f} seconds, Fetched {len(rows)} row(s)", file=sys.stderr)
@@ -209,9 +213,11 @@ def _error_text(e: BaseException) -> str:
     return f"Error ({name}): {text}"
 
 
-def _run_text(spark, text: str, out, options: argparse.Namespace | None = None) -> list[str]:
+def _run_text(spark, text: str, out, options: argparse.Namespace | None = None,
+              results: list | None = None) -> list[str]:
     """Run and print each statement (with progress on stderr unless ``--no-progress``); returns the
-    failed maintenance steps reported on the way."""
+    failed maintenance steps reported on the way, and appends each result's ``(columns, rows)`` to
+    ``results`` when given."""
     output = getattr(options, "output", "table")
     progress = not getattr(options, "no_progress", False)
     failed = []
@@ -219,7 +225,7 @@ def _run_text(spark, text: str, out, options: argparse.Namespace | None = None) 
         started = time.monotonic()
         with ConsoleProgress(spark) if progress else contextlib.nullcontext():
             df = execute(spark, stmt.text, script=text, offset=stmt.offset)
-            failed += _print_result(df, out, started, output)
+            failed += _print_result(df, out, started, output, results)
     return failed
 
 
@@ -293,7 +299,8 @@ def _common_options(p: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="procedures-sql", description=__doc__.split("\n\n")[0],
                                 epilog="procedures-sql plan <table> [--execute]: plan (and run) the table's "
-                                       "maintenance; see procedures-sql plan --help")
+                                       "maintenance; procedures-sql maintain <catalog|namespace>: run the "
+                                       "maintenance of every table; see procedures-sql plan|maintain --help")
     p.add_argument("-e", dest="execute", metavar="SQL", help="run the SQL text (statements separated by ';')")
     p.add_argument("-f", dest="file", metavar="FILE", help="run the SQL script file")
     _common_options(p)
@@ -301,11 +308,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: options of the console that take a value (the word after them is never a subcommand)
-_VALUED_OPTIONS = {"-e", "-f", "--conf", "--properties-file", "--master", "--import", "--log-level", "--output"}
+_VALUED_OPTIONS = {"-e", "-f", "--conf", "--properties-file", "--master", "--import", "--log-level", "--output",
+                   "--max-duration", "--report"}
 
 
-def subcommand_index(argv: Sequence[str], name: str) -> int | None:
-    """Where ``name`` stands as a subcommand in ``argv`` (options may come before it, as in
+def subcommand_index(argv: Sequence[str], *names: str) -> int | None:
+    """Where one of ``names`` stands as a subcommand in ``argv`` (options may come before it, as in
     ``--master local[2] plan t``), or None: the first bare word not taken as an option's value."""
     i = 0
     while i < len(argv):
@@ -316,7 +324,7 @@ def subcommand_index(argv: Sequence[str], name: str) -> int | None:
             i += 2
             continue
         if not word.startswith("-"):
-            return i if word == name else None
+            return i if word in names else None
         i += 1
     return None
 
@@ -334,6 +342,70 @@ def _plan_parser() -> argparse.ArgumentParser:
                    help="after a failed step, run the remaining ones (default: they are not started)")
     _common_options(p)
     return p
+
+
+def _maintain_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="procedures-sql maintain",
+        description="Run the maintenance every table of a catalog or namespace needs (CALL "
+                    "<catalog>.system.plan_maintenance(namespace => ..., execute => true)), most to gain first, "
+                    "and write a JSON report; exits with 1 when a step failed.",
+    )
+    p.add_argument("target", help="a catalog (every table of it), or [catalog.]namespace")
+    p.add_argument("--max-duration", metavar="DURATION", help="time budget, e.g. 45m or 2h: later steps are not started")
+    p.add_argument("--report", metavar="FILE", help="write the run as JSON to FILE")
+    p.add_argument("--plan-only", action="store_true", help="only plan: run nothing")
+    p.add_argument("--no-orphans", action="store_true", help="do not list table locations for orphan files")
+    p.add_argument("--continue-on-error", action="store_true",
+                   help="after a failed step, run the table's remaining ones (default: they are not started)")
+    _common_options(p)
+    return p
+
+
+def maintain_statement(target: str, conf: dict[str, str], *, execute: bool = True, include_orphans: bool = True,
+                       continue_on_error: bool = False, max_duration: str | None = None) -> str:
+    """The CALL of plan_maintenance over ``target``: a catalog of ours (every table of it) or a
+    ``[catalog.]namespace`` (in the default catalog when the first part names none of ours)."""
+    parts = split_dotted(target.strip())
+    catalog = parts[0] if parts and parts[0] in catalog_names(conf) else default_catalog_name(conf)
+    namespace = parts[1:] if parts and parts[0] == catalog and parts[0] in catalog_names(conf) else parts
+    args = [("namespace", ".".join(namespace) or "*"), ("execute", execute)]
+    if not include_orphans:
+        args.append(("include_orphans", False))
+    if continue_on_error:
+        args.append(("continue_on_error", True))
+    if max_duration:
+        args.append(("max_duration", max_duration))
+    return render_call(catalog, "plan_maintenance", args)
+
+
+def maintenance_report(statement: str, columns: Sequence[str], rows: Sequence[Sequence], started: float,
+                       finished: float) -> dict:
+    """The JSON report of a maintain run: when, what was called, the count per status and every step."""
+    steps = [dict(zip(columns, (_json_ready(v) for v in r))) for r in rows]
+    counts: dict[str, int] = {}
+    for step in steps:
+        counts[step["status"]] = counts.get(step["status"], 0) + 1
+    return {
+        "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
+        "finished": dt.datetime.fromtimestamp(finished, dt.timezone.utc).isoformat(),
+        "duration_seconds": round(finished - started, 3),
+        "statement": statement,
+        "tables": len({step["table"] for step in steps}),
+        "status_counts": counts,
+        "failed": [step for step in steps if step["status"] == "failed"],
+        "steps": steps,
+    }
+
+
+def _json_ready(v):
+    if isinstance(v, list):
+        return [_json_ready(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _json_ready(x) for k, x in v.items()}
+    if hasattr(v, "asDict"):
+        return v.asDict(recursive=True)
+    return v
 
 
 def plan_statement(table: str, conf: dict[str, str], *, execute: bool, include_orphans: bool = True,
@@ -370,18 +442,24 @@ def _settings(args: argparse.Namespace) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status (0 ok, 1 failed statement, 2 bad usage)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    at = subcommand_index(argv, "plan")
-    plan = at is not None
-    args = _plan_parser().parse_args(argv[:at] + argv[at + 1:]) if plan else _parser().parse_args(argv)
-    if not plan and args.execute is not None and args.file is not None:
+    at = subcommand_index(argv, "plan", "maintain")
+    command = argv[at] if at is not None else None
+    rest = argv[:at] + argv[at + 1:] if at is not None else argv
+    parser = {"plan": _plan_parser, "maintain": _maintain_parser}.get(command, _parser)()
+    args = parser.parse_args(rest)
+    if command is None and args.execute is not None and args.file is not None:
         print("Error: use either -e or -f, not both", file=sys.stderr)
         return 2
     try:
         conf = _settings(args)
         text = None
-        if plan:
+        if command == "plan":
             text = plan_statement(args.table, conf, execute=args.execute, include_orphans=not args.no_orphans,
                                   continue_on_error=args.continue_on_error)
+        elif command == "maintain":
+            text = maintain_statement(args.target, conf, execute=not args.plan_only,
+                                      include_orphans=not args.no_orphans, continue_on_error=args.continue_on_error,
+                                      max_duration=args.max_duration)
         elif args.file is not None:
             with open(args.file, encoding="utf-8") as f:
                 text = f.read()
@@ -405,8 +483,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if text is None:
         return _interactive(spark, out, args)
+    results: list[tuple[list[str], list]] = []
+    started = time.time()
     try:
-        failed = _run_text(spark, text, out, args)
+        failed = _run_text(spark, text, out, args, results)
     except Exception as e:  # noqa: BLE001 -- one message, no traceback, non-zero exit
         if args.verbose:
             import traceback
@@ -414,6 +494,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(_error_text(e), file=sys.stderr)
         return 1
+    if command == "maintain" and args.report:
+        columns, rows = results[-1]
+        with open(args.report, "w", encoding="utf-8") as f:
+            json.dump(maintenance_report(text, columns, rows, started, time.time()), f, indent=2, default=_json_value)
+            f.write("\n")
     for step in failed:
         print(f"Error: maintenance {step}", file=sys.stderr)
     return 1 if failed else 0

@@ -113,3 +113,28 @@ def test_plan_options_before_the_subcommand_and_log_level(tmp_path):
     assert header.split()[:3] == ["step", "procedure", "arguments"]
     # a new table's one finding: no statistics; planned, not run (no --execute)
     assert len(steps) == 1 and "compute_table_stats" in steps[0] and " planned " in steps[0], plan.stdout
+
+
+def test_maintain_a_whole_catalog_writes_a_json_report(tmp_path):
+    setup = console(tmp_path, "--master", "local[2]", "--no-progress", "-e",
+                    "CREATE NAMESPACE IF NOT EXISTS local.db; CREATE NAMESPACE IF NOT EXISTS local.ops; "
+                    "CREATE TABLE local.db.a (id bigint) USING iceberg; CREATE TABLE local.ops.b (id bigint) USING iceberg; "
+                    "INSERT INTO local.db.a VALUES (1); INSERT INTO local.db.a VALUES (2); INSERT INTO local.ops.b VALUES (3)")
+    assert setup.returncode == 0, setup.stderr
+    report = tmp_path / "run.json"
+    run = console(tmp_path, "--no-progress", "maintain", "local", "--no-orphans", "--report", str(report),
+                  "--max-duration", "30m", "--master", "local[2]")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(report.read_text())
+    assert data["tables"] == 2 and data["failed"] == [] and set(data["status_counts"]) == {"done"}
+    by_table = {}
+    for step in data["steps"]:
+        by_table.setdefault(step["table"], []).append(step["procedure"])
+    assert set(by_table) == {"db.a", "ops.b"} and all("compute_table_stats" in p for p in by_table.values())
+    stats = [s for s in data["steps"] if s["procedure"] == "compute_table_stats"]
+    assert all(s["output"][0]["statistics_file"].endswith(".stats") for s in stats)
+    assert "plan_maintenance(namespace => '*', execute => true" in data["statement"]
+    # the statistics were committed: a second run finds nothing to do
+    again = console(tmp_path, "--no-progress", "--master", "local[1]", "maintain", "local", "--no-orphans",
+                    "--plan-only", "--output", "json")
+    assert again.returncode == 0 and again.stdout.strip() == "", again.stdout + again.stderr

@@ -15,6 +15,7 @@ from procedures.core.health import (
     MIN_SMALL_MANIFESTS, Finding, HealthThresholds, MaintenanceStep, analyze, orphan_finding, plan_steps, render_call, sql_literal,
     table_reference,
 )
+from procedures.core.fleet import parse_duration
 from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.builtin import plan_maintenance as plan_maintenance_module
@@ -23,7 +24,9 @@ from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import OutputColumn as Col, Parameter as P
 from procedures.framework.registry import get_procedure, register, unregister
 from procedures.frontend import runner
-from procedures.frontend.cli import failed_steps, plan_statement, subcommand_index
+from procedures.frontend.cli import (
+    failed_steps, maintain_statement, maintenance_report, plan_statement, subcommand_index,
+)
 from procedures.frontend.parser import parse_call
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -377,3 +380,111 @@ def test_console_reports_failed_plan_steps():
             (3, "compute_table_stats", "not started", None)]
     assert failed_steps(columns, rows) == ["step 2 expire_snapshots: CommitFailedError: x"]
     assert failed_steps(["status", "error"], [("failed", "x")]) == []  # not a plan's output
+
+
+def _fleet(cat, count=20):
+    """``count`` tables in db (and two in db.sub): every third is neglected (small files, old
+    snapshots), the rest have one file; table t07's metadata is corrupt."""
+    cat.create_namespace(("db", "sub"))
+    props = {"history.expire.max-snapshot-age-ms": "1"}
+    for i in range(count):
+        name = f"t{i:02d}"
+        t = _table(cat, name, props=props)
+        for j in range(12 if i % 3 == 0 else 1):
+            t = commit(t, [FastAppend([_data(t, j, "abc"[j % 3])])], policy=FAST)
+    for name in ("s1", "s2"):
+        md, _ = new_table_metadata(schema=SCHEMA, location=f"{cat.warehouse}/db/sub/{name}", spec=SPEC,
+                                   format_version=2)
+        t = cat.create_table(("db", "sub", name), md)
+        if name == "s1":
+            commit(t, [FastAppend([_data(t, 0, "a")])], policy=FAST)
+    broken = cat.load_table(("db", "t07"))
+    with open(broken.metadata_location.removeprefix("file:"), "w") as f:
+        f.write("{ not json")
+    return count + 2
+
+
+def test_health_of_a_namespace_ranks_tables_and_reports_a_broken_one(setup):
+    cat, conf = setup
+    total = _fleet(cat)
+    result = runner.run("table_health", kwargs={"table": "db.*"}, catalog="ours", conf=conf)
+    rows = [dict(zip([c.name for c in result.columns], r)) for r in result.rows]
+    assert rows[0]["check"] == "error" and rows[0]["table"] == "db.t07" and "Cannot examine db.t07" in rows[0]["message"]
+    tables = list(dict.fromkeys(r["table"] for r in rows[1:]))
+    # the neglected tables (t00, t03, ...) rank before the maintained ones; sub-namespace tables included
+    neglected = [f"db.t{i:02d}" for i in range(0, 20, 3)]
+    assert tables[:len(neglected)] == sorted(neglected, key=tables.index) and set(tables[:len(neglected)]) == set(neglected)
+    # the sub-namespace's tables are examined too (an empty table has no findings)
+    assert total == 22 and "db.sub.s1" in tables and "db.sub.s2" not in tables
+    same = runner.run("table_health", kwargs={"namespace": "db"}, catalog="ours", conf=conf).rows
+    assert same == result.rows
+    with pytest.raises(ValidationError, match="not both"):
+        runner.run("table_health", kwargs={"table": "db.*", "namespace": "db"}, catalog="ours", conf=conf)
+    with pytest.raises(ValidationError, match="does not exist"):
+        runner.run("table_health", kwargs={"namespace": "nope"}, catalog="ours", conf=conf)
+    with pytest.raises(MissingParameterError):
+        runner.run("table_health", kwargs={}, catalog="ours", conf=conf)
+
+
+def test_catalog_maintenance_within_a_budget(setup, monkeypatch):
+    """20 tables, each step 'taking' a minute on a fake clock, a 10-minute budget: the first ten
+    steps run (most neglected tables first), every later step is not started and says why, the
+    broken table is reported and the others go on."""
+    cat, conf = setup
+    _fleet(cat)
+    clock = [1000.0]
+    real_run_step = plan_maintenance_module.run_step
+
+    def one_minute_step(ctx, procedure, arguments):
+        clock[0] += 60
+        return real_run_step(ctx, procedure, arguments)
+
+    only = {"rewrite_manifests", "expire_snapshots"}  # what runs without Spark here
+    real_plan = plan_maintenance_module.plan_steps
+    monkeypatch.setattr(plan_maintenance_module, "plan_steps",
+                        lambda findings: [s for s in real_plan(findings) if s.procedure in only])
+    monkeypatch.setattr(plan_maintenance_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(plan_maintenance_module, "run_step", one_minute_step)
+    result = runner.run("plan_maintenance", kwargs={"table": "*", "execute": True, "include_orphans": False,
+                                                    "max_duration": "10m"}, catalog="ours", conf=conf)
+    rows = [dict(zip([c.name for c in result.columns], r)) for r in result.rows]
+    assert rows[0]["status"] == "failed" and rows[0]["table"] == "db.t07" and rows[0]["step"] == 0
+    steps = rows[1:]
+    statuses = [r["status"] for r in steps]
+    assert statuses[:10] == ["done"] * 10 and set(statuses[10:]) == {"not started"} and len(statuses) > 10
+    assert all("max_duration '10m'" in r["error"] for r in steps[10:])
+    # the neglected tables (12 snapshots each) were maintained first
+    assert {r["table"] for r in steps[:10]} <= {f"db.t{i:02d}" for i in range(0, 20, 3)}
+    assert len(cat.load_table(("db", "t00")).metadata.snapshots) < 12
+    assert len(cat.load_table(("db", "t18")).metadata.snapshots) == 12  # not reached within the budget
+    with pytest.raises(ValidationError, match="Cannot parse duration"):
+        runner.run("plan_maintenance", kwargs={"table": "*", "max_duration": "soon"}, catalog="ours", conf=conf)
+
+
+def test_durations():
+    assert parse_duration("90s") == 90 and parse_duration("45m") == 2700 and parse_duration("2h") == 7200
+    assert parse_duration("1d") == 86400 and parse_duration("500ms") == 0.5 and parse_duration("30") == 30
+    assert parse_duration(None) is None
+    for bad in ("0s", "-1m", "1w", ""):
+        with pytest.raises(ValidationError):
+            parse_duration(bad)
+
+
+def test_console_maintain_statement_and_report():
+    conf = {"spark.sql.catalog.wh.type": "hadoop", "spark.sql.catalog.wh.warehouse": "/tmp/x"}
+    assert maintain_statement("wh", conf) == \
+        "CALL wh.system.plan_maintenance(namespace => '*', execute => true)"
+    assert maintain_statement("wh.db", conf, max_duration="2h", include_orphans=False) == \
+        "CALL wh.system.plan_maintenance(namespace => 'db', execute => true, include_orphans => false, " \
+        "max_duration => '2h')"
+    assert maintain_statement("db", {}, execute=False, continue_on_error=True) == \
+        "CALL local.system.plan_maintenance(namespace => 'db', execute => false, continue_on_error => true)"
+    columns = ["step", "procedure", "status", "error", "output", "table"]
+    rows = [(1, "rewrite_manifests", "done", None, [{"a": "1"}], "db.a"),
+            (0, "table_health", "failed", "InvalidMetadataError: x", None, "db.b"),
+            (2, "expire_snapshots", "not started", "max_duration", None, "db.a")]
+    report = maintenance_report("CALL ...", columns, rows, 0.0, 12.5)
+    assert report["tables"] == 2 and report["duration_seconds"] == 12.5
+    assert report["status_counts"] == {"done": 1, "failed": 1, "not started": 1}
+    assert report["failed"] == [dict(zip(columns, rows[1]))] and report["steps"][0]["output"] == [{"a": "1"}]
+    assert report["started"] == "1970-01-01T00:00:00+00:00"
