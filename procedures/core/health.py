@@ -32,7 +32,7 @@ from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "Finding", "MaintenanceStep", "HealthThresholds", "analyze", "orphan_finding", "plan_steps", "sql_literal",
-    "render_arguments", "render_call", "table_reference", "severity_rank", "SEVERITIES", "CHECKS", "STEP_ORDER", "MIN_SMALL_MANIFESTS",
+    "render_arguments", "render_call", "partition_text", "table_reference", "severity_rank", "SEVERITIES", "CHECKS", "STEP_ORDER", "MIN_SMALL_MANIFESTS",
 ]
 
 SEVERITIES = ("info", "warning", "critical")
@@ -167,7 +167,8 @@ def orphan_finding(md: TableMetadata, table_ref: str, orphan_count: int, older_t
     )]
 
 
-def _partition_text(md: TableMetadata, f: DataFile) -> str | None:
+def partition_text(md: TableMetadata, f: DataFile) -> str | None:
+    """The partition of ``f`` as in data paths (``name=value/...``); None for an unpartitioned spec."""
     spec = md.spec_by_id(f.spec_id)
     if spec is None or spec.is_unpartitioned():
         return None
@@ -198,7 +199,7 @@ def _file_findings(md: TableMetadata, files: Sequence[DataFile], table_ref: str,
     for key in sorted(groups, key=lambda k: (k[0], repr(k[1]))):
         g = groups[key]
         sample = (g["data"] or g["pos"] or g["eq"])[0]
-        part = _partition_text(md, sample)
+        part = partition_text(md, sample)
         where = f" in partition {part}" if part else ""
         small = [f for f in g["data"] if f.file_size_in_bytes < limits.min_file_size]
         small_bytes = sum(f.file_size_in_bytes for f in small)

@@ -5,6 +5,7 @@
     procedures-sql --properties-file spark-conf/spark-defaults.conf     # interactive prompt
     procedures-sql plan local.db.events [--execute]                       # maintenance plan
     procedures-sql maintain local --max-duration 2h --report run.json     # a whole catalog, scheduled
+    procedures-sql health local.db --html report.html [--maintain]        # a report with pictures
 
 Configuration, later wins: the embedded defaults (catalog ``local`` = JDBC/SQLite under
 ``./warehouse``, as in ``spark-conf/spark-defaults.conf``), ``--properties-file`` (spark-defaults
@@ -34,6 +35,7 @@ from procedures.core.health import render_call, table_reference
 from procedures.errors import IcebergError, SqlSyntaxError
 from procedures.frontend.parser import split_statements, tokenize
 from procedures.frontend.progress import ConsoleProgress
+from procedures.frontend.report import health_report
 from procedures.frontend.sqlcall import execute
 from procedures.spark.environment import check_session
 
@@ -229,6 +231,32 @@ def _run_text(spark, text: str, out, options: argparse.Namespace | None = None,
     return failed
 
 
+def _health(spark, args: argparse.Namespace, out) -> int:
+    """``procedures-sql health``: the findings (and with --maintain the steps run) as rows, and the
+    HTML report when asked for."""
+    started = time.monotonic()
+    try:
+        with ConsoleProgress(spark) if not args.no_progress else contextlib.nullcontext():
+            report = health_report(spark, args.target, maintain=args.maintain, include_orphans=args.orphans,
+                                   max_duration=args.max_duration)
+    except Exception as e:  # noqa: BLE001 -- one message, no traceback, non-zero exit
+        print(_error_text(e), file=sys.stderr)
+        return 1
+    columns = ["table", "severity", "check", "partition", "message", "call"]
+    rows = [[t.table] + [f[c] for c in columns[1:]] for t in report.tables for f in t.findings]
+    if rows or args.output == "table":
+        print(format_rows(columns, rows, args.output), file=out)
+    steps = [s for t in report.tables for s in t.steps]
+    if args.html:
+        report.save(args.html)
+        print(f"Wrote {args.html} ({len(report.tables)} tables)", file=sys.stderr)
+    print(f"Time taken: {time.monotonic() - started:.3f} seconds", file=sys.stderr)
+    failed = [f"step {s['step']} {s['procedure']} of {s['table']}: {s['error']}" for s in steps if s["status"] == "failed"]
+    for step in failed:
+        print(f"Error: maintenance {step}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def _interactive(spark, out, options: argparse.Namespace | None = None) -> int:
     try:
         import readline
@@ -362,6 +390,22 @@ def _maintain_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _health_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="procedures-sql health",
+        description="Report the health of a table, a namespace or a catalog (CALL <catalog>.system.table_health); "
+                    "with --html also a page of pictures (needs the 'report' extra: matplotlib).",
+    )
+    p.add_argument("target", help="a table, a namespace or a catalog: [catalog.]namespace[.table]")
+    p.add_argument("--html", metavar="FILE", help="write the HTML report with pictures to FILE")
+    p.add_argument("--maintain", action="store_true",
+                   help="run the maintenance plan and show the pictures before and after it")
+    p.add_argument("--orphans", action="store_true", help="also list table locations for orphan files (slow)")
+    p.add_argument("--max-duration", metavar="DURATION", help="time budget of --maintain, e.g. 45m")
+    _common_options(p)
+    return p
+
+
 def maintain_statement(target: str, conf: dict[str, str], *, execute: bool = True, include_orphans: bool = True,
                        continue_on_error: bool = False, max_duration: str | None = None) -> str:
     """The CALL of plan_maintenance over ``target``: a catalog of ours (every table of it) or a
@@ -442,10 +486,10 @@ def _settings(args: argparse.Namespace) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit status (0 ok, 1 failed statement, 2 bad usage)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    at = subcommand_index(argv, "plan", "maintain")
+    at = subcommand_index(argv, "plan", "maintain", "health")
     command = argv[at] if at is not None else None
     rest = argv[:at] + argv[at + 1:] if at is not None else argv
-    parser = {"plan": _plan_parser, "maintain": _maintain_parser}.get(command, _parser)()
+    parser = {"plan": _plan_parser, "maintain": _maintain_parser, "health": _health_parser}.get(command, _parser)()
     args = parser.parse_args(rest)
     if command is None and args.execute is not None and args.file is not None:
         print("Error: use either -e or -f, not both", file=sys.stderr)
@@ -456,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "plan":
             text = plan_statement(args.table, conf, execute=args.execute, include_orphans=not args.no_orphans,
                                   continue_on_error=args.continue_on_error)
+        elif command == "health":
+            text = ""
         elif command == "maintain":
             text = maintain_statement(args.target, conf, execute=not args.plan_only,
                                       include_orphans=not args.no_orphans, continue_on_error=args.continue_on_error,
@@ -481,6 +527,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001
         print(_error_text(e), file=sys.stderr)
         return 1
+    if command == "health":
+        return _health(spark, args, out)
     if text is None:
         return _interactive(spark, out, args)
     results: list[tuple[list[str], list]] = []
