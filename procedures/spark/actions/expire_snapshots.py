@@ -19,13 +19,15 @@ import logging
 from itertools import chain
 from typing import Any, Callable, Sequence
 
+from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability as R
-from procedures.core.gc.delete_guard import DeleteGuard, table_roots
+from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.expire import (
     GC_DISABLED, ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files,
     expired_files, gc_enabled,
 )
 from procedures.core.manage import ExpireSnapshots
+from procedures.core.table_overlap import ForeignFolders, gc_roots, table_folders
 from procedures.core.transaction import commit
 from procedures.errors import ValidationError
 from procedures.spark import listing as L
@@ -79,9 +81,10 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
             L.FrameKeeper() as keep:
         files = expired_files(table.io, op.base, after, plan.expired_snapshot_ids,
                               unreached=_unreached_in_spark(spark, table.io, keep) if spark is not None else None)
-        guard = DeleteGuard(committed, table_roots(after), metadata_location=getattr(committed, "metadata_location", None),
+        roots, others = _delete_scope(table, after, name)
+        guard = DeleteGuard(committed, roots, metadata_location=getattr(committed, "metadata_location", None),
                             manifest_lists=files.retained_lists, manifests=files.retained_manifests,
-                            procedure=f"expire_snapshots on {name}")
+                            procedure=f"expire_snapshots on {name}", others=others)
         counts = delete_files(table.io, files.iterate(params.stream_results),
                               max_concurrent_deletes=params.max_concurrent_deletes, guard=guard)
     log.info("expire_snapshots on %s: expired %d snapshot(s), deleted %d file(s)", name,
@@ -90,4 +93,16 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
         counts[R.DATA], counts[R.POSITION_DELETE], counts[R.EQUALITY_DELETE], counts[R.MANIFEST],
         counts[R.MANIFEST_LIST], counts[R.STATISTICS], plan.expired_snapshot_ids, plan.removed_refs,
         files.content_frame is not None, tuple(guard.report.outside), tuple(guard.report.reachable),
+        tuple(guard.report.foreign),
     )
+
+
+def _delete_scope(table: Any, md: Any, name: str) -> tuple[tuple[str, ...], ForeignFolders]:
+    """The folders expire may delete in (:func:`~procedures.core.table_overlap.gc_roots`) and the
+    other tables' folders it keeps out of, from one look at the catalog."""
+    others, warehouse = neighbours(table)
+    own = table_folders(".".join(getattr(table, "identifier", ()) or ()), md)
+    roots, dropped = gc_roots(own, others, warehouse)
+    for why in dropped:
+        log.warning("expire_snapshots on %s: not deleting in %s", name, why)
+    return roots, ForeignFolders(roots, others, skip=own.name)
