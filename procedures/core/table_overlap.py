@@ -51,7 +51,8 @@ class TableFolders:
 
     def folders(self) -> tuple[tuple[str, str], ...]:
         """``(what, folder)`` of every folder of the table: ``location`` first."""
-        head = (("location", self.location),) if self.location else ()
+        # an empty location is the root of its file system (a location of "/" is stored as "")
+        head = (("location", self.location),) if self.location is not None else ()
         return head + self.write_paths
 
 
