@@ -13,14 +13,14 @@ location is skipped with a warning.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from procedures.catalog.base import Catalog, Identifier, identifier_to_string
-from procedures.core.table_overlap import TableFolders, check_no_overlap, table_folders
+from procedures.core.table_overlap import TableFolders, check_no_overlap, table_folders, write_paths
 from procedures.errors import IcebergError, NoSuchNamespaceError, NoSuchTableError
 
 __all__ = ["table_identifiers", "known_table_folders", "warehouse_root", "check_table_folders",
-           "check_commit_folders", "neighbours"]
+           "check_table_location", "check_commit_folders", "neighbours"]
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +86,20 @@ def known_table_folders(catalog: Catalog, *, exclude: Iterable[Identifier] = ())
 
 def check_table_folders(catalog: Catalog, identifier: Identifier, metadata: Any, *, action: str) -> None:
     """Refuse (:class:`~procedures.errors.ValidationError`) to give table ``identifier`` the
-    folders of ``metadata`` when they overlap another table of ``catalog`` or its warehouse root."""
+    folders of ``metadata`` (anything with ``location`` and ``properties``) when they overlap
+    another table of ``catalog`` or its warehouse root."""
     ident = tuple(identifier)
     candidate = table_folders(identifier_to_string(ident), metadata)
+    check_no_overlap(candidate, known_table_folders(catalog, exclude=[ident]), warehouse_root(catalog),
+                     action=action)
+
+
+def check_table_location(catalog: Catalog, identifier: Identifier, location: str, properties: Mapping[str, str],
+                         *, action: str) -> None:
+    """:func:`check_table_folders` before any metadata exists: a table at ``location`` with
+    ``properties``."""
+    ident = tuple(identifier)
+    candidate = TableFolders(identifier_to_string(ident), location, write_paths(properties))
     check_no_overlap(candidate, known_table_folders(catalog, exclude=[ident]), warehouse_root(catalog),
                      action=action)
 

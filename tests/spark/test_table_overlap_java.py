@@ -10,7 +10,6 @@ the garbage collection cases, as on a large table."""
 
 from __future__ import annotations
 
-import importlib
 import os
 
 import pytest
@@ -24,6 +23,7 @@ from procedures.errors import ValidationError
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.dml import append
 from procedures.spark.session import catalog_for
+from tests.helpers.catalogs import allow_overlap
 from tests.helpers.files import age_everything, fingerprint, touch
 from tests.oracles import assert_rows_equal, read_all
 
@@ -50,15 +50,6 @@ def cats(spark, tmp_path_factory):
             cat.create_namespace(ns)
     spark.sql("CREATE DATABASE IF NOT EXISTS spark_catalog.ovsrc")
     return out
-
-
-def _allow_overlap(monkeypatch) -> None:
-    """Let tables overlap, as they could before issue 30."""
-    try:
-        overlap = importlib.import_module("procedures.catalog.overlap")
-    except ImportError:
-        return
-    monkeypatch.setattr(overlap, "check_no_overlap", lambda *a, **k: None)
 
 
 def _table(spark, cats, cat: str, name: str, rows, *, location: str | None = None):
@@ -149,7 +140,7 @@ def test_sql_and_procedures_refuse_overlapping_tables(spark, cats, cat):
 
 def _nested(spark, cats, cat: str, monkeypatch):
     """An outer table with an inner table in its folder, as they could be made before issue 30."""
-    _allow_overlap(monkeypatch)
+    allow_overlap(monkeypatch)
     if cat == "ovh":
         if not cats[cat].namespace_exists(("ovdb", "nest")):
             cats[cat].create_namespace(("ovdb", "nest"))
@@ -197,7 +188,7 @@ def test_gc_of_an_outer_table_keeps_the_inner_table(spark, cats, cat, monkeypatc
 @pytest.mark.parametrize("cat", ["ovh", "ovj"])
 def test_a_write_data_path_of_slash_does_not_let_expire_delete_another_table(spark, cats, cat, monkeypatch):
     u = _table(spark, cats, cat, "victim", [[(1, "a")], [(2, "b")]])
-    _allow_overlap(monkeypatch)
+    allow_overlap(monkeypatch)
     t = _table(spark, cats, cat, "wide", [[(5, "e")]])
     t = commit(t, [_set("write.data.path", "/")], policy=FAST)
     monkeypatch.undo()

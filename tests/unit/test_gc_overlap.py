@@ -9,12 +9,12 @@ tests/spark/test_table_overlap_java.py."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 
 import pytest
 
+from procedures.catalog.base import metadata_file_bytes
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.catalog.jdbc import JdbcCatalog
 from procedures.catalog.sandbox import sandboxed
@@ -34,31 +34,13 @@ from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.statistics import PartitionStatisticsFile
 from procedures.spec.types import LONG, NestedField
+from tests.helpers.catalogs import allow_overlap
 from tests.helpers.files import age_everything, fingerprint, touch
+from tests.unit.test_gc_confinement import catalog  # noqa: F401 -- the hadoop and jdbc fixture
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True),))
 FUTURE_MS = int(time.time() * 1000) + 3600_000
-
-
-@pytest.fixture(params=["hadoop", "jdbc"])
-def catalog(request, tmp_path):
-    wh = str(tmp_path / "wh")
-    if request.param == "hadoop":
-        cat = HadoopCatalog("local", wh)
-    else:
-        cat = JdbcCatalog("local", f"jdbc:sqlite:{tmp_path / 'catalog.db'}", wh)
-    cat.create_namespace("db")
-    return cat
-
-
-def allow_overlap(monkeypatch) -> None:
-    """Let tables overlap, as they could before issue 30 (or when another engine made them)."""
-    try:
-        overlap = importlib.import_module("procedures.catalog.overlap")
-    except ImportError:
-        return  # nothing checked overlap before
-    monkeypatch.setattr(overlap, "check_no_overlap", lambda *a, **k: None)
 
 
 def data_file(path: str) -> DataFile:
@@ -179,7 +161,7 @@ def test_register_table_whose_location_lies_in_another_table_is_refused(catalog,
         make_table(catalog, ("db", "outer", "inner"))
         md = metadata(catalog.default_table_location(("db", "outer")))
         path = str(tmp_path / "staged" / "v1.metadata.json")
-        catalog.io.write(path, __import__("procedures.catalog.base", fromlist=["x"]).metadata_file_bytes(md, path))
+        catalog.io.write(path, metadata_file_bytes(md, path))
         _refused(tmp_path, lambda: catalog.register_table(("db", "outer"), path), "db.outer", "db.outer.inner")
         assert not catalog.table_exists(("db", "outer"))
     assert_intact(t)

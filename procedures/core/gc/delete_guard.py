@@ -129,21 +129,10 @@ class DeleteGuard:
 
     def check(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """The items of one batch that may be deleted now."""
-        allowed = []
-        outside = []
-        for item in items:
-            (allowed if self.inside(item[0]) else outside).append(item)
-        if outside:
-            self.report.outside.extend(p for p, _ in outside)
-            self._log("outside the table's folders", outside)
+        allowed = self._hold(items, lambda p: not self.inside(p), self.report.outside, "outside the table's folders")
         if self._others:
-            mine, foreign = [], []
-            for item in allowed:
-                (foreign if self._others.owner(item[0]) is not None else mine).append(item)
-            if foreign:
-                self.report.foreign.extend(p for p, _ in foreign)
-                self._log("inside another table's folder", foreign)
-            allowed = mine
+            allowed = self._hold(allowed, lambda p: self._others.owner(p) is not None, self.report.foreign,
+                                 "inside another table's folder")
         if not allowed:
             return allowed
         if self._pending_protection is not None:
@@ -153,25 +142,25 @@ class DeleteGuard:
             if self._manifest_source is not None:
                 self._seen_manifests.update(map(self._key, produced))
                 self._manifest_source = None
-        unnamed, retained = [], []
-        for item in allowed:
-            (retained if self.retained(item[0]) else unnamed).append(item)
-        if retained:
-            self.report.reachable.extend(p for p, _ in retained)
-            self._log("named by the retained metadata", retained)
-        allowed = unnamed
+        allowed = self._hold(allowed, self.retained, self.report.reachable, "named by the retained metadata")
         if not allowed:
             return allowed
         self._refresh()
         if not self._reachable:
             return allowed
-        safe, held = [], []
-        for item in allowed:
-            (held if item[0] in self._reachable else safe).append(item)
-        if held:
-            self.report.reachable.extend(p for p, _ in held)
-            self._log("reachable from the table's current metadata", held)
-        return safe
+        return self._hold(allowed, self._reachable.__contains__, self.report.reachable,
+                          "reachable from the table's current metadata")
+
+    def _hold(self, items: Sequence[tuple[str, str]], held: Callable[[str], bool], report: list[str],
+              why: str) -> list[tuple[str, str]]:
+        """The items whose path ``held`` rejects are reported in ``report`` and logged; the rest returned."""
+        keep, out = [], []
+        for item in items:
+            (out if held(item[0]) else keep).append(item)
+        if out:
+            report.extend(p for p, _ in out)
+            self._log(why, out)
+        return keep
 
     def _log(self, why: str, items: Sequence[tuple[str, str]]) -> None:
         sample = ", ".join(p for p, _ in items[:_LOG_SAMPLE])

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from procedures.catalog.base import delete_quietly, staged_create
-from procedures.catalog.overlap import check_table_folders
+from procedures.catalog.overlap import check_table_folders, check_table_location
 from procedures.catalog.sandbox import sandboxed
 from procedures.core import add_files as A
 from procedures.core import migrate as M
@@ -211,6 +211,8 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
     ident = (db, name)
     props = M.migrate_properties(source.properties, dict(params.properties or {}))
     location = props.pop("location", None) or source.location
+    # refused before the rename: the Iceberg table would share folders with another table
+    check_table_location(catalog, ident, location, props, action=f"migrate into table {db}.{name}")
     if params.dry_run:
         planned = _create(spark, sandboxed(catalog), ident, source, partitions, location, props, parallelism, "migrate")
         return _total_files(planned)
