@@ -236,3 +236,22 @@ def _set(key: str, value: str):
     from procedures.core.transaction import MetadataChange
 
     return MetadataChange((U.SetProperties(((key, value),)),))
+
+
+def test_migrate_refuses_a_source_folder_that_holds_an_iceberg_table(spark, cats):
+    """An Iceberg table of the hive catalog lies inside the Parquet table's folder: migrating the
+    Parquet table in place would put the new table around it.  Refused before the rename."""
+    from procedures.spark.actions.migrate import read_source
+
+    spark.sql("DROP TABLE IF EXISTS spark_catalog.ovsrc.mig")
+    spark.sql("DROP TABLE IF EXISTS spark_catalog.ovsrc.mig_backup_")
+    spark.sql(f"CREATE TABLE spark_catalog.ovsrc.mig ({COLUMNS}) USING parquet")
+    spark.sql("INSERT INTO spark_catalog.ovsrc.mig VALUES (1, 'a'), (2, 'b')")
+    source = normalize_path(read_source(spark, ("ovsrc", "mig")).location).path
+    squatter = _table(spark, cats, "ohive", "squatter", [[(7, "s")]], location=f"{source}/iceberg")
+    source_files = fingerprint(source)
+    _refused(spark, "CALL ohive.system.migrate('ovsrc.mig')", [squatter], "ovsrc.mig", "ovdb.squatter")
+    assert fingerprint(source) == source_files
+    assert sorted(tuple(r) for r in spark.table("spark_catalog.ovsrc.mig").collect()) == [(1, "a"), (2, "b")]
+    assert not spark.catalog.tableExists("ovsrc.mig_backup_")
+    assert not cats["ohive"].table_exists("ovsrc.mig")
