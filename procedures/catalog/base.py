@@ -292,6 +292,16 @@ class Catalog(abc.ABC):
         except NoSuchTableError:
             return False
 
+    def location_hint(self, identifier: IdentifierLike) -> str | None:
+        """Where a table lies when its metadata cannot be read (the overlap rule still keeps
+        clear of it), or None when the catalog knows no location without the metadata."""
+        return None
+
+    def tables_inside(self, identifier: IdentifierLike) -> list[Identifier]:
+        """Tables whose identifiers ``list_tables`` cannot reach because they lie inside the
+        folder of table ``identifier`` (a path-based catalog's nested names); none by default."""
+        return []
+
     @abc.abstractmethod
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
         """Remove the table from the catalog; with ``purge`` also delete its files."""

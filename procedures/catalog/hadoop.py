@@ -31,6 +31,7 @@ from procedures.catalog.base import (
     parse_namespace,
     removed_metadata_files,
 )
+from procedures.catalog.overlap import check_commit_folders, check_table_folders
 from procedures.errors import (
     CommitFailedError,
     CommitStateUnknownError,
@@ -230,6 +231,27 @@ class HadoopCatalog(Catalog):
             raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
         return found[1]
 
+    def location_hint(self, identifier: IdentifierLike) -> str | None:
+        """A hadoop table lies at its path, metadata or not."""
+        return self._table_path(parse_identifier(identifier))
+
+    def tables_inside(self, identifier: IdentifierLike) -> list[Identifier]:
+        """Tables in child folders of the table's folder (``db.t.inner`` created before ``db.t``):
+        ``list_namespaces`` does not descend into a table.  Lists the table's folder and each child
+        other than ``metadata`` and ``data``."""
+        ident = parse_identifier(identifier)
+        path = self._table_path(ident)
+        out = []
+        try:
+            children = self.io.list_dir(path)
+        except OSError:
+            return out  # dropped while we looked
+        for name, is_dir in children:
+            if is_dir and name not in ("metadata", "data") and not name.startswith(".") \
+                    and self._is_table_dir(join_path(path, name)):
+                out.append((*ident, name))
+        return out
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether the table directory holds metadata versions."""
         return self._is_table_dir(self._table_path(parse_identifier(identifier)))
@@ -267,6 +289,7 @@ class HadoopCatalog(Catalog):
         table_path = self._table_path(ident)
         if self._is_table_dir(table_path):
             raise TableAlreadyExistsError(f"Table {'.'.join(ident)} already exists at {table_path}")
+        check_table_folders(self, ident, metadata, action=f"create table {'.'.join(ident)}")
         ext = metadata_extension(metadata)
         path = join_path(table_path, "metadata", f"v1{ext}")
         data = metadata_file_bytes(metadata, path)
@@ -290,6 +313,7 @@ class HadoopCatalog(Catalog):
         table_path = self._table_path(ident)
         if self._is_table_dir(table_path):
             raise TableAlreadyExistsError(f"Table {'.'.join(ident)} already exists at {table_path}")
+        check_table_folders(self, ident, metadata, action=f"register table {'.'.join(ident)}")
         name = metadata_location.rsplit("/", 1)[-1]
         ext = next((e for e in reversed(_EXTENSIONS) if name.endswith(e)), ".metadata.json")
         data = self.io.new_input(metadata_location).read()
@@ -333,6 +357,7 @@ class HadoopCatalog(Catalog):
                 f"Cannot commit {name}: hadoop tables cannot be relocated ({base.location} -> {new.location})"
             )
         self._check_layout(ident, new)
+        check_commit_folders(self, ident, base, new)
         m = _VERSION_FILE.match(table.metadata_location.rsplit("/", 1)[-1])
         if m is None:
             raise ValidationError(

@@ -46,6 +46,7 @@ from procedures.catalog.base import (
     purge_table_files,
     removed_metadata_files,
 )
+from procedures.catalog.overlap import check_commit_folders, check_table_folders
 from procedures.errors import (
     CatalogConfigError,
     CommitFailedError,
@@ -279,6 +280,13 @@ class HiveCatalog(Catalog):
         """The metadata file the metastore names, not read."""
         return self._iceberg_table(identifier)[1].parameters[METADATA_LOCATION]
 
+    def location_hint(self, identifier: IdentifierLike) -> str | None:
+        """The location the metastore records for the table."""
+        try:
+            return self._iceberg_table(identifier)[1].location
+        except NoSuchTableError:
+            return None
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether an Iceberg table of that name exists."""
         try:
@@ -301,6 +309,7 @@ class HiveCatalog(Catalog):
         self._require_database(db)
         if self.client.get_table(db, name) is not None:
             raise TableAlreadyExistsError(f"Table already exists: {db}.{name}")
+        check_table_folders(self, (db, name), metadata, action=f"create table {db}.{name}")
         location = next_metadata_location(metadata, None)
         self.io.write(location, metadata_file_bytes(metadata, location))
         try:
@@ -319,6 +328,7 @@ class HiveCatalog(Catalog):
         if self.client.get_table(db, name) is not None:
             raise TableAlreadyExistsError(f"Table already exists: {db}.{name}")
         md = read_table_metadata(self.io, metadata_location)
+        check_table_folders(self, (db, name), md, action=f"register table {db}.{name}")
         self.client.create_table(self._hive_table((db, name), md, metadata_location))
         return Table((db, name), md, metadata_location, self.io, self)
 
@@ -351,6 +361,7 @@ class HiveCatalog(Catalog):
                 f"Cannot commit {self.name}.{'.'.join(ident)}: the metastore moved from {table.metadata_location} "
                 f"to {current} (another writer committed); retry on fresh metadata"
             )
+        check_commit_folders(self, (hive.database, hive.name), base, new)
         location = next_metadata_location(new, table.metadata_location)
         try:
             self.io.write(location, metadata_file_bytes(new, location))

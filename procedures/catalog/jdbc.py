@@ -45,6 +45,7 @@ from procedures.catalog.base import (
     purge_table_files,
     removed_metadata_files,
 )
+from procedures.catalog.overlap import check_commit_folders, check_table_folders
 from procedures.errors import (
     CatalogConfigError,
     CommitFailedError,
@@ -526,6 +527,14 @@ class JdbcCatalog(Catalog):
             raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
         return location
 
+    def location_hint(self, identifier: IdentifierLike) -> str | None:
+        """The folder holding the table's ``metadata`` folder, from the metadata file its row names."""
+        metadata_location = self._current_location(parse_identifier(identifier))
+        if not metadata_location or "/" not in metadata_location:
+            return None
+        folder = metadata_location.rsplit("/", 1)[0]
+        return folder.rsplit("/", 1)[0] if folder.endswith("/metadata") else folder
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether the catalog has a row for the table."""
         return self._current_location(parse_identifier(identifier)) is not None
@@ -552,6 +561,7 @@ class JdbcCatalog(Catalog):
         self._require_namespace(ident[:-1])
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"Table {'.'.join(ident)} already exists in catalog {self.name}")
+        check_table_folders(self, ident, metadata, action=f"create table {'.'.join(ident)}")
         location = next_metadata_location(metadata, None)
         self.io.write(location, metadata_file_bytes(metadata, location), overwrite=False)
         try:
@@ -566,6 +576,7 @@ class JdbcCatalog(Catalog):
         ident = parse_identifier(identifier)
         self._require_namespace(ident[:-1])
         metadata = read_table_metadata(self.io, metadata_location)
+        check_table_folders(self, ident, metadata, action=f"register table {'.'.join(ident)}")
         self._insert(ident, metadata_location)
         return Table(ident, metadata, metadata_location, self.io, self)
 
@@ -618,6 +629,7 @@ class JdbcCatalog(Catalog):
         name = ".".join(ident)
         if base is not table.metadata and base != table.metadata:
             raise ValidationError(f"Cannot commit {name}: base metadata is not the metadata the table was loaded with")
+        check_commit_folders(self, ident, base, new)
         expected = table.metadata_location
         location = next_metadata_location(new, expected)
         try:

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 from procedures.catalog.base import (
     Catalog, IdentifierLike, NamespacePropertiesUpdate, Table, next_metadata_location, parse_identifier,
 )
+from procedures.catalog.overlap import check_commit_folders, check_table_folders
 from procedures.errors import ValidationError
 from procedures.io.sandbox import SandboxFileIO
 
@@ -68,8 +69,10 @@ class SandboxCatalog(Catalog):
         return self.base.table_exists(identifier)
 
     def create_table(self, identifier: IdentifierLike, metadata: Any) -> Table:
-        """Plan the table's creation: it exists for the rest of the run only."""
+        """Plan the table's creation: it exists for the rest of the run only (refused, as a real
+        creation would be, when its folders overlap another table's)."""
         ident = tuple(parse_identifier(identifier))
+        check_table_folders(self, ident, metadata, action=f"create table {'.'.join(ident)}")
         table = self._table(ident, metadata, next_metadata_location(metadata, None))
         with self._lock:
             self._planned[ident] = table
@@ -78,6 +81,7 @@ class SandboxCatalog(Catalog):
     def commit_table(self, table: Table, base: Any, new: Any) -> Table:
         """Plan the commit: later loads of the table see ``new``; nothing is written."""
         ident = tuple(table.identifier)
+        check_commit_folders(self, ident, base, new)
         planned = self._table(ident, new, next_metadata_location(new, table.metadata_location))
         with self._lock:
             self._planned[ident] = planned
@@ -90,6 +94,14 @@ class SandboxCatalog(Catalog):
     def list_tables(self, namespace: IdentifierLike) -> list[tuple[str, ...]]:
         """The real catalog's tables."""
         return self.base.list_tables(namespace)
+
+    def location_hint(self, identifier: IdentifierLike) -> str | None:
+        """The real catalog's answer."""
+        return self.base.location_hint(identifier)
+
+    def tables_inside(self, identifier: IdentifierLike) -> list[tuple[str, ...]]:
+        """The real catalog's answer."""
+        return self.base.tables_inside(identifier)
 
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
         """Refused: a dry run drops nothing."""

@@ -19,6 +19,7 @@ from procedures.core.operations import FastAppend
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import (
     CatalogConfigError, CommitFailedError, NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError,
+    ValidationError,
 )
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
@@ -165,11 +166,15 @@ def test_rename_register_and_drop(spark, hive):
     hive.rename_table(ident, "hdb.renamed")
     assert not hive.table_exists(ident) and hive.table_exists("hdb.renamed")
     t = hive.load_table("hdb.renamed")
+    # the same metadata under a second name would put two tables on one folder (issue 30)
+    with pytest.raises(ValidationError, match="hdb.registered.*hdb.renamed"):
+        hive.register_table("hdb.registered", t.metadata_location)
+    assert not hive.table_exists("hdb.registered")
+    hive.drop_table("hdb.renamed")
     hive.register_table("hdb.registered", t.metadata_location)
-    assert _rows(spark.table("jhive.hdb.registered")) == [(7,)]
+    assert _rows(spark.table("jhive.hdb.registered")) == [(7,)]  # dropping without purge kept the files
     hive.drop_table("hdb.registered")
     assert not hive.table_exists("hdb.registered")
-    assert _rows(spark.table("jhive.hdb.renamed")) == [(7,)]  # dropping without purge keeps the files
 
 
 def test_a_dict_uses_the_running_session_and_a_bad_uri_is_refused(spark):

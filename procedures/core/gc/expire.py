@@ -99,8 +99,11 @@ class ExpireSnapshotsResult:
     used_spark: bool = False
     #: files only expired snapshots reached that lie outside the table's folders: kept (and logged)
     kept_outside_location: tuple[str, ...] = ()
-    #: files that became reachable again (a concurrent commit) before they were deleted: kept
+    #: files that became reachable again (a concurrent commit), or that the retained metadata names
+    #: itself (a manifest, list, statistics or metadata file), found right before the delete: kept
     kept_reachable: tuple[str, ...] = ()
+    #: files inside a folder of another table of the catalog: kept
+    kept_in_other_table: tuple[str, ...] = ()
 
     def row(self) -> tuple[int, ...]:
         """The procedure's single output row."""

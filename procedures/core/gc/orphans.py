@@ -278,3 +278,5 @@ class RemoveOrphanFilesResult:
     orphan_count: int
     deleted_count: int
     used_spark: bool = False
+    #: unreferenced files inside a folder of another table of the catalog: kept, not orphans
+    kept_in_other_table: tuple[str, ...] = ()

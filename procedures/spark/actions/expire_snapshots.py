@@ -19,13 +19,15 @@ import logging
 from itertools import chain
 from typing import Any, Callable, Sequence
 
+from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability as R
-from procedures.core.gc.delete_guard import DeleteGuard, table_roots
+from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.expire import (
     GC_DISABLED, ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files,
     expired_files, gc_enabled,
 )
 from procedures.core.manage import ExpireSnapshots
+from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.core.transaction import commit
 from procedures.errors import ValidationError
 from procedures.spark import listing as L
@@ -68,6 +70,8 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
     ops: list[Any] = [op]
     if params.clean_expired_metadata:
         ops.append(CleanExpiredMetadata())
+    # read before the commit: a catalog that cannot be listed fails the call with the table unchanged
+    others, warehouse = neighbours(table)
     committed = (committer or commit)(table, ops)
     plan = op.plan
     if plan is None or op.base is None or not plan.expired_snapshot_ids:
@@ -79,9 +83,10 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
             L.FrameKeeper() as keep:
         files = expired_files(table.io, op.base, after, plan.expired_snapshot_ids,
                               unreached=_unreached_in_spark(spark, table.io, keep) if spark is not None else None)
-        guard = DeleteGuard(committed, table_roots(after), metadata_location=getattr(committed, "metadata_location", None),
+        roots, foreign = _delete_scope(table, after, name, others, warehouse)
+        guard = DeleteGuard(committed, roots, metadata_location=getattr(committed, "metadata_location", None),
                             manifest_lists=files.retained_lists, manifests=files.retained_manifests,
-                            procedure=f"expire_snapshots on {name}")
+                            procedure=f"expire_snapshots on {name}", others=foreign)
         counts = delete_files(table.io, files.iterate(params.stream_results),
                               max_concurrent_deletes=params.max_concurrent_deletes, guard=guard)
     log.info("expire_snapshots on %s: expired %d snapshot(s), deleted %d file(s)", name,
@@ -90,4 +95,16 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
         counts[R.DATA], counts[R.POSITION_DELETE], counts[R.EQUALITY_DELETE], counts[R.MANIFEST],
         counts[R.MANIFEST_LIST], counts[R.STATISTICS], plan.expired_snapshot_ids, plan.removed_refs,
         files.content_frame is not None, tuple(guard.report.outside), tuple(guard.report.reachable),
+        tuple(guard.report.foreign),
     )
+
+
+def _delete_scope(table: Any, md: Any, name: str, others: Sequence[TableFolders], warehouse: str | None
+                  ) -> tuple[tuple[str, ...], ForeignFolders]:
+    """The folders expire may delete in (:func:`~procedures.core.table_overlap.gc_roots`) and the
+    other tables' folders it keeps out of, given the catalog's other tables."""
+    own = table_folders(".".join(getattr(table, "identifier", ()) or ()), md)
+    roots, dropped = gc_roots(own, others, warehouse)
+    for why in dropped:
+        log.warning("expire_snapshots on %s: not deleting in %s", name, why)
+    return roots, ForeignFolders(roots, others, skip=own.name)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from procedures.catalog.base import delete_quietly, staged_create
+from procedures.catalog.overlap import check_table_folders, check_table_location
 from procedures.catalog.sandbox import sandboxed
 from procedures.core import add_files as A
 from procedures.core import migrate as M
@@ -116,6 +117,8 @@ def _create(spark: Any, catalog: Any, ident: tuple[str, ...], source: M.SourceTa
                                spec=M.identity_spec(schema, source.partition_columns),
                                properties=M.table_properties(properties))
     name = ".".join((catalog.name, *ident))
+    # refused before any footer is read (the catalog's create checks again, against what it sees then)
+    check_table_folders(catalog, ident, md, action=f"{what} into table {'.'.join(ident)}")
     files = import_data_files(spark, catalog.io, md, md.spec(), partitions, parallelism,
                               f"{what}: read the footers of {{n}} file(s) of {source.qualified} for {name}")
     ops: list[Any] = []
@@ -208,6 +211,8 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
     ident = (db, name)
     props = M.migrate_properties(source.properties, dict(params.properties or {}))
     location = props.pop("location", None) or source.location
+    # refused before the rename: the Iceberg table would share folders with another table
+    check_table_location(catalog, ident, location, props, action=f"migrate into table {db}.{name}")
     if params.dry_run:
         planned = _create(spark, sandboxed(catalog), ident, source, partitions, location, props, parallelism, "migrate")
         return _total_files(planned)

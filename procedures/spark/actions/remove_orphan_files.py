@@ -23,6 +23,7 @@ import logging
 import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.expire import delete_files, gc_enabled
@@ -32,6 +33,7 @@ from procedures.core.gc.orphans import (
     RemoveOrphanFilesParams, RemoveOrphanFilesResult, find_orphans, format_pairs, listing_location, valid_paths,
 )
 from procedures.core.paths import flatten_equal_map, local_path
+from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.errors import ValidationError
 from procedures.io.listing import list_with_prefix, modified_before, walk
 from procedures.spark import listing as L
@@ -100,6 +102,7 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
         raise ValidationError(INTERVAL_TOO_SHORT)
     older_than = params.older_than_ms if params.older_than_ms is not None else now - DEFAULT_OLDER_THAN_MS
     location = listing_location(table.location, params.location)
+    others = _foreign_folders(table, location)
     if params.file_list_view is not None and spark is None:
         raise ValidationError(f"file_list_view {params.file_list_view!r} needs a Spark session to be read")
     schemes = flatten_equal_map(params.equal_schemes)
@@ -135,9 +138,24 @@ def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: A
                                           params.stream_results, keep, older_than if deferred else None)
         guard = DeleteGuard(table, (location,), metadata_location=table.metadata_location,
                             manifest_lists=valid.manifest_lists, manifests=valid.manifests,
-                            procedure=f"remove_orphan_files on {name}")
+                            procedure=f"remove_orphan_files on {name}", others=others)
         result = _delete(table.io, orphans, guard, params)
-    return RemoveOrphanFilesResult(*result, used_spark=used_spark)
+    return RemoveOrphanFilesResult(*result, used_spark=used_spark, kept_in_other_table=tuple(guard.report.foreign))
+
+
+def _foreign_folders(table: Any, location: str) -> ForeignFolders:
+    """The other tables' folders the run keeps out of, from one look at the catalog; refuses
+    (:class:`ValidationError`, nothing listed) a table whose location is a storage root or holds
+    the warehouse root: listing it would list every table."""
+    others, warehouse = neighbours(table)
+    own = table_folders(".".join(getattr(table, "identifier", ()) or ()), table.metadata)
+    _, dropped = gc_roots(TableFolders(own.name, own.location), others, warehouse)
+    if dropped:
+        raise ValidationError(
+            f"Cannot remove orphan files of {getattr(table, 'name', own.name)}: its {dropped[0]}. Every file below "
+            "it would be listed, other tables' files among them; move the table (rewrite_table_path) below the "
+            "warehouse root first.")
+    return ForeignFolders((location,), others, skip=own.name)
 
 
 def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, older_than: int | None,
