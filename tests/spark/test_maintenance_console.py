@@ -4,6 +4,7 @@ what they show).  Each starts its own small Spark (local[2])."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -57,4 +58,17 @@ def test_maintenance_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     client.execute()
     outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "rewrite_data_files" in outputs and "orphan_files" in outputs
+    # the before/after report displays itself: HTML with the pictures
+    pages = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+             if "text/html" in o.get("data", {})]
+    assert any('id="health-figures"' in page and page.count("data:image/png;base64,") == 10 for page in pages)
     assert (tmp_path / "warehouse" / "catalog.db").is_file()
+
+
+def test_the_saved_notebook_shows_its_outputs():
+    """docs/maintenance.ipynb is committed executed (a reader sees the tables and pictures without
+    running it): every code cell but the last (spark.stop()) has outputs, the report among them."""
+    cells = [c for c in json.loads((REPO / "docs" / "maintenance.ipynb").read_text())["cells"] if c["cell_type"] == "code"]
+    assert all(c["outputs"] for c in cells[:-1]) and all(c["execution_count"] for c in cells)
+    html = [o["data"]["text/html"] for c in cells for o in c["outputs"] if "text/html" in o.get("data", {})]
+    assert any("data:image/png;base64," in "".join(h) for h in html)
