@@ -5,7 +5,8 @@ they read at the start; the deletes happen later, and another writer may commit 
 :class:`DeleteGuard` is consulted right before each batch of deletes (and in a dry run, at the same
 point) and removes from the batch:
 
-* every file outside the table's own folders (:func:`table_roots`): a file brought in from another
+* every file outside the table's own folders (:func:`table_roots`), also once local symlinks are
+  resolved, and every symlink (:class:`procedures.core.ownership.Ownership`): a file brought in from another
   folder (add_files, a shared warehouse) is reported, never deleted -- Iceberg Java would delete it;
 * every file that the table's *current* metadata reaches: it re-reads the table, and when the
   metadata changed since the collector's view it reads the new manifest lists, the manifests it
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from procedures.core.gc import reachability as R
+from procedures.core.ownership import Ownership
 from procedures.core.paths import PathSet, keys_within, path_keys, plain_prefix, plainly_within
 from procedures.spec.metadata import TableMetadata
 
@@ -68,6 +70,7 @@ class DeleteGuard:
                  procedure: str) -> None:
         self._table = table
         self._roots = tuple(path_keys(r) for r in roots)
+        self._owned = Ownership(roots)
         # most paths spell a root as it is: a prefix test spares normalising each of them
         self._prefixes = tuple(p for p in map(plain_prefix, roots) if p is not None)
         self._seen_location = metadata_location
@@ -81,11 +84,12 @@ class DeleteGuard:
         self.report = GuardReport()
 
     def inside(self, path: str) -> bool:
-        """Whether ``path`` lies in one of the allowed folders."""
+        """Whether ``path`` lies in one of the allowed folders, and for a local path also once symlinks
+        are resolved, without being one (:class:`procedures.core.ownership.Ownership`)."""
         if any(plainly_within(p, path) for p in self._prefixes):
-            return True
+            return self._owned.resolves_inside(path)
         keys = path_keys(path)
-        return any(keys_within(root, keys) for root in self._roots)
+        return any(keys_within(root, keys) for root in self._roots) and self._owned.resolves_inside(path)
 
     def check(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """The items of one batch that may be deleted now."""
