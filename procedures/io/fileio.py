@@ -352,6 +352,32 @@ class FileIO:
         fs.delete_dir(p)
         return True
 
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove the folder ``path`` only when it is empty (never recursively, never through a
+        symlink); False when it holds anything, is a link or is gone.  Object stores have no folders
+        to remove: False."""
+        fault_points.reached(fault_points.DELETE, path)
+        local = local_path(path)
+        if local is not None:
+            local = local.rstrip("/") or "/"
+            if os.path.islink(local):
+                return False
+            try:
+                os.rmdir(local)
+                return True
+            except OSError:
+                return False  # not empty, gone, or not a folder
+        if urlsplit(path).scheme.lower() not in HADOOP_SCHEMES:
+            return False
+        fs, p = self._resolve(path)
+        base = p.rstrip("/") or "/"
+        if fs.get_file_info(base).type != pafs.FileType.Directory:
+            return False
+        if fs.get_file_info(pafs.FileSelector(base, recursive=False, allow_not_found=True)):
+            return False
+        fs.delete_dir(base)
+        return True
+
     def delete_many(self, paths: Iterable[str], max_workers: int = 8) -> DeleteResult:
         """Delete ``paths`` on ``max_workers`` threads; failures are collected, never raised."""
         unique = list(dict.fromkeys(paths))
