@@ -1,6 +1,7 @@
 """Issue 30 (part A) end to end on Spark: ``DROP TABLE ... PURGE``, remove_orphan_files and
 rewrite_table_path never lose a file that is not theirs to touch, on tables written by Iceberg Java
-(hadoop catalog ``jcat``, opened by ours as ``ours``) and by us (jdbc/SQLite catalog ``hostj``).
+(hadoop catalog ``jcat``, opened by ours as ``ours``) and by us (jdbc/SQLite catalog ``hostj``, and
+the hive catalog ``ohive`` on the session's metastore).
 
 Every file of the warehouse, and of a folder outside it that a symlink in a table reaches, is hashed
 before and after; the surviving tables are read back through Iceberg Java, PyIceberg and DuckDB and
@@ -139,6 +140,32 @@ def test_purge_of_a_jdbc_table_at_the_warehouse_root_keeps_every_other_table(spa
     assert not _files(wh) & reached and os.path.exists(user_file) and os.path.islink(f"{wh}/data/link")
     for t in (keep, other):
         _same_rows(before[t.identifier], _reads(spark, cat.load_table(t.identifier)))
+
+
+def test_purge_of_a_hive_table_over_another_tables_folder_keeps_it(spark, outside):
+    spark.conf.set("spark.sql.catalog.ohive.type", "hive")
+    hive = catalog_for(spark, "ohive")
+    if not hive.namespace_exists("hdb"):
+        hive.create_namespace("hdb")
+    for name in ("hostile_hkeep", "hostile_hroot"):
+        if hive.table_exists(("hdb", name)):
+            hive.drop_table(("hdb", name))
+    procedures.sql(spark, "CREATE TABLE ohive.hdb.hostile_hkeep (id bigint, data string) USING iceberg")
+    keep = append(spark, "ohive.hdb.hostile_hkeep", spark.createDataFrame([(1, "k")], "id bigint, data string"))
+    folder = os.path.dirname(normalize_path(keep.location).path)  # the database folder, holding hostile_hkeep
+    procedures.sql(spark, f"CREATE TABLE ohive.hdb.hostile_hroot (id bigint, data string) USING iceberg "
+                          f"LOCATION '{folder}'")
+    append(spark, "ohive.hdb.hostile_hroot", spark.createDataFrame([(2, "r")], "id bigint, data string"))
+    user_file = touch(f"{folder}/notes.txt")
+    os.symlink(outside, f"{folder}/data/link")
+    reached = _reached(hive.load_table(("hdb", "hostile_hroot")))
+    before = _reads(spark, keep)
+    states = {p: folder_state(p) for p in (normalize_path(keep.location).path, outside)}
+    procedures.sql(spark, "DROP TABLE ohive.hdb.hostile_hroot PURGE")
+    assert not hive.table_exists(("hdb", "hostile_hroot"))
+    assert {p: folder_state(p) for p in states} == states
+    assert not _files(folder) & reached and os.path.exists(user_file) and os.path.islink(f"{folder}/data/link")
+    _same_rows(before, _reads(spark, hive.load_table(("hdb", "hostile_hkeep"))))
 
 
 # ------------------------------------------------------------------------------------ remove_orphan_files
