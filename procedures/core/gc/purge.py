@@ -103,8 +103,13 @@ def plan_purge(io: Any, md: TableMetadata, metadata_location: str | None, *, con
         ordered[metadata_location] = METADATA  # last: a purge cut short leaves the table's newest state
     roots = table_roots(md)
     owned = Ownership(roots)
-    files = [(p, k) for p, k in ordered.items() if owned.owns(p)]
-    outside = [p for p in ordered if not owned.owns(p)]
+    files: list[tuple[str, str]] = []
+    outside: list[str] = []
+    for path, kind in ordered.items():
+        if owned.owns(path):
+            files.append((path, kind))
+        else:
+            outside.append(path)
     if outside:
         more = f" and {len(outside) - _LOG_SAMPLE} more" if len(outside) > _LOG_SAMPLE else ""
         log.warning("Purge of %s: not deleting %d file(s) outside the table's folders (or symlinks): %s%s", table,
