@@ -17,10 +17,10 @@ import procedures
 from procedures.core.gc import reachability as R
 from procedures.core.paths import normalize_path
 from procedures.errors import ValidationError
-from procedures.framework.context import open_catalog
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.dml import append
 from procedures.spark.session import catalog_for
+from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.helpers.files import age_everything, folder_state, touch
 from tests.oracles import assert_rows_equal, read_all
 
@@ -29,19 +29,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 @pytest.fixture(scope="module")
 def catalogs(spark, java_warehouse, tmp_path_factory):
-    spark.conf.set("spark.sql.catalog.ours.type", "hadoop")
-    spark.conf.set("spark.sql.catalog.ours.warehouse", str(java_warehouse))
     wh = tmp_path_factory.mktemp("hostile-jdbc-wh")
-    spark.conf.set("spark.sql.catalog.hostj.type", "jdbc")
-    spark.conf.set("spark.sql.catalog.hostj.uri", f"jdbc:sqlite:{wh.parent / 'hostile-catalog.db'}")
-    spark.conf.set("spark.sql.catalog.hostj.warehouse", str(wh))
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    for key, value in (("type", "jdbc"), ("uri", f"jdbc:sqlite:{wh.parent / 'hostile-catalog.db'}"),
+                       ("warehouse", str(wh))):
+        spark.conf.set(f"spark.sql.catalog.hostj.{key}", value)
     j = catalog_for(spark, "hostj")
     if not j.namespace_exists(("db",)):
         j.create_namespace(("db",))
-    return {"ours": open_catalog("ours", {"spark.sql.catalog.ours.type": "hadoop",
-                                          "spark.sql.catalog.ours.warehouse": str(java_warehouse)}),
-            "hostj": j, "jdbc_warehouse": str(wh)}
+    return {"ours": ours_on_java_warehouse(spark, java_warehouse), "hostj": j, "jdbc_warehouse": str(wh)}
 
 
 @pytest.fixture()
