@@ -252,6 +252,20 @@ def test_hadoop_drop_without_purge_deletes_metadata_only(tmp_path, outside):
     assert not os.path.exists(f"{t.location}/metadata")
 
 
+def test_hadoop_drop_without_purge_of_unreadable_metadata_deletes_only_the_version_files(tmp_path):
+    cat = local_catalog("hadoop", tmp_path)
+    t = make_table(cat)
+    lst = normalize_path(t.metadata.current_snapshot().manifest_list).path
+    with open(lst, "wb") as f:
+        f.write(b"not avro")
+    meta = f"{t.location}/metadata"
+    versions = {os.path.join(meta, n) for n in os.listdir(meta) if n.startswith("v") or n == "version-hint.text"}
+    before = folder_state(t.location)[0]
+    cat.drop_table(("db", "t"))
+    assert not cat.table_exists(("db", "t"))
+    assert folder_state(t.location)[0] == without(before, t.location, versions)
+
+
 # ------------------------------------------------------------------------------------ remove_orphan_files
 @pytest.mark.parametrize("prefix_listing", [False, True])
 def test_orphan_listing_never_follows_a_symlink(catalog, outside, prefix_listing):
