@@ -31,7 +31,8 @@ from procedures.core.table_path import RewriteTablePathParams
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import InvalidMetadataError, NoSuchTableError, ValidationError
 from procedures.io.delete_writers import write_position_delete_file
-from procedures.io.fileio import FileIO
+from procedures.io.fileio import FileAlreadyExistsError, FileIO
+from procedures.spark.actions import rewrite_table_path as RTP
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spark.actions.rewrite_table_path import rewrite_table_path
 from procedures.spec.manifest import DataFile, FileFormat
@@ -40,7 +41,7 @@ from procedures.spec.schema import Schema
 from procedures.spec.statistics import PartitionStatisticsFile, StatisticsFile
 from procedures.spec.types import LONG, NestedField
 from tests.helpers.catalogs import local_catalog
-from tests.helpers.files import age_everything, folder_state, touch
+from tests.helpers.files import age_everything, fingerprint, folder_state, touch
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True),))
@@ -362,3 +363,21 @@ def test_a_staging_folder_holding_metadata_or_a_staged_name_is_refused(catalog, 
     with pytest.raises(ValidationError, match="already holds"):
         _stage(t, str(tmp_path / "s"))
     assert folder_state(str(tmp_path / "s")) == staged and first.file_list_location.endswith("file-list")
+
+
+def test_a_file_appearing_at_a_staged_path_after_the_checks_is_neither_overwritten_nor_removed(
+        catalog, tmp_path, monkeypatch):
+    t = make_table(catalog)
+    staging = str(tmp_path / "stage")
+    late = f"{staging}/metadata/{os.path.basename(t.metadata.current_snapshot().manifest_list)}"
+    checks = RTP.check_staged_files
+
+    def check_then_race(*args):
+        checks(*args)
+        touch(late)  # another writer, between the checks and the writes
+
+    monkeypatch.setattr(RTP, "check_staged_files", check_then_race)
+    with pytest.raises(FileAlreadyExistsError):
+        _stage(t, staging)
+    assert folder_state(staging)[0] == {os.path.relpath(late, staging): fingerprint(os.path.dirname(late))[
+        os.path.basename(late)]}

@@ -40,7 +40,7 @@ from procedures.core.table_path import (
     write_manifest_lists, write_version_files,
 )
 from procedures.errors import ValidationError
-from procedures.io.fileio import FileIO
+from procedures.io.fileio import FileAlreadyExistsError, FileIO
 from procedures.io.path_rewrite import rewrite_delete_file_paths
 from procedures.spark.read import tasks_frame
 from procedures.spark.session import optional_job
@@ -156,8 +156,10 @@ def rewrite_table_path(table: Table, params: RewriteTablePathParams, spark: Any 
         if params.create_file_list:
             file_list = staging + FILE_LIST
             io.write(file_list, file_list_text(pairs).encode("utf-8"), overwrite=False)
-    except BaseException:
-        _remove_staged(io, staged_paths(plan, deletes))
+    except BaseException as e:
+        # a file that appeared at a staged path after the checks (create-only refused it) is not ours
+        clash = e.path if isinstance(e, FileAlreadyExistsError) else None
+        _remove_staged(io, [p for p in staged_paths(plan, deletes) if p != clash])
         raise
     return RewriteTablePathResult(
         latest_version=file_name(plan.end_location),
