@@ -27,7 +27,8 @@ __all__ = ["rewrite_table_path"]
         P("start_version", "STRING", doc="File name of a metadata file in the metadata log; only later changes are "
                                          "restaged. Default: everything."),
         P("end_version", "STRING", doc="File name of the last metadata file to restage; default the current one."),
-        P("staging_location", "STRING", doc="Folder for the rewritten files; default "
+        P("staging_location", "STRING", doc="Folder for the rewritten files, outside every table and holding no "
+                                            "metadata (files are never overwritten); default "
                                             "<metadata folder>/copy-table-staging-<uuid>/."),
         P("create_file_list", "BOOLEAN", default=True, doc="Write the copy plan (file-list) under the staging location."),
     ],

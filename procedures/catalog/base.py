@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence, Union
 
+from procedures.core.gc.purge import PurgePlan, PurgeResult, execute_purge, plan_purge
 from procedures.errors import CommitFailedError, IcebergError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.metadata import TableMetadata, metadata_file_data
@@ -36,6 +37,7 @@ __all__ = [
     "metadata_extension",
     "metadata_dir",
     "next_metadata_location",
+    "plan_table_purge",
     "purge_table_files",
     "parse_metadata_version",
     "removed_metadata_files",
@@ -382,16 +384,21 @@ def removed_metadata_files(base: "TableMetadata | None", new: "TableMetadata") -
     return [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
 
 
-def purge_table_files(table: Table) -> None:
-    """Delete every file under the table location and every metadata file of its log (best effort).
+def plan_table_purge(table: Table, *, content: bool = True, metadata_files: Iterable[str] = ()) -> PurgePlan:
+    """What purging ``table`` deletes: every file its metadata reaches that is the table's
+    (:func:`procedures.core.gc.purge.plan_purge`), read before the table is dropped so that unreadable
+    metadata fails the drop (:class:`~procedures.errors.InvalidMetadataError`) with nothing changed."""
+    return plan_purge(table.io, table.metadata, table.metadata_location, content=content,
+                      metadata_files=metadata_files, table=table.name)
 
-    Data files outside the table location are not touched: purging them needs the manifests.
-    """
-    md = table.metadata
-    files = [f.path for f in table.io.list_prefix(md.location)]
-    files += [e.metadata_file for e in md.metadata_log]
-    files.append(table.metadata_location)
-    delete_quietly(table.io, files)
+
+def purge_table_files(table: Table, plan: PurgePlan) -> PurgeResult:
+    """Delete the files of ``plan`` (from :func:`plan_table_purge`) and the folders they leave empty;
+    never a listing of the table's folder, never recursively.  Failures are logged, not raised."""
+    result = execute_purge(table.io, plan)
+    log.info("Purged %s: %d files deleted, %d empty folders removed, %d reached files outside the table kept",
+             table.name, result.deleted, result.removed_dirs, len(plan.outside))
+    return result
 
 
 def delete_quietly(io: FileIO, paths: Iterable[str]) -> None:

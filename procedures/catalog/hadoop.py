@@ -29,12 +29,16 @@ from procedures.catalog.base import (
     metadata_file_bytes,
     parse_identifier,
     parse_namespace,
+    plan_table_purge,
+    purge_table_files,
     removed_metadata_files,
 )
 from procedures.catalog.overlap import check_commit_folders, check_table_folders
+from procedures.core.gc.purge import METADATA, PurgePlan, execute_purge
 from procedures.errors import (
     CommitFailedError,
     CommitStateUnknownError,
+    IcebergError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
@@ -325,16 +329,35 @@ class HadoopCatalog(Catalog):
         return Table(ident, metadata, path, self.io, self)
 
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
-        """Delete the table directory, as Java does for path-based tables (with or without purge).
+        """Drop the table: its version files and ``version-hint.text`` go first (the table no longer
+        exists), then every other file its metadata reaches -- with ``purge`` the data and delete
+        files too -- and the folders this leaves empty, up to the table folder.
 
-        Data files outside the table directory are not touched here; purging them needs the
-        manifests and is done by the caller in ``procedures.core``.
+        Java's HadoopCatalog deletes the whole table folder, purge or not; here nothing is listed or
+        deleted recursively: a file no metadata names (a user's own, or one through a symlink) stays,
+        and so does its folder.  Metadata that cannot be read fails a purge with nothing changed
+        (:class:`~procedures.errors.InvalidMetadataError`); without purge only the version files go.
         """
         ident = parse_identifier(identifier)
         table_path = self._table_path(ident)
-        if not self._is_table_dir(table_path):
+        versions = self._versions(table_path)
+        if not versions:
             raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
-        self.io.delete_dir(table_path)
+        meta = join_path(table_path, "metadata")
+        # newest first: a drop cut short leaves an older version, never a gap readers stop at
+        entry = [join_path(meta, VERSION_HINT)] + [join_path(meta, versions[v]) for v in sorted(versions, reverse=True)]
+        try:
+            table = self.load_table(ident)
+            plan = plan_table_purge(table, content=purge, metadata_files=entry)
+        except IcebergError:
+            if purge:
+                raise
+            log.warning("Dropping %s without purge: its metadata cannot be read, so only its version files are "
+                        "deleted", ".".join(ident), exc_info=True)
+            table, plan = None, None
+        execute_purge(self.io, PurgePlan(tuple((p, METADATA) for p in entry), (), (table_path,)))
+        if table is not None and plan is not None:
+            purge_table_files(table, plan)
 
     def rename_table(self, source: IdentifierLike, target: IdentifierLike) -> None:
         """Not supported: a hadoop table's identity is its path (Java refuses too)."""

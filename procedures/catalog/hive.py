@@ -43,6 +43,7 @@ from procedures.catalog.base import (
     next_metadata_location,
     parse_identifier,
     parse_namespace,
+    plan_table_purge,
     purge_table_files,
     removed_metadata_files,
 )
@@ -333,15 +334,18 @@ class HiveCatalog(Catalog):
         return Table((db, name), md, metadata_location, self.io, self)
 
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
-        """Unregister the table; with ``purge`` also delete every file its metadata reaches."""
+        """Unregister the table; with ``purge`` also delete every file of the table its metadata reaches
+        (never a listing of its folder: :func:`~procedures.catalog.base.plan_table_purge`)."""
         ident = parse_identifier(identifier)
         table = self.load_table(ident) if purge else None
+        # read whole before the table is unregistered: unreadable metadata fails the drop unchanged
+        plan = plan_table_purge(table) if table is not None else None
         _, db, name = self._split(ident)
         if not purge:
             self._iceberg_table(ident)
         self.client.drop_table(db, name)
-        if table is not None:
-            purge_table_files(table)
+        if table is not None and plan is not None:
+            purge_table_files(table, plan)
 
     def rename_table(self, source: IdentifierLike, target: IdentifierLike) -> None:
         """Rename within the metastore (files stay where they are)."""

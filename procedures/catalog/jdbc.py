@@ -42,6 +42,7 @@ from procedures.catalog.base import (
     next_metadata_location,
     parse_identifier,
     parse_namespace,
+    plan_table_purge,
     purge_table_files,
     removed_metadata_files,
 )
@@ -581,13 +582,13 @@ class JdbcCatalog(Catalog):
         return Table(ident, metadata, metadata_location, self.io, self)
 
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
-        """Delete the row; with ``purge`` also every file under the table location and its metadata files.
-
-        Data files outside the table location are not touched here; purging them needs the
-        manifests and is done by the caller in ``procedures.core``.
-        """
+        """Delete the row; with ``purge`` also every file of the table its metadata reaches
+        (:func:`~procedures.catalog.base.plan_table_purge`, read before the row goes: unreadable
+        metadata fails the drop with nothing changed).  Nothing is listed: other files in the
+        table's folder, and other tables sharing it, are never touched."""
         ident = parse_identifier(identifier)
         table = self.load_table(ident) if purge else None
+        plan = plan_table_purge(table) if table is not None else None
         with self._db.transaction() as execute:
             cur = execute(
                 f"DELETE FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?"
@@ -596,8 +597,8 @@ class JdbcCatalog(Catalog):
             )
             if cur.rowcount == 0:
                 raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
-        if table is not None:
-            purge_table_files(table)
+        if table is not None and plan is not None:
+            purge_table_files(table, plan)
 
     def rename_table(self, source: IdentifierLike, target: IdentifierLike) -> None:
         """Move the row to the new identifier; the target namespace must exist."""

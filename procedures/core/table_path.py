@@ -9,7 +9,10 @@ copies them.  Position delete file *contents* are rewritten in :mod:`procedures.
 ``io`` it is given.
 
 Paths are compared as plain strings, as Java does: a path is under the source prefix when it
-starts with ``<prefix>/`` (or equals the prefix).  Deviations from Iceberg Java 1.10.2 (all
+starts with ``<prefix>/`` (or equals the prefix).  Where the staged files go is checked after
+normalisation and symlink resolution instead (:func:`check_staging_location`,
+:func:`check_staged_files`), and every staged file is written create-only: a staged copy never
+replaces an existing file (Java overwrites).  Deviations from Iceberg Java 1.10.2 (all
 documented in ``docs/procedures/rewrite_table_path.md``): partition statistics files are relocated
 (Java 1.10.2 refuses such tables; later Java relocates them), rewritten position delete files and
 manifests are recorded with their new sizes, ``referenced_data_file`` of every position delete
@@ -23,6 +26,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from procedures.core.gc.reachability import is_table_metadata_file
+from procedures.core.ownership import resolved
+from procedures.core.paths import PathSet, is_within
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.conversions import from_bytes, to_bytes
 from procedures.spec.manifest import (
@@ -40,7 +46,7 @@ __all__ = [
     "maybe_append_separator", "relativize", "new_path", "staging_path", "file_name", "metadata_dir",
     "default_staging_location", "resolve_version", "replace_paths", "plan_table_path",
     "write_version_files", "position_deletes_to_rewrite", "rewrite_manifest", "write_manifest_lists",
-    "copy_plan", "file_list_text", "staged_paths", "check_staging", "OverwritingIO",
+    "copy_plan", "file_list_text", "staged_paths", "check_staging", "check_staging_location", "check_staged_files",
 ]
 
 #: name of the copy plan written below the staging location
@@ -311,26 +317,53 @@ def check_staging(plan: TablePathPlan, delete_files: Iterable[DataFile] = ()) ->
         )
 
 
-class OverwritingIO:
-    """``io`` whose writes replace existing files: a rerun into the same staging folder overwrites
-    its earlier copies, as Java's ``createOrOverwrite`` does."""
+def check_staging_location(staging: str, tables: Iterable[tuple[str, str]]) -> None:
+    """Refuse a staging folder inside the folder of any table: ``tables`` are ``(table name, folder)``
+    pairs (every table the catalog knows, the source table's included).  The folders are compared
+    after normalisation (``file:``, ``/./``, ``//``, ``..`` and percent-escapes) and, for local
+    paths, once symlinks are resolved: either way inside is refused."""
+    for name, folder in tables:
+        if is_within(folder, staging) or is_within(resolved(folder), resolved(staging)):
+            raise ValidationError(
+                f"Staging location {staging} lies inside the folder {folder} of table {name}: staged files must "
+                "never land among a table's files. Pass a staging_location outside every table (or leave it unset "
+                "for a new folder next to the current metadata file)"
+            )
 
-    def __init__(self, io: Any) -> None:
-        self._io = io
 
-    def new_input(self, path: str) -> Any:
-        """Delegates to the wrapped io."""
-        return self._io.new_input(path)
-
-    def write(self, path: str, data: bytes, overwrite: bool = True) -> Any:
-        """Write ``data`` at ``path``, replacing any file there."""
-        return self._io.write(path, data, overwrite=True)
+def check_staged_files(staging: str, staged: Iterable[str], existing: Iterable[str]) -> None:
+    """Refuse before anything is written when a staged copy would not land in a new file of the
+    staging folder: a staged path outside it (a table path climbing out of the source prefix with
+    ``..``), a staging folder already holding table metadata (``*.metadata.json``,
+    ``version-hint.text``: a table's, or an earlier run's), or an existing file at a staged path.
+    ``existing`` are the files already below the staging folder."""
+    staged = list(staged)
+    escaped = [p for p in staged if not is_within(staging, p)]
+    if escaped:
+        raise ValidationError(
+            f"Cannot stage {escaped[0]}: it is not inside the staging location {staging} (a path of the table "
+            "climbs out of the source prefix); pass a source_prefix that holds every path of the table as written"
+        )
+    existing = list(existing)
+    metadata = sorted(p for p in existing if is_table_metadata_file(p))
+    if metadata:
+        raise ValidationError(
+            f"Staging location {staging} already holds table metadata ({metadata[0]}): staged files are never "
+            "written over existing ones. Pass a new or empty staging_location"
+        )
+    present = PathSet(existing)
+    clash = sorted(p for p in staged if p in present)
+    if clash:
+        raise ValidationError(
+            f"Staging location {staging} already holds {clash[0]}, which this rewrite would stage: staged files are "
+            "never written over existing ones. Pass a new or empty staging_location"
+        )
 
 
 def write_version_files(io: Any, plan: TablePathPlan) -> None:
-    """Stage the rewritten metadata file of every version in range."""
+    """Stage the rewritten metadata file of every version in range (create-only)."""
     for path, _, rewritten in plan.versions:
-        write_table_metadata(io, _stage(plan, path), rewritten, overwrite=True)
+        write_table_metadata(io, _stage(plan, path), rewritten, overwrite=False)
 
 
 # ---------------------------------------------------------------------------------------- manifests
@@ -401,8 +434,8 @@ def _moved_file(f: DataFile, source: str, target: str, delete_sizes: Mapping[str
 def rewrite_manifest(io: Any, manifest: ManifestFile, output_path: str, *, format_version: int, specs: Mapping[int, Any],
                      schema: Any, source: str, target: str, staging: str, delta_ids: frozenset[int] | None,
                      delete_sizes: Mapping[str, int]) -> ManifestRewrite:
-    """Write ``manifest`` with every file path moved to ``target`` at ``output_path`` (through an
-    overwriting ``io``) and list the live content files to copy: those added by a snapshot of the
+    """Write ``manifest`` with every file path moved to ``target`` at ``output_path`` (a new file: an
+    existing one is never replaced) and list the live content files to copy: those added by a snapshot of the
     range (every live one in a full rewrite).  Position delete files are copied from their staged
     rewrite, data and equality delete files from where they are."""
     spec = specs.get(manifest.partition_spec_id)
@@ -410,7 +443,7 @@ def rewrite_manifest(io: Any, manifest: ManifestFile, output_path: str, *, forma
         raise InvalidMetadataError(f"manifest uses unknown partition spec {manifest.partition_spec_id}",
                                    location=manifest.manifest_path)
     plan: list[tuple[str, str]] = []
-    writer = ManifestWriter(OverwritingIO(io), output_path, spec, schema, format_version, manifest.content,
+    writer = ManifestWriter(io, output_path, spec, schema, format_version, manifest.content,
                             manifest.added_snapshot_id)
     for e in read_manifest(io, manifest, specs=specs):
         f = e.data_file
@@ -433,7 +466,7 @@ def write_manifest_lists(io: Any, plan: TablePathPlan, lengths: Mapping[str, int
         rows = [dataclasses.replace(m, manifest_path=new_path(m.manifest_path, source, target),
                                     manifest_length=lengths.get(m.manifest_path, m.manifest_length))
                 for m in plan.manifest_lists[s.manifest_list]]
-        write_manifest_list(OverwritingIO(io), _stage(plan, s.manifest_list), fv, s.snapshot_id,
+        write_manifest_list(io, _stage(plan, s.manifest_list), fv, s.snapshot_id,
                             s.parent_snapshot_id, s.sequence_number, s.first_row_id, rows)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -351,6 +352,32 @@ class FileIO:
         fs.delete_dir(p)
         return True
 
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove the folder ``path`` only when it is empty (never recursively, never through a
+        symlink); False when it holds anything, is a link or is gone.  Object stores have no folders
+        to remove: False."""
+        fault_points.reached(fault_points.DELETE, path)
+        local = local_path(path)
+        if local is not None:
+            local = local.rstrip("/") or "/"
+            if os.path.islink(local):
+                return False
+            try:
+                os.rmdir(local)
+                return True
+            except OSError:
+                return False  # not empty, gone, or not a folder
+        if urlsplit(path).scheme.lower() not in HADOOP_SCHEMES:
+            return False
+        fs, p = self._resolve(path)
+        base = p.rstrip("/") or "/"
+        if fs.get_file_info(base).type != pafs.FileType.Directory:
+            return False
+        if fs.get_file_info(pafs.FileSelector(base, recursive=False, allow_not_found=True)):
+            return False
+        fs.delete_dir(base)
+        return True
+
     def delete_many(self, paths: Iterable[str], max_workers: int = 8) -> DeleteResult:
         """Delete ``paths`` on ``max_workers`` threads; failures are collected, never raised."""
         unique = list(dict.fromkeys(paths))
@@ -378,8 +405,14 @@ class FileIO:
     def list_prefix(self, path: str) -> Iterator[FileInfo]:
         """Every file below the directory ``path`` (recursively), spelled like ``path``.
 
-        A missing directory yields nothing; a file yields itself.
+        A missing directory yields nothing; a file yields itself.  Local symlinks are neither
+        followed nor listed (a linked folder's files lie elsewhere, and a listed link would be
+        taken for a file of the folder).
         """
+        local = local_path(path)
+        if local is not None:
+            yield from _list_local(path, local)
+            return
         fs, p = self._resolve(path)
         base = p.rstrip("/") or "/"
         info = fs.get_file_info(base)
@@ -407,6 +440,37 @@ class FileIO:
             for e in entries
             if e.type in (pafs.FileType.File, pafs.FileType.Directory)
         )
+
+
+def _list_local(path: str, local: str) -> Iterator[FileInfo]:
+    """:meth:`FileIO.list_prefix` of a local folder: a walk that never follows a symlink (pyarrow's
+    recursive listing does)."""
+    base = local.rstrip("/") or "/"
+    try:
+        st = os.stat(base)  # the folder asked about is the caller's choice, link or not
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if stat.S_ISREG(st.st_mode):
+        yield FileInfo(path, st.st_size, st.st_mtime_ns // 1_000_000)
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    pending = [base]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with entries:
+            for e in entries:
+                if e.is_symlink():
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    pending.append(e.path)
+                elif e.is_file(follow_symlinks=False):
+                    info = e.stat(follow_symlinks=False)
+                    yield FileInfo(_respell(path, base, e.path), info.st_size, info.st_mtime_ns // 1_000_000)
 
 
 def _mtime_ms(info: pafs.FileInfo) -> int | None:

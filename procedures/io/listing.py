@@ -2,6 +2,10 @@
 with ``os.scandir``, other file systems with the FileIO's ``pyarrow.fs`` filesystem, configured
 from the catalog's properties) and the FileIO's recursive prefix listing.
 
+Neither follows a symbolic link (local files): a linked folder is not entered and a linked file is
+not listed, so no link ever becomes an orphan and nothing is found (or deleted) through one.  The
+starting folder is checked by the caller (:func:`procedures.core.gc.orphans.listing_location`).
+
 Both apply an age cutoff and a hidden-path filter (an object with ``accept(name)``, in practice
 :class:`procedures.core.gc.orphans.HiddenPathFilter`).  The same :func:`walk` runs on the driver
 and, for the sub-trees the driver hands over, in Spark tasks (:func:`procedures.spark.listing.list_directories`).
@@ -14,6 +18,7 @@ walk without a cutoff (``older_than_ms=None``) lists local names without stat-in
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections import deque
@@ -25,6 +30,8 @@ from procedures.core.paths import local_path, relative_path
 from procedures.io.fileio import FileIO
 
 __all__ = ["PathFilter", "walk", "list_with_prefix", "modified_before"]
+
+log = logging.getLogger(__name__)
 
 
 class PathFilter(Protocol):
@@ -48,10 +55,15 @@ def _list_one(directory: str, io: FileIO, with_mtime: bool) -> tuple[list[tuple[
         prefix = "file:" + os.path.join(local, "")
         with entries:  # one entry at a time: a folder of 10,000 files is not held twice
             for e in entries:
-                if e.is_dir(follow_symlinks=False):
+                # a symlink is neither entered nor listed: its target may lie anywhere, and a
+                # listed link would name files (or be deleted as an orphan) through it
+                if e.is_symlink():
+                    log.info("Not listing symlink %s%s: links are never followed nor deleted", prefix, e.name)
+                elif e.is_dir(follow_symlinks=False):
                     dirs.append(prefix + e.name)
-                elif e.is_file():
-                    files.append((prefix + e.name, e.stat().st_mtime_ns // 1_000_000 if with_mtime else None))
+                elif e.is_file(follow_symlinks=False):
+                    files.append((prefix + e.name, e.stat(follow_symlinks=False).st_mtime_ns // 1_000_000
+                                  if with_mtime else None))
         return files, dirs
     fs, p = io.filesystem(directory)
     scheme, _, rest = directory.partition("://")
@@ -127,7 +139,8 @@ def modified_before(paths: Sequence[str], older_than_ms: int, io: FileIO | None 
         local = local_path(path)
         if local is not None:
             try:
-                st = os.stat(local)
+                # a file replaced by a symlink since the listing is not a regular file: never old enough
+                st = os.lstat(local)
             except (FileNotFoundError, NotADirectoryError):
                 out.append(False)
                 continue

@@ -58,7 +58,7 @@ def _rewrite_parquet(io: Any, source: str, output: str, rename: Callable[[str], 
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression=_codec(pf), write_statistics=True, store_schema=False)
     out = sink.getvalue().to_pybytes()
-    io.write(output, out, overwrite=True)
+    io.write(output, out, overwrite=False)
     return len(out)
 
 
@@ -73,13 +73,14 @@ def _rewrite_puffin(io: Any, source: str, output: str, rename: Callable[[str], s
         writer.add(blob.type, pf.read_blob(blob), blob.fields, blob.snapshot_id, blob.sequence_number,
                    blob_props, blob.compression_codec)
     out = writer.finish()
-    io.write(output, out, overwrite=True)
+    io.write(output, out, overwrite=False)
     return len(out)
 
 
 def rewrite_delete_file_paths(io: Any, delete_file: DataFile, output: str, rename: Callable[[str], str]) -> int:
-    """Write a copy of a position delete file (Parquet) or DV Puffin file at ``output`` with every
-    data file path passed through ``rename``; returns the size written."""
+    """Write a copy of a position delete file (Parquet) or DV Puffin file at ``output`` (a new file:
+    an existing one is never replaced) with every data file path passed through ``rename``;
+    returns the size written."""
     if delete_file.file_format == FileFormat.PUFFIN:
         return _rewrite_puffin(io, delete_file.file_path, output, rename)
     if delete_file.file_format == FileFormat.PARQUET:

@@ -249,6 +249,10 @@ class SandboxFileIO(FileIO):
             self.delete(p)
         return bool(files) or self.base.is_dir(path)
 
+    def remove_empty_dir(self, path: str) -> bool:
+        """Nothing is removed in a dry run: False."""
+        return False
+
     # -- listing -------------------------------------------------------------------------------
 
     def list_prefix(self, path: str) -> Iterator[FileInfo]:

@@ -92,7 +92,8 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
                      io_properties: dict[str, str] | None = None) -> Any:
     """Files below ``dirs`` (recursively, on the executors) that are not hidden and were modified
     before ``older_than_ms``: a DataFrame with one column ``file_path``.  The executors list through
-    a FileIO built from ``io_properties`` (the table's, with its storage settings)."""
+    a FileIO built from ``io_properties`` (the table's, with its storage settings), with the driver's
+    :func:`~procedures.io.listing.walk`: a symlink is never entered nor listed there either."""
     check_python_workers(spark)
     props = dict(io_properties or {})
     path_filter = HiddenPathFilter(tuple(partition_prefixes))

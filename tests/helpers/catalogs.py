@@ -10,10 +10,23 @@ from typing import Any
 
 import pytest
 
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.catalog.jdbc import JdbcCatalog
 from procedures.errors import NoSuchTableError
 from procedures.framework.context import open_catalog
 from tests import postgres_server
 from tests.helpers.references import require_jdbc_driver
+
+def local_catalog(kind: str, tmp_path: Path) -> Any:
+    """A fresh ``hadoop`` or ``jdbc`` (SQLite) catalog ``local`` on ``<tmp_path>/wh`` with namespace ``db``."""
+    wh = str(tmp_path / "wh")
+    if kind == "hadoop":
+        cat: Any = HadoopCatalog("local", wh)
+    else:
+        cat = JdbcCatalog("local", f"jdbc:sqlite:{tmp_path / 'catalog.db'}", wh)
+    cat.create_namespace("db")
+    return cat
+
 
 #: every catalog kind Iceberg Java and we both serve in the test session (``shared_catalog``)
 SHARED_KINDS = ("hadoop", "hive", "sqlite", "postgres")

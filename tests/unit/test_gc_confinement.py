@@ -11,8 +11,6 @@ import time
 
 import pytest
 
-from procedures.catalog.hadoop import HadoopCatalog
-from procedures.catalog.jdbc import JdbcCatalog
 from procedures.core.builder import new_table_metadata
 from procedures.core.operations import DeleteFiles, FastAppend
 from procedures.core.paths import (
@@ -33,6 +31,7 @@ from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
 from tests.helpers.faults import then
+from tests.helpers.catalogs import local_catalog
 from tests.helpers.files import age_everything, all_files, touch
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
@@ -111,13 +110,7 @@ def test_relative_path():
 # ------------------------------------------------------------------------------------ tables
 @pytest.fixture(params=["hadoop", "jdbc"])
 def catalog(request, tmp_path):
-    wh = str(tmp_path / "wh")
-    if request.param == "hadoop":
-        cat = HadoopCatalog("local", wh)
-    else:
-        cat = JdbcCatalog("local", f"jdbc:sqlite:{tmp_path / 'catalog.db'}", wh)
-    cat.create_namespace("db")
-    return cat
+    return local_catalog(request.param, tmp_path)
 
 
 def data_file(path: str) -> DataFile:

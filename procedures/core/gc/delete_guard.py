@@ -6,7 +6,8 @@ they read at the start; the deletes happen later, and another writer may commit 
 point) and removes from the batch:
 
 * every file outside the table's own folders (:func:`table_roots`, or the folders
-  :func:`procedures.core.table_overlap.gc_roots` leaves): a file brought in from another folder
+  :func:`procedures.core.table_overlap.gc_roots` leaves), also once local symlinks are resolved, and
+  every symlink (:class:`procedures.core.ownership.Ownership`): a file brought in from another folder
   (add_files, a shared warehouse) is reported, never deleted -- Iceberg Java would delete it;
 * every file inside a folder of another table the catalog shows (``others``,
   :class:`procedures.core.table_overlap.ForeignFolders`): tables never overlap, but one made before
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from procedures.core.gc import reachability as R
+from procedures.core.ownership import Ownership
 from procedures.core.paths import PathSet, keys_within, path_keys, plain_prefix, plainly_within
 from procedures.core.table_overlap import WRITE_PATH_PROPERTIES, ForeignFolders
 from procedures.spec.metadata import TableMetadata
@@ -83,6 +85,7 @@ class DeleteGuard:
         self._table = table
         self._others = others
         self._roots = tuple(path_keys(r) for r in roots)
+        self._owned = Ownership(roots)
         # most paths spell a root as it is: a prefix test spares normalising each of them
         self._prefixes = tuple(p for p in map(plain_prefix, roots) if p is not None)
         self._seen_location = metadata_location
@@ -121,11 +124,12 @@ class DeleteGuard:
         return any(R.path_digest(k.path) in self._protected for k in path_keys(path))
 
     def inside(self, path: str) -> bool:
-        """Whether ``path`` lies in one of the allowed folders."""
+        """Whether ``path`` lies in one of the allowed folders, and for a local path also once symlinks
+        are resolved, without being one (:class:`procedures.core.ownership.Ownership`)."""
         if any(plainly_within(p, path) for p in self._prefixes):
-            return True
+            return self._owned.resolves_inside(path)
         keys = path_keys(path)
-        return any(keys_within(root, keys) for root in self._roots)
+        return any(keys_within(root, keys) for root in self._roots) and self._owned.resolves_inside(path)
 
     def check(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """The items of one batch that may be deleted now."""

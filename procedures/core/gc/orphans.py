@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from procedures.core.gc import reachability as R
-from procedures.core.paths import join_path, path_keys, relative_path
+from procedures.core.ownership import resolve_local
+from procedures.core.paths import join_path, normalize_path, path_keys, relative_path
 from procedures.errors import ValidationError
 from procedures.spec.manifest import ManifestFile
 from procedures.spec.metadata import TableMetadata
@@ -83,7 +84,25 @@ def listing_location(table_location: str, location: str | None) -> str:
             f"{table_location!r} or a folder below it (compared after resolving '.', '..', doubled slashes "
             "and percent-escapes). Pass a folder inside the table, or omit location to clean the whole table."
         )
+    _check_no_link_between(table_location, rel, location)
     return join_path(table_location, rel) if rel else table_location
+
+
+def _check_no_link_between(table_location: str, rel: str, location: str) -> None:
+    """Refuse a local ``location`` reached through a symlink below the table location: listing it
+    would find (and delete) files wherever the link points -- outside the table, or the table's own
+    files under a name no metadata uses."""
+    real_table = resolve_local(table_location)
+    if real_table is None or not rel:
+        return
+    real = resolve_local(join_path(table_location, rel))
+    expected = join_path(real_table, rel)
+    if real is not None and normalize_path(real).path != normalize_path(expected).path:
+        raise ValidationError(
+            f"Cannot remove orphan files from location {location!r}: a symlink on the way leads it to {real}, "
+            f"not to the folder {expected} inside the table location {table_location!r}. Pass the real folder "
+            "inside the table, or omit location; symlinks are never followed"
+        )
 
 
 # ------------------------------------------------------------------------------------ listing

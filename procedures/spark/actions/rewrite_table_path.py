@@ -10,6 +10,12 @@ the manifest lists, write the file list.  Delete files and manifests are rewritt
 task when there are enough manifests to be worth a job (the size rule of
 :func:`procedures.core.gc.reachability.use_spark`), otherwise on driver threads.  If anything
 fails, the files staged so far are removed.
+
+Staged files never replace anything: a staging_location the caller names must lie outside every
+table of the catalog, the source table's included however its location is spelled, and must hold
+no table metadata nor any file this run would stage (checked before the first write); every write
+is create-only (Iceberg Java overwrites).  So the failure cleanup removes only files this run
+created.
 """
 
 from __future__ import annotations
@@ -24,15 +30,17 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from procedures.catalog.base import Table
+from procedures.catalog.locations import catalog_table_folders
+from procedures.core.gc.delete_guard import table_roots
 from procedures.core.gc.reachability import use_spark
 from procedures.core.table_path import (
-    FILE_LIST, NOT_APPLICABLE, ManifestRewrite, RewriteTablePathParams, RewriteTablePathResult, check_staging,
-    copy_plan, default_staging_location, file_list_text, file_name, maybe_append_separator, new_path,
+    FILE_LIST, NOT_APPLICABLE, ManifestRewrite, RewriteTablePathParams, RewriteTablePathResult, check_staged_files,
+    check_staging, check_staging_location, copy_plan, default_staging_location, file_list_text, file_name, maybe_append_separator, new_path,
     plan_table_path, position_deletes_to_rewrite, rewrite_manifest, staged_paths, staging_path,
     write_manifest_lists, write_version_files,
 )
 from procedures.errors import ValidationError
-from procedures.io.fileio import FileIO
+from procedures.io.fileio import FileAlreadyExistsError, FileIO
 from procedures.io.path_rewrite import rewrite_delete_file_paths
 from procedures.spark.read import tasks_frame
 from procedures.spark.session import optional_job
@@ -106,6 +114,13 @@ def _staging(table: Table, params: RewriteTablePathParams) -> str:
     return staging
 
 
+def _table_folders(table: Table) -> list[tuple[str, str]]:
+    """``(table name, folder)`` of the source table and of every table its catalog knows."""
+    own = [(table.name, root) for root in table_roots(table.metadata)]
+    catalog = getattr(table, "catalog", None)
+    return own + (catalog_table_folders(catalog) if catalog is not None else [])
+
+
 def rewrite_table_path(table: Table, params: RewriteTablePathParams, spark: Any = None) -> RewriteTablePathResult:
     """Stage ``table``'s metadata with paths moved from ``params.source_prefix`` to
     ``params.target_prefix`` and write the copy plan; Spark tasks when worth it, else the driver."""
@@ -116,6 +131,12 @@ def rewrite_table_path(table: Table, params: RewriteTablePathParams, spark: Any 
     source, target = params.source_prefix, params.target_prefix
     deletes = position_deletes_to_rewrite(io, plan, specs)
     check_staging(plan, deletes)
+    existing: list[str] = []
+    if params.staging_location is not None:
+        # the default folder is new (a fresh uuid); a folder the caller names may be anything
+        check_staging_location(staging, _table_folders(table))
+        existing = [f.path for f in io.list_prefix(staging)]
+    check_staged_files(staging, staged_paths(plan, deletes), existing)
     distributed = use_spark(spark, plan.manifests.values())
     try:
         with optional_job(spark, f"rewrite_table_path: stage {len(plan.versions)} metadata files of {table.identifier}"):
@@ -134,9 +155,11 @@ def rewrite_table_path(table: Table, params: RewriteTablePathParams, spark: Any 
         file_list = NOT_APPLICABLE
         if params.create_file_list:
             file_list = staging + FILE_LIST
-            io.write(file_list, file_list_text(pairs).encode("utf-8"), overwrite=True)
-    except BaseException:
-        _remove_staged(io, staged_paths(plan, deletes))
+            io.write(file_list, file_list_text(pairs).encode("utf-8"), overwrite=False)
+    except BaseException as e:
+        # a file that appeared at a staged path after the checks (create-only refused it) is not ours
+        clash = e.path if isinstance(e, FileAlreadyExistsError) else None
+        _remove_staged(io, [p for p in staged_paths(plan, deletes) if p != clash])
         raise
     return RewriteTablePathResult(
         latest_version=file_name(plan.end_location),
