@@ -203,6 +203,10 @@ def test_table_resolution_like_spark(conf):
     assert len(run(conf, "CALL ours.system.ancestors_of('`db`.`t`')")) == 3
     # a Python call without a catalog takes the table's own catalog
     assert len(runner.run("ancestors_of", kwargs={"table": "ours.db.t"}, conf=conf, lenient=True).rows) == 3
+    # ... also when the table is given by position and is not the first parameter (snapshot's
+    # `table` is its second): the run gets past the catalog to the source, which needs Spark
+    with pytest.raises(ValidationError, match="a session-catalog table needs a Spark session"):
+        runner.run("snapshot", args=["spark_catalog.db.src", "ours.db.new"], conf=conf, lenient=True)
 
 
 def test_register_table(conf, tmp_path):
