@@ -34,6 +34,7 @@ The module imports on pyspark 3.5 (and with no pyspark at all); there the classe
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import uuid as _uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -105,6 +106,7 @@ __all__ = [
     "load_named_table",
     "READ_OPTIONS",
     "WRITE_OPTIONS",
+    "spark_arrow_schema",
 ]
 
 #: the format name of ``spark.read.format(...)`` / ``df.write.format(...)``
@@ -330,16 +332,30 @@ class IcebergReaderBase(DataSourceReader):
 
     def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
         """The rows of one partition's tasks, deletes applied, as Arrow batches of the reader's schema."""
-        from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415 -- Spark's own Arrow form
-
         prepare_python_worker()
-        target = to_arrow_schema(self.spark_schema, timezone="UTC")
+        target = spark_arrow_schema(self.spark_schema)
         # Spark reads one InputPartition(None) when planning returned none
         for batch in self.task_reader.batches(getattr(partition, "tasks", None) or []):
             out = to_spark_arrow(batch, self.projected.fields)
             columns = [out.column(out.schema.get_field_index(f.name)) for f in self.fields]
             cast = [c if c.type == t.type else c.cast(t.type) for c, t in zip(columns, target)]
             yield pa.RecordBatch.from_arrays(cast, schema=target)
+
+
+def spark_arrow_schema(schema: Any) -> pa.Schema:
+    """Spark's own Arrow form of a Spark ``StructType``, timestamps with time zone in UTC.
+
+    pyspark's ``to_arrow_schema`` changed its signature: up to 4.1 it takes ``timestamp_utc``
+    (default True, UTC), from 4.2 a keyword-only ``timezone`` (default None, which it refuses for
+    a timestamp column); the keyword is chosen from the installed function's signature.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415 -- Spark's own Arrow form
+
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timezone="UTC")
+    if "timestamp_utc" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timestamp_utc=True)
+    return to_arrow_schema(schema)
 
 
 class IcebergReader(IcebergReaderBase):
