@@ -35,6 +35,9 @@ from procedures.spec.schema import Schema
 
 __all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl"]
 
+#: numbers the temporary views of our tables within the process
+_VIEWS = itertools.count(1)
+
 _PRIMS = {
     "BOOLEAN": IT.BOOLEAN, "TINYINT": IT.INT, "BYTE": IT.INT, "SMALLINT": IT.INT, "SHORT": IT.INT,
     "INT": IT.INT, "INTEGER": IT.INT, "BIGINT": IT.LONG, "LONG": IT.LONG, "FLOAT": IT.FLOAT, "REAL": IT.FLOAT,
@@ -202,7 +205,7 @@ def execute(spark, text: str, conf: Mapping[str, str]):
         return _drop_table(spark, text, conf)
     if head[:2] == ["INSERT", "INTO"] and refs[0][0] in (2, 3):
         return _insert(spark, text, tokens, refs, conf)
-    return spark.sql(_substitute_reads(spark, text, tokens, refs, conf))
+    return _sql_over_views(spark, *_substitute_reads(spark, text, tokens, refs, conf))
 
 
 def _empty(spark):
@@ -325,18 +328,40 @@ def _drop_table(spark, text: str, conf):
     return _empty(spark)
 
 
-def _substitute_reads(spark, text: str, tokens: list[Token], refs, conf) -> str:
-    out, last = [], 0
+def _view_name() -> str:
+    """A fresh temporary view name of only ``[A-Za-z0-9_]``: Spark parses a view name as an identifier,
+    so one built from the table's own name fails on a space, a quote or a non-ASCII letter."""
+    return f"__procedures_{next(_VIEWS)}_{uuid.uuid4().hex[:8]}"
+
+
+def _substitute_reads(spark, text: str, tokens: list[Token], refs, conf) -> tuple[str, dict[str, str]]:
+    """``text`` with each of our tables replaced by a temporary view of its rows, and each view's
+    name mapped to the table as the statement spells it (for messages)."""
+    out, last, views = [], 0, {}
     for first, lastidx, parts in refs:
         catalog, ident = _table(conf, parts)
-        view = f"__procedures_{'_'.join(parts)}_{uuid.uuid4().hex[:8]}".replace("-", "_")
+        view = _view_name()
         read_table(spark, catalog.load_table(ident)).createOrReplaceTempView(view)
         start, end_tok = tokens[first].pos, tokens[lastidx]
         out.append(text[last:start])
         out.append(f"`{view}`")
         last = end_tok.pos + len(end_tok.text)
+        views[view] = text[start:last]
     out.append(text[last:])
-    return "".join(out)
+    return "".join(out), views
+
+
+def _sql_over_views(spark, query: str, views: Mapping[str, str]):
+    """``spark.sql(query)``; an error naming one of our temporary views names its table instead."""
+    try:
+        return spark.sql(query)
+    except Exception as e:  # noqa: BLE001 -- any Spark error may quote a view; others pass unchanged
+        message = str(e)
+        if not any(view in message for view in views):
+            raise
+        for view, table in views.items():
+            message = message.replace(f"`{view}`", table).replace(view, table)
+        raise ValidationError(message) from None
 
 
 def _insert(spark, text: str, tokens: list[Token], refs, conf):
@@ -347,11 +372,12 @@ def _insert(spark, text: str, tokens: list[Token], refs, conf):
     table = catalog.load_table(ident)
     query_start = tokens[lastidx + 1].pos
     rest_refs = [r for r in refs[1:]]
-    query = text[query_start:]
+    query, views = text[query_start:], {}
     if rest_refs:
         shifted = tokenize(query)
-        query = _substitute_reads(spark, query, shifted, _our_table_refs(shifted, set(catalog_names(conf))), conf)
-    df = spark.sql(query)
+        query, views = _substitute_reads(spark, query, shifted, _our_table_refs(shifted, set(catalog_names(conf))),
+                                         conf)
+    df = _sql_over_views(spark, query, views)
     fields = table.metadata.schema().fields
     if len(df.columns) != len(fields):
         raise ValidationError(
