@@ -52,6 +52,7 @@ from procedures.catalog.config import (
 )
 from procedures.core.operations import MergeAppend, OverwriteFiles
 from procedures.core.scan import iter_file_scan_tasks, select_snapshot
+from procedures.core.summary import set_engine
 from procedures.core.transaction import commit
 from procedures.errors import CatalogConfigError, ExpressionError, UnsupportedVersionError, ValidationError
 from procedures.io.fileio import FileIO
@@ -78,6 +79,7 @@ from procedures.spec.expressions import (
 )
 from procedures.spec.manifest import DataFile
 from procedures.spec.schema import Schema
+from procedures.spec.snapshots import SPARK_APP_ID
 
 try:
     from pyspark.sql.datasource import (
@@ -117,7 +119,9 @@ READ_OPTIONS = ("snapshot-id", "as-of-timestamp", "branch", "tag", "split-size",
 WRITE_OPTIONS = ("target-file-size-bytes", "write-format")
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 #: session keys copied at registration besides ``spark.sql.catalog.*``
-SESSION_KEYS = ("spark.sql.defaultCatalog", "spark.sql.caseSensitive", "spark.sql.session.timeZone")
+SESSION_KEYS = ("spark.sql.defaultCatalog", "spark.sql.caseSensitive", "spark.sql.session.timeZone", "spark.app.id")
+#: where the captured session settings keep the session's Spark version (snapshot summaries name it)
+SPARK_VERSION_KEY = "procedures.sparkVersion"
 #: where the captured session settings keep the session's default parallelism
 PARALLELISM_KEY = "procedures.defaultParallelism"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -146,6 +150,7 @@ def register_data_source(spark: Any = None) -> type:
         spark.conf.set(PUSHDOWN_CONF, "true")
     captured = {k: v for k, v in conf.items() if k.startswith(SPARK_PREFIX) or k in SESSION_KEYS}
     captured[PARALLELISM_KEY] = str(spark.sparkContext.defaultParallelism)
+    captured[SPARK_VERSION_KEY] = str(spark.version)
     # a class created here is not importable by name, so Spark's cloudpickle ships it by value,
     # with the captured settings, to the Python workers that plan, read and commit
     base = IcebergDataSource if pushdown else IcebergDataSourceNoPushdown
@@ -477,6 +482,12 @@ class IcebergWriter(DataSourceArrowWriter):
             op = MergeAppend(files, snapshot_properties=self.snapshot_properties)
         else:
             return
+        # the session is not reachable here: its version and application id were captured with
+        # its conf when the source was registered
+        app_id = self.session_conf.get("spark.app.id")
+        set_engine("spark", self.session_conf.get(SPARK_VERSION_KEY, ""), app_id)
+        if app_id:
+            op.snapshot_properties.setdefault(SPARK_APP_ID, app_id)
         commit(table, [op])
 
     def abort(self, messages: Sequence[WrittenFilesMessage | None]) -> None:
