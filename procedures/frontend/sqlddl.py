@@ -31,7 +31,7 @@ from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spec import types as IT
 from procedures.spec.partitioning import PartitionSpecBuilder
-from procedures.spec.schema import Schema
+from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
 __all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl"]
 
@@ -65,11 +65,14 @@ class _DDL(Parser):
             self.next()
         return True
 
-    def spark_type(self) -> IT.IcebergType:
+    def spark_type(self, depth: int = 0) -> IT.IcebergType:
         if self.tok.kind not in ("IDENT", "QIDENT"):
             raise self.error("expected a column type")
         tok = self.next()
         name = tok.text.upper()
+        if name in ("ARRAY", "MAP", "STRUCT") and depth >= MAX_NESTING_DEPTH:
+            # refused while parsing: the recursive descent would otherwise exhaust Python's stack
+            raise ValidationError(too_deep(depth + 1, "column type"))
         if name in ("DECIMAL", "DEC", "NUMERIC"):
             p, s = 10, 0
             if self.op("("):
@@ -86,14 +89,14 @@ class _DDL(Parser):
             self.expect_op(")", "')' after the length")
         if name == "ARRAY":
             self.expect_op("<", "'<' after ARRAY")
-            element = self.spark_type()
+            element = self.spark_type(depth + 1)
             self.expect_op(">", "'>' closing ARRAY<...>")
             return IT.ListType(next(self._ids), element, False)
         if name == "MAP":
             self.expect_op("<", "'<' after MAP")
-            key = self.spark_type()
+            key = self.spark_type(depth + 1)
             self.expect_op(",", "',' between the MAP key and value types")
-            value = self.spark_type()
+            value = self.spark_type(depth + 1)
             self.expect_op(">", "'>' closing MAP<...>")
             return IT.MapType(next(self._ids), key, next(self._ids), value, False)
         if name == "STRUCT":
@@ -103,7 +106,7 @@ class _DDL(Parser):
                 fname = self.ident("a struct field name")
                 if self.op(":"):
                     self.next()
-                fields.append(self.field(fname))
+                fields.append(self.field(fname, depth + 1))
                 if self.op(","):
                     self.next()
                     continue
@@ -114,8 +117,8 @@ class _DDL(Parser):
             return _PRIMS[name]
         raise self.error(f"unsupported column type {tok.text}", tok)
 
-    def field(self, name: str) -> IT.NestedField:
-        ftype = self.spark_type()
+    def field(self, name: str, depth: int = 0) -> IT.NestedField:
+        ftype = self.spark_type(depth)
         required = self.take_keywords("NOT", "NULL")
         doc = None
         if self.take_keywords("COMMENT"):
