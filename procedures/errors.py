@@ -8,6 +8,9 @@ attributes so callers and tests can inspect them without parsing messages.
 
 from __future__ import annotations
 
+import re
+from typing import Any, Mapping
+
 __all__ = [
     "IcebergError",
     "ValidationError",
@@ -40,6 +43,10 @@ __all__ = [
     "PythonWorkerError",
     "UnsupportedVersionError",
     "MissingDependencyError",
+    "REDACTED",
+    "is_secret_key",
+    "redact_text",
+    "redact_properties",
 ]
 
 
@@ -146,8 +153,47 @@ class CommitStateUnknownError(CommitError):
         super().__init__(message)
 
 
+#: what shows instead of a secret in messages, reprs and logs
+REDACTED = "***"
+#: a property key holding any of these (case-insensitive) holds a secret: passwords, secret and
+#: access keys, tokens, credentials (s3.secret-access-key, s3.session-token, client.secret, ...)
+SECRET_KEY_MARKERS = ("password", "passwd", "secret", "token", "credential", "access-key", "accesskey",
+                      "account-key", "private-key")
+# ``scheme://user:password@host``: the password runs to the authority's last '@' (it may hold '/')
+_URI_USERINFO = re.compile(r"(://[^\s:/@'\"]*):[^\s'\"]*@")
+# ``key=value`` in a uri query (``?password=p&...``), a JDBC ``;key=value`` list or a libpq conninfo
+_KEY_VALUE = re.compile(r"(^|[?&;,\s(])([A-Za-z][\w.\-]*)=([^&;,\s'\")]*)")
+
+
+def is_secret_key(key: Any) -> bool:
+    """Whether the value of property or uri parameter ``key`` must not be shown."""
+    k = str(key).lower()
+    return any(m in k for m in SECRET_KEY_MARKERS)
+
+
+def redact_text(text: Any) -> str:
+    """``text`` (a uri, a conninfo, a message quoting one) with passwords and secret parameters
+    replaced by ``***``: ``jdbc:postgresql://u:***@h/db``, ``...?user=u&password=***``."""
+    shown = _URI_USERINFO.sub(lambda m: f"{m.group(1)}:{REDACTED}@", str(text))
+    return _KEY_VALUE.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}" if is_secret_key(m.group(2)) else m.group(0), shown)
+
+
+def redact_properties(properties: Mapping[Any, Any]) -> dict[Any, Any]:
+    """``properties`` for showing: secret keys' values replaced by ``***``, passwords inside other
+    values (a catalog ``uri``) masked with :func:`redact_text`."""
+    return {k: REDACTED if is_secret_key(k) else (redact_text(v) if isinstance(v, str) else v)
+            for k, v in properties.items()}
+
+
 class CatalogConfigError(ValidationError):
-    """A catalog is configured wrongly (unknown type, malformed uri, bad property value)."""
+    """A catalog is configured wrongly (unknown type, malformed uri, bad property value).
+
+    The message quotes configuration, so passwords and secrets in it are masked (:func:`redact_text`).
+    """
+
+    def __init__(self, message: Any = "") -> None:
+        super().__init__(redact_text(message))
 
 
 class StorageConfigError(CatalogConfigError):

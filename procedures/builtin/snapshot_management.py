@@ -79,9 +79,11 @@ def rollback_to_timestamp(ctx: ProcedureContext, table: str, timestamp: int, dry
 def set_current_snapshot(ctx: ProcedureContext, table: str, snapshot_id: int | None, ref: str | None,
                          dry_run: bool) -> list[tuple]:
     """Make any snapshot current, or the snapshot of a branch or tag; no ancestry requirement."""
-    t = ctx.load_table(table, dry_run=dry_run)
+    # argument checks come before the load, as in Java: a bad combination on an unknown table
+    # names the argument problem, not the missing table
     if (snapshot_id is None) == (ref is None):
         raise ValidationError("Either snapshot_id or ref must be provided, not both")
+    t = ctx.load_table(table, dry_run=dry_run)
     op = SetCurrentSnapshot.for_ref(t.metadata, ref) if ref is not None else SetCurrentSnapshot(snapshot_id)
     ctx.commit(t, [op])
     return [(op.previous_snapshot_id, op.snapshot_id)]

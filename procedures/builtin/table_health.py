@@ -4,7 +4,7 @@ fixes it.  Read-only: nothing is committed or deleted."""
 
 from __future__ import annotations
 
-from procedures.core.health import CHECKS, Finding, render_arguments, render_call, severity_rank, table_reference
+from procedures.core.health import CHECKS, Finding, render_arguments, render_call, severity_rank
 from procedures.builtin.plan_maintenance import examined_tables
 from procedures.catalog.targets import parse_target
 from procedures.core.fleet import benefit_score, rank_by_benefit

@@ -16,7 +16,7 @@ from procedures.catalog.base import Catalog, Identifier, split_dotted, parse_ide
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.catalog.hive import HiveCatalog, JvmMetastoreClient
 from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
-from procedures.errors import CatalogConfigError, NoSuchCatalogError, ValidationError
+from procedures.errors import REDACTED, CatalogConfigError, NoSuchCatalogError, ValidationError, is_secret_key
 
 __all__ = [
     "load_catalog",
@@ -130,7 +130,8 @@ def _check_types(props: Mapping[str, Any], prefix: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in props.items():
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise CatalogConfigError(f"{prefix}{key}: expected a string value, got {type(value).__name__} {value!r}")
+            shown = REDACTED if is_secret_key(key) else repr(value)
+            raise CatalogConfigError(f"{prefix}{key}: expected a string value, got {type(value).__name__} {shown}")
         out[key] = str(value)
     for key in INT_PROPERTIES:
         if key in out:

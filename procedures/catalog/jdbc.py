@@ -26,7 +26,7 @@ import contextlib
 import logging
 import os
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
@@ -57,6 +57,7 @@ from procedures.errors import (
     NoSuchTableError,
     TableAlreadyExistsError,
     ValidationError,
+    redact_text,
 )
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.metadata import read_table_metadata
@@ -99,7 +100,8 @@ class JdbcUri:
     dialect: str
     target: str
     user: str | None = None
-    password: str | None = None
+    #: kept out of the repr: a parsed uri may be shown in messages and logs
+    password: str | None = field(default=None, repr=False)
 
 
 def parse_jdbc_uri(uri: str, *, key: str = "uri") -> JdbcUri:
@@ -303,6 +305,9 @@ class JdbcCatalog(Catalog):
                 f"{SCHEMA_VERSION}: expected V0 or V1, got {self.properties[SCHEMA_VERSION]!r}"
             )
         self._with_type_column = self._initialize(upgrade=version == "V1")
+
+    def __repr__(self) -> str:
+        return f"JdbcCatalog({self.name!r}, uri={redact_text(self.uri)!r})"
 
     # -- schema -------------------------------------------------------------------------------
 

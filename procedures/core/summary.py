@@ -10,11 +10,35 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
-from procedures.spec.snapshots import apply_totals
+from procedures.spec.snapshots import APP_ID, ENGINE_NAME, ENGINE_VERSION, apply_totals
 
-__all__ = ["SummaryBuilder", "summary_with_totals", "is_dv", "content_size", "ENGINE_PROPERTIES"]
+__all__ = [
+    "SummaryBuilder", "summary_with_totals", "is_dv", "content_size", "set_engine", "engine_properties",
+    "PACKAGE_VERSION_KEY", "PACKAGE_VERSION",
+]
 
-ENGINE_PROPERTIES = {"engine-name": "iceberg-procedures", "iceberg-version": "iceberg-procedures 0.1.0"}
+#: our own summary key: this package's name and version (Java's ``iceberg-version`` names the
+#: Apache Iceberg build that wrote a snapshot, which this package is not)
+PACKAGE_VERSION_KEY = "iceberg-procedures-version"
+PACKAGE_VERSION = "iceberg-procedures 0.1.0"
+# the engine the process commits for, as Java's EnvironmentContext: one per process, set by the
+# layer that holds the engine (procedures.spark.session.record_engine) and read by every commit
+_ENGINE: dict[str, str] = {}
+
+
+def set_engine(name: str, version: str, app_id: str | None = None) -> None:
+    """Record the engine every later snapshot summary names: ``engine-name``, ``engine-version``
+    and ``app-id``, the keys Iceberg Java's Spark integration writes on every commit."""
+    _ENGINE.clear()
+    _ENGINE.update({ENGINE_NAME: name, ENGINE_VERSION: version})
+    if app_id:
+        _ENGINE[APP_ID] = app_id
+
+
+def engine_properties() -> dict[str, str]:
+    """The environment keys of a snapshot summary: the engine's (when one is recorded) and ours."""
+    return {**_ENGINE, PACKAGE_VERSION_KEY: PACKAGE_VERSION}
+
 
 def is_dv(f: DataFile) -> bool:
     """True for a deletion vector (a position-delete entry stored in Puffin)."""
@@ -100,7 +124,7 @@ def summary_with_totals(
         out["changed-partition-count"] = str(len(builder.partitions))
     out = apply_totals(out, parent_summary)
     out.update(builder.extra)
-    out.update(ENGINE_PROPERTIES)
+    out.update(engine_properties())
     if properties:
         out.update(properties)
     return out

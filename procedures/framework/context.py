@@ -17,6 +17,7 @@ from procedures.catalog.sandbox import is_sandboxed, sandboxed
 from procedures.core.transaction import commit
 from procedures.errors import CatalogConfigError, NoSuchTableError, ValidationError
 from procedures.framework.declaration import Procedure
+from procedures.spark.session import record_engine
 
 __all__ = ["ProcedureContext", "open_catalog", "known_catalogs", "local_zone"]
 
@@ -59,6 +60,9 @@ class ProcedureContext:
         self.catalog_name = catalog_name
         self.conf = dict(conf)
         self.spark = spark
+        if spark is not None:
+            # commits of the procedure name Spark as their engine, as Java's procedures do
+            record_engine(spark)
         self.tz = self.conf.get("spark.sql.session.timeZone") or local_zone()
         self.changed_tables: list[tuple[str, tuple[str, ...]]] = []
 

@@ -32,7 +32,7 @@ from typing import Sequence
 from procedures.catalog.base import split_dotted
 from procedures.catalog.config import catalog_names, default_catalog_name
 from procedures.core.health import render_call, table_reference
-from procedures.errors import IcebergError, SqlSyntaxError
+from procedures.errors import IcebergError, SqlSyntaxError, redact_text
 from procedures.frontend.parser import split_statements, tokenize
 from procedures.frontend.progress import ConsoleProgress
 from procedures.frontend.report import health_report
@@ -212,7 +212,8 @@ def _error_text(e: BaseException) -> str:
     # py4j/Spark errors carry a JVM stack trace after the first lines; the message is enough
     if name in ("AnalysisException", "ParseException", "IllegalArgumentException", "Py4JJavaError"):
         text = text.split("\n\tat ", 1)[0].strip()
-    return f"Error ({name}): {text}"
+    # a driver's or the JVM's message may quote a connection uri with its password
+    return f"Error ({name}): {redact_text(text)}"
 
 
 def _run_text(spark, text: str, out, options: argparse.Namespace | None = None,
@@ -512,7 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.execute is not None:
             text = args.execute
     except (OSError, ValueError, IcebergError) as e:
-        print(f"Error: {e}", file=sys.stderr)
+        print(f"Error: {redact_text(e)}", file=sys.stderr)
         return 2
     out = sys.stdout
     quiet_library_warnings()

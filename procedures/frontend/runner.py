@@ -14,7 +14,9 @@ from typing import Any, Mapping, Sequence
 
 import procedures.builtin  # noqa: F401 -- registers the built-in procedures
 from procedures.catalog.base import split_dotted
-from procedures.catalog.config import SPARK_PREFIX, catalog_names, conf_from_spark, default_catalog_name
+from procedures.catalog.config import (
+    SPARK_PREFIX, catalog_names, catalog_properties, conf_from_spark, default_catalog_name,
+)
 from procedures.errors import NoSuchCatalogError, NoSuchProcedureError, ValidationError
 from procedures.framework.context import ProcedureContext, local_zone
 from procedures.framework.declaration import OutputColumn, Procedure
@@ -25,6 +27,8 @@ from procedures.frontend.binding import bind
 __all__ = ["ProcedureResult", "run", "split_procedure_name", "SYSTEM_NAMESPACE"]
 
 SYSTEM_NAMESPACE = "system"
+#: Spark's session catalog, whose tables live in the metastore
+SESSION_CATALOG = "spark_catalog"
 
 
 @dataclass
@@ -42,8 +46,26 @@ class ProcedureResult:
         return self.procedure.output
 
 
+def _hive_catalogs(conf: Mapping[str, str]) -> list[str]:
+    """Our catalogs of type hive (the ones on Spark's metastore)."""
+    out = []
+    for name in catalog_names(conf):
+        props, _ = catalog_properties(name, conf)
+        kind = str(props.get("type", "")).strip().lower()
+        if kind == "hive" or (not kind and props.get("catalog-impl") == "org.apache.iceberg.hive.HiveCatalog"):
+            out.append(name)
+    return out
+
+
 def _catalog_for_python_call(table_arg: Any, conf: Mapping[str, str]) -> str:
-    """For ``procedures.call`` without a catalog: the table's catalog when it names one of ours."""
+    """For ``procedures.call`` without a catalog: the table's catalog when it names one of ours.
+
+    A table of Spark's session catalog (``spark_catalog.db.t``, migrate's source) lives in the
+    metastore, so when ``spark_catalog`` is not one of ours the hive catalog on that metastore is
+    the table's catalog: the default catalog when it is a hive one, else the only hive catalog that
+    is not a Spark plugin too, else the only hive catalog.
+    """
+    default = default_catalog_name(conf)
     if isinstance(table_arg, str):
         try:
             parts = split_dotted(table_arg.strip())
@@ -51,7 +73,28 @@ def _catalog_for_python_call(table_arg: Any, conf: Mapping[str, str]) -> str:
             parts = []
         if len(parts) >= 3 and parts[0] in catalog_names(conf):
             return parts[0]
-    return default_catalog_name(conf)
+        if len(parts) >= 3 and parts[0] == SESSION_CATALOG:
+            hive = _hive_catalogs(conf)
+            if default in hive:
+                return default
+            # a hive catalog that is also a Spark plugin (Iceberg Java's SparkCatalog) is Java's
+            # view of the same metastore; our own one is meant when there is exactly one
+            own = [n for n in hive if f"{SPARK_PREFIX}{n}" not in conf]
+            for group in (own, hive):
+                if len(group) == 1:
+                    return group[0]
+    return default
+
+
+def _table_argument(proc: Procedure, args: Sequence[Any], kwargs: Any) -> Any:
+    """The value given for the procedure's ``table`` parameter, by name or by its position."""
+    named = dict((k.lower(), v) for k, v in (kwargs.items() if isinstance(kwargs, Mapping) else kwargs))
+    if "table" in named:
+        value = named["table"]
+    else:
+        position = next((i for i, p in enumerate(proc.parameters) if p.name == "table"), None)
+        value = args[position] if position is not None and position < len(args) else None
+    return value.value if isinstance(value, Literal) else value
 
 
 def split_procedure_name(name: str) -> tuple[str | None, str]:
@@ -92,11 +135,7 @@ def run(
         conf = conf_from_spark(spark) if spark is not None else {}
     catalog = catalog or qualified
     if catalog is None:
-        named = dict((k.lower(), v) for k, v in (kwargs.items() if isinstance(kwargs, Mapping) else kwargs))
-        table_arg = named.get("table", args[0] if args else None)
-        if isinstance(table_arg, Literal):
-            table_arg = table_arg.value
-        catalog = _catalog_for_python_call(table_arg, conf)
+        catalog = _catalog_for_python_call(_table_argument(proc, args, kwargs), conf)
     # arguments first: a call without its table names the missing parameter, not a catalog
     tz = conf.get("spark.sql.session.timeZone") or local_zone()
     values = bind(proc, args, kwargs, tz=tz, lenient=lenient)

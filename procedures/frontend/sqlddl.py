@@ -31,9 +31,12 @@ from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spec import types as IT
 from procedures.spec.partitioning import PartitionSpecBuilder
-from procedures.spec.schema import Schema
+from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
 __all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl"]
+
+#: numbers the temporary views of our tables within the process
+_VIEWS = itertools.count(1)
 
 _PRIMS = {
     "BOOLEAN": IT.BOOLEAN, "TINYINT": IT.INT, "BYTE": IT.INT, "SMALLINT": IT.INT, "SHORT": IT.INT,
@@ -62,11 +65,14 @@ class _DDL(Parser):
             self.next()
         return True
 
-    def spark_type(self) -> IT.IcebergType:
+    def spark_type(self, depth: int = 0) -> IT.IcebergType:
         if self.tok.kind not in ("IDENT", "QIDENT"):
             raise self.error("expected a column type")
         tok = self.next()
         name = tok.text.upper()
+        if name in ("ARRAY", "MAP", "STRUCT") and depth >= MAX_NESTING_DEPTH:
+            # refused while parsing: the recursive descent would otherwise exhaust Python's stack
+            raise ValidationError(too_deep(depth + 1, "column type"))
         if name in ("DECIMAL", "DEC", "NUMERIC"):
             p, s = 10, 0
             if self.op("("):
@@ -83,14 +89,14 @@ class _DDL(Parser):
             self.expect_op(")", "')' after the length")
         if name == "ARRAY":
             self.expect_op("<", "'<' after ARRAY")
-            element = self.spark_type()
+            element = self.spark_type(depth + 1)
             self.expect_op(">", "'>' closing ARRAY<...>")
             return IT.ListType(next(self._ids), element, False)
         if name == "MAP":
             self.expect_op("<", "'<' after MAP")
-            key = self.spark_type()
+            key = self.spark_type(depth + 1)
             self.expect_op(",", "',' between the MAP key and value types")
-            value = self.spark_type()
+            value = self.spark_type(depth + 1)
             self.expect_op(">", "'>' closing MAP<...>")
             return IT.MapType(next(self._ids), key, next(self._ids), value, False)
         if name == "STRUCT":
@@ -100,7 +106,7 @@ class _DDL(Parser):
                 fname = self.ident("a struct field name")
                 if self.op(":"):
                     self.next()
-                fields.append(self.field(fname))
+                fields.append(self.field(fname, depth + 1))
                 if self.op(","):
                     self.next()
                     continue
@@ -111,8 +117,8 @@ class _DDL(Parser):
             return _PRIMS[name]
         raise self.error(f"unsupported column type {tok.text}", tok)
 
-    def field(self, name: str) -> IT.NestedField:
-        ftype = self.spark_type()
+    def field(self, name: str, depth: int = 0) -> IT.NestedField:
+        ftype = self.spark_type(depth)
         required = self.take_keywords("NOT", "NULL")
         doc = None
         if self.take_keywords("COMMENT"):
@@ -202,7 +208,7 @@ def execute(spark, text: str, conf: Mapping[str, str]):
         return _drop_table(spark, text, conf)
     if head[:2] == ["INSERT", "INTO"] and refs[0][0] in (2, 3):
         return _insert(spark, text, tokens, refs, conf)
-    return spark.sql(_substitute_reads(spark, text, tokens, refs, conf))
+    return _sql_over_views(spark, *_substitute_reads(spark, text, tokens, refs, conf))
 
 
 def _empty(spark):
@@ -325,18 +331,40 @@ def _drop_table(spark, text: str, conf):
     return _empty(spark)
 
 
-def _substitute_reads(spark, text: str, tokens: list[Token], refs, conf) -> str:
-    out, last = [], 0
+def _view_name() -> str:
+    """A fresh temporary view name of only ``[A-Za-z0-9_]``: Spark parses a view name as an identifier,
+    so one built from the table's own name fails on a space, a quote or a non-ASCII letter."""
+    return f"__procedures_{next(_VIEWS)}_{uuid.uuid4().hex[:8]}"
+
+
+def _substitute_reads(spark, text: str, tokens: list[Token], refs, conf) -> tuple[str, dict[str, str]]:
+    """``text`` with each of our tables replaced by a temporary view of its rows, and each view's
+    name mapped to the table as the statement spells it (for messages)."""
+    out, last, views = [], 0, {}
     for first, lastidx, parts in refs:
         catalog, ident = _table(conf, parts)
-        view = f"__procedures_{'_'.join(parts)}_{uuid.uuid4().hex[:8]}".replace("-", "_")
+        view = _view_name()
         read_table(spark, catalog.load_table(ident)).createOrReplaceTempView(view)
         start, end_tok = tokens[first].pos, tokens[lastidx]
         out.append(text[last:start])
         out.append(f"`{view}`")
         last = end_tok.pos + len(end_tok.text)
+        views[view] = text[start:last]
     out.append(text[last:])
-    return "".join(out)
+    return "".join(out), views
+
+
+def _sql_over_views(spark, query: str, views: Mapping[str, str]):
+    """``spark.sql(query)``; an error naming one of our temporary views names its table instead."""
+    try:
+        return spark.sql(query)
+    except Exception as e:  # noqa: BLE001 -- any Spark error may quote a view; others pass unchanged
+        message = str(e)
+        if not any(view in message for view in views):
+            raise
+        for view, table in views.items():
+            message = message.replace(f"`{view}`", table).replace(view, table)
+        raise ValidationError(message) from None
 
 
 def _insert(spark, text: str, tokens: list[Token], refs, conf):
@@ -347,11 +375,12 @@ def _insert(spark, text: str, tokens: list[Token], refs, conf):
     table = catalog.load_table(ident)
     query_start = tokens[lastidx + 1].pos
     rest_refs = [r for r in refs[1:]]
-    query = text[query_start:]
+    query, views = text[query_start:], {}
     if rest_refs:
         shifted = tokenize(query)
-        query = _substitute_reads(spark, query, shifted, _our_table_refs(shifted, set(catalog_names(conf))), conf)
-    df = spark.sql(query)
+        query, views = _substitute_reads(spark, query, shifted, _our_table_refs(shifted, set(catalog_names(conf))),
+                                         conf)
+    df = _sql_over_views(spark, query, views)
     fields = table.metadata.schema().fields
     if len(df.columns) != len(fields):
         raise ValidationError(

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from procedures.errors import StorageConfigError
+from procedures.errors import StorageConfigError, is_secret_key, redact_properties
 
 __all__ = [
     "S3_SCHEMES",
@@ -62,20 +62,18 @@ GCS_TOKEN_EXPIRES = "gcs.oauth2.token-expires-at"
 GCS_HOST = "gcs.service.host"
 WAREHOUSE = "warehouse"
 
-_SECRET_MARKERS = ("secret", "token", "password", "credential", "private-key")
 _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no")
 
 
 def is_secret_property(key: str) -> bool:
     """Whether the value of property ``key`` must not be shown (secret keys, tokens, passwords)."""
-    k = key.lower()
-    return any(m in k for m in _SECRET_MARKERS)
+    return is_secret_key(key)
 
 
 def redacted(properties: Mapping[str, Any]) -> dict[str, Any]:
-    """``properties`` with secret values replaced by ``***``."""
-    return {k: ("***" if is_secret_property(str(k)) else v) for k, v in properties.items()}
+    """``properties`` with secret values replaced by ``***`` (:func:`procedures.errors.redact_properties`)."""
+    return redact_properties(properties)
 
 
 def _first(props: Mapping[str, str], *keys: str) -> str | None:

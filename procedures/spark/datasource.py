@@ -34,6 +34,7 @@ The module imports on pyspark 3.5 (and with no pyspark at all); there the classe
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import uuid as _uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -51,6 +52,7 @@ from procedures.catalog.config import (
 )
 from procedures.core.operations import MergeAppend, OverwriteFiles
 from procedures.core.scan import iter_file_scan_tasks, select_snapshot
+from procedures.core.summary import set_engine
 from procedures.core.transaction import commit
 from procedures.errors import CatalogConfigError, ExpressionError, UnsupportedVersionError, ValidationError
 from procedures.io.fileio import FileIO
@@ -77,6 +79,7 @@ from procedures.spec.expressions import (
 )
 from procedures.spec.manifest import DataFile
 from procedures.spec.schema import Schema
+from procedures.spec.snapshots import SPARK_APP_ID
 
 try:
     from pyspark.sql.datasource import (
@@ -105,6 +108,7 @@ __all__ = [
     "load_named_table",
     "READ_OPTIONS",
     "WRITE_OPTIONS",
+    "spark_arrow_schema",
 ]
 
 #: the format name of ``spark.read.format(...)`` / ``df.write.format(...)``
@@ -115,7 +119,9 @@ READ_OPTIONS = ("snapshot-id", "as-of-timestamp", "branch", "tag", "split-size",
 WRITE_OPTIONS = ("target-file-size-bytes", "write-format")
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 #: session keys copied at registration besides ``spark.sql.catalog.*``
-SESSION_KEYS = ("spark.sql.defaultCatalog", "spark.sql.caseSensitive", "spark.sql.session.timeZone")
+SESSION_KEYS = ("spark.sql.defaultCatalog", "spark.sql.caseSensitive", "spark.sql.session.timeZone", "spark.app.id")
+#: where the captured session settings keep the session's Spark version (snapshot summaries name it)
+SPARK_VERSION_KEY = "procedures.sparkVersion"
 #: where the captured session settings keep the session's default parallelism
 PARALLELISM_KEY = "procedures.defaultParallelism"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -144,6 +150,7 @@ def register_data_source(spark: Any = None) -> type:
         spark.conf.set(PUSHDOWN_CONF, "true")
     captured = {k: v for k, v in conf.items() if k.startswith(SPARK_PREFIX) or k in SESSION_KEYS}
     captured[PARALLELISM_KEY] = str(spark.sparkContext.defaultParallelism)
+    captured[SPARK_VERSION_KEY] = str(spark.version)
     # a class created here is not importable by name, so Spark's cloudpickle ships it by value,
     # with the captured settings, to the Python workers that plan, read and commit
     base = IcebergDataSource if pushdown else IcebergDataSourceNoPushdown
@@ -330,16 +337,30 @@ class IcebergReaderBase(DataSourceReader):
 
     def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
         """The rows of one partition's tasks, deletes applied, as Arrow batches of the reader's schema."""
-        from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415 -- Spark's own Arrow form
-
         prepare_python_worker()
-        target = to_arrow_schema(self.spark_schema, timezone="UTC")
+        target = spark_arrow_schema(self.spark_schema)
         # Spark reads one InputPartition(None) when planning returned none
         for batch in self.task_reader.batches(getattr(partition, "tasks", None) or []):
             out = to_spark_arrow(batch, self.projected.fields)
             columns = [out.column(out.schema.get_field_index(f.name)) for f in self.fields]
             cast = [c if c.type == t.type else c.cast(t.type) for c, t in zip(columns, target)]
             yield pa.RecordBatch.from_arrays(cast, schema=target)
+
+
+def spark_arrow_schema(schema: Any) -> pa.Schema:
+    """Spark's own Arrow form of a Spark ``StructType``, timestamps with time zone in UTC.
+
+    pyspark's ``to_arrow_schema`` changed its signature: up to 4.1 it takes ``timestamp_utc``
+    (default True, UTC), from 4.2 a keyword-only ``timezone`` (default None, which it refuses for
+    a timestamp column); the keyword is chosen from the installed function's signature.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415 -- Spark's own Arrow form
+
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timezone="UTC")
+    if "timestamp_utc" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timestamp_utc=True)
+    return to_arrow_schema(schema)
 
 
 class IcebergReader(IcebergReaderBase):
@@ -461,6 +482,12 @@ class IcebergWriter(DataSourceArrowWriter):
             op = MergeAppend(files, snapshot_properties=self.snapshot_properties)
         else:
             return
+        # the session is not reachable here: its version and application id were captured with
+        # its conf when the source was registered
+        app_id = self.session_conf.get("spark.app.id")
+        set_engine("spark", self.session_conf.get(SPARK_VERSION_KEY, ""), app_id)
+        if app_id:
+            op.snapshot_properties.setdefault(SPARK_APP_ID, app_id)
         commit(table, [op])
 
     def abort(self, messages: Sequence[WrittenFilesMessage | None]) -> None:

@@ -23,19 +23,30 @@ from procedures.errors import ValidationError
 from procedures.io.delete_writers import DeleteTarget, merge_positions, read_position_deletes, write_deletes
 from procedures.spark.read import read_files
 from procedures.spark.scan_planning import SparkEntryReader
-from procedures.spark.session import job_description, load_table
+from procedures.spark.session import job_description, load_table, record_engine
 from procedures.spark.write import write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression
 from procedures.spec.manifest import DataFile, FileFormat
 from procedures.spec.projection import strict_projection
+from procedures.spec.snapshots import SPARK_APP_ID
 
 __all__ = ["append", "overwrite", "overwrite_partitions", "delete_where", "FilterMatch", "match_files"]
 
 DELETE_MODE = "write.delete.mode"
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
+
+
+def _commit_write(spark: Any, t: Table, ops: list[Any]) -> Table:
+    """Commit a DataFrame write's operations with the Spark application id in the snapshot summary
+    (``spark.app.id``, as Iceberg Java's Spark writes add it besides ``app-id``)."""
+    app_id = record_engine(spark)
+    for op in ops:
+        if app_id:
+            op.snapshot_properties.setdefault(SPARK_APP_ID, app_id)
+    return commit(t, ops)
 
 
 def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
@@ -45,7 +56,7 @@ def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
     files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}")
     if not files:
         return t
-    return commit(t, [MergeAppend(files, snapshot_properties=dict(snapshot_properties or {}))])
+    return _commit_write(spark, t, [MergeAppend(files, snapshot_properties=dict(snapshot_properties or {}))])
 
 
 def overwrite_partitions(spark: Any, table: str | Table, df: Any, *, sort: bool = False) -> Table:
@@ -56,7 +67,7 @@ def overwrite_partitions(spark: Any, table: str | Table, df: Any, *, sort: bool 
     if not files:
         return t
     start = t.metadata.current_snapshot_id
-    return commit(t, [ReplacePartitions(files, starting_snapshot_id=start)])
+    return _commit_write(spark, t, [ReplacePartitions(files, starting_snapshot_id=start)])
 
 
 @dataclass
@@ -152,7 +163,7 @@ def overwrite(spark: Any, table: str | Table, df: Any, filter: str | Expression,
         add_files=new_files + rewritten, remove_paths=remove_paths, starting_snapshot_id=match.snapshot_id,
         validate_no_conflicting_deletes=True,
     )
-    return commit(t, [op])
+    return _commit_write(spark, t, [op])
 
 
 def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mode: str | None = None) -> Table:
@@ -183,7 +194,7 @@ def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mo
                 remove_paths=[f.file_path for f in removed] + _file_scoped_deletes(match, removed),
                 starting_snapshot_id=match.snapshot_id, validate_no_conflicting_deletes=True,
             )
-            return commit(t, [op])
+            return _commit_write(spark, t, [op])
         return _merge_on_read_delete(spark, t, match, filter)
 
 
@@ -221,7 +232,7 @@ def _merge_on_read_delete(spark: Any, t: Table, match: FilterMatch, filter: str 
         remove_deletes=remove + removed_data + [d for p in removed_data_scoped for d in _by_path(match, p)],
         starting_snapshot_id=match.snapshot_id,
     )
-    return commit(t, [op])
+    return _commit_write(spark, t, [op])
 
 
 def _by_path(match: FilterMatch, path: str) -> list[DataFile]:

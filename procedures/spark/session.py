@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from procedures.catalog.base import Catalog, Identifier, Table
 from procedures.catalog.config import default_catalog_name, load_catalog, resolve_identifier
+from procedures.core.summary import set_engine
 from procedures.errors import ValidationError
 from procedures.spark.environment import check_session
 from procedures.spark.task_errors import typed_task_error
@@ -20,6 +21,7 @@ from procedures.spark.task_errors import typed_task_error
 __all__ = [
     "in_caller_context",
     "active_session",
+    "record_engine",
     "job_description",
     "job_group",
     "optional_job",
@@ -44,18 +46,35 @@ def active_descriptions() -> list[str]:
         return list(_OPEN_DESCRIPTIONS)
 
 
+def record_engine(spark: Any) -> str | None:
+    """Name Spark as the engine of every later commit's snapshot summary (``engine-name=spark``,
+    ``engine-version``, ``app-id``, as Iceberg Java's Spark integration does); returns the
+    application id.  Read through ``spark.conf``, which classic and Connect sessions both have."""
+    version = getattr(spark, "version", None)
+    if not isinstance(version, str):  # a stand-in for a session (tests) names no engine
+        return None
+    try:
+        app_id = spark.conf.get("spark.app.id", None)
+    except Exception:  # noqa: BLE001 -- a session without the key has no id
+        app_id = None
+    set_engine("spark", version, str(app_id) if app_id else None)
+    return str(app_id) if app_id else None
+
+
 def active_session(spark: Any = None) -> Any:
     """``spark`` when given, else the active SparkSession; raises when there is none.
 
     The first time a session is seen its pyspark and Java versions are checked
     (:func:`procedures.spark.environment.check_session`)."""
     if spark is not None:
+        record_engine(spark)
         return check_session(spark)
     from pyspark.sql import SparkSession  # noqa: PLC0415
 
     session = SparkSession.getActiveSession()
     if session is None:
         raise ValidationError("No active SparkSession: create one (SparkSession.builder...getOrCreate()) first")
+    record_engine(session)
     return check_session(session)
 
 

@@ -54,6 +54,7 @@ from procedures.spec.types import (
 )
 
 __all__ = [
+    "GONE_FILE",
     "FileContent",
     "ManifestContent",
     "ManifestEntryStatus",
@@ -331,6 +332,11 @@ def _read_bytes(io: _FileIO, path: str) -> bytes:
         raise InvalidMetadataError(f"cannot read file: {e}", location=path) from e
 
 
+#: the words of every error about a manifest or manifest list the metadata names but that is gone
+#: (a Spark task's error carries them in its text, where the error's type is lost)
+GONE_FILE = "the table's metadata references a file that is gone"
+
+
 def _read_manifest_bytes(io: _FileIO, path: str) -> bytes:
     """:func:`_read_bytes` of a manifest the table's metadata names: a gone one is damaged metadata
     (an :class:`InvalidMetadataError` naming it), which garbage collection must stop at rather than
@@ -338,8 +344,7 @@ def _read_manifest_bytes(io: _FileIO, path: str) -> bytes:
     try:
         return _read_bytes(io, path)
     except FileNotFoundError as e:
-        raise InvalidMetadataError("the manifest is missing; the table's metadata references a file that is gone",
-                                   location=path) from e
+        raise InvalidMetadataError(f"the manifest is missing; {GONE_FILE}", location=path) from e
 
 
 def _open_avro(data: bytes, path: str, strip: bool) -> tuple[Any, Any]:

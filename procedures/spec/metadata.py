@@ -36,7 +36,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from procedures.errors import InvalidMetadataError, UnsupportedFormatVersionError
 from procedures.spec.partitioning import PartitionSpec, spec_from_json, spec_to_json
-from procedures.spec.schema import Schema, schema_from_json, schema_to_json
+from procedures.spec.schema import (
+    MAX_JSON_NESTING_DEPTH, MAX_NESTING_DEPTH, Schema, schema_from_json, schema_to_json,
+)
 from procedures.spec.snapshots import (
     MAIN_BRANCH,
     MetadataLogEntry,
@@ -488,6 +490,30 @@ def metadata_from_dict(node: Any) -> TableMetadata:
     )
 
 
+def json_nesting_depth(data: bytes | str) -> int:
+    """The deepest nesting of objects and arrays in a JSON text (strings skipped), counted
+    without parsing it: for the message of a document too deep to parse."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def metadata_from_json(data: bytes | str, location: str | None = None) -> TableMetadata:
     """Parse a metadata JSON document (already decompressed).
 
@@ -499,6 +525,11 @@ def metadata_from_json(data: bytes | str, location: str | None = None) -> TableM
     except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
         raise InvalidMetadataError(
             f"table metadata is not valid JSON (truncated or corrupt file?): {e}", location=location) from None
+    except RecursionError:
+        raise InvalidMetadataError(
+            f"table metadata nests JSON {json_nesting_depth(data)} levels deep, beyond what can be read "
+            f"(Iceberg Java's reader stops at {MAX_JSON_NESTING_DEPTH}; a schema may nest types at most "
+            f"{MAX_NESTING_DEPTH} levels deep)", location=location) from None
     try:
         return metadata_from_dict(node)
     except InvalidMetadataError as e:

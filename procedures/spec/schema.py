@@ -33,6 +33,11 @@ __all__ = [
     "schema_from_json",
     "walk_fields",
     "assign_fresh_ids",
+    "MAX_NESTING_DEPTH",
+    "MAX_JSON_NESTING_DEPTH",
+    "nesting_depth",
+    "json_type_depth",
+    "too_deep",
 ]
 
 #: user field ids must not exceed this; everything above is reserved for metadata columns
@@ -61,6 +66,64 @@ def walk_fields(struct: StructType, prefix: tuple[str, ...] = ()) -> Iterator[tu
             stack.append((path + ("key",), t.key_field, f.field_id))
 
 
+#: the deepest nesting of struct, list and map types a schema may have.  Iceberg Java reads
+#: metadata JSON through Jackson, whose default limit of 1,000 nested JSON levels (three per nested
+#: type) stops at about 330 nested types.  Comparing, hashing and converting types here (JSON, Avro,
+#: Arrow, Spark) recurses, about seven Python frames per level, and must leave room under Python's
+#: limit of 1,000 frames for its callers (Spark, a test runner): a deeper schema is refused with a
+#: typed error naming its depth and this limit instead of failing with a bare RecursionError
+MAX_NESTING_DEPTH = 64
+#: Jackson's default maximum JSON nesting depth (StreamReadConstraints), Iceberg Java's reader limit
+MAX_JSON_NESTING_DEPTH = 1000
+
+
+def nesting_depth(t: IcebergType) -> int:
+    """How deeply struct, list and map types nest in ``t`` (a primitive is 0, ``struct<a: int>`` 1)."""
+    deepest, stack = 0, [(t, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, StructType):
+            children = [f.field_type for f in node.fields]
+        elif isinstance(node, ListType):
+            children = [node.element_type]
+        elif isinstance(node, MapType):
+            children = [node.key_type, node.value_type]
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((c, depth + 1) for c in children)
+    return deepest
+
+
+def json_type_depth(obj: Any) -> int:
+    """:func:`nesting_depth` of a type in its JSON form, measured without parsing it."""
+    deepest, stack = 0, [(obj, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind == "struct":
+            fields = node.get("fields")
+            children = [f.get("type") for f in fields if isinstance(f, dict)] if isinstance(fields, list) else []
+        elif kind == "list":
+            children = [node.get("element")]
+        elif kind == "map":
+            children = [node.get("key"), node.get("value")]
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((c, depth + 1) for c in children)
+    return deepest
+
+
+def too_deep(depth: int, what: str = "schema") -> str:
+    """The message refusing a ``what`` whose types nest ``depth`` levels deep."""
+    return (f"the {what} nests types {depth} levels deep, beyond the limit of {MAX_NESTING_DEPTH} "
+            f"(Iceberg Java's JSON reader stops at about {MAX_JSON_NESTING_DEPTH // 3}); flatten the nested "
+            "structs, lists or maps")
+
+
 @dataclass(frozen=True)
 class Schema:
     """A table schema: top-level fields, a schema id and identifier field ids."""
@@ -77,6 +140,9 @@ class Schema:
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
         object.__setattr__(self, "identifier_field_ids", tuple(self.identifier_field_ids))
+        depth = nesting_depth(StructType(self.fields)) - 1
+        if depth > MAX_NESTING_DEPTH:
+            raise ValidationError(too_deep(depth))
         by_id: dict[int, NestedField] = {}
         by_name: dict[str, int] = {}
         names: dict[int, str] = {}
@@ -367,6 +433,10 @@ def schema_from_json(obj: Any) -> Schema:
     """Parse a schema JSON object; raises InvalidMetadataError naming what is wrong."""
     if not isinstance(obj, dict) or obj.get("type", "struct") != "struct" or "fields" not in obj:
         raise InvalidMetadataError(f"a schema must be a struct object with 'fields', got {str(obj)[:200]}")
+    # measured before the recursive parse, which a schema this deep would exhaust
+    depth = json_type_depth({"type": "struct", "fields": obj["fields"]}) - 1
+    if depth > MAX_NESTING_DEPTH:
+        raise InvalidMetadataError(too_deep(depth))
     struct = type_from_json({"type": "struct", "fields": obj["fields"]})
     assert isinstance(struct, StructType)
     return Schema(struct.fields, int(obj.get("schema-id", 0)), tuple(obj.get("identifier-field-ids") or ()))

@@ -147,3 +147,20 @@ def test_a_damaged_manifest_list_fails_the_run_typed_and_deletes_nothing(spark, 
         remove_orphan_files(t, RemoveOrphanFilesParams(), spark=spark)
     assert ("in a Spark task" in str(e.value)) is engine
     assert all(os.path.exists(p) for p in orphans)
+
+
+@pytest.mark.parametrize("engine", [False, True])
+def test_an_expire_racing_the_run_makes_it_start_over(spark, tmp_path, monkeypatch, engine):
+    """An expire_snapshots between the listing and the metadata reads deletes manifest lists the run's
+    metadata names: read on the driver or in Spark tasks, the run reads the table again and finishes."""
+    from procedures.core.gc.expire import ExpireSnapshotsParams
+    from procedures.spark.actions import remove_orphan_files as O
+    from procedures.spark.actions.expire_snapshots import expire_snapshots
+
+    cat, orphans = history(tmp_path)
+    expire = lambda: expire_snapshots(cat.load_table(("db", "t")),  # noqa: E731
+                                      ExpireSnapshotsParams(older_than_ms=2**62, retain_last=1))
+    then(monkeypatch, O, "_actual_files", expire)
+    result = run(spark, cat, monkeypatch, engine)
+    assert orphans <= found(result) and not any(os.path.exists(p) for p in orphans)
+    referenced_exist(cat.load_table(("db", "t")))

@@ -290,6 +290,21 @@ def test_migrate_drop_backup_and_backup_name(spark, hive):
     assert hive.table_exists((DB, "mg_keep"))
 
 
+def test_python_migrate_takes_its_catalog_from_the_table_name(spark, hive):
+    # procedures.call without a catalog: spark_catalog.db.t lives in the metastore, so the hive
+    # catalog on it (ohive; jhive is Java's plugin) is the table's catalog, not the default `local`
+    _drop(spark, "mg_py", "mg_py_backup_")
+    _source(spark, "mg_py")
+    rows = procedures.call("migrate", spark=spark, table=f"spark_catalog.{DB}.mg_py").collect()
+    assert rows[0][0] >= 2
+    assert hive.load_table((DB, "mg_py")).metadata.properties["migrated"] == "true"
+    _drop(spark, "mg_py_src2", "mg_py_snap")
+    _source(spark, "mg_py_src2")
+    # snapshot: its `table` (the new table) names the catalog, its source is in spark_catalog
+    assert procedures.call("snapshot", spark=spark, source_table=f"spark_catalog.{DB}.mg_py_src2",
+                           table=f"ohive.{DB}.mg_py_snap").collect()[0][0] >= 2
+
+
 @pytest.mark.parametrize("after_create", [False, True], ids=["commit-fails", "fails-after-create"])
 def test_migrate_failure_restores_the_table(spark, hive, monkeypatch, after_create):
     name = f"mg_fail_{int(after_create)}"

@@ -113,3 +113,45 @@ def test_tables_resolve_through_the_captured_catalog_configuration(tmp_path):
         ds.load_named_table({"path": "db.t"}, conf)  # two parts: the default catalog, not configured
     with pytest.raises(ValidationError, match="No table given"):
         ds.load_named_table({}, conf)
+
+
+# ------------------------------------------------- pyspark's to_arrow_schema across 4.x versions
+def _arrow_form(schema, tz):
+    import pyarrow as pa
+    from pyspark.sql.types import TimestampType
+
+    def one(t):
+        if isinstance(t, TimestampType):
+            assert tz is not None, "timezone required for TimestampType"
+            return pa.timestamp("us", tz=tz)
+        return pa.int64()
+    return pa.schema([pa.field(f.name, one(f.dataType), f.nullable) for f in schema])
+
+
+# the signatures of pyspark/sql/pandas/types.py: 3.5, 4.0 and 4.1 (timestamp_utc), 4.2 (keyword-only timezone)
+def _to_arrow_35(schema):
+    return _arrow_form(schema, "UTC")
+
+
+def _to_arrow_40_41(schema, error_on_duplicated_field_names_in_struct=False, timestamp_utc=True,
+                    prefers_large_types=False):
+    return _arrow_form(schema, "UTC" if timestamp_utc else None)
+
+
+def _to_arrow_42(schema, *, error_on_duplicated_field_names_in_struct=False, timezone=None,
+                 prefers_large_types=False):
+    return _arrow_form(schema, timezone)
+
+
+@pytest.mark.parametrize("stub", [_to_arrow_35, _to_arrow_40_41, _to_arrow_42], ids=["3.5", "4.0-4.1", "4.2+"])
+def test_spark_arrow_schema_fits_every_to_arrow_schema_signature(monkeypatch, stub):
+    # a user's pyspark 4.1.4 failed with "to_arrow_schema() got an unexpected keyword argument 'timezone'"
+    import pyarrow as pa
+    import pyspark.sql.pandas.types as spark_arrow
+    from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+
+    monkeypatch.setattr(spark_arrow, "to_arrow_schema", stub)
+    schema = StructType([StructField("id", LongType(), False), StructField("ts", TimestampType())])
+    got = ds.spark_arrow_schema(schema)
+    assert got.field("ts").type == pa.timestamp("us", tz="UTC")
+    assert got.field("id").type == pa.int64()

@@ -356,6 +356,52 @@ def test_gc_disabled_refuses_and_leaves_table_unchanged(catalog):
     assert catalog.load_table(("db", "t")).metadata_location == loc
 
 
+@pytest.mark.parametrize("which", ["retained", "expired"])
+def test_a_missing_manifest_list_fails_before_the_commit(catalog, which):
+    # the docs promise that an error leaves the table as it was: the lists are read before committing
+    from procedures.errors import InvalidMetadataError
+    from tests.helpers.files import fingerprint
+
+    t = make_table(catalog)
+    for i in range(4):
+        t = c(t, FastAppend([data_file(t, f"f{i}", i)]))
+    snaps = sorted(t.metadata.snapshots, key=lambda s: s.sequence_number)
+    gone = (snaps[-1] if which == "retained" else snaps[0]).manifest_list
+    os.remove(gone)
+    loc, before = t.metadata_location, fingerprint(t.location)
+    with pytest.raises(InvalidMetadataError, match="manifest list of snapshot .* is missing"):
+        expire_snapshots(t, ExpireSnapshotsParams(older_than_ms=FUTURE, retain_last=2))
+    assert fingerprint(t.location) == before
+    assert catalog.load_table(("db", "t")).metadata_location == loc
+
+
+def test_a_commit_landing_before_expires_own_recomputes_the_files(catalog, monkeypatch):
+    # the files are found before the commit; when another commit makes ours retry, they are found
+    # again on the metadata as committed, so a file the other commit brought back stays
+    from procedures.spark.actions import expire_snapshots as action
+
+    t = make_table(catalog)
+    f0 = data_file(t, "f0")
+    t = c(t, FastAppend([f0]))
+    t = c(t, DeleteFiles([f0.file_path]))
+    real, calls = action.expired_files, []
+
+    def find_then_commit(*args, **kwargs):
+        calls.append(args[2])
+        if len(calls) == 1:
+            c(catalog.load_table(("db", "t")), FastAppend([f0]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(action, "expired_files", find_then_commit)
+    head = t.metadata.current_snapshot().snapshot_id
+    result = expire_snapshots(t, ExpireSnapshotsParams(older_than_ms=FUTURE, retain_last=1))
+    # found on the planned metadata, then again on the committed one, where the new snapshot is kept
+    newest = catalog.load_table(("db", "t")).metadata.current_snapshot().snapshot_id
+    assert [[s.snapshot_id for s in after.snapshots] for after in calls] == [[head], [newest]]
+    # the recomputed files keep f0 (the delete guard had nothing to catch)
+    assert os.path.exists(f0.file_path) and result.deleted_data_files_count == 0 and result.kept_reachable == ()
+
+
 @pytest.mark.parametrize("kw, message", [
     ({"retain_last": 0}, "Number of snapshots to retain must be at least 1, cannot be: 0"),
     ({"max_concurrent_deletes": 0}, "max_concurrent_deletes should have value > 0, value: 0"),

@@ -304,15 +304,14 @@ def test_expire_keeps_a_file_recommitted_before_the_delete(catalog, monkeypatch)
     t = make_table(catalog)
     f0 = f"{t.location}/data/f0.parquet"
     t = commit(t, [DeleteFiles([f0])], policy=FAST)
-    real = E.expired_files
+    real = E.delete_files
 
-    def plan_then_commit(*args, **kwargs):
-        planned = real(*args, **kwargs)
-        assert f0 in planned.driver
+    def commit_then_delete(io, paths, **kwargs):
+        # the files were found before expire's commit; this one lands after it, before the deletes
         commit(catalog.load_table(("db", "t")), [FastAppend([data_file(f0)])], policy=FAST)
-        return planned
+        return real(io, paths, **kwargs)
 
-    monkeypatch.setattr(E, "expired_files", plan_then_commit)
+    monkeypatch.setattr(E, "delete_files", commit_then_delete)
     result = expire_snapshots(t, ExpireSnapshotsParams(older_than_ms=FUTURE_MS, retain_last=1))
     assert os.path.exists(f0) and result.kept_reachable == (f0,) and result.deleted_data_files_count == 0
     assert_intact(t)

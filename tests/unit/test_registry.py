@@ -176,6 +176,13 @@ def test_rollback_ancestors_and_set_current(conf):
         run(conf, f"CALL ours.system.set_current_snapshot('db.t', {s1}, 'main')")
 
 
+@pytest.mark.parametrize("args", ["'db.missing', 1L, 'main'", "'db.missing'"])
+def test_set_current_snapshot_checks_its_arguments_before_loading_the_table(conf, args):
+    # Java validates the snapshot_id/ref combination first: an unknown table does not hide it
+    with pytest.raises(ValidationError, match="Either snapshot_id or ref must be provided, not both"):
+        run(conf, f"CALL ours.system.set_current_snapshot({args})")
+
+
 def test_fast_forward_creates_then_refuses_a_non_ancestor(conf):
     s1, s2, s3 = snapshots(conf)
     assert run(conf, "CALL ours.system.fast_forward('db.t', 'audit', 'main')") == [("audit", None, s3)]
@@ -196,6 +203,10 @@ def test_table_resolution_like_spark(conf):
     assert len(run(conf, "CALL ours.system.ancestors_of('`db`.`t`')")) == 3
     # a Python call without a catalog takes the table's own catalog
     assert len(runner.run("ancestors_of", kwargs={"table": "ours.db.t"}, conf=conf, lenient=True).rows) == 3
+    # ... also when the table is given by position and is not the first parameter (snapshot's
+    # `table` is its second): the run gets past the catalog to the source, which needs Spark
+    with pytest.raises(ValidationError, match="a session-catalog table needs a Spark session"):
+        runner.run("snapshot", args=["spark_catalog.db.src", "ours.db.new"], conf=conf, lenient=True)
 
 
 def test_register_table(conf, tmp_path):

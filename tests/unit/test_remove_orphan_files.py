@@ -342,3 +342,56 @@ def test_a_remote_file_of_unknown_age_is_never_old_enough():
 
     assert modified_before(["s3://b/t/data/x.parquet"], 10**13, io=Store(None)) == [False]
     assert modified_before(["s3://b/t/data/x.parquet"], 10**13, io=Store(1_000 * 10**9)) == [True]
+
+
+# ---------------------------------------------------------------- a concurrent expire_snapshots
+def _expire_all_but_the_last(catalog):
+    from procedures.core.gc.expire import ExpireSnapshotsParams
+    from procedures.spark.actions.expire_snapshots import expire_snapshots
+
+    return lambda: expire_snapshots(catalog.load_table(("db", "t")),
+                                    ExpireSnapshotsParams(older_than_ms=2**62, retain_last=1))
+
+
+def test_an_expire_racing_the_run_makes_it_read_the_metadata_again(catalog, monkeypatch):
+    from tests.helpers.faults import then
+
+    t = make_table(catalog)
+    planted = plant_orphans(t)
+    # the run lists the files, then an expire removes snapshots and their manifest lists before the
+    # run reads them from the metadata it loaded
+    then(monkeypatch, O, "_actual_files", _expire_all_but_the_last(catalog))
+    result = remove_orphan_files(t, RemoveOrphanFilesParams())
+    assert planted["orphan"] in {p.removeprefix("file:") for p in result.orphan_file_locations}
+    assert not os.path.exists(planted["orphan"])
+    # everything the current metadata references is still there
+    current = catalog.load_table(("db", "t")).metadata
+    assert all(os.path.exists(s.manifest_list) for s in current.snapshots)
+
+
+def test_a_file_the_current_metadata_still_names_is_an_error(catalog):
+    from procedures.errors import InvalidMetadataError
+
+    t = make_table(catalog)
+    gone = t.metadata.current_snapshot().manifest_list
+    os.remove(gone)
+    with pytest.raises(InvalidMetadataError, match="manifest list of snapshot .* is missing"):
+        remove_orphan_files(t, RemoveOrphanFilesParams())
+
+
+def test_refreshes_are_bounded(catalog, monkeypatch):
+    from procedures.errors import InvalidMetadataError
+
+    t = make_table(catalog)
+    calls = []
+
+    def always_gone(*args, **kwargs):
+        # each attempt finds a file gone, and the table has changed each time
+        calls.append(1)
+        commit(catalog.load_table(("db", "t")), [FastAppend([])], policy=FAST)
+        raise InvalidMetadataError("the manifest is missing", location="/nowhere/m.avro") from FileNotFoundError()
+
+    monkeypatch.setattr(O, "valid_paths", always_gone)
+    with pytest.raises(InvalidMetadataError):
+        remove_orphan_files(t, RemoveOrphanFilesParams())
+    assert len(calls) == O.MAX_METADATA_REFRESHES + 1

@@ -36,7 +36,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from procedures.errors import InvalidMetadataError
 from procedures.spec.manifest import (
-    EncodedManifestList, FileContent, ManifestContent, ManifestFile, decode_manifest_list_head, iter_manifest_list_rows,
+    GONE_FILE, EncodedManifestList, FileContent, ManifestContent, ManifestFile, decode_manifest_list_head, iter_manifest_list_rows,
     manifest_live_paths, read_encoded_manifest_list,
 )
 from procedures.spec.metadata import TableMetadata
@@ -186,8 +186,8 @@ def _read_lists(io: Any, wanted: Mapping[int, Any], ids: list[int], *, threads: 
         except FileNotFoundError as e:
             # what a snapshot reaches is unknown without its list: nothing may be judged unreferenced
             raise InvalidMetadataError(
-                f"the manifest list of snapshot {sid} is missing; the table's metadata references a file that "
-                "is gone (restore it, or expire or remove the snapshot, then rerun)", location=path) from e
+                f"the manifest list of snapshot {sid} is missing; {GONE_FILE} (restore it, or expire or remove the "
+                "snapshot, then rerun)", location=path) from e
 
     def decode(sid: int, enc: EncodedManifestList) -> tuple[ManifestFile, ...]:
         parent = wanted[sid].parent_snapshot_id

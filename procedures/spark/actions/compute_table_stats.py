@@ -33,7 +33,6 @@ from procedures.spark.read import TaskReader, light_task, plan_read_groups, task
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.schema import Schema
 from procedures.spec.statistics import StatisticsFile
 from procedures.spec.theta import NDV_PROPERTY, THETA_BLOB_TYPE, HashSketch
 from procedures.spec.types import DateType, IcebergType, TimestampType, TimestamptzType, TimeType

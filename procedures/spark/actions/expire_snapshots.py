@@ -1,13 +1,17 @@
 """The ``expire_snapshots`` action (procedures.md §3.7; Java 1.10's ``ExpireSnapshotsSparkAction``).
 
-Order of work, as in Java:
+Order of work (Java commits before it reads what to delete; here the reads come first):
 
 1. validate the arguments (``max_concurrent_deletes`` > 0, then ``gc.enabled``, then
    ``retain_last`` >= 1) -- nothing is read or written before that;
-2. commit the metadata change through the core: :class:`~procedures.core.manage.ExpireSnapshots`
+2. find the files only the expired snapshots reached (:func:`procedures.core.gc.expire.expired_files`)
+   on the expiration planned against the table as loaded, so that a manifest list or manifest that
+   cannot be read fails the call before anything is committed;
+3. commit the metadata change through the core: :class:`~procedures.core.manage.ExpireSnapshots`
    and, with ``clean_expired_metadata``, :class:`~procedures.core.gc.expire.CleanExpiredMetadata`;
-3. only after that commit succeeded, delete the files only the expired snapshots reached
-   (:func:`procedures.core.gc.expire.expired_files`, guarded by
+   when the commit expired other snapshots than planned, or another commit landed, the files are
+   found again on the metadata as committed;
+4. only after that commit succeeded, delete those files (guarded by
    :class:`~procedures.core.gc.delete_guard.DeleteGuard`).  With a session and large metadata the
    content files are compared as Spark jobs (:func:`_unreached_in_spark`); otherwise on the driver,
    so ``expire_snapshots(table, params)`` works without Spark.
@@ -26,9 +30,10 @@ from procedures.core.gc.expire import (
     GC_DISABLED, ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files,
     expired_files, gc_enabled,
 )
+from procedures.core.builder import MetadataBuilder
 from procedures.core.manage import ExpireSnapshots
 from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
-from procedures.core.transaction import commit
+from procedures.core.transaction import CommitContext, commit
 from procedures.errors import ValidationError
 from procedures.spark import listing as L
 from procedures.spark.session import optional_job
@@ -53,6 +58,19 @@ def _unreached_in_spark(spark: Any, io: Any, keep: L.FrameKeeper) -> UnreachedSt
     return step
 
 
+def _as_planned(current: Any, planned: Any, base: Any, after: Any) -> bool:
+    """Whether the commit expired what was planned on ``current`` and nothing landed since: the
+    same snapshots (and statistics) before and after, so the files found before the commit stand."""
+    def ids(md: Any) -> set[int]:
+        return {s.snapshot_id for s in md.snapshots}
+
+    def stats(md: Any) -> set[str]:
+        return set(R.statistics_paths(md))
+
+    return ids(base) == ids(current) and ids(after) == ids(planned) and stats(after) == stats(planned) \
+        and stats(base) == stats(current)
+
+
 def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = None,
                      committer: Callable[[Any, Sequence[Any]], Any] | None = None) -> ExpireSnapshotsResult:
     """Expire snapshots of ``table`` and delete the files only they reached.
@@ -65,24 +83,36 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
     if not gc_enabled(table.metadata):
         raise ValidationError(GC_DISABLED)
     params.validate_retain_last()
-    op = ExpireSnapshots(now_ms=params.now_ms, older_than_ms=params.older_than_ms,
-                         retain_last=params.retain_last, snapshot_ids=tuple(params.snapshot_ids))
-    ops: list[Any] = [op]
-    if params.clean_expired_metadata:
-        ops.append(CleanExpiredMetadata())
+    plan_args = dict(now_ms=params.now_ms, older_than_ms=params.older_than_ms, retain_last=params.retain_last,
+                     snapshot_ids=tuple(params.snapshot_ids))
+    # the files to delete are found before the commit, on the expiration planned against the table
+    # as loaded: a manifest list that cannot be read then fails the call with the table unchanged
+    current = table.metadata
     # read before the commit: a catalog that cannot be listed fails the call with the table unchanged
     others, warehouse = neighbours(table)
-    committed = (committer or commit)(table, ops)
-    plan = op.plan
-    if plan is None or op.base is None or not plan.expired_snapshot_ids:
-        return ExpireSnapshotsResult(removed_refs=plan.removed_refs if plan else ())
-    # like Java, compare against the table as it is now: a commit that landed after ours counts
-    after = committed.refresh().metadata if hasattr(committed, "refresh") else committed.metadata
+    preview = ExpireSnapshots(**plan_args)
+    planned = MetadataBuilder(current).apply_all(preview.apply(current, CommitContext(table))).current()
+    expiring = preview.plan.expired_snapshot_ids if preview.plan else ()
     name = getattr(table, "name", "table")
-    with optional_job(spark, f"expire_snapshots: files of {len(plan.expired_snapshot_ids)} expired snapshot(s) of {name}"), \
+    with optional_job(spark, f"expire_snapshots: files of {len(expiring)} expired snapshot(s) of {name}"), \
             L.FrameKeeper() as keep:
-        files = expired_files(table.io, op.base, after, plan.expired_snapshot_ids,
-                              unreached=_unreached_in_spark(spark, table.io, keep) if spark is not None else None)
+        unreached = _unreached_in_spark(spark, table.io, keep) if spark is not None else None
+        found = expired_files(table.io, current, planned, expiring, unreached=unreached) if expiring else None
+        if found is not None and found.content_frame is not None:
+            # Spark is lazy: run the manifest reads now (kept for the deletes), before the commit
+            keep(found.content_frame).count()
+        op = ExpireSnapshots(**plan_args)
+        ops: list[Any] = [op]
+        if params.clean_expired_metadata:
+            ops.append(CleanExpiredMetadata())
+        committed = (committer or commit)(table, ops)
+        plan = op.plan
+        if plan is None or op.base is None or not plan.expired_snapshot_ids:
+            return ExpireSnapshotsResult(removed_refs=plan.removed_refs if plan else ())
+        # like Java, compare against the table as it is now: a commit that landed after ours counts
+        after = committed.refresh().metadata if hasattr(committed, "refresh") else committed.metadata
+        files = found if found is not None and _as_planned(current, planned, op.base, after) else \
+            expired_files(table.io, op.base, after, plan.expired_snapshot_ids, unreached=unreached)
         roots, foreign = _delete_scope(table, after, name, others, warehouse)
         guard = DeleteGuard(committed, roots, metadata_location=getattr(committed, "metadata_location", None),
                             manifest_lists=files.retained_lists, manifests=files.retained_manifests,

@@ -34,12 +34,14 @@ from procedures.core.gc.orphans import (
 )
 from procedures.core.paths import flatten_equal_map, local_path
 from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
-from procedures.errors import ValidationError
+from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.io.listing import list_with_prefix, modified_before, walk
 from procedures.spark import listing as L
 from procedures.spark.session import optional_job
+from procedures.spec.manifest import GONE_FILE
 
-__all__ = ["remove_orphan_files", "DRIVER_MAX_DIRS", "DRIVER_MAX_FILES", "MAX_STREAMED_RESULTS"]
+__all__ = ["remove_orphan_files", "DRIVER_MAX_DIRS", "DRIVER_MAX_FILES", "MAX_STREAMED_RESULTS",
+           "MAX_METADATA_REFRESHES"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,9 @@ DRIVER_MAX_FILES = 10_000
 DRIVER_MIN_HANDED_DIRS = 16
 #: rows kept in the output with stream_results (the full count is logged)
 MAX_STREAMED_RESULTS = 20_000
+#: times a run starts over on the current metadata when a file its metadata named was removed by a
+#: concurrent expire_snapshots
+MAX_METADATA_REFRESHES = 3
 
 
 def _content_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[str, str]
@@ -90,8 +95,45 @@ def _lists_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[st
     return step
 
 
+def _gone_file(e: BaseException) -> str | None:
+    """The metadata file (manifest list or manifest) whose absence ``e`` reports, or ``""`` when it
+    is one but its path is unknown (read in a Spark task); None for any other error."""
+    if isinstance(e, InvalidMetadataError) and isinstance(e.__cause__, FileNotFoundError):
+        return e.location or ""
+    return "" if GONE_FILE in str(e) else None
+
+
 def remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, *, spark: Any = None) -> RemoveOrphanFilesResult:
-    """Find (and unless ``dry_run`` delete) files below the location that no metadata references."""
+    """Find (and unless ``dry_run`` delete) files below the location that no metadata references.
+
+    A concurrent expire_snapshots may delete a manifest list or manifest the metadata read here
+    still names: then the table is read again and the run starts over, up to
+    :data:`MAX_METADATA_REFRESHES` times; only when the table's current metadata still names the
+    missing file is it an error.
+    """
+    for attempt in range(MAX_METADATA_REFRESHES + 1):
+        loaded = table.metadata_location
+        try:
+            return _remove_orphan_files(table, params, spark)
+        except Exception as e:  # noqa: BLE001 -- only a file gone from under the run is retried
+            gone = _gone_file(e)
+            if gone is None or attempt == MAX_METADATA_REFRESHES or not hasattr(table, "refresh"):
+                raise
+            table.refresh()
+            if table.metadata_location == loaded or (gone and gone in _metadata_files(table.metadata)):
+                raise
+            log.info("remove_orphan_files on %s: %s is gone and the table changed meanwhile (a concurrent "
+                     "expire_snapshots); reading the current metadata again", getattr(table, "name", "table"),
+                     gone or "a manifest")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _metadata_files(md: Any) -> set[str]:
+    """Manifest lists of ``md``'s snapshots (a manifest's absence is judged by the table's change)."""
+    return {s.manifest_list for s in md.snapshots if s.manifest_list}
+
+
+def _remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, spark: Any) -> RemoveOrphanFilesResult:
     params.validate()
     mode = params.mode()
     md = table.metadata
