@@ -17,7 +17,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence, Union
 
+from procedures.core.gc.delete_guard import table_roots
 from procedures.core.gc.purge import PurgePlan, PurgeResult, execute_purge, plan_purge
+from procedures.core.ownership import Ownership
 from procedures.errors import CommitFailedError, IcebergError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.metadata import TableMetadata, metadata_file_data
@@ -374,14 +376,22 @@ def next_metadata_location(md: "TableMetadata", previous_location: str | None) -
 
 
 def removed_metadata_files(base: "TableMetadata | None", new: "TableMetadata") -> list[str]:
-    """Previous metadata files that ``new``'s log dropped, when delete-after-commit is enabled."""
+    """Previous metadata files that ``new``'s log dropped, when delete-after-commit is enabled, and
+    that belong to the table (:class:`procedures.core.ownership.Ownership` over its folders): a log
+    entry naming another table's file, a path outside the table or a symlink is kept and logged."""
     if base is None:
         return []
     enabled = str(new.properties.get(DELETE_AFTER_COMMIT, "false")).strip().lower() == "true"
     if not enabled:
         return []
     kept = {e.metadata_file for e in new.metadata_log}
-    return [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
+    dropped = [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
+    owned = Ownership(table_roots(new))
+    outside = [p for p in dropped if not owned.owns(p)]
+    if outside:
+        log.warning("Not deleting %d old metadata file(s) outside the table's folders: %s", len(outside),
+                    ", ".join(outside[:5]))
+    return [p for p in dropped if owned.owns(p)]
 
 
 def plan_table_purge(table: Table, *, content: bool = True, metadata_files: Iterable[str] = ()) -> PurgePlan:

@@ -15,10 +15,14 @@ Iceberg Java, PyIceberg and DuckDB."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 
 import pytest
 
+from procedures.catalog.base import removed_metadata_files
+from procedures.spec.metadata import MetadataLogEntry
 from procedures.core.builder import new_table_metadata
 from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard
@@ -384,3 +388,19 @@ def test_a_file_appearing_at_a_staged_path_after_the_checks_is_neither_overwritt
         _stage(t, staging)
     assert folder_state(staging)[0] == {os.path.relpath(late, staging): fingerprint(os.path.dirname(late))[
         os.path.basename(late)]}
+
+
+def test_delete_after_commit_never_deletes_a_logged_file_outside_the_table(catalog, tmp_path, outside):
+    """write.metadata.delete-after-commit deletes the metadata files a commit drops from the log; a
+    (corrupt or hand-edited) log entry naming another table's metadata file, a file outside the
+    table or one reached through a symlink is kept."""
+    props = {"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "1"}
+    t = make_table(catalog, properties=props)
+    other = make_table(catalog, "u")
+    os.symlink(outside, f"{t.location}/metadata/link")
+    own = t.metadata.metadata_log[-1].metadata_file
+    forged = [MetadataLogEntry(1, other.metadata_location), MetadataLogEntry(2, f"{outside}/keep.parquet"),
+              MetadataLogEntry(3, f"{t.location}/metadata/link/keep.parquet"), MetadataLogEntry(4, own)]
+    base = dataclasses.replace(t.metadata, metadata_log=tuple(forged))
+    new = dataclasses.replace(t.metadata, metadata_log=())
+    assert removed_metadata_files(base, new) == [own]
