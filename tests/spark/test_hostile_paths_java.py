@@ -20,7 +20,7 @@ from procedures.errors import ValidationError
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.dml import append
 from procedures.spark.session import catalog_for
-from tests.helpers.catalogs import ours_on_java_warehouse
+from tests.helpers.catalogs import allow_overlap, ours_on_java_warehouse
 from tests.helpers.files import age_everything, folder_state, touch
 from tests.oracles import assert_rows_equal, read_all
 
@@ -118,10 +118,13 @@ def test_purge_of_a_java_table_deletes_only_what_its_metadata_reaches(spark, cat
     _same_rows(before, _reads(spark, ours.load_table(("db", "hostile_purge_kept")), kept))
 
 
-def test_purge_of_a_jdbc_table_at_the_warehouse_root_keeps_every_other_table(spark, catalogs, outside):
+def test_purge_of_a_jdbc_table_at_the_warehouse_root_keeps_every_other_table(spark, catalogs, outside, monkeypatch):
+    """Such a table is refused at creation now (the overlap rule); one made before the rule, or by
+    another engine, purges only what its metadata reaches."""
     cat, wh = catalogs["hostj"], catalogs["jdbc_warehouse"]
     keep = _our_table(spark, cat, "hostile_keep")
     other = _our_table(spark, cat, "hostile_other")
+    allow_overlap(monkeypatch)
     root = _our_table(spark, cat, "hostile_root", location=wh)
     user_file = touch(f"{wh}/notes.txt")
     os.symlink(outside, f"{wh}/data/link")
@@ -137,7 +140,7 @@ def test_purge_of_a_jdbc_table_at_the_warehouse_root_keeps_every_other_table(spa
         _same_rows(before[t.identifier], _reads(spark, cat.load_table(t.identifier)))
 
 
-def test_purge_of_a_hive_table_over_another_tables_folder_keeps_it(spark, outside):
+def test_purge_of_a_hive_table_over_another_tables_folder_keeps_it(spark, outside, monkeypatch):
     spark.conf.set("spark.sql.catalog.ohive.type", "hive")
     hive = catalog_for(spark, "ohive")
     if not hive.namespace_exists("hdb"):
@@ -148,6 +151,7 @@ def test_purge_of_a_hive_table_over_another_tables_folder_keeps_it(spark, outsid
     procedures.sql(spark, "CREATE TABLE ohive.hdb.hostile_hkeep (id bigint, data string) USING iceberg")
     keep = append(spark, "ohive.hdb.hostile_hkeep", spark.createDataFrame([(1, "k")], "id bigint, data string"))
     folder = os.path.dirname(normalize_path(keep.location).path)  # the database folder, holding hostile_hkeep
+    allow_overlap(monkeypatch)  # refused since the overlap rule; a table made before it still purges safely
     procedures.sql(spark, f"CREATE TABLE ohive.hdb.hostile_hroot (id bigint, data string) USING iceberg "
                           f"LOCATION '{folder}'")
     append(spark, "ohive.hdb.hostile_hroot", spark.createDataFrame([(2, "r")], "id bigint, data string"))
