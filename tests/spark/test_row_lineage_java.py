@@ -1,0 +1,155 @@
+"""v3 row lineage through rewrite_data_files (issue 31), against Iceberg Java on twin tables.
+
+Java builds two identical v3 tables (appends, a copy-on-write delete and update, which write the
+lineage columns into their files with a null ``_last_updated_sequence_number`` for updated rows, and a
+merge-on-read delete, whose deletion vectors the rewrite applies).  We rewrite one, Java the twin,
+with the same strategy.  Every row must keep the ``_row_id`` and ``_last_updated_sequence_number`` it
+had, read by Java and by us; our new files must hold the same lineage values as Java's; and the commit
+must consume row ids as Java's does (snapshot ``added-rows``, table ``next-row-id``).  Java's rewritten
+twin is read by us too, and rows appended after our rewrite get fresh ids.
+"""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.frontend import runner
+from procedures.spark.read import read_table
+from procedures.spec.manifest import ManifestContent
+from procedures.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER_ID, ROW_ID_ID
+
+# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
+pytestmark = [pytest.mark.spark, pytest.mark.java]
+
+LINEAGE = ("_row_id", "_last_updated_sequence_number")
+
+
+def _conf(warehouse) -> dict:
+    return {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
+
+
+def _build(spark, name: str) -> None:
+    t = f"jcat.db.{name}"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE TABLE {t} (id bigint, cat string, v string) USING iceberg PARTITIONED BY (cat) "
+              "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='copy-on-write', "
+              "'write.update.mode'='copy-on-write')")
+    for i in range(4):
+        values = ", ".join(f"({i * 10 + j}, 'c{j % 2}', 'v{i * 10 + j}')" for j in range(10))
+        spark.sql(f"INSERT INTO {t} VALUES {values}")
+    spark.sql(f"DELETE FROM {t} WHERE id % 7 = 0")
+    spark.sql(f"UPDATE {t} SET v = 'updated' WHERE id % 5 = 1")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    spark.sql(f"DELETE FROM {t} WHERE id % 11 = 0")
+
+
+def _java_lineage(spark, name: str) -> dict[int, tuple]:
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    rows = spark.sql(f"SELECT id, v, _row_id, _last_updated_sequence_number FROM jcat.db.{name}").collect()
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+def _our_lineage(spark, warehouse, name: str) -> dict[int, tuple]:
+    table = HadoopCatalog("ours", str(warehouse)).load_table(("db", name))
+    rows = read_table(spark, table, columns=["id", "v"], metadata_columns=LINEAGE).collect()
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+def _table(warehouse, name: str):
+    return HadoopCatalog("ours", str(warehouse)).load_table(("db", name))
+
+
+def _stored_lineage(table) -> tuple[list, int]:
+    """(id, _row_id, _last_updated_sequence_number) as stored in the live data files, and how many
+    of those files lack the lineage columns (by their reserved field ids)."""
+    md = table.metadata
+    manifests = [m for m in snapshot_manifests(table.io, md.current_snapshot()) if m.content == ManifestContent.DATA]
+    rows, without = [], 0
+    for e in live_entries(table.io, md, manifests):
+        data = pq.read_table(e.data_file.file_path)
+        ids = {int(f.metadata[b"PARQUET:field_id"]): f.name for f in data.schema if f.metadata}
+        if ROW_ID_ID not in ids or LAST_UPDATED_SEQUENCE_NUMBER_ID not in ids:
+            without += 1
+            continue
+        rows += zip(*(data.column(n).to_pylist() for n in ("id", ids[ROW_ID_ID], ids[LAST_UPDATED_SEQUENCE_NUMBER_ID])))
+    return sorted(rows), without
+
+
+STRATEGIES = {
+    "binpack": ({}, ""),
+    "sort": ({"strategy": "sort", "sort_order": "id DESC NULLS LAST"},
+             ", strategy => 'sort', sort_order => 'id DESC NULLS LAST'"),
+    # two shuffle partitions per file: the sort runs through Spark's range shuffle, not in one task
+    "sort-shuffled": ({"strategy": "sort", "sort_order": "v ASC NULLS FIRST",
+                       "options": {"shuffle-partitions-per-file": "2"}},
+                      ", strategy => 'sort', sort_order => 'v ASC NULLS FIRST'"),
+    "zorder": ({"strategy": "sort", "sort_order": "zorder(v, id)"},
+               ", strategy => 'sort', sort_order => 'zorder(v, id)'"),
+}
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_rewrite_keeps_row_lineage_like_java(spark, java_warehouse, strategy):
+    name = f"lineage_{strategy.replace('-', '_')}"
+    twin = name + "_twin"
+    for n in (name, twin):
+        _build(spark, n)
+    before = _java_lineage(spark, name)
+    # the premise: both twins hold the same rows with the same lineage, explicit values among them
+    assert before == _java_lineage(spark, twin) == _our_lineage(spark, java_warehouse, name)
+    assert len(before) == 40 - 6 - 3 and len({r[1] for r in before.values()}) == len(before)
+    assert {r[2] for r in before.values()} == {1, 2, 3, 4, 6}  # appends 1-4, the update 6
+    next_before = _table(java_warehouse, name).metadata.next_row_id
+
+    kwargs, java_args = STRATEGIES[strategy]
+    options = {"rewrite-all": "true", **kwargs.get("options", {})}
+    ours = runner.run("rewrite_data_files", kwargs={"table": f"db.{name}", **kwargs, "options": options},
+                      catalog="ours", conf=_conf(java_warehouse), spark=spark).rows[0]
+    option_map = ", ".join(f"'{k}', '{v}'" for k, v in options.items())
+    java = spark.sql(f"CALL jcat.system.rewrite_data_files(table => 'db.{twin}'{java_args}, "
+                     f"options => map({option_map}))").collect()[0]
+    assert ours[0] == java[0] > 0 and ours[3] == java[3] == 0
+
+    # every row kept its lineage: read by Java and by us, on our rewrite and on Java's
+    assert _java_lineage(spark, name) == before
+    assert _our_lineage(spark, java_warehouse, name) == before
+    assert _java_lineage(spark, twin) == before
+    assert _our_lineage(spark, java_warehouse, twin) == before
+
+    # our files store the same lineage values as Java's (explicit, none left to inheritance)
+    ours_t, java_t = _table(java_warehouse, name), _table(java_warehouse, twin)
+    stored, without = _stored_lineage(ours_t)
+    java_stored, java_without = _stored_lineage(java_t)
+    assert without == java_without == 0
+    assert stored == java_stored == sorted((i, r[1], r[2]) for i, r in before.items())
+    # the commit consumes row ids as Java's does
+    snap, java_snap = ours_t.metadata.current_snapshot(), java_t.metadata.current_snapshot()
+    assert snap.first_row_id == java_snap.first_row_id == next_before
+    assert snap.added_rows == java_snap.added_rows
+    assert ours_t.metadata.next_row_id == java_t.metadata.next_row_id == next_before + snap.added_rows
+
+    # rows appended after the rewrite get fresh ids from next-row-id, the sequence number of their commit
+    spark.sql(f"INSERT INTO jcat.db.{name} VALUES (100, 'c0', 'new')")
+    after = _our_lineage(spark, java_warehouse, name)
+    assert after.pop(100)[1:] == (ours_t.metadata.next_row_id, snap.sequence_number + 1)
+    assert after == before == {k: v for k, v in _java_lineage(spark, name).items() if k != 100}
+
+
+def test_rewrite_of_v2_table_writes_no_lineage(spark, java_warehouse):
+    """Before v3 there is no lineage: rewritten files carry only the table's columns, as Java's."""
+    name = "lineage_v2"
+    spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name}")
+    spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint) USING iceberg TBLPROPERTIES ('format-version'='2')")
+    for i in range(3):
+        spark.sql(f"INSERT INTO jcat.db.{name} VALUES ({i})")
+    rows = runner.run("rewrite_data_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
+                      catalog="ours", conf=_conf(java_warehouse), spark=spark).rows
+    assert rows[0][0] == 3 and rows[0][1] == 1
+    table = _table(java_warehouse, name)
+    stored, without = _stored_lineage(table)
+    assert stored == [] and without == 1
+    spark.sql(f"REFRESH TABLE jcat.db.{name}")
+    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM jcat.db.{name}").collect()) == [0, 1, 2]
