@@ -17,6 +17,7 @@ import pytest
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.frontend import runner
+from procedures.spark.dml import delete_where
 from procedures.spark.read import read_table
 from procedures.spec.manifest import ManifestContent
 from procedures.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER_ID, ROW_ID_ID
@@ -153,3 +154,32 @@ def test_rewrite_of_v2_table_writes_no_lineage(spark, java_warehouse):
     assert stored == [] and without == 1
     spark.sql(f"REFRESH TABLE jcat.db.{name}")
     assert sorted(r[0] for r in spark.sql(f"SELECT id FROM jcat.db.{name}").collect()) == [0, 1, 2]
+
+
+def test_copy_on_write_delete_keeps_row_lineage_like_java(spark, java_warehouse):
+    """Our copy-on-write DELETE (procedures.spark.dml) copies the rows it keeps with their lineage, as
+    Java's DELETE on the twin does; the deleted rows' ids are gone, no other id changes."""
+    name, twin = "lineage_cow", "lineage_cow_twin"
+    for n in (name, twin):
+        t = f"jcat.db.{n}"
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+        spark.sql(f"CREATE TABLE {t} (id bigint, v string) USING iceberg "
+                  "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='copy-on-write')")
+        for i in range(3):
+            spark.sql(f"INSERT INTO {t} VALUES " + ", ".join(f"({i * 10 + j}, 'v{j}')" for j in range(10)))
+        spark.sql(f"DELETE FROM {t} WHERE id % 4 = 0")  # Java's copy-on-write: explicit lineage in its files
+    before = _java_lineage(spark, name)
+    assert before == _java_lineage(spark, twin)
+
+    # rows of two files: both are partly matched, so both are rewritten
+    delete_where(spark, _table(java_warehouse, name), "id >= 5 AND id < 15")
+    spark.sql(f"DELETE FROM jcat.db.{twin} WHERE id >= 5 AND id < 15")
+
+    expected = {k: v for k, v in before.items() if not 5 <= k < 15}
+    assert _java_lineage(spark, name) == _our_lineage(spark, java_warehouse, name) == expected
+    assert _java_lineage(spark, twin) == expected
+    ours_t, java_t = _table(java_warehouse, name), _table(java_warehouse, twin)
+    stored, without = _stored_lineage(ours_t)
+    assert without == 0 and stored == _stored_lineage(java_t)[0]
+    assert ours_t.metadata.current_snapshot().added_rows == java_t.metadata.current_snapshot().added_rows
+    assert ours_t.metadata.next_row_id == java_t.metadata.next_row_id
