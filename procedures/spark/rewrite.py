@@ -20,6 +20,8 @@ committed here.  The three rewriters follow Iceberg Java 1.10's runners:
 * Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.core.rewrite.zorder`).
 
 Writers roll files at the group's ``max_output_file_size`` (target plus half the way to max).
+On a v3 table every path reads each row's ``_row_id`` and ``_last_updated_sequence_number`` (stored,
+else inherited) and writes them into the new files, so rows keep their lineage (spec "Row Lineage").
 """
 
 from __future__ import annotations
