@@ -32,19 +32,24 @@ def _conf(warehouse) -> dict:
     return {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(warehouse)}
 
 
-def _build(spark, name: str) -> None:
-    t = f"jcat.db.{name}"
-    spark.sql(f"DROP TABLE IF EXISTS {t}")
-    spark.sql(f"CREATE TABLE {t} (id bigint, cat string, v string) USING iceberg PARTITIONED BY (cat) "
-              "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='copy-on-write', "
-              "'write.update.mode'='copy-on-write')")
-    for i in range(4):
-        values = ", ".join(f"({i * 10 + j}, 'c{j % 2}', 'v{i * 10 + j}')" for j in range(10))
-        spark.sql(f"INSERT INTO {t} VALUES {values}")
-    spark.sql(f"DELETE FROM {t} WHERE id % 7 = 0")
-    spark.sql(f"UPDATE {t} SET v = 'updated' WHERE id % 5 = 1")
-    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
-    spark.sql(f"DELETE FROM {t} WHERE id % 11 = 0")
+def _twins(spark, name: str, ddl: str, inserts: list[str], statements: list[str]) -> str:
+    """``jcat.db.<name>`` and its twin built alike by Java: ``CREATE TABLE <t> <ddl>``, one INSERT per
+    VALUES list, then the statements (``{t}`` names the table).  Returns the twin's name."""
+    for n in (name, name + "_twin"):
+        t = f"jcat.db.{n}"
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+        spark.sql(f"CREATE TABLE {t} {ddl}")
+        for values in inserts:
+            spark.sql(f"INSERT INTO {t} VALUES {values}")
+        for statement in statements:
+            spark.sql(statement.format(t=t))
+    return name + "_twin"
+
+
+def _values(batches: int, row: str) -> list[str]:
+    """VALUES lists of ten rows each; ``row`` formats one row from ``i`` (its id), ``j`` (i % 10) and
+    ``k`` (i % 2)."""
+    return [", ".join(row.format(i=b * 10 + j, j=j, k=j % 2) for j in range(10)) for b in range(batches)]
 
 
 def _java_lineage(spark, name: str) -> dict[int, tuple]:
@@ -95,9 +100,13 @@ STRATEGIES = {
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_rewrite_keeps_row_lineage_like_java(spark, java_warehouse, strategy):
     name = f"lineage_{strategy.replace('-', '_')}"
-    twin = name + "_twin"
-    for n in (name, twin):
-        _build(spark, n)
+    twin = _twins(spark, name, "(id bigint, cat string, v string) USING iceberg PARTITIONED BY (cat) "
+                  "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='copy-on-write', "
+                  "'write.update.mode'='copy-on-write')",
+                  _values(4, "({i}, 'c{k}', 'v{i}')"),
+                  ["DELETE FROM {t} WHERE id % 7 = 0", "UPDATE {t} SET v = 'updated' WHERE id % 5 = 1",
+                   "ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')",
+                   "DELETE FROM {t} WHERE id % 11 = 0"])
     before = _java_lineage(spark, name)
     # the premise: both twins hold the same rows with the same lineage, explicit values among them
     assert before == _java_lineage(spark, twin) == _our_lineage(spark, java_warehouse, name)
@@ -159,15 +168,11 @@ def test_rewrite_of_v2_table_writes_no_lineage(spark, java_warehouse):
 def test_copy_on_write_delete_keeps_row_lineage_like_java(spark, java_warehouse):
     """Our copy-on-write DELETE (procedures.spark.dml) copies the rows it keeps with their lineage, as
     Java's DELETE on the twin does; the deleted rows' ids are gone, no other id changes."""
-    name, twin = "lineage_cow", "lineage_cow_twin"
-    for n in (name, twin):
-        t = f"jcat.db.{n}"
-        spark.sql(f"DROP TABLE IF EXISTS {t}")
-        spark.sql(f"CREATE TABLE {t} (id bigint, v string) USING iceberg "
-                  "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='copy-on-write')")
-        for i in range(3):
-            spark.sql(f"INSERT INTO {t} VALUES " + ", ".join(f"({i * 10 + j}, 'v{j}')" for j in range(10)))
-        spark.sql(f"DELETE FROM {t} WHERE id % 4 = 0")  # Java's copy-on-write: explicit lineage in its files
+    name = "lineage_cow"
+    # Java's copy-on-write DELETE leaves explicit lineage in its files
+    twin = _twins(spark, name, "(id bigint, v string) USING iceberg "
+                  "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='copy-on-write')",
+                  _values(3, "({i}, 'v{j}')"), ["DELETE FROM {t} WHERE id % 4 = 0"])
     before = _java_lineage(spark, name)
     assert before == _java_lineage(spark, twin)
 
@@ -192,16 +197,10 @@ def test_table_upgraded_to_v3_gets_the_ids_java_gives(spark, java_warehouse, pro
     (the table's first v3 commit) numbers the rows as Java's does on the twin: the same ids, the same
     sequence numbers by either reader, the same added-rows and next-row-id."""
     name = f"lineage_upgraded_{procedure}"
-    twin = name + "_twin"
-    for n in (name, twin):
-        t = f"jcat.db.{n}"
-        spark.sql(f"DROP TABLE IF EXISTS {t}")
-        spark.sql(f"CREATE TABLE {t} (id bigint, v string) USING iceberg PARTITIONED BY (v) "
-                  "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
-        for i in range(3):
-            spark.sql(f"INSERT INTO {t} VALUES " + ", ".join(f"({i * 10 + j}, 'c{j % 2}')" for j in range(10)))
-        spark.sql(f"DELETE FROM {t} WHERE id % 3 = 0")
-        spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')")
+    twin = _twins(spark, name, "(id bigint, v string) USING iceberg PARTITIONED BY (v) "
+                  "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')",
+                  _values(3, "({i}, 'c{k}')"),
+                  ["DELETE FROM {t} WHERE id % 3 = 0", "ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')"])
     before = _java_lineage(spark, name)
     assert {r[1:] for r in before.values()} == {(None, None)}
 
