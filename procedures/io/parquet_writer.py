@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -32,6 +32,7 @@ from procedures.io.arrow_schema import cast_to_schema, primitive_to_arrow, schem
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.conversions import to_bytes, truncate_lower_bound, truncate_upper_bound
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.metadata_columns import schema_with_row_lineage
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortOrder
@@ -220,6 +221,13 @@ class WriteSettings:
             sort_order_id=order_id,
             metrics=MetricsConfig.from_properties(props, schema, order if order.fields else None),
         )
+
+    def with_row_lineage(self) -> "WriteSettings":
+        """These settings writing the ``_row_id`` and ``_last_updated_sequence_number`` columns
+        (reserved ids, optional longs) after the table's columns, as a v3 compaction's files do.
+        Their metrics follow the table's default metrics mode, as in Java (the config is the
+        table's, which names no lineage column)."""
+        return replace(self, schema=schema_with_row_lineage(self.schema))
 
     @property
     def target_file_size(self) -> int:

@@ -29,6 +29,7 @@ from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression
 from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.projection import strict_projection
 from procedures.spec.snapshots import SPARK_APP_ID
 
@@ -118,15 +119,19 @@ def _not_matching(filter: str) -> str:
     return f"NOT coalesce(({filter}), false)"
 
 
-def _remaining_rows(spark: Any, t: Table, files: list[DataFile], filter: str | Expression) -> Any:
+def _rewrite_remaining(spark: Any, t: Table, files: list[DataFile], filter: str | Expression, description: str,
+                       ) -> list[DataFile]:
+    """Copy-on-write: the rows of ``files`` that do not match ``filter``, written to new files.  They
+    are not modified, so on a v3 table each keeps its ``_row_id`` and ``_last_updated_sequence_number``
+    (written into the new files, as Java's copy-on-write does)."""
     if not isinstance(filter, str):
         raise ValidationError(
             f"{len(files)} file(s) of {t.name} only partly match the filter; rewriting them needs the filter as "
             "Spark SQL text, not an expression object"
         )
-
-    rows = read_files(spark, t, files, metadata_columns=())
-    return rows.where(_not_matching(filter))
+    lineage = row_lineage_names(t.metadata.format_version)
+    kept = read_files(spark, t, files, metadata_columns=lineage).where(_not_matching(filter))
+    return write_dataframe(spark, t, kept, description=description, row_lineage=bool(lineage))
 
 
 def _file_scoped_deletes(match: FilterMatch, removed: Iterable[DataFile]) -> list[str]:
@@ -153,8 +158,8 @@ def overwrite(spark: Any, table: str | Table, df: Any, filter: str | Expression,
         new_files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite {t.name}: new rows")
         rewritten: list[DataFile] = []
         if match.partial:
-            kept = _remaining_rows(spark, t, match.partial, filter)
-            rewritten = write_dataframe(spark, t, kept, description=f"overwrite {t.name}: rewrite {len(match.partial)} file(s)")
+            rewritten = _rewrite_remaining(spark, t, match.partial, filter,
+                                           f"overwrite {t.name}: rewrite {len(match.partial)} file(s)")
     removed = match.full + match.partial
     remove_paths = [f.file_path for f in removed] + _file_scoped_deletes(match, removed)
     if not remove_paths and not new_files and not rewritten:
@@ -186,8 +191,7 @@ def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mo
         if mode == COPY_ON_WRITE or not match.partial:
             rewritten: list[DataFile] = []
             if match.partial:
-                kept = _remaining_rows(spark, t, match.partial, filter)
-                rewritten = write_dataframe(spark, t, kept, description=f"delete from {t.name}: rewrite files")
+                rewritten = _rewrite_remaining(spark, t, match.partial, filter, f"delete from {t.name}: rewrite files")
             removed = match.full + match.partial
             op = OverwriteFiles(
                 add_files=rewritten,

@@ -20,6 +20,8 @@ committed here.  The three rewriters follow Iceberg Java 1.10's runners:
 * Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.core.rewrite.zorder`).
 
 Writers roll files at the group's ``max_output_file_size`` (target plus half the way to max).
+On a v3 table every path reads each row's ``_row_id`` and ``_last_updated_sequence_number`` (stored,
+else inherited) and writes them into the new files, so rows keep their lineage (spec "Row Lineage").
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import write_dataframe, write_in_task, write_payloads, write_settings
 from procedures.spec.manifest import DataFile
+from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.sorting import NullOrder, SortDirection, SortField, SortOrder
 from procedures.spec.transforms import IdentityTransform
@@ -201,7 +204,8 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     that read it, rolling at the group's max output size.  Rows stay inside the Python worker: no
     trip through the JVM between reading and writing."""
     md = table.metadata
-    settings = write_settings(md, spec_id=spec_id,
+    lineage = row_lineage_names(md.format_version)
+    settings = write_settings(md, spec_id=spec_id, row_lineage=bool(lineage),
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
     splits = plan_read_groups(spark, md, list(tasks), max(1, group.input_split_size), 0)
     if not splits:
@@ -212,7 +216,7 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     slots = max(1, 2 * spark.sparkContext.defaultParallelism)
     payloads = [pickle.dumps([(i, [light_task(t) for t in splits[i]]) for i in members], protocol=pickle.HIGHEST_PROTOCOL)
                 for members in spread_groups(splits, slots)]
-    reader = TaskReader.for_table(table, md.schema())
+    reader = TaskReader.for_table(table, md.schema(), metadata_columns=lineage)
     operation_id = str(uuid.uuid4())
 
     def write_splits(payload: bytes) -> Iterator[list[DataFile]]:
@@ -240,9 +244,10 @@ def _sort_in_task(spark: Any, table: Table, tasks: Sequence[Any], group: FileGro
     cross into the JVM and are read once (a range shuffle samples its input first)."""
     md = table.metadata
     schema = md.schema()
-    settings = write_settings(md, spec_id=spec_id,
+    lineage = row_lineage_names(md.format_version)
+    settings = write_settings(md, spec_id=spec_id, row_lineage=bool(lineage),
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
-    reader = TaskReader.for_table(table, schema)
+    reader = TaskReader.for_table(table, schema, metadata_columns=lineage)
     operation_id = str(uuid.uuid4())
     payload = pickle.dumps([light_task(t) for t in tasks], protocol=pickle.HIGHEST_PROTOCOL)
     n_out = max(1, group.expected_output_files)
@@ -286,6 +291,9 @@ def rewrite_group(
     n_out = max(1, group.expected_output_files)
     repartition = any(t.data_file.spec_id != output_spec.spec_id for t in tasks)
     text = description or f"Rewriting {len(tasks)} files ({how.rewriter}) in {table.name}"
+    # v3: every row keeps its _row_id and _last_updated_sequence_number (read as stored, else
+    # inherited from its file) by writing them into the new files, as Java's rewrite does
+    lineage = row_lineage_names(md.format_version)
     with job_description(spark, text):
         temp: list[str] = []
         if how.rewriter == BIN_PACK and not _sort_fields(SortOrder(0, ()), output_spec, repartition):
@@ -298,7 +306,7 @@ def rewrite_group(
             return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
         # the read only feeds a shuffle: scan-sized splits (spread over the cores for a small group)
         # rather than one per output file; files are cheap to open here, so no open-file cost
-        df = read_tasks(spark, table, tasks, schema, scan_schema=schema, open_file_cost=0)
+        df = read_tasks(spark, table, tasks, schema, scan_schema=schema, open_file_cost=0, metadata_columns=lineage)
         if how.rewriter == BIN_PACK:
             # Java's RANGE distribution when the data moves to another spec
             df, temp = _sorted_df(df, schema, _sort_fields(SortOrder(0, ()), output_spec, repartition), n_out)
@@ -324,6 +332,6 @@ def rewrite_group(
         files = write_dataframe(
             spark, table, df, spec_id=output_spec.spec_id,
             properties={"write.target-file-size-bytes": str(group.max_output_file_size)},
-            description=text,
+            description=text, row_lineage=bool(lineage),
         )
     return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]

@@ -130,6 +130,7 @@ def write_dataframe(
     spec_id: int | None = None,
     properties: dict[str, str] | None = None,
     description: str | None = None,
+    row_lineage: bool = False,
 ) -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (not committed) and return their ``DataFile``s.
 
@@ -137,10 +138,13 @@ def write_dataframe(
     properties for this write (``write.target-file-size-bytes`` ...).  ``cluster`` repartitions by
     the partition values first so each task writes few files; ``sort`` also sorts rows within
     tasks by partition and the table's sort order (and implies clustering for partitioned tables).
+    ``row_lineage`` also writes the DataFrame's ``_row_id`` and ``_last_updated_sequence_number``
+    columns with their reserved ids (rows copied from a v3 table keep their lineage); without it
+    the files carry none and new rows get ids at commit.
     """
     t = load_table(spark, table)
     md = t.metadata
-    settings = write_settings(md, spec_id=spec_id, properties=properties)
+    settings = write_settings(md, spec_id=spec_id, properties=properties, row_lineage=row_lineage)
     check_writable(df, settings)
     check_python_workers(spark)
     order = md.sort_order() if md.sort_order().fields else None
@@ -279,13 +283,16 @@ def delete_quietly(io: Any, paths: Sequence[str]) -> None:
         log.warning("Could not delete %d uncommitted file(s) of a failed write: %s", len(paths), e)
 
 
-def write_settings(md: Any, *, spec_id: int | None = None, properties: dict[str, str] | None = None) -> WriteSettings:
-    """The writer settings of a table, with ``properties`` overriding its write properties."""
+def write_settings(md: Any, *, spec_id: int | None = None, properties: dict[str, str] | None = None,
+                   row_lineage: bool = False) -> WriteSettings:
+    """The writer settings of a table, with ``properties`` overriding its write properties;
+    ``row_lineage`` adds the two row-lineage columns to the written schema
+    (:meth:`WriteSettings.with_row_lineage`)."""
     settings = WriteSettings.from_metadata(md, spec_id=spec_id)
     if properties:
         merged = {**settings.properties, **properties}
         settings = WriteSettings.from_metadata(_with_properties(md, merged), spec_id=spec_id)
-    return settings
+    return settings.with_row_lineage() if row_lineage else settings
 
 
 def write_in_task(io_props: dict[str, str], settings: WriteSettings, operation_id: str,

@@ -57,6 +57,8 @@ __all__ = [
     "position_delete_schema",
     "POSITION_DELETE_SCHEMA",
     "ROW_LINEAGE_COLUMNS",
+    "row_lineage_names",
+    "schema_with_row_lineage",
 ]
 
 INT_MAX = 2**31 - 1
@@ -104,6 +106,8 @@ LAST_UPDATED_SEQUENCE_NUMBER = NestedField(
 
 #: the two v3 row-lineage columns, in the order writers append them
 ROW_LINEAGE_COLUMNS = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+#: the first format version whose tables track row lineage
+ROW_LINEAGE_FORMAT_VERSION = 3
 
 _PARTITION_DOC = "Partition to which a row belongs to"
 _ROW_DOC = "Deleted row values"
@@ -115,6 +119,25 @@ _STATIC = (
 _BY_NAME = {f.name: f for f in _STATIC}
 _BY_ID = {f.field_id: f for f in _STATIC}
 _DYNAMIC_IDS = {PARTITION_ID: PARTITION_COLUMN_NAME, DELETE_FILE_ROW_ID: DELETE_FILE_ROW_NAME}
+
+
+def row_lineage_names(format_version: int) -> tuple[str, ...]:
+    """The lineage columns a copy of existing rows (a compaction) must carry into its new files:
+    ``_row_id`` and ``_last_updated_sequence_number`` on v3+ tables, none before (spec "Row
+    Lineage": rows keep their ids and sequence numbers when they are moved, not modified)."""
+    if format_version < ROW_LINEAGE_FORMAT_VERSION:
+        return ()
+    return tuple(f.name for f in ROW_LINEAGE_COLUMNS)
+
+
+def schema_with_row_lineage(schema: Schema) -> Schema:
+    """``schema`` followed by the optional ``_row_id`` and ``_last_updated_sequence_number`` columns
+    with their reserved ids: the write schema of data files that copy rows (as Java's
+    ``MetadataColumns.schemaWithRowLineage``).  A schema that has them already is returned as it is."""
+    missing = tuple(f for f in ROW_LINEAGE_COLUMNS if schema.find_field_or_none(f.field_id) is None)
+    if not missing:
+        return schema
+    return Schema(schema.fields + missing, schema.schema_id, schema.identifier_field_ids)
 
 
 def partition_column(partition_type: StructType = StructType()) -> NestedField:

@@ -14,13 +14,15 @@ import pytest
 
 from procedures.core.scan import DeleteFileEntry, FileScanTask
 from procedures.io.arrow_schema import schema_to_arrow
+from procedures.io.data_writers import write_data_files
 from procedures.io.fileio import FileIO
 from procedures.io.parquet_reader import output_schema, read_task_table
+from procedures.io.parquet_writer import WriteSettings
 from procedures.spec.expressions import ALWAYS_TRUE
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
-from procedures.spec.metadata_columns import POSITION_DELETE_SCHEMA
+from procedures.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER_ID, POSITION_DELETE_SCHEMA, ROW_ID_ID
 from procedures.spec.name_mapping import create_mapping
-from procedures.spec.partitioning import PartitionField, PartitionSpec
+from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionField, PartitionSpec
 from procedures.spec.puffin import PuffinWriter
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
@@ -231,3 +233,38 @@ def test_count_only_reads_and_output_schema(tmp_path):
     assert output_schema(empty, ("_file",)).field("_file").type == pa.string()
     with pytest.raises(Exception, match="_nope"):
         output_schema(empty, ("_nope",))
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc", "avro"])
+def test_rows_copied_with_their_lineage_keep_it(tmp_path, fmt):
+    """A compaction writes each row's lineage into the new file (the two reserved columns): read back,
+    stored values win over the new file's inheritance, and a row whose stored sequence number is null
+    (or that carries no id) takes the file's, as the spec's row lineage says."""
+    schema = Schema((NestedField(1, "id", LONG, True), NestedField(2, "v", STRING)))
+    props = {"write.format.default": fmt}
+    settings = WriteSettings(schema, UNPARTITIONED_SPEC, str(tmp_path / "data"), props).with_row_lineage()
+    rows = pa.table({"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"],
+                     "_row_id": pa.array([40, 7, None, 12], pa.int64()),
+                     "_last_updated_sequence_number": pa.array([3, None, 5, 1], pa.int64())})
+    [df] = write_data_files(IO, settings, [rows])
+    # the lineage columns are written after the table's, with their reserved ids and metrics
+    # (Avro data files carry no column metrics)
+    assert fmt == "avro" or {ROW_ID_ID, LAST_UPDATED_SEQUENCE_NUMBER_ID} <= set(df.value_counts)
+    if fmt == "parquet":
+        written = pq.read_schema(df.file_path)
+        assert written.names == ["id", "v", "_row_id", "_last_updated_sequence_number"]
+        assert [written.field(n).metadata[b"PARQUET:field_id"] for n in written.names[2:]] == [
+            str(ROW_ID_ID).encode(), str(LAST_UPDATED_SEQUENCE_NUMBER_ID).encode()]
+    df = dataclasses.replace(df, first_row_id=100)
+    out = read_task_table(IO, _task(df, schema, seq=9), schema,
+                          metadata_columns=("_row_id", "_last_updated_sequence_number"))
+    assert out.column("_row_id").to_pylist() == [40, 7, 102, 12]
+    assert out.column("_last_updated_sequence_number").to_pylist() == [3, 9, 5, 1]
+    # appended rows (no lineage columns in the data) still write files without them
+    plain = WriteSettings(schema, UNPARTITIONED_SPEC, str(tmp_path / "plain"), props)
+    [new] = write_data_files(IO, plain, [rows.select(["id", "v"])])
+    assert not {ROW_ID_ID, LAST_UPDATED_SEQUENCE_NUMBER_ID} & set(new.value_counts or {})
+    out = read_task_table(IO, _task(dataclasses.replace(new, first_row_id=100), schema, seq=9), schema,
+                          metadata_columns=("_row_id", "_last_updated_sequence_number"))
+    assert out.column("_row_id").to_pylist() == [100, 101, 102, 103]
+    assert out.column("_last_updated_sequence_number").to_pylist() == [9, 9, 9, 9]
