@@ -120,6 +120,8 @@ class FastAppend(SnapshotProducer):
             if f.content != FileContent.DATA:
                 raise ValidationError(f"Cannot append {f.file_path}: it is a delete file, use a row delta")
         self._written: list[ManifestFile] | None = None
+        #: write the new manifests' entries with null snapshot ids (see ``write_manifest``)
+        self.inherit_snapshot_id = False
 
     def new_manifests(self, base: TableMetadata, ctx: CommitContext, summary: SummaryBuilder) -> list[ManifestFile]:
         """The manifests holding the appended files (written once, reused by retries)."""
@@ -129,7 +131,7 @@ class FastAppend(SnapshotProducer):
             for m in self._written:
                 ctx.reuse(m.manifest_path)
             return list(self._written)
-        self._written = self.write_added_files(base, ctx, self.files, summary)
+        self._written = self.write_added_files(base, ctx, self.files, summary, inherit_snapshot_id=self.inherit_snapshot_id)
         return list(self._written)
 
     def manifests(self, base, parent, ctx, summary):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import os
 
+import fastavro
 import pytest
 
 import procedures
@@ -33,6 +34,12 @@ def ours(spark, java_warehouse):
 
 
 @pytest.fixture(scope="module")
+def hive(spark):
+    spark.conf.set("spark.sql.catalog.ohive.type", "hive")
+    return catalog_for(spark, "ohive")
+
+
+@pytest.fixture(scope="module")
 def special_source(spark, ours):
     spark.sql(f"DROP TABLE IF EXISTS spark_catalog.{DB}.escaped_src")
     spark.sql(f"CREATE TABLE spark_catalog.{DB}.escaped_src (id bigint, naMe string) USING parquet PARTITIONED BY (naMe)")
@@ -41,12 +48,13 @@ def special_source(spark, ours):
     return f"spark_catalog.{DB}.escaped_src"
 
 
-def _twins(spark, name: str, columns: str, partitioned_by: str = "") -> tuple[str, str]:
+def _twins(spark, name: str, columns: str, partitioned_by: str = "", props: str = "") -> tuple[str, str]:
     mine, java = f"{name}_o", f"{name}_j"
     for n in (mine, java):
         spark.sql(f"DROP TABLE IF EXISTS jcat.db.{n}")
         spark.sql(f"CREATE TABLE jcat.db.{n} ({columns}) USING iceberg"
-                  + (f" PARTITIONED BY ({partitioned_by})" if partitioned_by else ""))
+                  + (f" PARTITIONED BY ({partitioned_by})" if partitioned_by else "")
+                  + (f" TBLPROPERTIES ({props})" if props else ""))
     return mine, java
 
 
@@ -98,8 +106,7 @@ def test_add_files_escaped_partition_path_import(spark, ours, special_source):
     _same_table(spark, ours, mine, java)
 
 
-def test_snapshot_escaped_partition_directories(spark, ours, special_source):
-    spark.conf.set("spark.sql.catalog.ohive.type", "hive")
+def test_snapshot_escaped_partition_directories(spark, hive, special_source):
     for target in ("c31_snap_o", "c31_snap_j"):
         spark.sql(f"DROP TABLE IF EXISTS jhive.{DB}.{target}")
     got = [tuple(r) for r in procedures.sql(
@@ -107,7 +114,6 @@ def test_snapshot_escaped_partition_directories(spark, ours, special_source):
     want = [tuple(r) for r in spark.sql(
         f"CALL jhive.system.snapshot('{special_source}', 'jhive.{DB}.c31_snap_j')").collect()]
     assert got == want == [(len(SPECIAL),)]
-    hive = catalog_for(spark, "ohive")
     assert _entries(hive.load_table((DB, "c31_snap_o"))) == _entries(hive.load_table((DB, "c31_snap_j")))
     spark.sql(f"REFRESH TABLE jhive.{DB}.c31_snap_o")
     got_rows = java_read(spark, f"jhive.{DB}.c31_snap_o").sort_by("id").to_pylist()
@@ -148,3 +154,48 @@ def test_add_files_single_file_partitioned_target_refused(spark, ours, single_fi
     with pytest.raises(ValidationError, match=match):
         procedures.sql(spark, f"CALL ours.system.add_files(table => 'db.{mine}', {args})").collect()
     assert ours.load_table(("db", mine)).metadata_location == before
+
+
+# ------------------------------------------------------------------------------ inherited snapshot ids
+def _raw_entries(table) -> list[tuple]:
+    """(status, snapshot_id, sequence_number, file_sequence_number) of every entry as stored in the
+    current snapshot's manifests (fastavro, no inheritance applied), and whether the manifest list
+    names the snapshot."""
+    snap = table.metadata.current_snapshot()
+    out = []
+    for m in snapshot_manifests(table.io, snap):
+        assert m.added_snapshot_id == snap.snapshot_id
+        with open(m.manifest_path.removeprefix("file:"), "rb") as fh:
+            for r in fastavro.reader(fh):
+                sid = r["snapshot_id"]
+                out.append((r["status"], "self" if sid == snap.snapshot_id else sid,
+                            r.get("sequence_number"), r.get("file_sequence_number")))
+    return sorted(out, key=repr)
+
+
+def test_snapshot_leaves_entry_snapshot_ids_to_inheritance(spark, hive, special_source):
+    for target in ("c31_inh_o", "c31_inh_j"):
+        spark.sql(f"DROP TABLE IF EXISTS jhive.{DB}.{target}")
+    procedures.sql(spark, f"CALL ohive.system.snapshot('{special_source}', '{DB}.c31_inh_o')").collect()
+    spark.sql(f"CALL jhive.system.snapshot('{special_source}', 'jhive.{DB}.c31_inh_j')").collect()
+    mine, java = hive.load_table((DB, "c31_inh_o")), hive.load_table((DB, "c31_inh_j"))
+    assert mine.metadata.format_version == java.metadata.format_version == 2
+    assert _raw_entries(mine) == _raw_entries(java) == [(1, None, None, None)] * len(SPECIAL)
+
+
+@pytest.mark.parametrize("props, source", [
+    ("'format-version'='2'", "table"), ("'format-version'='2'", "path"), ("'format-version'='1'", "table"),
+    ("'format-version'='1', 'compatibility.snapshot-id-inheritance.enabled'='true'", "table"),
+], ids=["v2-table", "v2-path", "v1", "v1-inheritance"])
+def test_add_files_entry_snapshot_ids_as_java(spark, ours, special_source, props, source):
+    name = "c31_ids_" + str(abs(hash((props, source))) % 10_000)
+    mine, java = _twins(spark, name, "id bigint, naMe string", "naMe", props)
+    if source == "path":
+        location = spark.sql(f"DESCRIBE TABLE EXTENDED {special_source}").where("col_name = 'Location'").first().data_type
+        args = f"source_table => '`parquet`.`{location}`'"
+    else:
+        args = f"source_table => '{special_source}'"
+    got, want = _both(spark, mine, java, args)
+    assert got == want
+    assert _raw_entries(ours.load_table(("db", mine))) == _raw_entries(ours.load_table(("db", java)))
+    _same_table(spark, ours, mine, java)
