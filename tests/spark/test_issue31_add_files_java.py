@@ -17,7 +17,7 @@ import procedures
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import ValidationError
 from procedures.spark.session import catalog_for
-from tests.helpers.catalogs import ours_on_java_warehouse
+from tests.helpers.catalogs import java_twins, ours_on_java_warehouse
 from tests.oracles import java_read
 
 pytestmark = [pytest.mark.spark, pytest.mark.java]
@@ -48,16 +48,6 @@ def special_source(spark, ours):
     return f"spark_catalog.{DB}.escaped_src"
 
 
-def _twins(spark, name: str, columns: str, partitioned_by: str = "", props: str = "") -> tuple[str, str]:
-    mine, java = f"{name}_o", f"{name}_j"
-    for n in (mine, java):
-        spark.sql(f"DROP TABLE IF EXISTS jcat.db.{n}")
-        spark.sql(f"CREATE TABLE jcat.db.{n} ({columns}) USING iceberg"
-                  + (f" PARTITIONED BY ({partitioned_by})" if partitioned_by else "")
-                  + (f" TBLPROPERTIES ({props})" if props else ""))
-    return mine, java
-
-
 def _entries(table) -> list[tuple]:
     md = table.metadata
     return sorted((e.data_file.file_path, e.data_file.partition, e.data_file.record_count)
@@ -79,7 +69,7 @@ def _same_table(spark, ours, mine: str, java: str) -> None:
 
 
 def test_add_files_escaped_partition_directories(spark, ours, special_source):
-    mine, java = _twins(spark, "c31_escaped", "id bigint, naMe string", "naMe")
+    mine, java = java_twins(spark, "c31_escaped", "id bigint, naMe string", "naMe")
     got, want = _both(spark, mine, java, f"source_table => '{special_source}'")
     assert got == want and got[0][0] == len(SPECIAL)
     _same_table(spark, ours, mine, java)
@@ -91,7 +81,7 @@ def test_add_files_escaped_partition_directories(spark, ours, special_source):
 
 
 def test_add_files_escaped_partition_with_filter(spark, ours, special_source):
-    mine, java = _twins(spark, "c31_escaped_f", "id bigint, naMe string", "naMe")
+    mine, java = java_twins(spark, "c31_escaped_f", "id bigint, naMe string", "naMe")
     args = f"source_table => '{special_source}', partition_filter => map('naMe', 'John Doe')"
     got, want = _both(spark, mine, java, args)
     assert got == want and got[0][0] == 1
@@ -100,7 +90,7 @@ def test_add_files_escaped_partition_with_filter(spark, ours, special_source):
 
 def test_add_files_escaped_partition_path_import(spark, ours, special_source):
     location = spark.sql(f"DESCRIBE TABLE EXTENDED {special_source}").where("col_name = 'Location'").first().data_type
-    mine, java = _twins(spark, "c31_escaped_p", "id bigint, naMe string", "naMe")
+    mine, java = java_twins(spark, "c31_escaped_p", "id bigint, naMe string", "naMe")
     got, want = _both(spark, mine, java, f"source_table => '`parquet`.`{location}`'")
     assert got == want
     _same_table(spark, ours, mine, java)
@@ -135,7 +125,7 @@ def single_files(spark, tmp_path_factory):
 
 @pytest.mark.parametrize("fmt", ["parquet", "orc"])
 def test_add_files_single_file_unpartitioned(spark, ours, single_files, fmt):
-    mine, java = _twins(spark, f"c31_single_{fmt}", "id bigint, data string")
+    mine, java = java_twins(spark, f"c31_single_{fmt}", "id bigint, data string")
     got, want = _both(spark, mine, java, f"source_table => '`{fmt}`.`{single_files[fmt]}`'")
     assert got == want and got[0][0] == 1
     _same_table(spark, ours, mine, java)
@@ -143,7 +133,7 @@ def test_add_files_single_file_unpartitioned(spark, ours, single_files, fmt):
 
 
 def test_add_files_single_file_partitioned_target_refused(spark, ours, single_files):
-    mine, java = _twins(spark, "c31_single_part", "id bigint, data string", "data")
+    mine, java = java_twins(spark, "c31_single_part", "id bigint, data string", "data")
     args = f"source_table => '`parquet`.`{single_files['parquet']}`'"
     with pytest.raises(Exception) as java_error:
         spark.sql(f"CALL jcat.system.add_files(table => 'db.{java}', {args})").collect()
@@ -189,7 +179,7 @@ def test_snapshot_leaves_entry_snapshot_ids_to_inheritance(spark, hive, special_
 ], ids=["v2-table", "v2-path", "v1", "v1-inheritance"])
 def test_add_files_entry_snapshot_ids_as_java(spark, ours, special_source, props, source):
     name = "c31_ids_" + str(abs(hash((props, source))) % 10_000)
-    mine, java = _twins(spark, name, "id bigint, naMe string", "naMe", props)
+    mine, java = java_twins(spark, name, "id bigint, naMe string", "naMe", props)
     if source == "path":
         location = spark.sql(f"DESCRIBE TABLE EXTENDED {special_source}").where("col_name = 'Location'").first().data_type
         args = f"source_table => '`parquet`.`{location}`'"
