@@ -171,7 +171,8 @@ class AddFiles(MergeAppend):
 
     ``through_manifests`` mirrors Java's ``appendManifest`` path: when the table inherits
     snapshot ids (format v2+ or ``compatibility.snapshot-id-inheritance.enabled``), the summary
-    counts only added files and records (no sizes, no ``changed-partition-count``); otherwise the
+    counts only added files and records (no sizes, no ``changed-partition-count``) and the new
+    manifests' entries have null snapshot ids, inherited from the manifest list; otherwise the
     files count like any append.  An import with no files commits an empty append whose
     ``changed-partition-count`` is 0, as Java's does.
     """
@@ -189,6 +190,9 @@ class AddFiles(MergeAppend):
         if not (self.through_manifests and inherits):
             return super().new_manifests(base, ctx, summary)
         scratch = SummaryBuilder()
+        # Java writes these manifests with no snapshot id and appends them as they are: the
+        # entries inherit the snapshot id (and sequence numbers) from the manifest list
+        self.inherit_snapshot_id = True
         manifests = super().new_manifests(base, ctx, scratch)
         summary.partitions_known = False
         for key in ("added-data-files", "added-records"):

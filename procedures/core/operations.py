@@ -120,6 +120,8 @@ class FastAppend(SnapshotProducer):
             if f.content != FileContent.DATA:
                 raise ValidationError(f"Cannot append {f.file_path}: it is a delete file, use a row delta")
         self._written: list[ManifestFile] | None = None
+        #: write the new manifests' entries with null snapshot ids (see ``write_manifest``)
+        self.inherit_snapshot_id = False
 
     def new_manifests(self, base: TableMetadata, ctx: CommitContext, summary: SummaryBuilder) -> list[ManifestFile]:
         """The manifests holding the appended files (written once, reused by retries)."""
@@ -129,7 +131,7 @@ class FastAppend(SnapshotProducer):
             for m in self._written:
                 ctx.reuse(m.manifest_path)
             return list(self._written)
-        self._written = self.write_added_files(base, ctx, self.files, summary)
+        self._written = self.write_added_files(base, ctx, self.files, summary, inherit_snapshot_id=self.inherit_snapshot_id)
         return list(self._written)
 
     def manifests(self, base, parent, ctx, summary):
@@ -137,7 +139,8 @@ class FastAppend(SnapshotProducer):
 
 
 class MergeAppend(FastAppend):
-    """Append, then merge small data manifests per spec as Java's merge append does.
+    """Append, then merge small data manifests per spec as Java's merge append does; the parent's
+    manifests left with no live entries are dropped, as Java's ``MergingSnapshotProducer`` does.
 
     Governed by ``commit.manifest-merge.enabled`` (true), ``commit.manifest.min-count-to-merge``
     (100) and ``commit.manifest.target-size-bytes`` (8 MiB).
@@ -149,7 +152,11 @@ class MergeAppend(FastAppend):
 
     def manifests(self, base, parent, ctx, summary):
         new = self.new_manifests(base, ctx, summary)
-        existing = snapshot_manifests(ctx.io, parent)
+        # as Java's merging commits: a parent's manifest with no added or existing entries (only
+        # DELETED ones, reported by the snapshot that wrote them) is not carried forward; a null
+        # v1 count means unknown, and such a manifest is kept
+        existing = [m for m in snapshot_manifests(ctx.io, parent)
+                    if m.has_added_files() or m.has_existing_files() or m.added_snapshot_id == self.snapshot_id]
         props = base.properties
         if props.get("commit.manifest-merge.enabled", "true").lower() != "true":
             return new + existing

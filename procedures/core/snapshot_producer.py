@@ -16,7 +16,7 @@ caching its results so a retry on a newer base reuses every manifest it can.
 from __future__ import annotations
 
 import uuid as uuidlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
 from procedures.core import updates as U
@@ -131,24 +131,32 @@ class SnapshotProducer:
         spec_id: int,
         content: ManifestContent,
         write: Callable[[ManifestWriter], None],
+        *,
+        inherit_snapshot_id: bool = False,
     ) -> ManifestFile:
-        """Write one manifest for ``spec_id`` with ``write(writer)`` and register it for cleanup."""
+        """Write one manifest for ``spec_id`` with ``write(writer)`` and register it for cleanup.
+
+        ``inherit_snapshot_id``: the entries' snapshot ids are left null, to be inherited from the
+        manifest list (only for a table that allows inheritance, with ADDED entries only), as Java's
+        imports write the manifests they append; the manifest list still names this snapshot."""
         path = self.new_manifest_path(base)
         writer = ManifestWriter(
-            ctx.io, path, base.spec_by_id(spec_id), base.schema(), base.format_version, content, self.snapshot_id
+            ctx.io, path, base.spec_by_id(spec_id), base.schema(), base.format_version, content,
+            None if inherit_snapshot_id else self.snapshot_id,
         )
         ctx.track(path)
         try:
             write(writer)
         finally:
             manifest = writer.close()
-        return manifest
+        return replace(manifest, added_snapshot_id=self.snapshot_id) if inherit_snapshot_id else manifest
 
     def write_added_files(
         self, base: TableMetadata, ctx: CommitContext, files: list[DataFile], summary: SummaryBuilder,
-        data_sequence_number: int | None = None,
+        data_sequence_number: int | None = None, inherit_snapshot_id: bool = False,
     ) -> list[ManifestFile]:
-        """New manifests holding ``files`` as ADDED, one per (spec, content kind)."""
+        """New manifests holding ``files`` as ADDED, one per (spec, content kind); see
+        :meth:`write_manifest` for ``inherit_snapshot_id``."""
         groups: dict[tuple[int, ManifestContent], list[DataFile]] = {}
         for f in files:
             if base.spec_by_id(f.spec_id) is None:
@@ -161,7 +169,7 @@ class SnapshotProducer:
             def write(w: ManifestWriter, group=group) -> None:
                 for f in group:
                     w.add(f, sequence_number=data_sequence_number)
-            out.append(self.write_manifest(base, ctx, spec_id, kind, write))
+            out.append(self.write_manifest(base, ctx, spec_id, kind, write, inherit_snapshot_id=inherit_snapshot_id))
         return out
 
     # ---------------------------------------------------------------- the operation

@@ -9,6 +9,8 @@ built-in ones included.
 
 from __future__ import annotations
 
+import logging
+
 from procedures.catalog.config import conf_from_spark, default_catalog_name
 from procedures.errors import SqlSyntaxError, ValidationError
 from procedures.framework.declaration import Procedure
@@ -17,6 +19,8 @@ from procedures.framework.sqltypes import SqlType
 from procedures.frontend import runner, sqlddl
 from procedures.frontend.parser import CallStatement, is_call, parse_call, split_statements, syntax_error
 from procedures.spark.environment import check_session
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "sql", "call", "execute", "run_call", "result_to_dataframe", "spark_type", "list_procedures", "describe",
@@ -67,7 +71,13 @@ def result_to_dataframe(spark, result):
 
 def refresh_spark_tables(spark, conf: dict, changed) -> None:
     """After a commit, refresh Spark's cached view of a table whose catalog is also a Spark catalog plugin
-    (for example a warehouse shared with Iceberg Java); best effort, like Java's re-caching."""
+    (for example a warehouse shared with Iceberg Java), and the temporary views ``procedures.sql``
+    made of it (:func:`procedures.frontend.sqlddl.refresh_table_views`); best effort, like Java's
+    re-caching."""
+    try:
+        sqlddl.refresh_table_views(spark, conf, changed)
+    except Exception:  # noqa: BLE001 -- a stale view must not fail a committed change
+        log.warning("could not refresh the temporary views of %s", changed, exc_info=True)
     for catalog, ident in changed:
         if f"spark.sql.catalog.{catalog}" not in conf:
             continue

@@ -33,7 +33,7 @@ from procedures.spec import types as IT
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
-__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl"]
+__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views"]
 
 #: numbers the temporary views of our tables within the process
 _VIEWS = itertools.count(1)
@@ -331,6 +331,53 @@ def _drop_table(spark, text: str, conf):
     return _empty(spark)
 
 
+#: the temporary views standing for our tables in statements: (catalog, identifier) -> view names.
+#: A temporary view or cached table made through ``procedures.sql`` reads one of them, which holds
+#: the scan of the snapshot current when it was made; after our commits to the table they are made
+#: again (:func:`refresh_table_views`), as Spark re-resolves an Iceberg table and Java's procedures
+#: refresh its caches.
+_TABLE_VIEWS: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+
+
+def _view_key(catalog: str, ident) -> tuple[str, tuple[str, ...]]:
+    return catalog.lower(), tuple(ident)
+
+
+def refresh_table_views(spark, conf: Mapping[str, str], changed) -> None:
+    """After commits to the tables ``changed`` (``(catalog, identifier)`` pairs), make the views that
+    stand for them in this session read the current snapshot, and cache again the cached temporary
+    views built on them (uncached before the view is replaced, while the old plan still finds the
+    cache).  Views dropped since are forgotten."""
+    for catalog_name, ident in dict.fromkeys((c, tuple(i)) for c, i in changed):
+        views = _TABLE_VIEWS.get(_view_key(catalog_name, ident))
+        if not views:
+            continue
+        live = {v for v in views if spark.catalog.tableExists(v)}
+        views.intersection_update(live)
+        if not live:
+            continue
+        cached = _cached_views_on(spark, live)
+        for name in cached:
+            spark.catalog.uncacheTable(name)
+        df = read_table(spark, open_catalog(catalog_name, conf).load_table(ident))
+        for view in live:
+            df.createOrReplaceTempView(view)
+        for name in cached:
+            spark.catalog.cacheTable(name)
+
+
+def _cached_views_on(spark, views: set[str]) -> list[str]:
+    """Cached temporary views whose plan reads one of ``views`` (or is one)."""
+    out = []
+    for t in spark.catalog.listTables():
+        if not t.isTemporary or t.name in views or not spark.catalog.isCached(t.name):
+            continue
+        plan = str(spark.table(t.name)._jdf.queryExecution().analyzed().toString())
+        if any(v in plan for v in views):
+            out.append(t.name)
+    return out
+
+
 def _view_name() -> str:
     """A fresh temporary view name of only ``[A-Za-z0-9_]``: Spark parses a view name as an identifier,
     so one built from the table's own name fails on a space, a quote or a non-ASCII letter."""
@@ -345,6 +392,7 @@ def _substitute_reads(spark, text: str, tokens: list[Token], refs, conf) -> tupl
         catalog, ident = _table(conf, parts)
         view = _view_name()
         read_table(spark, catalog.load_table(ident)).createOrReplaceTempView(view)
+        _TABLE_VIEWS.setdefault(_view_key(catalog.name, ident), set()).add(view)
         start, end_tok = tokens[first].pos, tokens[lastidx]
         out.append(text[last:start])
         out.append(f"`{view}`")
@@ -390,5 +438,6 @@ def _insert(spark, text: str, tokens: list[Token], refs, conf):
     df = df.select(*[F.col(f"`{c}`").cast(iceberg_to_spark_ddl(f.field_type)).alias(f.name)
                      for c, f in zip(df.columns, fields)])
     append(spark, table, df)
+    refresh_table_views(spark, conf, [(parts[0], ident)])
     return _empty(spark)
 

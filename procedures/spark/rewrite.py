@@ -44,7 +44,7 @@ from procedures.errors import ValidationError
 from procedures.io.prefetch import read_ahead
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import light_task, plan_read_groups, read_tasks, TaskReader
-from procedures.spark.session import job_description
+from procedures.spark.session import job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import write_dataframe, write_in_task, write_payloads, write_settings
 from procedures.spec.manifest import DataFile
@@ -155,7 +155,7 @@ def _with_keys(df: Any, keys: list[tuple[str, list[str], Any, Any]], zorder: tup
                 names.append(Z_COLUMN)
             yield pa.RecordBatch.from_arrays(arrays, names=names)
 
-    return df.mapInArrow(add, out_schema)
+    return map_in_arrow(df, add, out_schema)
 
 
 def _ordered(col: Any, direction: SortDirection, nulls: NullOrder) -> Any:

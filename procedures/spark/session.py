@@ -19,6 +19,7 @@ from procedures.spark.environment import check_session
 from procedures.spark.task_errors import typed_task_error
 
 __all__ = [
+    "map_in_arrow",
     "in_caller_context",
     "active_session",
     "record_engine",
@@ -175,3 +176,19 @@ def load_table(spark: Any, table: str | Table) -> Table:
         return table
     catalog, identifier = resolve_table(spark, table)
     return catalog.load_table(identifier)
+
+
+def map_in_arrow(df: Any, fn: Callable[[Iterator[Any]], Iterator[Any]], schema: Any) -> Any:
+    """``df.mapInArrow(fn, schema)`` for a DataFrame whose column names may hold ``.``
+    (``the.data``): pyspark 3.5's ``mapInArrow`` picks its input columns by name and resolves such a
+    name as a nested field, so the columns are handed over under positional names and ``fn`` gets
+    its batches with the real names back."""
+    names = list(df.columns)
+    if not any("." in n for n in names):
+        return df.mapInArrow(fn, schema)
+    import pyarrow as pa  # noqa: PLC0415 -- Arrow only when a job is built
+
+    def renamed(batches: Iterator[Any]) -> Iterator[Any]:
+        return fn(pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)
+
+    return df.toDF(*[f"_c{i}" for i in range(len(names))]).mapInArrow(renamed, schema)

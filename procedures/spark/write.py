@@ -27,7 +27,7 @@ from procedures.io.parquet_writer import WriteSettings
 from procedures.io.sandbox import file_io
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import tasks_frame
-from procedures.spark.session import job_description, load_table
+from procedures.spark.session import job_description, load_table, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest import DataFile
 from procedures.spec.sorting import NullOrder, SortDirection
@@ -172,7 +172,7 @@ def write_dataframe(
 
     text = description or f"Write data files to {t.name}"
     with job_description(spark, text):
-        return written.collect(t.io, df.mapInArrow(write_task, f"{OUTPUT_COLUMN} binary"))
+        return written.collect(t.io, map_in_arrow(df, write_task, f"{OUTPUT_COLUMN} binary"))
 
 
 class PathList:

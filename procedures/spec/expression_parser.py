@@ -253,6 +253,12 @@ class _Parser:
             return func
         left = self.parse_operand("expected a column or a value")
         t = self.peek()
+        if isinstance(left, str) and left.lower().startswith("system.") and t.kind == "op" and t.value == "(":
+            raise ExpressionError(
+                f"Cannot parse filter '{self.text}': Iceberg's system function {left}(...) at position {start.pos} "
+                "is not supported in filters yet (Iceberg Java accepts system.bucket, system.truncate, system.years, "
+                "system.months, system.days and system.hours); filter on the source column instead"
+            )
         if t.kind == "op" and t.value in _COMPARISONS:
             self.advance()
             right = self.parse_operand("expected a value")

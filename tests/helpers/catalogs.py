@@ -54,6 +54,18 @@ class SharedCatalog:
     catalog: Any
 
 
+def java_twins(spark: Any, name: str, columns: str, partitioned_by: str = "", props: str = "") -> tuple[str, str]:
+    """Two identical empty tables ``jcat.db.<name>_o`` (for ours) and ``jcat.db.<name>_j`` (for Java),
+    created with Java SQL; returns their names."""
+    mine, java = f"{name}_o", f"{name}_j"
+    for n in (mine, java):
+        spark.sql(f"DROP TABLE IF EXISTS jcat.db.{n}")
+        spark.sql(f"CREATE TABLE jcat.db.{n} ({columns}) USING iceberg"
+                  + (f" PARTITIONED BY ({partitioned_by})" if partitioned_by else "")
+                  + (f" TBLPROPERTIES ({props})" if props else ""))
+    return mine, java
+
+
 def java_jdbc_conf(spark: Any, name: str, uri: str, warehouse: str | Path, user: str | None = None,
                    **properties: str) -> dict[str, str]:
     """Make Spark catalog ``name`` Iceberg Java's JdbcCatalog on ``uri`` (plus catalog ``properties``)

@@ -22,7 +22,7 @@ from procedures.errors import (
 )
 from procedures.spark.actions import add_files as AF
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
-from tests.helpers.catalogs import ours_on_java_warehouse
+from tests.helpers.catalogs import java_twins, ours_on_java_warehouse
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)
@@ -61,13 +61,7 @@ def sources(spark, tmp_path_factory):
 
 
 def _twins(spark, name: str, partitioned_by: str = "", props: str = "") -> tuple[str, str]:
-    mine, java = f"{name}_o", f"{name}_j"
-    for n in (mine, java):
-        spark.sql(f"DROP TABLE IF EXISTS jcat.db.{n}")
-        spark.sql(f"CREATE TABLE jcat.db.{n} ({COLUMNS}) USING iceberg "
-                  + (f"PARTITIONED BY ({partitioned_by}) " if partitioned_by else "")
-                  + (f"TBLPROPERTIES ({props})" if props else ""))
-    return mine, java
+    return java_twins(spark, name, COLUMNS, partitioned_by, props)
 
 
 def _files(ours, name: str) -> dict[str, tuple]:

@@ -173,6 +173,8 @@ def test_parsed_filter_binds_to_schema():
         ("a 5", "expected a comparison operator at position 2, found '5'"),
         ("id IN (1, b)", "IN lists must hold literals"),
         ("AND", "expected a column or a value at position 0, found 'AND'"),
+        ("system.bucket(4, id) = 1", "Iceberg's system function system.bucket(...) at position 0 is not supported"),
+        ("id > 1 AND system.years(ts) = 54", "system function system.years(...) at position 11 is not supported"),
     ],
 )
 def test_errors_name_position_and_token(text, message):

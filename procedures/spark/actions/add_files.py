@@ -41,7 +41,7 @@ from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest import DataFile
 
-__all__ = ["AddFilesParams", "AddFilesResult", "ImportSource", "add_files", "catalog_source", "session_table",
+__all__ = ["AddFilesParams", "AddFilesResult", "ImportSource", "add_files", "catalog_source", "session_table", "uri_path",
            "import_data_files", "DRIVER_MAX_FILES"]
 
 log = logging.getLogger(__name__)
@@ -97,10 +97,14 @@ def _hidden(name: str) -> bool:
 
 
 def _path_source(io: FileIO, fmt: str, path: str) -> ImportSource:
-    """Partitions of a directory of files, discovered from ``k=v`` sub-directories as Spark does."""
+    """Partitions of a directory of files, discovered from ``k=v`` sub-directories as Spark does.
+    A path naming one file is an unpartitioned source of that file, as Java's listing of a file
+    is the file itself."""
     root = _qualified(path)
     if not io.is_dir(root):
-        raise NotFoundError(f"Unable to list files in partition: {path} (no such directory)")
+        if not io.exists(root):
+            raise NotFoundError(f"Unable to list files in partition: {path} (no such file or directory)")
+        return ImportSource(f"`{fmt}`.`{path}`", (), [A.SourcePartition((), root, fmt)], True, False)
     leaves: list[tuple[str, tuple[tuple[str, str], ...]]] = []
     queue: list[tuple[str, tuple[tuple[str, str], ...]]] = [(root, ())]
     while queue:
@@ -138,6 +142,15 @@ def _option(opt: Any) -> Any:
     return opt.get() if opt.nonEmpty() else None
 
 
+def uri_path(spark: Any, uri: Any) -> str:
+    """A JVM ``java.net.URI`` of the session catalog (a table's or partition's location) as the path
+    of the directory it names, spelled as Hadoop's ``Path`` spells it (``file:/a/naMe=John Doe``).
+    ``URI.toString()`` would keep the URI's percent-encoding, so a directory Hive named
+    ``data=2023%2F05%2F30`` (its escaping of ``/``) would read ``data=2023%252F05%252F30``, a
+    directory that does not exist."""
+    return str(spark._jvm.org.apache.hadoop.fs.Path(uri).toString())
+
+
 def session_table(spark: Any, parts: Sequence[str]) -> tuple[Any, str, str]:
     """A table of Spark's session catalog: the JVM ``CatalogTable``, its database and name.  A
     ``spark_catalog`` prefix is dropped; without a database the current one is used."""
@@ -171,7 +184,7 @@ def catalog_source(spark: Any, parts: Sequence[str]) -> ImportSource:
     columns = tuple(str(c) for c in _scala_seq(table.partitionColumnNames()))
     description = f"{db}.{name}"
     if not columns:
-        location = _qualified(str(table.location().toString()))
+        location = _qualified(uri_path(spark, table.location()))
         return ImportSource(description, (), [A.SourcePartition((), location, A.file_format(table_format))], False, False)
     converters = jvm.scala.collection.JavaConverters
     partitions = []
@@ -183,14 +196,19 @@ def catalog_source(spark: Any, parts: Sequence[str]) -> ImportSource:
             raise ValidationError(f"Partition URI should be defined ({description} {values})")
         fmt = _option(p.storage().serde()) or table_format
         ordered = tuple((c, values.get(c)) for c in columns)
-        partitions.append(A.SourcePartition(ordered, _qualified(str(location.toString())), A.file_format(fmt)))
+        partitions.append(A.SourcePartition(ordered, _qualified(uri_path(spark, location)), A.file_format(fmt)))
     return ImportSource(description, columns, partitions, False, True)
 
 
 # ------------------------------------------------------------------------------ footers
 def _list_partition(io: FileIO, partition: A.SourcePartition) -> list[str]:
-    """Files directly in a partition directory, hidden ones skipped (not recursive)."""
+    """Files directly in a partition directory, hidden ones skipped (not recursive); a partition
+    location naming a file lists that file (Hadoop's ``listStatus`` of a file, hidden-file filter
+    included)."""
     if not io.is_dir(partition.location):
+        if io.exists(partition.location):
+            name = partition.location.rstrip("/").rsplit("/", 1)[-1]
+            return [] if _hidden(name) else [partition.location]
         raise NotFoundError(f"Unable to list files in partition: {partition.location} (no such directory)")
     return [f"{partition.location}/{name}" for name, is_dir in io.list_dir(partition.location)
             if not is_dir and not _hidden(name)]

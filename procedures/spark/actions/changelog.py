@@ -41,7 +41,7 @@ from procedures.core.changelog import (
 from procedures.core.scan import FileScanTask
 from procedures.errors import ValidationError
 from procedures.spark.read import TaskReader, light_task, spark_type, tasks_frame, to_spark_arrow
-from procedures.spark.session import job_description
+from procedures.spark.session import job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expressions import ALWAYS_TRUE
 from procedures.spec.schema import Schema
@@ -174,7 +174,7 @@ def _apply_rule(df: Any, partition_cols: Sequence[str], sort_cols: Sequence[str]
 
     ordered = df.repartition(*[df[_quoted(c)] for c in partition_cols]).sortWithinPartitions(
         *[df[_quoted(c)] for c in sort_cols])
-    return ordered.mapInArrow(run, df.schema)
+    return map_in_arrow(ordered, run, df.schema)
 
 
 def create_changelog_view(spark: Any, table: Table, view_name: str, request: ChangelogRequest) -> str:

@@ -39,7 +39,7 @@ from procedures.core.builder import new_table_metadata
 from procedures.core.snapshot_producer import snapshot_manifests
 from procedures.core.transaction import commit
 from procedures.errors import TableAlreadyExistsError, ValidationError
-from procedures.spark.actions.add_files import catalog_source, import_data_files, session_table
+from procedures.spark.actions.add_files import catalog_source, import_data_files, session_table, uri_path
 from procedures.spark.session import optional_job
 
 __all__ = ["SnapshotParams", "MigrateParams", "snapshot_table", "migrate_table", "read_source"]
@@ -87,7 +87,7 @@ def read_source(spark: Any, parts: Sequence[str]) -> M.SourceTable:
     seq = table.partitionColumnNames()
     return M.SourceTable(
         database=db, name=name, provider=_option(table.provider()),
-        location=str(location.toString()) if location is not None else None,
+        location=uri_path(spark, location) if location is not None else None,
         schema_json=json.loads(table.schema().json()),
         partition_columns=tuple(str(seq.apply(i)) for i in range(seq.length())),
         properties=_java_map(spark, table.properties()),
