@@ -9,6 +9,7 @@
 # (.ci/lower_bounds.txt).  Arguments replace them: each is a pyspark specifier, optionally followed by
 # "@" and a pip constraints file:
 #   .ci/clean_install_check.sh '==3.5.*'  '==4.1.*@.ci/lower_bounds.txt'
+# The first run also executes docs/maintenance.ipynb in its venv (.ci/run_notebook.py).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -49,6 +50,21 @@ for run in "${LINES[@]}"; do
     else
         echo "clean install with pyspark$run: FAILED" >&2
         status=1
+        continue
+    fi
+    if [ "$run" = "${LINES[0]}" ]; then
+        # the walk-through notebook on the plain install (no stats/report extras): a notebook runner
+        # beside the package, not a dependency of it
+        nb_dir="$WORK/notebook$name"
+        mkdir -p "$nb_dir"
+        if "$venv/bin/python" -m pip install --quiet --disable-pip-version-check nbclient nbformat ipykernel \
+                && (cd "$nb_dir" && PYSPARK_PYTHON="$venv/bin/python" timeout 900 "$venv/bin/python" \
+                    "$REPO/.ci/run_notebook.py" "$REPO/docs/maintenance.ipynb"); then
+            echo "docs/maintenance.ipynb on the plain install with pyspark$run: OK"
+        else
+            echo "docs/maintenance.ipynb on the plain install with pyspark$run: FAILED" >&2
+            status=1
+        fi
     fi
 done
 exit $status

@@ -1,5 +1,6 @@
 """The health report a person looks at: one HTML page per run, a section per table, with pictures
-drawn by matplotlib (the ``report`` extra) from :func:`procedures.core.health_figures.health_figures`:
+drawn by matplotlib (the ``report`` extra; without it the page keeps its tables and numbers and names
+the install command) from :func:`procedures.core.health_figures.health_figures`:
 data file sizes against the target size, the share of deleted rows per partition, snapshots and
 metadata files over time, manifests per snapshot and orphan files -- side by side before and after
 when the maintenance plan ran.  The numbers of every picture are embedded in the page as JSON
@@ -24,7 +25,7 @@ from procedures.catalog.base import split_dotted
 from procedures.catalog.config import catalog_names, conf_from_spark, default_catalog_name, load_catalog
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.core.health_figures import HealthFigures, health_figures
-from procedures.errors import MissingDependencyError, ValidationError
+from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 
@@ -145,10 +146,10 @@ def _size(io: Any, path: str) -> int:
 def render_html(title: str, tables: Sequence[TableReport]) -> str:
     """The report page: a section per table with its summary, findings, steps and pictures (before |
     after), and every figure's numbers as JSON in ``<script id="health-figures">``."""
-    pyplot_free = _matplotlib()
+    figure_cls = _matplotlib()
     data = {"title": title, "tables": [{"table": t.table, "before": t.before.as_dict(),
                                         "after": t.after.as_dict() if t.after else None} for t in tables]}
-    sections = [_section(pyplot_free, t) for t in tables] or ["<p>No tables.</p>"]
+    sections = [_section(figure_cls, t) for t in tables] or ["<p>No tables.</p>"]
     payload = json.dumps(data, default=str).replace("</", "<\\/")
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"""<!DOCTYPE html>
@@ -171,10 +172,12 @@ figcaption {{ font-size: .85em; color: #555; text-align: center; }}
 
 
 def _matplotlib() -> Any:
+    """matplotlib's ``Figure``, or None without the ``report`` extra: the page then has its tables and
+    numbers, and says how to get the pictures (a plain install still gets a report)."""
     try:
         from matplotlib.figure import Figure  # noqa: PLC0415 -- optional extra 'report'
-    except ImportError as exc:
-        raise MissingDependencyError(f"The HTML health report draws with matplotlib: {REPORT_EXTRA_HINT}") from exc
+    except ImportError:
+        return None
     return Figure
 
 
@@ -202,7 +205,10 @@ def _section(figure_cls: Any, t: TableReport) -> str:
             [[s["step"], s["procedure"], (s["status"], s["status"]),
               "" if s["duration_seconds"] is None else f"{s['duration_seconds']:.2f}",
               s["error"] or s["result"] or ""] for s in t.steps]))
-    for caption, draw in _PICTURES:
+    if figure_cls is None:
+        parts.append(f"<p class=\"warning\">The pictures need matplotlib: {html.escape(REPORT_EXTRA_HINT)}. Their numbers "
+                     "are in this page's <code>health-figures</code> JSON.</p>")
+    for caption, draw in _PICTURES if figure_cls is not None else ():
         images = [_svg(figure_cls, draw, f, label) for f, label in ((b, "before"), (t.after, "after")) if f is not None]
         parts.append(f"<h3>{html.escape(caption)}</h3><div class=\"pair\">{''.join(images)}</div>")
     if b.notes:

@@ -80,3 +80,13 @@ def test_names_are_escaped(table):
     page = render_html("<b>t</b>", [TableReport("db.<script>x</script>", before)])
     assert "<script>x</script>" not in page.split('id="health-figures">')[0]
     assert "&lt;b&gt;t&lt;/b&gt;" in page
+
+
+def test_without_matplotlib_the_page_keeps_tables_and_numbers(table, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # `from matplotlib.figure import` fails
+    before = health_figures(table.io, table.metadata, "db.t")
+    page = render_html("t", [TableReport("db.t", before)])
+    assert "data:image/png" not in page and "pip install 'iceberg-procedures[report]'" in page.replace("&#x27;", "'")
+    assert '"data_file_sizes": [1000, 3000, 5000000]' in page
