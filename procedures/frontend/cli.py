@@ -366,11 +366,16 @@ def _plan_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("table", help="the table: catalog.namespace.name, or namespace.name in the default catalog")
     p.add_argument("--execute", action="store_true", help="run the planned procedures in order")
-    p.add_argument("--no-orphans", action="store_true", help="do not list the table location for orphan files")
-    p.add_argument("--continue-on-error", action="store_true",
-                   help="after a failed step, run the remaining ones (default: they are not started)")
-    _common_options(p)
+    _plan_options(p)
     return p
+
+
+def _plan_options(p: argparse.ArgumentParser) -> None:
+    """The options of the planner's subcommands (plan, maintain) and the common ones."""
+    p.add_argument("--no-orphans", action="store_true", help="do not list table locations for orphan files")
+    p.add_argument("--continue-on-error", action="store_true",
+                   help="after a failed step, run the table's remaining ones (default: they are not started)")
+    _common_options(p)
 
 
 def _maintain_parser() -> argparse.ArgumentParser:
@@ -384,10 +389,7 @@ def _maintain_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-duration", metavar="DURATION", help="time budget, e.g. 45m or 2h: later steps are not started")
     p.add_argument("--report", metavar="FILE", help="write the run as JSON to FILE")
     p.add_argument("--plan-only", action="store_true", help="only plan: run nothing")
-    p.add_argument("--no-orphans", action="store_true", help="do not list table locations for orphan files")
-    p.add_argument("--continue-on-error", action="store_true",
-                   help="after a failed step, run the table's remaining ones (default: they are not started)")
-    _common_options(p)
+    _plan_options(p)
     return p
 
 
