@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.deletion_vector import (
     DV_MAGIC,
+    MAX_POSITION,
     deserialize_bitmap,
     deserialize_dv,
     serialize_bitmap,
@@ -222,3 +224,97 @@ def test_random_position_sets_like_pyroaring_and_round_trip(seed):
     _assert_like_pyroaring(values)
     blob = serialize_dv(values)
     assert deserialize_dv(blob) == sorted(values)
+
+
+# ------------------------------------------------------------------------------- many containers
+def test_run_flags_past_the_first_byte_like_pyroaring():
+    """Run flags are one bit per container, eight to a byte: containers 8, 16 and 17 set bits of the
+    second and third bytes."""
+    values = []
+    for key in range(20):
+        values += _container(key, list(range(50)) if key in (3, 8, 16, 17) else _spread(5))
+    data = _assert_like_pyroaring(values)
+    assert data[16:19] == bytes([0b00001000, 0b00000001, 0b00000011])
+
+
+def test_more_than_32768_containers_like_pyroaring():
+    """The run cookie keeps ``containers - 1`` in its high 16 bits: past 32768 containers the cookie
+    has its top bit set, and must be read and written unsigned."""
+    values = [key << 16 for key in range(40_000)] + list(range(1, 100))  # container 0 is a run
+    data = _assert_like_pyroaring(values)
+    assert _cookie_and_size(data) == (12347, 40_000)
+
+
+# ------------------------------------------------------------------------------- positions refused
+def test_positions_outside_the_supported_range_are_refused_naming_the_first_bad_one():
+    assert MAX_POSITION == ((2**31 - 2) << 32) | 0xFFFFFFFF
+    # the largest supported position is written, under key 2**31 - 2
+    top = serialize_bitmap([5, MAX_POSITION], dense_keys=False)
+    assert deserialize_bitmap(top, max_key=2**31 - 2) == [5, MAX_POSITION]
+    assert top == _pyroaring_bytes([5, MAX_POSITION])
+    for values, bad in (([-1], -1), ([-1, 5], -1), ([-3, -1, 5], -3), ([5, MAX_POSITION + 1], MAX_POSITION + 1),
+                        ([0, MAX_POSITION + 1], MAX_POSITION + 1), ([1, 2, MAX_POSITION + 1], MAX_POSITION + 1)):
+        with pytest.raises(ValidationError, match=rf"^deletion vector position {bad} is outside 0\.\.{MAX_POSITION}$"):
+            serialize_bitmap(values)
+
+
+# ------------------------------------------------------------------------------- what the reader refuses
+def _one_key(bitmap32: bytes, key: int = 0) -> bytes:
+    return struct.pack("<QI", 1, key) + bitmap32
+
+
+def _dv_blob(vector: bytes) -> bytes:
+    body = DV_MAGIC + vector
+    return struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+
+
+def test_the_reader_refuses_malformed_bitmaps_saying_what_is_wrong():
+    good = serialize_bitmap([1, 5])
+    with pytest.raises(InvalidMetadataError, match=rf"^roaring bitmap is truncated: needs {len(good)} bytes, has {len(good) - 1}$"):
+        deserialize_bitmap(good[:-1])
+    with pytest.raises(InvalidMetadataError, match="^roaring bitmap: 3 trailing bytes after the bitmap$"):
+        deserialize_bitmap(good + b"abc")
+    with pytest.raises(InvalidMetadataError, match="^roaring bitmap: unknown roaring cookie 4660 at byte 12$"):
+        deserialize_bitmap(_one_key(struct.pack("<II", 0x1234, 0)))
+    # a count of 2**64 - 1 bitmaps with none following is truncated, not an empty map
+    with pytest.raises(InvalidMetadataError, match="^roaring bitmap is truncated: needs 12 bytes, has 8$"):
+        deserialize_bitmap(b"\xff" * 8)
+    # the same container key twice, and the same 32-bit key twice
+    twice = struct.pack("<II", 12346, 2) + struct.pack("<4H", 5, 0, 5, 0) + struct.pack("<2I", 24, 26) \
+        + struct.pack("<2H", 1, 2)
+    with pytest.raises(InvalidMetadataError, match=r"^roaring bitmap: container keys are not ascending \(5 after 5\)$"):
+        deserialize_bitmap(_one_key(twice))
+    bitmap = struct.pack("<II", 12346, 1) + struct.pack("<2H", 0, 0) + struct.pack("<I", 16) + struct.pack("<H", 9)
+    with pytest.raises(InvalidMetadataError, match=r"^roaring bitmap: bitmap keys are not ascending \(3 after 3\)$"):
+        deserialize_bitmap(struct.pack("<Q", 2) + struct.pack("<I", 3) + bitmap + struct.pack("<I", 3) + bitmap)
+    with pytest.raises(InvalidMetadataError, match=r"^roaring bitmap: bitmap key 7 is larger than the supported 6$"):
+        deserialize_bitmap(_one_key(bitmap, key=7), max_key=6)
+    assert deserialize_bitmap(_one_key(bitmap, key=6), max_key=6) == [(6 << 32) | 9]
+
+
+def test_32_bit_keys_are_unsigned():
+    values = [((2**31 + 5) << 32) | 7, ((2**32 - 1) << 32) | 1]
+    data = _pyroaring_bytes(values)
+    assert deserialize_bitmap(data) == values
+
+
+def test_a_dv_refuses_keys_past_javas_limit_and_names_its_location():
+    at_limit = serialize_bitmap([((2**31 - 2) << 32) | 3], dense_keys=False)
+    assert deserialize_dv(_dv_blob(at_limit)) == [((2**31 - 2) << 32) | 3]
+    past = _pyroaring_bytes([((2**31 - 1) << 32) | 3])
+    with pytest.raises(InvalidMetadataError,
+                       match=r"^deletion vector in s3://b/x\.puffin: bitmap key 2147483647 is larger than the supported 2147483646$"):
+        deserialize_dv(_dv_blob(past), location="s3://b/x.puffin")
+
+
+def test_dv_framing_errors_say_what_is_wrong():
+    blob = serialize_dv([1, 3])
+    with pytest.raises(InvalidMetadataError, match="^deletion vector is truncated: 11 bytes, at least 12 needed$"):
+        deserialize_dv(blob[:11])
+    # 12 bytes is a well-framed blob around an empty vector: the vector's own reader says what is missing
+    with pytest.raises(InvalidMetadataError, match="^deletion vector is truncated: needs 8 bytes, has 0$"):
+        deserialize_dv(_dv_blob(b""))
+    with pytest.raises(InvalidMetadataError, match="^deletion vector in s3://b/x: bad magic 00000000, expected d1d33964$"):
+        deserialize_dv(blob[:4] + b"\0\0\0\0" + blob[8:], location="s3://b/x")
+    with pytest.raises(InvalidMetadataError, match=r"^deletion vector: length field says 4294967280 \+ 8 bytes, blob has 44$"):
+        deserialize_dv(struct.pack(">I", 0xFFFFFFF0) + blob[4:])
