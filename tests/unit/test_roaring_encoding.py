@@ -318,3 +318,15 @@ def test_dv_framing_errors_say_what_is_wrong():
         deserialize_dv(blob[:4] + b"\0\0\0\0" + blob[8:], location="s3://b/x")
     with pytest.raises(InvalidMetadataError, match=r"^deletion vector: length field says 4294967280 \+ 8 bytes, blob has 44$"):
         deserialize_dv(struct.pack(">I", 0xFFFFFFF0) + blob[4:])
+
+
+def test_a_run_container_of_32768_runs_is_read():
+    """A run container may hold up to 32768 runs (every other value): its run count fills 16 bits
+    and must be read unsigned.  No smallest-encoding writer makes one, but the format allows it."""
+    evens = list(range(0, 65536, 2))
+    bitmap32 = struct.pack("<I", 12347) + b"\x01" + struct.pack("<2H", 0, len(evens) - 1) \
+        + struct.pack("<H", 32768) + struct.pack(f"<{2 * 32768}H", *(x for v in evens for x in (v, 0)))
+    data = _one_key(bitmap32)
+    pyroaring = import_reference("pyroaring", "pyroaring (the reference Roaring encoder) not installed")
+    assert list(pyroaring.BitMap64.deserialize(data)) == evens
+    assert deserialize_bitmap(data) == evens
