@@ -23,9 +23,11 @@ def other_minor_python(folder: Path) -> str:
     site.mkdir(parents=True, exist_ok=True)
     major, minor = other_minor_version()
     (site / "sitecustomize.py").write_text(
-        "import sys\n"
-        f"sys.version_info = ({major}, {minor}, 0, 'final', 0)\n"
-        f"sys.version = '{major}.{minor}.0 (fake, tests/helpers/other_python.py)'\n"
+        "import collections, sys\n"
+        # named fields as well as a tuple: pyspark's worker reads sys.version_info.major
+        "_V = collections.namedtuple('version_info', 'major minor micro releaselevel serial')\n"
+        f"sys.version_info = _V({major}, {minor}, 0, 'final', 0)\n"
+        # sys.version stays: the platform module parses it and refuses a made-up one
     )
     path = folder / "python-other-minor"
     path.write_text(f"#!/bin/sh\nPYTHONPATH='{site}'${{PYTHONPATH:+:$PYTHONPATH}}\nexport PYTHONPATH\n"
