@@ -4,6 +4,7 @@
 #
 #   .ci/mutation.sh                      every module below
 #   .ci/mutation.sh deletion_vector paths   only the modules whose path contains one of the words
+#   MUTATION_OUT=/some/dir .ci/mutation.sh   results elsewhere than .mutation/
 #
 # Each module runs in a scratch copy of the checkout (the working tree is never touched), with only
 # the unit tests that cover it, so a mutant costs about a second.  mutmut changes one thing at a time
@@ -24,7 +25,7 @@ SHARED="$(cd "$REPO/.." && pwd)/shared"
 # module -> the unit tests that exercise it (keep each selection small: it runs once per mutant)
 MODULES=(
     "procedures/spec/deletion_vector.py|tests/unit/test_roaring_encoding.py tests/unit/test_puffin.py"
-    "procedures/core/paths.py|tests/unit/test_gc_confinement.py tests/unit/test_table_path.py tests/unit/test_fileio.py"
+    "procedures/core/paths.py|tests/unit/test_paths.py tests/unit/test_fileio.py tests/unit/test_gc_confinement.py tests/unit/test_remove_orphan_files.py"
     "procedures/core/gc/delete_guard.py|tests/unit/test_gc_confinement.py tests/unit/test_expire_snapshots.py tests/unit/test_remove_orphan_files.py"
     "procedures/core/gc/reachability.py|tests/unit/test_expire_snapshots.py tests/unit/test_remove_orphan_files.py tests/unit/test_gc_pruning.py"
     "procedures/core/transaction.py|tests/unit/test_core_commit.py tests/unit/test_concurrent_appends.py"
@@ -63,7 +64,7 @@ fi
 
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
-: >"$SUMMARY"
+printf '# %s, commit %s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$(git rev-parse --short HEAD)" >>"$SUMMARY"
 for entry in "${selected[@]}"; do
     module="${entry%%|*}"
     read -r -a tests <<<"${entry#*|}"
