@@ -136,3 +136,29 @@ def test_old_metadata_files_are_kept_unless_delete_after_commit_is_on(table):
     jsons = sorted(f for f in os.listdir(os.path.join(t.location, "metadata")) if f.endswith(".metadata.json"))
     # v4 dropped by the commit that turned it on, v5 by the append
     assert jsons == ["v1.metadata.json", "v2.metadata.json", "v3.metadata.json", "v6.metadata.json", "v7.metadata.json"]
+
+
+def test_without_a_policy_the_tables_properties_decide(table, monkeypatch):
+    monkeypatch.setattr(T, "time", SteppingClock(0.0))
+    t = table.load_table(("db", "t"))
+    t = commit(t, [T.MetadataChange((T.U.SetProperties((("commit.retry.num-retries", "1"),)),))], policy=RetryPolicy())
+    faulty = FaultyCatalog(table, fail_times=50)
+    with pytest.raises(CommitFailedError, match=r"after 2 attempt\(s\)"):
+        commit(faulty.load_table(("db", "t")), [_append(t)])
+    assert faulty.attempts == 2
+
+
+def test_a_failed_clean_up_is_logged_and_the_commit_error_kept(table, monkeypatch, caplog):
+    """Deleting the files of a failed commit must never hide why it failed."""
+    monkeypatch.setattr(T, "time", SteppingClock(0.0))
+    faulty = FaultyCatalog(table, fail_times=50)
+    t = faulty.load_table(("db", "t"))
+
+    def broken_delete_many(paths, *args, **kwargs):
+        raise OSError("store unreachable")
+
+    monkeypatch.setattr(t.io, "delete_many", broken_delete_many)
+    with caplog.at_level("WARNING", logger=T.log.name), pytest.raises(CommitFailedError, match="injected conflict 1"):
+        commit(t, [_append(t)], policy=RetryPolicy(num_retries=0))
+    # the attempt wrote a manifest and a manifest list
+    assert caplog.messages == ["could not delete 2 file(s) written by a failed commit to local.db.t: store unreachable"]

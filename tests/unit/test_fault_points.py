@@ -108,10 +108,15 @@ def test_a_failure_after_the_swap_deletes_nothing_the_table_references(tmp_path,
     # the hadoop catalog writes the version hint after the new version file: the swap has happened
     catalog, table = _table(tmp_path)
     FP.install(_hint_write_fails(error))
-    with pytest.raises(raised):
+    with pytest.raises(raised) as e:
         commit(table, [FastAppend([DataFile(f"{table.location}/data/f.parquet", FileFormat.PARQUET, (), 1, 10)])],
                policy=FAST)
     FP.install(None)
+    if raised is CommitStateUnknownError:
+        # the error names the table and says what to do; the I/O error stays reachable
+        assert e.value.table == "local.db.t" and e.value.cause is error and e.value.__cause__ is error
+        assert str(e.value).startswith("Cannot tell whether the commit to local.db.t happened: the metadata swap "
+                                        "failed with RuntimeError('disk gone'); reload the table")
     landed = catalog.load_table(("db", "t"))
     snapshot = landed.metadata.current_snapshot()
     assert snapshot is not None
