@@ -292,6 +292,8 @@ def test_schema_change_requirement_is_not_replayed_on_a_concurrent_schema_change
     with pytest.raises(CommitFailedError, match="last assigned field id changed|current schema changed") as err:
         commit(faulty.load_table(("db", "t")), [change], policy=FAST)
     assert err.value.retryable is False
+    # the replayed requirement names the table too: "...: Cannot commit to local.db.t: <problem> since ..."
+    assert str(err.value).count("Cannot commit to local.db.t") == 2
     assert catalog.load_table(("db", "t")).metadata.schema().find_field("y")
 
 

@@ -125,6 +125,20 @@ def test_a_failure_after_the_swap_deletes_nothing_the_table_references(tmp_path,
         assert os.path.exists(m.manifest_path)
 
 
+def test_a_commit_reports_its_points_with_the_table_and_the_new_metadata(tmp_path):
+    """Fault plans pick their point by kind and path: the commit point carries the table's name, the
+    swapped point the metadata file that just became current."""
+    _, table = _table(tmp_path)
+    seen: list[tuple[str, str]] = []
+    FP.install(lambda kind, path: seen.append((kind, path)) if kind in (FP.COMMIT, FP.SWAPPED) else None)
+    try:
+        done = commit(table, [FastAppend([DataFile(f"{table.location}/data/f.parquet", FileFormat.PARQUET, (), 1, 10)])],
+                      policy=FAST)
+    finally:
+        FP.install(None)
+    assert seen == [(FP.COMMIT, "local.db.t"), (FP.SWAPPED, done.metadata_location)]
+
+
 def test_a_failure_before_the_swap_still_cleans_up(tmp_path):
     catalog, table = _table(tmp_path)
 
