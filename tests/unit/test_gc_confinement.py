@@ -286,6 +286,22 @@ def test_a_guard_given_its_manifests_lazily_asks_for_them_only_after_a_change(ca
     assert guard.check([orphan]) == [orphan] and asked == [1]
 
 
+def test_a_guard_holds_the_metadata_file_a_concurrent_commit_made_current(catalog):
+    """A commit landing during the run writes a new current metadata file that no listing made before
+    it knew: the guard re-reads the table and must hold that file (and the old one, now in the log)."""
+    t = make_table(catalog)
+    sm = R.read_snapshot_manifests(t.io, t.metadata)
+    guard = DeleteGuard(catalog.load_table(("db", "t")), (t.location,), metadata_location=t.metadata_location,
+                        manifest_lists=[p for p in sm.manifest_lists.values() if p], manifests=list(sm.distinct()),
+                        procedure="test")
+    late = touch(f"{t.location}/data/late.parquet")
+    landed = commit(catalog.load_table(("db", "t")), [FastAppend([data_file(late)])], policy=FAST)
+    orphan = ("file:" + touch(f"{t.location}/data/orphan.parquet"), "orphan")
+    candidates = [(landed.metadata_location, "orphan"), (t.metadata_location, "orphan"), orphan]
+    assert guard.check(candidates) == [orphan]
+    assert sorted(guard.report.reachable) == sorted([landed.metadata_location, t.metadata_location])
+
+
 # ------------------------------------------------------------------------------------ expire_snapshots
 def test_expire_never_deletes_outside_the_table(catalog, tmp_path):
     """A file brought in from another folder (as add_files does) and then removed is reported and kept."""
