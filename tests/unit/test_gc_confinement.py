@@ -284,6 +284,11 @@ def test_a_guard_given_its_manifests_lazily_asks_for_them_only_after_a_change(ca
     new = set(R.read_snapshot_manifests(t.io, catalog.load_table(("db", "t")).metadata).distinct()) - set(sm.distinct())
     assert len(new) == 1 and read == sorted(new)
     assert guard.check([orphan]) == [orphan] and asked == [1]
+    # a second commit: the guard reads what it added, and never asks for the caller's manifests again
+    later = touch(f"{t.location}/data/later.parquet")
+    commit(catalog.load_table(("db", "t")), [FastAppend([data_file(later)])], policy=FAST)
+    assert guard.check([(later, "orphan"), orphan]) == [orphan]
+    assert guard.report.reachable == [late, later] and asked == [1]
 
 
 def test_a_guard_holds_the_metadata_file_a_concurrent_commit_made_current(catalog):
