@@ -199,6 +199,10 @@ def merge_manifests(
             if len(b) == 1 or (any(m.manifest_path in new_paths for m in b) and len(b) < min_count):
                 merged_out.extend(b)
                 continue
+            # this commit's own manifests merged into another are not part of the result
+            for m in b:
+                if m.manifest_path in new_paths:
+                    ctx.supersede(m.manifest_path)
             key = tuple(m.manifest_path for m in b)
             if key in cache:
                 ctx.reuse(cache[key].manifest_path)

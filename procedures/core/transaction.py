@@ -80,6 +80,9 @@ class CommitContext:
     written: dict[int, list[str]] = field(default_factory=dict)
     #: files written in an earlier attempt that the current attempt reuses
     reused: set[str] = field(default_factory=set)
+    #: files written by this commit that the current attempt leaves out of its result (a new
+    #: manifest merged into another): deleted once the commit lands, like Java's uncommitted appends
+    superseded: set[str] = field(default_factory=set)
 
     @property
     def io(self):
@@ -102,14 +105,21 @@ class CommitContext:
         self.reused.add(path)
         return path
 
+    def supersede(self, path: str) -> str:
+        """Mark a file written by this commit as left out of the current attempt's result."""
+        self.superseded.add(path)
+        return path
+
     def all_written(self) -> list[str]:
         """Every file any attempt wrote."""
         return [p for paths in self.written.values() for p in paths]
 
     def discarded(self) -> list[str]:
-        """Files written by earlier attempts that the last attempt does not use."""
+        """Files written by earlier attempts that the last attempt does not use, and files the last
+        attempt left out of its result."""
         last = self.attempt
-        return [p for a, paths in self.written.items() if a != last for p in paths if p not in self.reused]
+        return [p for a, paths in self.written.items() for p in paths
+                if (a != last and p not in self.reused) or p in self.superseded]
 
 
 @dataclass(frozen=True)
@@ -195,6 +205,7 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
                 ) from e
             ctx.attempt += 1
             ctx.reused.clear()
+            ctx.superseded.clear()
             wait = policy.backoff_ms(ctx.attempt)
             log.info("commit to %s lost a race (%s); retry %d in %.0f ms", ctx.identifier, e, ctx.attempt, wait)
             time.sleep(wait / 1000)

@@ -78,7 +78,7 @@ def _unescape(body: str) -> str:
         if n == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", body[i + 2:i + 6] or ""):
             out.append(chr(int(body[i + 2:i + 6], 16)))
             i += 6
-        elif re.fullmatch(r"[0-3][0-7]{2}", body[i + 1:i + 4] or ""):
+        elif re.fullmatch(r"[01][0-7]{2}", body[i + 1:i + 4] or ""):  # as Spark: \200 and up are not octal
             out.append(chr(int(body[i + 1:i + 4], 8)))
             i += 4
         else:

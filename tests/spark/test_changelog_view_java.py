@@ -16,6 +16,7 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyspark.errors import AnalysisException, IllegalArgumentException
 
 from procedures.catalog.config import load_catalog
 from procedures.core.operations import RowDelta
@@ -164,10 +165,16 @@ def test_changelog_view_refusals(spark, java_warehouse):
         (dict(identifier_columns=["id"], changelog_view="a.b.c"), ValidationError, "a.b.c"),
     ]
     # Java refuses these in the CALL
-    java_refused = ["", ", identifier_columns => array('id'), net_changes => true",
-                    ", identifier_columns => array('nope')", ", identifier_columns => array('id'), changelog_view => 'a.b.c'"]
-    for extra in java_refused:
-        with pytest.raises(Exception):
+    java_refused = [
+        ("", IllegalArgumentException, "Identifier field is required as table contains unorderable columns: \\[m\\]"),
+        (", identifier_columns => array('id'), net_changes => true", IllegalArgumentException,
+         "Not support net changes with update images"),
+        (", identifier_columns => array('nope')", AnalysisException, "UNRESOLVED_COLUMN.*`nope` cannot be resolved"),
+        (", identifier_columns => array('id'), changelog_view => 'a.b.c'", AnalysisException,
+         "TEMP_VIEW_NAME_TOO_MANY_NAME_PARTS.*a.b.c"),
+    ]
+    for extra, java_error, java_text in java_refused:
+        with pytest.raises(java_error, match=java_text):
             spark.sql(f"CALL jcat.system.create_changelog_view(table => '{t}'{extra})").collect()
     # range options: Java refuses them when the view is read, with the same messages
     option_cases = [

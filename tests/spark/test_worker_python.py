@@ -5,7 +5,6 @@ is unchanged.  The run's one session is reused: the test points ``sparkContext.p
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import procedures
 from procedures.errors import PythonWorkerError
 from procedures.frontend import runner
 from procedures.spark import environment as env
+from tests.helpers.other_python import other_minor_python
 from tests.oracles import java_metadata_location
 
 pytestmark = pytest.mark.spark
@@ -65,7 +65,12 @@ def _with_worker_python(spark, executable: str):
 
 
 def test_the_sessions_own_workers_pass(spark):
-    env.check_python_workers(spark)  # the run's python: no error
+    assert env.check_python_workers(spark) is None
+    # what passed is a real probe of the workers' Python: the driver's version and package, nothing missing
+    report = env.check_python_executable(env.worker_python(spark))
+    driver = env.driver_info()
+    assert (report["python"], report["missing"]) == (driver["python"], {})
+    assert report["procedures_version"] == driver["procedures_version"] == procedures.__version__
 
 
 def test_workers_without_the_package(spark, java_warehouse, table, tmp_path):
@@ -85,10 +90,8 @@ def test_workers_without_the_package(spark, java_warehouse, table, tmp_path):
 
 
 def test_workers_on_another_python_minor_version(spark, java_warehouse, table, tmp_path):
-    others = [f"/root/.pyenv/versions/{v}/bin/python" for v in ("3.12.1", "3.10.13")]
-    other = next((p for p in others if os.path.exists(p)), None)
-    if other is None:
-        pytest.skip("no second Python minor version installed")
+    # the run's own interpreter reporting another minor version: no second Python needs installing
+    other = other_minor_python(tmp_path)
     before = java_metadata_location(java_warehouse, "db", table)
     previous = _with_worker_python(spark, _wrapper(tmp_path, other))
     try:

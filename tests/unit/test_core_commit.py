@@ -134,6 +134,41 @@ def test_lost_races_are_retried_without_losing_either_commit(catalog):
     assert {f for f in metadata_files(done) if f.startswith("snap-")} == lists
 
 
+def referenced_metadata_files(table: Table) -> set[str]:
+    """Manifest lists and manifests of every snapshot, by file name."""
+    out = set()
+    for snap in table.metadata.snapshots:
+        out.add(os.path.basename(snap.manifest_list))
+        out.update(os.path.basename(m.manifest_path) for m in read_manifest_list(table.io, snap.manifest_list))
+    return out
+
+
+def test_a_manifest_reused_by_one_retry_and_replaced_by_the_next_is_deleted(catalog):
+    """A retry that reuses an earlier attempt's merged manifest marks it as used for that attempt
+    only: when a later attempt merges differently, the old merged manifest is deleted like any
+    other discarded file (the reuse marks are cleared between attempts)."""
+    t = make_table(catalog)
+    t = commit(t, [MetadataChange((U.SetProperties((("commit.manifest.min-count-to-merge", "3"),)),))], policy=FAST)
+    for i in (1, 2):
+        t = commit(t, [FastAppend([data_file(t, i)])], policy=FAST)
+
+    def other_writer():
+        other = catalog.load_table(("db", "t"))
+        commit(other, [FastAppend([data_file(other, 3)])], policy=FAST)
+
+    # attempt 1: refused (merged manifest M1 written); attempt 2: same base, M1 reused, but another
+    # writer commits first; attempt 3: the new base has one manifest more, merged into M2 instead
+    faulty = FaultyCatalog(catalog, fail_times=1, race=other_writer, race_times=2)
+    ours = faulty.load_table(("db", "t"))
+    op = MergeAppend([data_file(ours, 4)])
+    done = commit(ours, [op], policy=FAST)
+    assert faulty.attempts == 3
+    assert live_paths(done) == {data_file(t, i).file_path for i in (1, 2, 3, 4)}
+    assert len(read_manifest_list(done.io, done.metadata.current_snapshot().manifest_list)) == 1
+    on_disk = {f for f in metadata_files(done) if f.endswith(".avro")}
+    assert on_disk == {f for f in referenced_metadata_files(done) if f.endswith(".avro")}
+
+
 def test_retries_exhausted_cleans_up_and_says_how_many_attempts(catalog):
     t = make_table(catalog)
     before = metadata_files(t)
@@ -201,9 +236,36 @@ def test_merge_append_merges_once_min_count_reached(catalog):
     t = commit(t, [MetadataChange((U.SetProperties((("commit.manifest.min-count-to-merge", "3"),)),))], policy=FAST)
     for i in range(4):
         t = commit(t, [MergeAppend([data_file(t, i)])], policy=FAST)
+        # the append's own new manifest, once merged into another, is deleted (as Java does)
+        on_disk = {f for f in metadata_files(t) if f.endswith(".avro")}
+        assert on_disk == {f for f in referenced_metadata_files(t) if f.endswith(".avro")}, i
     manifests = read_manifest_list(t.io, t.metadata.current_snapshot().manifest_list)
     assert len(manifests) < 4
     assert live_paths(t) == {data_file(t, i).file_path for i in range(4)}
+
+
+def test_a_manifest_merged_away_by_one_attempt_and_kept_by_the_next_is_not_deleted(catalog):
+    """What one attempt merged away the next may need as it is: here another writer turns merging
+    off between the attempts, so the last attempt commits the append's own manifest unmerged."""
+    t = make_table(catalog)
+    t = commit(t, [MetadataChange((U.SetProperties((("commit.manifest.min-count-to-merge", "2"),)),))], policy=FAST)
+    t = commit(t, [FastAppend([data_file(t, 1)])], policy=FAST)
+
+    def other_writer():
+        other = catalog.load_table(("db", "t"))
+        commit(other, [MetadataChange((U.SetProperties((("commit.manifest-merge.enabled", "false"),)),),
+                                      replayable=True)], policy=FAST)
+
+    faulty = FaultyCatalog(catalog, race=other_writer, race_times=1)
+    ours = faulty.load_table(("db", "t"))
+    done = commit(ours, [MergeAppend([data_file(ours, 2)])], policy=FAST)
+    assert faulty.attempts == 2
+    manifests = read_manifest_list(done.io, done.metadata.current_snapshot().manifest_list)
+    assert len(manifests) == 2  # not merged the second time
+    assert all(os.path.exists(m.manifest_path) for m in manifests)
+    assert live_paths(done) == {data_file(t, i).file_path for i in (1, 2)}
+    on_disk = {f for f in metadata_files(done) if f.endswith(".avro")}
+    assert on_disk == {f for f in referenced_metadata_files(done) if f.endswith(".avro")}
 
 
 def test_overwrite_detects_conflicting_appends(catalog):
@@ -230,6 +292,8 @@ def test_schema_change_requirement_is_not_replayed_on_a_concurrent_schema_change
     with pytest.raises(CommitFailedError, match="last assigned field id changed|current schema changed") as err:
         commit(faulty.load_table(("db", "t")), [change], policy=FAST)
     assert err.value.retryable is False
+    # the replayed requirement names the table too: "...: Cannot commit to local.db.t: <problem> since ..."
+    assert str(err.value).count("Cannot commit to local.db.t") == 2
     assert catalog.load_table(("db", "t")).metadata.schema().find_field("y")
 
 

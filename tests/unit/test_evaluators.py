@@ -9,6 +9,7 @@ import pytest
 
 from procedures.spec.conversions import to_bytes
 from procedures.spec.evaluators import (
+    IN_PREDICATE_LIMIT,
     Evaluator,
     InclusiveMetricsEvaluator,
     ManifestEvaluator,
@@ -266,6 +267,18 @@ def test_inclusive_metrics(expr, expected):
     assert inclusive_visited(expr) is expected
 
 
+def test_in_lists_longer_than_the_limit_are_not_tested_value_by_value():
+    """Java's IN_PREDICATE_LIMIT: up to 200 values the bounds are tested against each value; past
+    it the file might match.  ``id`` lies in [30, 79]; the values here all lie above it."""
+    assert IN_PREDICATE_LIMIT == 200
+    at_limit, past_limit = list(range(80, 280)), list(range(80, 281))
+    for expr in (in_("id", at_limit), in_("id", [1] + at_limit[:-1])):
+        assert inclusive(expr) is False and inclusive_visited(expr) is False
+    assert inclusive(in_("id", past_limit)) is True and inclusive_visited(in_("id", past_limit)) is True
+    # a column with only nulls still rules the file out, whatever the length
+    assert inclusive(in_("all_nulls", [str(i) for i in range(300)])) is False
+
+
 def test_inclusive_record_counts():
     assert inclusive(eq("id", 50), data_file(record_count=0)) is False
     assert inclusive(eq("id", 5), data_file(record_count=-1)) is True  # imported without a row count
@@ -462,6 +475,15 @@ def test_manifest_evaluator_null_and_nan_summaries():
     assert ev(not_null("f"), nulls_no_nan) is False
     with_null_name = summaries(name_summary=FieldSummary(True, None, to_bytes("abc", STRING), to_bytes("abe", STRING)))
     assert ev(not_starts_with("name", "ab"), with_null_name) is True
+
+
+def test_manifest_in_lists_longer_than_the_limit_might_match():
+    """The manifest evaluator's IN test has the same 200-value limit; ``id`` lies in [1, 10]."""
+    ev = lambda e: ManifestEvaluator(PART_STRUCT, e).eval(summaries())  # noqa: E731
+    assert ev(in_("id", list(range(11, 211)))) is False
+    assert ev(in_("id", list(range(11, 212)))) is True
+    all_null = summaries(id_summary=FieldSummary(True, None, None, None))
+    assert ManifestEvaluator(PART_STRUCT, in_("id", list(range(11, 300)))).eval(all_null) is False
 
 
 def test_manifest_without_partition_summaries_might_match():

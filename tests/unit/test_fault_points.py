@@ -109,16 +109,35 @@ def test_a_failure_after_the_swap_deletes_nothing_the_table_references(tmp_path,
     # the hadoop catalog writes the version hint after the new version file: the swap has happened
     catalog, table = _table(tmp_path)
     FP.install(_hint_write_fails(error))
-    with pytest.raises(raised):
+    with pytest.raises(raised) as e:
         commit(table, [FastAppend([DataFile(f"{table.location}/data/f.parquet", FileFormat.PARQUET, (), 1, 10)])],
                policy=FAST)
     FP.install(None)
+    if raised is CommitStateUnknownError:
+        # the error names the table and says what to do; the I/O error stays reachable
+        assert e.value.table == "local.db.t" and e.value.cause is error and e.value.__cause__ is error
+        assert str(e.value).startswith("Cannot tell whether the commit to local.db.t happened: the metadata swap "
+                                        "failed with RuntimeError('disk gone'); reload the table")
     landed = catalog.load_table(("db", "t"))
     snapshot = landed.metadata.current_snapshot()
     assert snapshot is not None
     assert os.path.exists(snapshot.manifest_list)
     for m in read_manifest_list(landed.io, snapshot.manifest_list):
         assert os.path.exists(m.manifest_path)
+
+
+def test_a_commit_reports_its_points_with_the_table_and_the_new_metadata(tmp_path):
+    """Fault plans pick their point by kind and path: the commit point carries the table's name, the
+    swapped point the metadata file that just became current."""
+    _, table = _table(tmp_path)
+    seen: list[tuple[str, str]] = []
+    FP.install(lambda kind, path: seen.append((kind, path)) if kind in (FP.COMMIT, FP.SWAPPED) else None)
+    try:
+        done = commit(table, [FastAppend([DataFile(f"{table.location}/data/f.parquet", FileFormat.PARQUET, (), 1, 10)])],
+                      policy=FAST)
+    finally:
+        FP.install(None)
+    assert seen == [(FP.COMMIT, "local.db.t"), (FP.SWAPPED, done.metadata_location)]
 
 
 def test_a_failure_before_the_swap_still_cleans_up(tmp_path):

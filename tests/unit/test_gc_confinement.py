@@ -20,7 +20,7 @@ from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.actions import expire_snapshots as E
 from procedures.core.gc import reachability as R
-from procedures.core.gc.delete_guard import DeleteGuard
+from procedures.core.gc.delete_guard import DeleteGuard, table_roots
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.spark.actions.expire_snapshots import expire_snapshots
@@ -88,11 +88,19 @@ _SUFFIXES = ["/d/x.parquet", "", "/", "/d/", "/./x", "/../x", "/d/../../u", "//x
              "x", "t/x", "/d/x%20y", "/d:e/f", "/..", "/..x/y"]
 
 
+#: the locations without a plain prefix, and whether they hold their own children (is_within)
+_NO_PLAIN_PREFIX = {
+    "/wh/a%20b": True,  # inside itself, but '%20' reads as ' ' or as '%20': no string prefix is safe
+    "wh/t": False,      # a relative path is nowhere, not even inside itself
+}
+
+
 @pytest.mark.parametrize("location", _LOCATIONS)
 def test_the_plain_prefix_test_never_places_inside_what_is_outside(location):
     prefix = plain_prefix(location)
+    assert (prefix is None) is (location in _NO_PLAIN_PREFIX)
     if prefix is None:
-        assert "%" in location or not is_within(location, location.rstrip("/") + "/x")
+        assert is_within(location, location.rstrip("/") + "/x") is _NO_PLAIN_PREFIX[location]
         return
     for suffix in _SUFFIXES:
         path = location.rstrip("/") + suffix
@@ -271,6 +279,66 @@ def test_a_guard_given_its_manifests_lazily_asks_for_them_once(catalog, monkeypa
     new = set(R.read_snapshot_manifests(t.io, catalog.load_table(("db", "t")).metadata).distinct()) - set(sm.distinct())
     assert len(new) == 1 and read == sorted(new)
     assert guard.check([orphan]) == [orphan] and asked == [1]
+    # a second commit: the guard reads what it added, and never asks for the caller's manifests again
+    later = touch(f"{t.location}/data/later.parquet")
+    commit(catalog.load_table(("db", "t")), [FastAppend([data_file(later)])], policy=FAST)
+    assert guard.check([(later, "orphan"), orphan]) == [orphan]
+    assert guard.report.reachable == [late, later] and asked == [1]
+
+
+def test_a_guard_holds_the_metadata_file_a_concurrent_commit_made_current(catalog):
+    """A commit landing during the run writes a new current metadata file that no listing made before
+    it knew: the guard re-reads the table and must hold that file (and the old one, now in the log)."""
+    t = make_table(catalog)
+    sm = R.read_snapshot_manifests(t.io, t.metadata)
+    guard = DeleteGuard(catalog.load_table(("db", "t")), (t.location,), metadata_location=t.metadata_location,
+                        manifest_lists=[p for p in sm.manifest_lists.values() if p], manifests=list(sm.distinct()),
+                        procedure="test")
+    late = touch(f"{t.location}/data/late.parquet")
+    landed = commit(catalog.load_table(("db", "t")), [FastAppend([data_file(late)])], policy=FAST)
+    orphan = ("file:" + touch(f"{t.location}/data/orphan.parquet"), "orphan")
+    candidates = [(landed.metadata_location, "orphan"), (t.metadata_location, "orphan"), orphan]
+    assert guard.check(candidates) == [orphan]
+    assert sorted(guard.report.reachable) == sorted([landed.metadata_location, t.metadata_location])
+
+
+def test_table_roots_are_the_location_and_the_write_paths_without_trailing_slashes():
+    md, _ = new_table_metadata(schema=SCHEMA, location="s3://b/TAX/", properties={
+        "write.data.path": "s3://b/dataX/", "write.metadata.path": "/", "write.object-storage.path": "s3://b/TAX"})
+    assert table_roots(md) == ("s3://b/TAX", "s3://b/dataX", "/")
+
+
+def test_a_guard_with_a_percent_escaped_root_still_places_plain_paths(catalog):
+    t = make_table(catalog)
+    guard = DeleteGuard(t, ("/wh/a%20b", t.location), metadata_location=t.metadata_location, manifest_lists=[],
+                        manifests=[], procedure="test")
+    assert guard.inside(f"{t.location}/data/x.parquet") and guard.inside("/wh/a%20b/x")
+    assert not guard.inside("/wh/other/x")
+
+
+def test_the_guard_says_what_it_keeps_and_why(catalog, caplog):
+    t = make_table(catalog)
+    sm = R.read_snapshot_manifests(t.io, t.metadata)
+    guard = DeleteGuard(catalog.load_table(("db", "t")), (t.location,), metadata_location=t.metadata_location,
+                        manifest_lists=[p for p in sm.manifest_lists.values() if p], manifests=list(sm.distinct()),
+                        procedure="remove_orphan_files")
+    # a commit lands during the run: its metadata file is reachable, though the caller's view lacked it
+    landed = commit(catalog.load_table(("db", "t")), [FastAppend([data_file(touch(f"{t.location}/data/late.parquet"))])],
+                    policy=FAST)
+    outside = [(f"/elsewhere/f{i}", "orphan") for i in range(12)]
+    with caplog.at_level("WARNING", logger="procedures.core.gc.delete_guard"):
+        assert guard.check(outside + [(landed.metadata_location, "orphan")]) == []
+    assert caplog.messages == [
+        "remove_orphan_files: not deleting 12 file(s) outside the table's folders: "
+        + ", ".join(p for p, _ in outside[:10]) + " and 2 more",
+        "remove_orphan_files: not deleting 1 file(s) reachable from the table's current metadata: "
+        + landed.metadata_location,
+    ]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="procedures.core.gc.delete_guard"):
+        guard.check(outside[:10])
+    assert caplog.messages == ["remove_orphan_files: not deleting 10 file(s) outside the table's folders: "
+                               + ", ".join(p for p, _ in outside[:10])]
 
 
 # ------------------------------------------------------------------------------------ expire_snapshots

@@ -258,3 +258,21 @@ def test_lists_in_engine_by_count_or_size(table, monkeypatch):
     assert not R.lists_in_engine(t.io, t.metadata)
     monkeypatch.setattr(R, "DRIVER_MAX_LIST_BYTES", 10)
     assert R.lists_in_engine(t.io, t.metadata)
+
+
+@pytest.mark.parametrize("path, metadata", [
+    ("/wh/t/metadata/version-hint.text", True),
+    ("version-hint.text", True),                           # a bare name
+    ("s3://b/t/metadata/version-hint.text/", True),        # a trailing slash
+    ("/wh/t/metadata/v3.metadata.json", True),
+    ("/wh/t/metadata/00001-abc.metadata.json.gz", True),
+    ("/wh/t/metadata/v3.gz.metadata.json", True),
+    ("/wh/t/metadata/snap-1-abc.avro", False),
+    ("/wh/t/metadata/v3.metadata.json.bak", False),
+    ("/wh/t/metadata/version-hint.text.tmp", False),
+    ("/wh/t/version-hint.text/data.parquet", False),       # a folder of that name is not the file
+    ("/wh/t/v1.metadata.json/data.parquet", False),
+    ("/wh/t/metadata/V3.METADATA.JSON", False),            # names are compared as written
+])
+def test_which_files_snapshot_expiry_never_deletes(path, metadata):
+    assert R.is_table_metadata_file(path) is metadata

@@ -24,6 +24,7 @@ from procedures.spec.manifest import (
     FileFormat,
     ManifestContent,
     ManifestWriter,
+    existing_records,
     read_manifest,
     read_manifest_where,
 )
@@ -174,6 +175,27 @@ def test_a_block_whose_count_disagrees_with_its_bytes_is_corrupt(count_change):
         return
     with pytest.raises(InvalidMetadataError, match="corrupt manifest"):
         list(read_manifest_where(mio, m, {1}, lambda f: True))
+
+
+@pytest.mark.parametrize("count_change", [0, 1, -1])
+def test_a_copied_block_whose_count_disagrees_with_its_bytes_is_corrupt(count_change):
+    """The EXISTING-entry copy (existing_records, generated skimmer) trusts encoded lengths: a block
+    holding more bytes than its count of entries (one entry would be silently dropped) or fewer must
+    be refused, not copied."""
+    mio, m = _manifest(2, count=20)
+    live = [e.data_file.file_path for e in read_manifest(mio, m, skip_deleted=True)]
+    mio.files[m.manifest_path] = one_block(mio.files[m.manifest_path], count_change)
+    target = ManifestWriter(mio, "s3://bucket/t/metadata/copy.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 99)
+    records = existing_records(mio, m, target.avro_schema, 2, specs={0: SPEC})
+    assert records is not None  # the copy path, not the fallback to a full read
+    if count_change == 0:
+        for partition, record_count, seq, record in records:
+            target.existing_encoded(record, partition, record_count, seq)
+        copied = target.close()
+        assert [e.data_file.file_path for e in read_manifest(mio, copied)] == live
+        return
+    with pytest.raises(InvalidMetadataError, match="corrupt manifest"):
+        list(records)
 
 
 # ------------------------------------------------------------------------------- every Avro type

@@ -382,9 +382,12 @@ def test_plain_files_and_no_overwrite(golden_dir):
     write_table_metadata(io, "mem://t/metadata/v1.metadata.json", md)
     assert io.files["mem://t/metadata/v1.metadata.json"][:1] == b"{"
     assert read_table_metadata(io, "mem://t/metadata/v1.metadata.json") == md
+    other = load(golden_dir, "TableMetadataV2Valid.json")
     with pytest.raises(FileExistsError):
-        write_table_metadata(io, "mem://t/metadata/v1.metadata.json", md)
-    write_table_metadata(io, "mem://t/metadata/v1.metadata.json", md, overwrite=True)
+        write_table_metadata(io, "mem://t/metadata/v1.metadata.json", other)
+    assert read_table_metadata(io, "mem://t/metadata/v1.metadata.json") == md  # the refused write changed nothing
+    write_table_metadata(io, "mem://t/metadata/v1.metadata.json", other, overwrite=True)
+    assert read_table_metadata(io, "mem://t/metadata/v1.metadata.json") == other
 
 
 def test_truncated_gzip_names_the_file(golden_dir):

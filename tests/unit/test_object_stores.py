@@ -11,7 +11,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from procedures.errors import CatalogConfigError, StorageConfigError
-from procedures.io.fileio import FileIO
+from procedures.io.fileio import FileAlreadyExistsError, FileIO
 from procedures.io.listing import walk
 from procedures.io.storage import filesystem_for, gcs_options, redacted, s3_options
 
@@ -156,8 +156,10 @@ def test_round_trip(s3_server, scheme):
     base = f"{scheme}://{s3_server.bucket}/unit-{scheme}"
     io.write(f"{base}/a/one.bin", b"1")
     io.write(f"{base}/a/b/two.bin", b"22")
-    with pytest.raises(Exception):
+    with pytest.raises(FileAlreadyExistsError) as exists:
         io.write(f"{base}/a/one.bin", b"again")
+    assert exists.value.path == f"{base}/a/one.bin"
+    assert io.new_input(f"{base}/a/one.bin").read() == b"1"  # not overwritten
     assert io.new_input(f"{base}/a/b/two.bin").read() == b"22"
     assert io.new_input(f"{base}/a/b/two.bin").size() == 2
     with io.new_output(f"{base}/c/three.bin").create() as out:

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.core.scan import DeleteFileEntry, FileScanTask
+from procedures.errors import ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.data_writers import write_data_files
 from procedures.io.fileio import FileIO
@@ -231,7 +232,7 @@ def test_count_only_reads_and_output_schema(tmp_path):
     out = read_task_table(IO, _task(df, FILE_SCHEMA), empty, metadata_columns=("_pos",), batch_size=2)
     assert out.column("_pos").to_pylist() == [0, 1, 2, 3, 4]
     assert output_schema(empty, ("_file",)).field("_file").type == pa.string()
-    with pytest.raises(Exception, match="_nope"):
+    with pytest.raises(ValidationError, match="Cannot read metadata column '_nope'"):
         output_schema(empty, ("_nope",))
 
 

@@ -11,7 +11,7 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.builder import new_table_metadata
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import RetryPolicy, commit
-from procedures.errors import NoSuchProcedureError, NoSuchTableError, ValidationError
+from procedures.errors import NoSuchProcedureError, NoSuchTableError, TableAlreadyExistsError, ValidationError
 from procedures.frontend import runner
 from procedures.frontend.binding import bind
 from procedures.framework.context import open_catalog
@@ -221,7 +221,7 @@ def test_register_table(conf, tmp_path):
         run(conf, "CALL reg.system.register_table('db.copy2', '')")
     with pytest.raises(ValidationError, match="Cannot handle an empty identifier for argument table"):
         run(conf, f"CALL reg.system.register_table('', '{t.metadata_location}')")
-    with pytest.raises(Exception, match="already exists"):
+    with pytest.raises(TableAlreadyExistsError, match="already exists"):
         run(conf, f"CALL reg.system.register_table('db.copy', '{t.metadata_location}')")
 
 

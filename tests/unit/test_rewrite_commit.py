@@ -231,16 +231,39 @@ def test_strategy_decisions(table):
         parse_strategy(unsorted, "cat.db.t", "sort", None)
 
 
-def test_rewrite_position_delete_files_drops_dangling_positions(tmp_path):
-    from procedures.io.delete_writers import DeleteTarget, read_position_deletes, write_position_delete_files
-    from procedures.spark.actions.rewrite_position_delete_files import rewrite_position_deletes
-
+def _v2_table_and_three_files(tmp_path):
+    """A v2 table ``db.p`` partitioned by ``cat``, and three data files of partition ``a`` (not committed)."""
     cat = HadoopCatalog("ours", str(tmp_path / "wh"))
     cat.create_namespace("db")
     md, _ = new_table_metadata(schema=SCHEMA, location=f"{cat.warehouse}/db/p", spec=SPEC, format_version=2)
     t = cat.create_table(("db", "p"), md)
-    files = [DataFile(f"{t.location}/data/cat=a/f{i}.parquet", FileFormat.PARQUET, ("a",), 10, 100, spec_id=0)
-             for i in range(3)]
+    return t, [DataFile(f"{t.location}/data/cat=a/f{i}.parquet", FileFormat.PARQUET, ("a",), 10, 100, spec_id=0)
+               for i in range(3)]
+
+
+def test_position_delete_files_written_before_a_failure_are_deleted(tmp_path):
+    """write_position_delete_files writes one file per data file; when a later one fails the caller
+    never learns the earlier names, so the function deletes them before the error propagates."""
+    from procedures.io.delete_writers import DeleteTarget, write_position_delete_files
+
+    t, files = _v2_table_and_three_files(tmp_path)
+    data_dir = tmp_path / "wh" / "db" / "p" / "data"
+    # f0 and f1 get their files first (targets are written in order); f2's negative position fails
+    deletes = {DeleteTarget.of(files[0]): [1], DeleteTarget.of(files[1]): [2], DeleteTarget.of(files[2]): [-1]}
+    with pytest.raises(ValidationError, match="row positions must be non-negative"):
+        write_position_delete_files(t.io, t.metadata, deletes, file_scoped=True)
+    assert not data_dir.exists() or [p for p in data_dir.rglob("*") if p.is_file()] == []
+    # the same targets without the bad one are written: the files would have been there
+    written = write_position_delete_files(t.io, t.metadata, dict(list(deletes.items())[:2]), file_scoped=True)
+    assert len(written) == 2
+    assert sorted(str(p) for p in data_dir.rglob("*.parquet")) == sorted(f.file_path for f in written)
+
+
+def test_rewrite_position_delete_files_drops_dangling_positions(tmp_path):
+    from procedures.io.delete_writers import DeleteTarget, read_position_deletes, write_position_delete_files
+    from procedures.spark.actions.rewrite_position_delete_files import rewrite_position_deletes
+
+    t, files = _v2_table_and_three_files(tmp_path)
     t = commit(t, [FastAppend(files)], policy=FAST)
     for i in range(3):
         dels = write_position_delete_files(t.io, t.metadata, {DeleteTarget.of(files[i]): [i, i + 1],

@@ -10,26 +10,45 @@ import random
 import pytest
 
 from procedures.core.rewrite_manifests_op import (
-    assign_chunks, chunk_of_position, cut_chunk, order_key, parts_per_chunk, plan_write_tasks, uniform_partition,
+    _chunks, assign_chunks, chunk_of_position, cut_chunk, order_key, parts_per_chunk, plan_write_tasks, uniform_partition,
 )
 from procedures.spec.conversions import to_bytes
 from procedures.spec.manifest import FieldSummary, ManifestFile
 from procedures.spec.types import DOUBLE, INT, STRING, NestedField, StructType
 
 
-def _driver_cut(entries: list, n: int, keyed: bool) -> list[int]:
-    """The driver's rule, on the expanded entry list: a new part starts at a key change once the
-    current part holds ``ceil(len / n)`` entries, never more than ``n`` parts."""
-    if n <= 1 or len(entries) <= 1:
-        return [0] * len(entries)
-    per = math.ceil(len(entries) / n)
-    out, size, part = [], 0, 0
-    for i, e in enumerate(entries):
-        if size >= per and (not keyed or e != entries[i - 1]) and part < n - 1:
-            part, size = part + 1, 0
-        out.append(part)
-        size += 1
-    return out
+def _check_cut(chunks: list[int], counts: list[int], n: int) -> None:
+    """Check a cut of the sorted keys (``chunks[i]`` for the key holding ``counts[i]`` entries)
+    against the rule itself, not against a second implementation of it: chunks are consecutive from
+    0, at most ``n``; with ``per = ceil(entries / n)``, every chunk but the last is closed at the
+    first key boundary where it holds ``per`` entries or more -- so it holds at least ``per`` -- and
+    no chunk, the last included, holds ``per`` before its last key (it would have closed there)."""
+    if not counts:
+        assert chunks == []
+        return
+    assert chunks[0] == 0 and all(b - a in (0, 1) for a, b in zip(chunks, chunks[1:]))
+    assert chunks[-1] < max(n, 1)
+    per = math.ceil(sum(counts) / n) if n > 1 else sum(counts)
+    sizes: dict[int, list[int]] = {}
+    for chunk, count in zip(chunks, counts):
+        sizes.setdefault(chunk, []).append(count)
+    for chunk, held in sizes.items():
+        assert sum(held) - held[-1] < per, (chunk, held, per)
+        if chunk < chunks[-1]:
+            assert sum(held) >= per, (chunk, held, per)
+
+
+def test_the_cut_checker_refuses_other_cuts():
+    """The checker above is the oracle of the tests below: it must refuse near misses."""
+    counts = [3, 3, 3, 3]  # per = 6 for n = 2
+    _check_cut([0, 0, 1, 1], counts, 2)
+    for wrong in ([0, 1, 1, 1], [0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 2, 2], [1, 1, 1, 1], [0, 1, 2, 3]):
+        with pytest.raises(AssertionError):
+            _check_cut(wrong, counts, 2)
+    _check_cut([0, 0, 1, 1], [2, 2, 2, 2], 3)  # per = 3: a chunk closes once it holds 4, two are enough
+    for wrong in ([0, 1, 2, 2], [0, 0, 0, 1]):  # closed below per; not closed at the first boundary past it
+        with pytest.raises(AssertionError):
+            _check_cut(wrong, [2, 2, 2, 2], 3)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -40,16 +59,22 @@ def test_assign_chunks_cuts_where_the_driver_cuts(seed):
     n = rng.randint(1, 12)
     sort_key = lambda k: tuple(order_key(v) for v in k)  # noqa: E731
     placed = assign_chunks(counts, n, sort_key)
-    expanded = [k for k in sorted(counts, key=sort_key) for _ in range(counts[k])]
-    assert [placed[k][0] for k in expanded] == _driver_cut(expanded, n, keyed=True)
-    ranks = [placed[k][1] for k in sorted(counts, key=sort_key)]
+    ordered = sorted(counts, key=sort_key)
+    _check_cut([placed[k][0] for k in ordered], [counts[k] for k in ordered], n)
+    # and the driver's own cut of the expanded, sorted entries is the same
+    expanded = [k for k in ordered for _ in range(counts[k])]
+    driver = _chunks(expanded, expanded, n)
+    assert [placed[k][0] for k in expanded] == [c for c, part in enumerate(driver) for _ in part]
+    ranks = [placed[k][1] for k in ordered]
     assert ranks == list(range(len(counts)))
     assert max(c for c, _ in placed.values()) < max(n, 1)
 
 
 @pytest.mark.parametrize("total,n", [(1, 3), (10, 1), (10, 3), (10, 10), (97, 8), (1000, 7)])
 def test_chunk_of_position_cuts_where_the_driver_cuts(total, n):
-    assert [chunk_of_position(i, total, n) for i in range(total)] == _driver_cut(list(range(total)), n, keyed=False)
+    placed = [chunk_of_position(i, total, n) for i in range(total)]
+    _check_cut(placed, [1] * total, n)
+    assert placed == [c for c, part in enumerate(_chunks(list(range(total)), None, n)) for _ in part]
 
 
 def _summarised(*summaries: FieldSummary) -> ManifestFile:

@@ -67,6 +67,28 @@ def test_literal_kinds(text, sql_type, value):
     assert lit.type == sql_type and lit.value == value
 
 
+# what Spark 3.5.8's parser makes of each string literal (SELECT <literal>, checked by hand): an octal
+# escape is \ followed by [01][0-7][0-7]; any other backslash escapes the one character after it
+SPARK_STRING_LITERALS = [
+    ("'\\101'", "A"),
+    ("'\\177'", "\x7f"),
+    ("'\\000x'", "\x00x"),
+    ("'\\200'", "200"),  # [2-3]xx is not an octal escape in Spark: '\2' is '2'
+    ("'\\377'", "377"),
+    ("'\\400'", "400"),
+    ("'\\128'", "128"),  # 8 is not an octal digit
+    ("'\\18'", "18"),
+    ("'\\1'", "1"),
+    ("'\\0'", "\x00"),
+]
+
+
+@pytest.mark.parametrize("text, value", SPARK_STRING_LITERALS)
+def test_string_escapes_as_spark_reads_them(text, value):
+    lit = arg(text)
+    assert lit.type == STRING and lit.value == value
+
+
 def test_decimal_literals_keep_precision_and_scale():
     lit = arg("2.20")
     assert str(lit.type) == "DECIMAL(3,2)" and lit.value == Decimal("2.20")

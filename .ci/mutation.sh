@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Mutation testing of the modules where a bug loses data or breaks the on-disk format, with mutmut 3
+# (pip install -e '.[mutation]'; a developer tool, not part of .ci/run).
+#
+#   .ci/mutation.sh                      every module below
+#   .ci/mutation.sh deletion_vector paths   only the modules whose path contains one of the words
+#   MUTATION_OUT=/some/dir .ci/mutation.sh   results elsewhere than .mutation/
+#
+# Each module runs in a scratch copy of the checkout (the working tree is never touched), with only
+# the unit tests that cover it, so a mutant costs about a second.  mutmut changes one thing at a time
+# (an operator, a constant, a string, a call's argument...) and runs the tests; a mutant that no test
+# notices "survived".  Survivors are printed with their diff and listed in $OUT/<module>.survivors;
+# the summary line of each module is what docs/testing.md records.  Kill a survivor with a test, or
+# list it in docs/testing.md as equivalent (no input tells it apart) with the reason.
+#
+# Needs the shared reference folder at ../shared (the golden files), like the test suite; the run
+# sets CI=true, so a missing reference fails the clean run instead of silently skipping tests.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO="$(pwd)"
+OUT="${MUTATION_OUT:-$REPO/.mutation}"
+SHARED="$(cd "$REPO/.." && pwd)/shared"
+
+# module -> the unit tests that exercise it (keep each selection small: it runs once per mutant)
+MODULES=(
+    "procedures/spec/deletion_vector.py|tests/unit/test_roaring_encoding.py tests/unit/test_puffin.py"
+    "procedures/core/paths.py|tests/unit/test_paths.py tests/unit/test_fileio.py tests/unit/test_gc_confinement.py tests/unit/test_remove_orphan_files.py"
+    "procedures/core/gc/delete_guard.py|tests/unit/test_gc_confinement.py tests/unit/test_expire_snapshots.py tests/unit/test_remove_orphan_files.py"
+    "procedures/core/gc/reachability.py|tests/unit/test_expire_snapshots.py tests/unit/test_remove_orphan_files.py tests/unit/test_gc_pruning.py"
+    "procedures/core/transaction.py|tests/unit/test_commit_retries.py tests/unit/test_core_commit.py tests/unit/test_fault_points.py"
+    "procedures/spec/transforms.py|tests/unit/test_transforms.py tests/unit/test_partitioning.py"
+    "procedures/spec/evaluators.py|tests/unit/test_evaluators.py"
+    "procedures/spec/projection.py|tests/unit/test_evaluators.py"
+)
+
+if ! python -c 'import mutmut' 2>/dev/null; then
+    echo "mutmut is not installed in this Python: pip install -e '.[mutation]'" >&2
+    exit 2
+fi
+if [ ! -d "$SHARED/golden/iceberg-java" ]; then
+    echo "error: $SHARED/golden/iceberg-java not found: the golden-file tests need the shared folder beside the clone" >&2
+    exit 2
+fi
+
+selected=()
+for entry in "${MODULES[@]}"; do
+    module="${entry%%|*}"
+    if [ "$#" -eq 0 ]; then
+        selected+=("$entry")
+        continue
+    fi
+    for word in "$@"; do
+        if [[ "$module" == *"$word"* ]]; then
+            selected+=("$entry")
+            break
+        fi
+    done
+done
+if [ "${#selected[@]}" -eq 0 ]; then
+    echo "no module matches: $*" >&2
+    exit 2
+fi
+
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+printf '# %s, commit %s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$(git rev-parse --short HEAD)" >>"$SUMMARY"
+for entry in "${selected[@]}"; do
+    module="${entry%%|*}"
+    read -r -a tests <<<"${entry#*|}"
+    name="$(basename "$module" .py)"
+    scratch="$(mktemp -d "${TMPDIR:-/tmp}/mutation-$name.XXXXXX")"
+    # the checkout as it is (committed or not), without build or venv folders
+    git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+        [ -f "$f" ] && mkdir -p "$scratch/$(dirname "$f")" && cp -p "$f" "$scratch/$f"
+    done
+    # mutmut runs the tests from <scratch>/mutants: the references look for ../shared from there
+    ln -s "$SHARED" "$scratch/shared"
+    {
+        printf '\n[tool.mutmut]\n'
+        printf 'source_paths = ["procedures"]\n'
+        printf 'only_mutate = ["%s"]\n' "$module"
+        printf 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n'
+        printf 'pytest_add_cli_args_test_selection = [%s]\n' "$(printf '"%s", ' "${tests[@]}" | sed 's/, $//')"
+    } >>"$scratch/pyproject.toml"
+    printf '\n=== %s (tests: %s) %s\n' "$module" "${tests[*]}" "$(date -u +%H:%M:%S)"
+    started=$(date +%s)
+    # PYTHONPATH must not point at the checkout: the mutated copy under mutants/ is the one to import
+    (cd "$scratch" && env -u PYTHONPATH CI=true python -m mutmut run >"$OUT/$name.log" 2>&1) || {
+        echo "mutmut failed for $module; see $OUT/$name.log" >&2
+        tail -20 "$OUT/$name.log" >&2
+        exit 1
+    }
+    (cd "$scratch" && env -u PYTHONPATH python -m mutmut results --all true 2>/dev/null) >"$OUT/$name.results"
+    grep -v ': killed$' "$OUT/$name.results" | awk -F: 'NF > 1 {gsub(/^ +/, "", $1); print $1 ":" $2}' \
+        >"$OUT/$name.survivors" || true
+    : >"$OUT/$name.diffs"
+    while IFS=: read -r mutant status; do
+        { printf '### %s (%s)\n' "$mutant" "${status# }"
+          (cd "$scratch" && env -u PYTHONPATH python -m mutmut show "$mutant" 2>/dev/null) | grep '^[-+][^-+]' || true
+        } >>"$OUT/$name.diffs"
+    done <"$OUT/$name.survivors"
+    total=$(grep -c ': ' "$OUT/$name.results" || true)
+    killed=$(grep -c ': killed$' "$OUT/$name.results" || true)
+    timeouts=$(grep -c ': timeout$' "$OUT/$name.results" || true)
+    survived=$(grep -c ': survived$' "$OUT/$name.results" || true)
+    untested=$(grep -c ': no tests$' "$OUT/$name.results" || true)
+    line=$(printf '%-40s mutants %4d  killed %4d  timeout %3d  survived %3d  no tests %3d  (%ds)' \
+        "$module" "$total" "$killed" "$timeouts" "$survived" "$untested" "$(( $(date +%s) - started ))")
+    echo "$line" | tee -a "$SUMMARY"
+    rm -rf "$scratch"
+done
+printf '\nsummary in %s; surviving mutants with their diffs in %s/<module>.diffs\n' "$SUMMARY" "$OUT"
