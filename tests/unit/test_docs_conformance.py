@@ -1,6 +1,6 @@
-"""docs/conformance.md cannot silently go stale: every built-in procedure in the registry has a row there, a
-section there and a page in docs/procedures/; each row's difference count equals the lines of its
-section, and every link of the page reaches an existing file and heading."""
+"""docs/conformance.md cannot silently go stale: every built-in procedure in the registry has a row
+and a section there and a page in docs/procedures/; each row's difference count equals the lines of
+its section, and every link of the page reaches an existing file and heading."""
 
 from __future__ import annotations
 
@@ -105,7 +105,8 @@ def test_the_check_notices_a_procedure_missing_from_the_page():
     found = problems(builtin_names()[:1], text)  # every other row is then unregistered
     assert found and all("no such procedure is registered" in f for f in found)
     first = builtin_names()[0]
-    assert problems([first], text.replace(f"### `{first}`", "### elsewhere"))[0].startswith(f"{first}: no '### ")
+    without_section = text.replace(f"### `{first}`", "### elsewhere")
+    assert problems([first], without_section)[0].startswith(f"{first}: no '### ")
 
 
 def test_every_link_reaches_a_file_and_a_heading():
