@@ -206,11 +206,16 @@ def coerce(lit: Literal, target: SqlType, param: str, *, tz: str = "UTC", lenien
     """The canonical value of ``lit`` for a parameter of type ``target``; None for NULL.
 
     ``lenient`` (Python arguments) also lets an integer fill a narrower integer parameter when it
-    fits.  A refused cast raises ``ValidationError('Wrong arg type for <param>: cannot cast ...')``.
+    fits, and refuses any Python integer for a timestamp (its unit is ambiguous).  A refused cast raises ``ValidationError('Wrong arg type for <param>: cannot cast ...')``.
     """
     src = lit.type
     if src == NULL or lit.value is None:
         return None
+    if lenient and target in (TIMESTAMP, TIMESTAMP_NTZ) and src.name in _INTEGRAL:
+        # a Python int has no unit: 1700000000000 meant as milliseconds would be read as seconds (a
+        # date 50,000 years ahead), so Python callers pass a datetime (SQL keeps BIGINT as seconds)
+        raise ValidationError(f"Wrong arg type for {param}: cannot cast {src} to {target} (pass a datetime, naive "
+                              "meaning the session time zone: a Python int could be seconds or milliseconds)")
     allowed = can_up_cast(src, target)
     if not allowed and lenient and src.name in _INTEGRAL and target.name in _INTEGRAL:
         bits = _RANGES[target.name]

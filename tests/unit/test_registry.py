@@ -100,6 +100,12 @@ def test_python_arguments_are_lenient_on_integer_width_only():
         bind(proc, named={"table": "a", "snapshot_id": "12"}, lenient=True)
     with pytest.raises(ValidationError, match="Wrong arg type for timestamp: cannot cast INT to TIMESTAMP"):
         bind(rb, named={"table": "a", "timestamp": 5}, lenient=True)
+    # epoch milliseconds as a Python int would be read as seconds, 50,000 years ahead: refused too
+    with pytest.raises(ValidationError, match="cannot cast BIGINT to TIMESTAMP .pass a datetime"):
+        bind(rb, named={"table": "a", "timestamp": 1_700_000_000_000}, lenient=True)
+    # SQL keeps Spark's rule: a BIGINT literal is epoch seconds
+    seconds = Literal(parse_sql_type("BIGINT"), 1_700_000_000)
+    assert bind(rb, named={"table": "a", "timestamp": seconds})["timestamp"] == 1_700_000_000 * 10**6
 
 
 def test_map_literals_reject_duplicate_keys():
