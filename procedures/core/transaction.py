@@ -229,7 +229,6 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
         # outside the try: from here on the change is visible, so nothing it wrote may be deleted
         fault_points.reached(fault_points.SWAPPED, committed.metadata_location or "")
         _delete_quietly(ctx, ctx.discarded())
-        _delete_old_metadata(committed, builder)
         return committed
 
 
@@ -241,14 +240,3 @@ def _delete_quietly(ctx: CommitContext, paths: list[str]) -> None:
     except Exception as e:  # cleanup must never hide the real outcome
         log.warning("could not delete %d file(s) written by a failed commit to %s: %s", len(paths), ctx.identifier, e)
 
-
-def _delete_old_metadata(table: "Table", builder: MetadataBuilder) -> None:
-    props = table.metadata.properties
-    if props.get("write.metadata.delete-after-commit.enabled", "false").lower() != "true":
-        return
-    old = [e.metadata_file for e in builder.removed_metadata_log]
-    if old:
-        try:
-            table.io.delete_many(old)
-        except Exception as e:
-            log.warning("could not delete old metadata files of %s: %s", table.identifier, e)
