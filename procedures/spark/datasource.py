@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import sys
 import uuid as _uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -94,10 +95,14 @@ except ImportError:  # pyspark < 4 (or none): the classes below stay inert, regi
     HAS_DATA_SOURCE_API = False
 else:
     HAS_DATA_SOURCE_API = True
+#: filter pushdown into Python data sources (pushFilters and its filter classes) came with pyspark 4.1;
+#: on 4.0 the source reads without it
+HAS_FILTER_PUSHDOWN = HAS_DATA_SOURCE_API and hasattr(sys.modules.get("pyspark.sql.datasource"), "EqualTo")
 
 __all__ = [
     "FORMAT",
     "HAS_DATA_SOURCE_API",
+    "HAS_FILTER_PUSHDOWN",
     "register_data_source",
     "IcebergDataSource",
     "IcebergReader",
