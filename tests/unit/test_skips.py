@@ -34,3 +34,10 @@ def test_the_check_finds_a_bare_importorskip(tmp_path):
     (tmp_path / "test_x.py").write_text('import pytest\nds = pytest.importorskip("datasketches")\n')
     (tmp_path / "test_y.py").write_text('try:\n    import duckdb\nexcept ImportError:\n    pytest.skip("no")\n')
     assert offending_places(tmp_path) == ["test_x.py:2", "test_y.py:3"]
+
+
+def test_test_file_names_are_unique():
+    """tests/unit, tests/spark and tests/conformance are no packages: two test files of one name make
+    the whole run fail at collection (as a report test once did)."""
+    names = [p.name for p in TESTS.rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
