@@ -62,8 +62,9 @@ def _catalog_for_python_call(table_arg: Any, conf: Mapping[str, str]) -> str:
 
     A table of Spark's session catalog (``spark_catalog.db.t``, migrate's source) lives in the
     metastore, so when ``spark_catalog`` is not one of ours the hive catalog on that metastore is
-    the table's catalog: the default catalog when it is a hive one, else the only hive catalog that
-    is not a Spark plugin too, else the only hive catalog.
+    the table's catalog: the default catalog when it is a hive one, else the only hive catalog of
+    ours on Spark's own metastore (no ``uri``), else the only one that is not a Spark plugin too,
+    else the only hive catalog.
     """
     default = default_catalog_name(conf)
     if isinstance(table_arg, str):
@@ -80,7 +81,9 @@ def _catalog_for_python_call(table_arg: Any, conf: Mapping[str, str]) -> str:
             # a hive catalog that is also a Spark plugin (Iceberg Java's SparkCatalog) is Java's
             # view of the same metastore; our own one is meant when there is exactly one
             own = [n for n in hive if f"{SPARK_PREFIX}{n}" not in conf]
-            for group in (own, hive):
+            # without a uri a hive catalog uses Spark's own metastore: the one spark_catalog is on
+            session = [n for n in own if not str(catalog_properties(n, conf)[0].get("uri", "")).strip()]
+            for group in (session, own, hive):
                 if len(group) == 1:
                     return group[0]
     return default

@@ -6,7 +6,8 @@ run on the driver and the executors through the catalog's FileIO; PyIceberg read
 
 from __future__ import annotations
 
-import time
+import datetime as dt
+
 
 import pyarrow.fs as pafs
 import pytest
@@ -96,7 +97,8 @@ def test_s3_table_lifecycle(spark, s3_server, s3_catalog):
     # S3 mtimes cannot be set back: skip the 24-hour guard as Java's tests do (spark.testing)
     conf = {**conf_from_spark(spark), "spark.testing": "true"}
     result = runner.run("remove_orphan_files", kwargs={"table": "db.events",
-                                                       "older_than": int(time.time() * 1_000_000) + 60_000_000},
+                                                       "older_than": dt.datetime.now(dt.timezone.utc)
+                                                       + dt.timedelta(minutes=1)},
                         catalog=CATALOG, conf=conf, spark=spark, lenient=True)
     found = result.rows
     assert [r[0] for r in found] == [f"s3://{orphan}"]

@@ -255,3 +255,18 @@ def test_declarations_are_validated():
         registry.register("bad", parameters=[("a", "INT"), ("b", "INT", True)], output=[("x", "INT")])(lambda ctx, a, b: [])
     with pytest.raises(ValidationError, match="Unknown Spark SQL type 'INTEGRAL'"):
         Parameter("a", "INTEGRAL")
+
+
+def test_a_session_catalog_table_belongs_to_the_hive_catalog_on_sparks_own_metastore():
+    """procedures.call("migrate", table="spark_catalog.db.t") with several hive catalogs configured
+    (others on thrift metastores, Java's plugin on the same metastore): the one without a uri, which
+    uses Spark's own metastore like spark_catalog, is the table's catalog."""
+    conf = {"spark.sql.catalog.ohive.type": "hive",
+            "spark.sql.catalog.thrift_a.type": "hive", "spark.sql.catalog.thrift_a.uri": "thrift://127.0.0.1:1",
+            "spark.sql.catalog.badhive.type": "hive", "spark.sql.catalog.badhive.uri": "http://localhost:1",
+            "spark.sql.catalog.jhive": "org.apache.iceberg.spark.SparkCatalog", "spark.sql.catalog.jhive.type": "hive",
+            "spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": "/tmp/x"}
+    assert runner._catalog_for_python_call("spark_catalog.db.t", conf) == "ohive"
+    # two on Spark's metastore: ambiguous by that rule, and no other rule picks one: the default
+    two = {**conf, "spark.sql.catalog.ohive2.type": "hive"}
+    assert runner._catalog_for_python_call("spark_catalog.db.t", two) == "local"
