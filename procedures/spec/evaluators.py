@@ -55,6 +55,11 @@ __all__ = [
 IN_PREDICATE_LIMIT = 200
 
 
+def _on_column(e: Expression) -> bool:
+    """Whether ``e`` is a bound predicate directly on a column (not on a transform of one)."""
+    return isinstance(e, BoundPredicate) and isinstance(e.term, BoundReference)
+
+
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
@@ -209,7 +214,7 @@ class ManifestEvaluator(_BoolVisitor):
     def _compiled(self, expr: Expression) -> Callable[[Sequence[Any]], bool]:
         """A function of a manifest's summaries giving what a visit of ``expr`` gives."""
         def leaf(e: Expression) -> Callable[[Sequence[Any]], bool] | None:
-            if isinstance(e, BoundPredicate) and e.literal is not None and e.op in _SIDES:
+            if _on_column(e) and e.literal is not None and e.op in _SIDES:
                 return _summary_test(e.op, e.term.positions[0], e.term.type, e.literal.value)
             return None
         return _compiled_tree(expr, leaf, self._visited)
@@ -219,6 +224,10 @@ class ManifestEvaluator(_BoolVisitor):
 
     def always_false(self) -> bool:
         return False
+
+    def transform_predicate(self, pred: BoundPredicate) -> bool:
+        # summaries bound partition values, not transformed ones: might match (as Java)
+        return True
 
     def _summary(self, ref: BoundReference) -> Any:
         return self._stats[ref.positions[0]]
@@ -573,9 +582,9 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
     def _compiled(self, expr: Expression) -> Callable[[Any], bool]:
         """A function of a data file giving what :meth:`eval`'s visit of ``expr`` gives."""
         def leaf(e: Expression) -> Callable[[Any], bool] | None:
-            if isinstance(e, BoundPredicate) and e.op in _SIDES and e.literal is not None:
+            if _on_column(e) and e.op in _SIDES and e.literal is not None:
                 return _inclusive_comparison(e.op, e.term.field_id, e.term.type, e.literal.value)
-            if isinstance(e, BoundPredicate) and e.op is Operation.IN and e.literal_set is not None:
+            if _on_column(e) and e.op is Operation.IN and e.literal_set is not None:
                 return _inclusive_in(e.term.field_id, e.term.type, e.literal_set)
             return None
         return _compiled_tree(expr, leaf, self._visited)
@@ -585,6 +594,11 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
 
     def always_false(self) -> bool:
         return False
+
+    def transform_predicate(self, pred: BoundPredicate) -> bool:
+        # bounds are of the source values, not of bucket(x) or year(ts): rows might match, as Java's
+        # handleNonReference says (even for order-preserving transforms, which Java does not undo)
+        return True
 
     def is_null(self, ref: BoundReference) -> bool:
         return _may_hold_nulls(self._null_count(ref.field_id))
@@ -666,6 +680,10 @@ class StrictMetricsEvaluator(_MetricsVisitor):
         return True
 
     def always_false(self) -> bool:
+        return False
+
+    def transform_predicate(self, pred: BoundPredicate) -> bool:
+        # the metrics cannot prove a transformed value matches (Java's handleNonReference)
         return False
 
     def _nested(self, ref: BoundReference) -> bool:
