@@ -10,6 +10,10 @@ These follow Iceberg Java's ``Evaluator``, ``ManifestEvaluator``, ``InclusiveMet
   :class:`StrictMetricsEvaluator` "must every row of this file match?" from a data file's value,
   null and NaN counts and its lower/upper bounds (spec "Manifests": metrics).
 
+A predicate on a transform term (``bucket[4](id) = 1``) is read as Java reads it: the inclusive
+metrics evaluator applies an order-preserving transform to the source column's bounds (bucket has
+none), the strict one never proves it, and a manifest's summaries never rule it out.
+
 Missing statistics always give the safe answer: "might match" for inclusive, "might not match"
 for strict.  What counts and bounds prove is written once (the "metrics rules" functions) and called
 by all three bound-reading evaluators, including the direct functions the inclusive one compiles for
@@ -31,6 +35,7 @@ from procedures.spec.expressions import (
     BoundExpressionVisitor,
     BoundPredicate,
     BoundReference,
+    BoundTransform,
     Expression,
     Operation,
     Or,
@@ -40,6 +45,7 @@ from procedures.spec.expressions import (
 )
 from procedures.spec.projection import inclusive_projection
 from procedures.spec.schema import Schema
+from procedures.spec.transforms import IdentityTransform
 from procedures.spec.types import DoubleType, FloatType, StringType, StructType
 
 __all__ = [
@@ -596,9 +602,47 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
         return False
 
     def transform_predicate(self, pred: BoundPredicate) -> bool:
-        # bounds are of the source values, not of bucket(x) or year(ts): rows might match, as Java's
-        # handleNonReference says (even for order-preserving transforms, which Java does not undo)
-        return True
+        """A predicate on ``transform(x)`` from x's metrics, as Java's evaluator: the counts of x
+        hold for the transformed values, and an order-preserving transform (truncate, year ...)
+        of x's bounds bounds the transformed values (``f(lower) <= f(v) <= f(upper)``); bucket has
+        no bounds, so only the counts can rule a file out."""
+        term, op = pred.term, pred.op
+        assert isinstance(term, BoundTransform)
+        fid = term.field_id
+        if isinstance(term.transform, IdentityTransform):
+            return self.dispatch(BoundPredicate(op, term.ref, pred.literal, pred.literal_set))
+        if op is Operation.IS_NULL:
+            # only an order-preserving transform is known to map every non-null value to non-null
+            return not (term.transform.preserves_order and not _may_hold_nulls(self._null_count(fid)))
+        if op in (Operation.NOT_NULL, Operation.IS_NAN):
+            return not self._contains_nulls_only(fid)
+        if op in (Operation.NOT_NAN, Operation.NOT_EQ, Operation.NOT_IN, Operation.STARTS_WITH):
+            return True
+        lower, upper = self._transformed_bounds(term)
+        if op is Operation.NOT_STARTS_WITH:
+            if _may_hold_nulls(self._null_count(fid)) or lower is None or upper is None:
+                return True
+            assert pred.literal is not None
+            prefix = pred.literal.value
+            return not (lower.startswith(prefix) and upper.startswith(prefix))
+        if _no_ordered_values(self._file, fid):
+            return False
+        if op is Operation.IN:
+            assert pred.literal_set is not None
+            if len(pred.literal_set) > IN_PREDICATE_LIMIT or lower is None:
+                return True
+            return _in_range_test(pred.literal_set)(lower, upper)
+        assert pred.literal is not None
+        return _range_may_hold(op, lower, upper, pred.literal.value)
+
+    def _transformed_bounds(self, term: BoundTransform) -> tuple[Any, Any]:
+        """The transform of the source column's (lower, upper) bounds; None for a missing bound or
+        a transform that does not preserve order."""
+        if not term.transform.preserves_order:
+            return None, None
+        source = term.ref
+        return (term.transform.apply(self._lower(source), source.type),
+                term.transform.apply(self._upper(source), source.type))
 
     def is_null(self, ref: BoundReference) -> bool:
         return _may_hold_nulls(self._null_count(ref.field_id))

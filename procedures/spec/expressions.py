@@ -72,6 +72,7 @@ __all__ = [
     "rewrite_not",
     "referenced_field_ids",
     "referenced_names",
+    "has_transform_terms",
     "BoundExpressionVisitor",
     "visit",
     "parse_timestamp_micros",
@@ -680,6 +681,11 @@ def _predicates(expr: Expression) -> Iterable[Expression]:
 def referenced_field_ids(expr: Expression) -> set[int]:
     """Field ids of every bound predicate in ``expr``."""
     return {p.term.field_id for p in _predicates(expr) if isinstance(p, BoundPredicate)}
+
+
+def has_transform_terms(expr: Expression) -> bool:
+    """Whether some predicate of ``expr`` is on a transform of a column (``bucket[4](id) = 1``)."""
+    return any(isinstance(p.term, (UnboundTransform, BoundTransform)) for p in _predicates(expr))
 
 
 def referenced_names(expr: Expression) -> set[str]:

@@ -1,7 +1,7 @@
 """Transform terms in filters: Iceberg's Spark system functions (``system.bucket(4, id) = 1``) in a
-``where``, parsed, bound, projected onto partition fields and evaluated as Iceberg Java does
-(``UnboundTransform``/``BoundTransform``, ``ProjectionUtil.projectTransformPredicate``, the metrics
-evaluators' ``handleNonReference``)."""
+``where``, parsed, bound, projected onto partition fields and evaluated as Iceberg Java 1.10 does
+(``UnboundTransform``/``BoundTransform``, ``ProjectionUtil.projectTransformPredicate``,
+``InclusiveMetricsEvaluator`` on transformed bounds, ``StrictMetricsEvaluator.handleNonReference``)."""
 
 from __future__ import annotations
 
@@ -160,16 +160,47 @@ def data_file(**overrides) -> DataFile:
     return DataFile(**fields)
 
 
-@pytest.mark.parametrize("text", [
-    "system.bucket(4, id) = 0",  # bucket(5) is not 0, yet the metrics cannot tell (Java does not try)
-    "system.years(ts) = 10",  # outside the file's range: Java does not undo order-preserving transforms
-    "system.truncate(4, data) = 'ab'",  # the column holds only nulls: still "might match"
-    "system.bucket(4, data) IS NOT NULL",
-    "NOT system.bucket(4, id) = 0",
+@pytest.mark.parametrize("text, might_match", [
+    # bucket does not preserve order: its bounds are unknown, only the counts decide (as Java)
+    ("system.bucket(4, id) = 0", True),  # bucket[4](5) is not 0, yet the metrics cannot tell
+    ("system.bucket(4, id) IN (0, 1)", True),
+    ("system.bucket(4, id) IS NULL", False),  # id is required: folded at binding
+    ("system.bucket(4, ts) IS NULL", True),  # no null ts, but bucket is not known to keep non-nulls
+    ("system.bucket(4, data) IS NOT NULL", False),  # data holds only nulls
+    ("system.truncate(4, data) = 'ab'", False),
+    ("system.bucket(4, data) = 1", False),
+    # order-preserving transforms of the bounds bound the transformed values (Java 1.10)
+    ("system.years(ts) = 47", True),
+    ("system.years(ts) = 10", False),
+    ("system.years(ts) < 47", False),
+    ("system.years(ts) <= 47", True),
+    ("system.months(ts) > 574", False),
+    ("system.months(ts) >= 574", True),
+    ("system.days(ts) = date('2017-11-16')", True),
+    ("system.days(ts) IN (date('2017-11-15'), date('2017-11-17'))", False),
+    ("system.hours(ts) IN (419686, 1)", True),
+    ("system.truncate(10, id) = 0", True),
+    ("system.truncate(10, id) = 10", False),
+    ("system.years(ts) IS NULL", False),  # no nulls, and year keeps non-nulls
+    # never decided by bounds
+    ("NOT system.years(ts) = 47", True),
+    ("system.years(ts) NOT IN (47, 48)", True),
 ])
-def test_metrics_never_decide_transform_terms(text):
-    assert InclusiveMetricsEvaluator(SCHEMA, parse_filter(text)).eval(data_file()) is True
-    assert StrictMetricsEvaluator(SCHEMA, parse_filter(text)).eval(data_file()) is False
+def test_metrics_of_transform_terms(text, might_match):
+    assert InclusiveMetricsEvaluator(SCHEMA, parse_filter(text)).eval(data_file()) is might_match
+    # the strict evaluator never proves a transform term (Java's handleNonReference)
+    if "IS NULL" not in text:
+        assert StrictMetricsEvaluator(SCHEMA, parse_filter(text)).eval(data_file()) is False
+
+
+def test_metrics_of_truncated_strings():
+    f = data_file(null_value_counts={1: 0, 2: 0, 3: 0}, lower_bounds={2: to_bytes("abcd", STRING)},
+                  upper_bounds={2: to_bytes("abzz", STRING)})
+    assert InclusiveMetricsEvaluator(SCHEMA, parse_filter("system.truncate(2, data) = 'ab'")).eval(f) is True
+    assert InclusiveMetricsEvaluator(SCHEMA, parse_filter("system.truncate(2, data) > 'ab'")).eval(f) is False
+    assert InclusiveMetricsEvaluator(SCHEMA, parse_filter("system.truncate(2, data) NOT LIKE 'ab%'")).eval(f) is False
+    assert InclusiveMetricsEvaluator(SCHEMA, parse_filter("system.truncate(2, data) NOT LIKE 'ac%'")).eval(f) is True
+    assert InclusiveMetricsEvaluator(SCHEMA, parse_filter("system.truncate(2, data) LIKE 'ac%'")).eval(f) is True
 
 
 def test_metrics_still_decide_the_column_predicates_beside_them():
