@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from procedures.errors import ExpressionError
@@ -69,6 +71,14 @@ def test_parsed_term_is_the_java_term():
     assert parse_filter("system.bucket(4, id) = 1") == predicate(
         Operation.EQ, transform_term(BucketTransform(4), "id"), 1)
     assert referenced_names(parse_filter("system.years(ts) = 1 AND id > 2")) == {"ts", "id"}
+
+
+@pytest.mark.parametrize("text", ["system.bucket(4, id) = 1", "system.truncate(4, data) = 'ab'",
+                                  "system.years(ts) = 1", "system.hours(ts) IN (1, 2)"])
+def test_terms_pickle(text):
+    # scan filters travel to Spark tasks (EntryFilter pickles its expression)
+    expr = parse_filter(text)
+    assert pickle.loads(pickle.dumps(expr)) == expr
 
 
 # ------------------------------------------------------------------------------------ binding
@@ -146,6 +156,9 @@ def test_projected_partition_filter_selects_partitions():
     summaries = (FieldSummary(False, False, to_bytes(2, INT), to_bytes(3, INT)),)
     assert ManifestEvaluator(ptype, projected).eval(summaries) is False
     assert ManifestEvaluator.for_row_filter(parse_filter("system.bucket(4, id) = 2"), spec, SCHEMA).eval(summaries)
+    # a transform term on a partition field itself: summaries bound the field, not its transform
+    bucket_of_partition = predicate(Operation.EQ, transform_term(BucketTransform(2), "b"), 0)
+    assert ManifestEvaluator(ptype, bucket_of_partition).eval(summaries) is True
 
 
 # ------------------------------------------------------------------------------------ metrics
