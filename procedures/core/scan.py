@@ -39,6 +39,7 @@ from procedures.spec.expressions import (
     and_,
     bind,
     or_,
+    has_transform_terms,
     referenced_field_ids,
     rewrite_not,
 )
@@ -516,7 +517,10 @@ class EntryFilter:
         if found is None:
             spec = self.specs.get(spec_id)
             identity = {f.source_id for f in spec.fields if isinstance(f.transform, IdentityTransform)} if spec else set()
-            found = bool(self._metric_ids) and self._metric_ids <= identity and not any(
+            # a transform term (system.days(ts) = X) is not decided by identity partition values
+            # but is by the metrics (Java transforms the bounds): it keeps the metrics test
+            found = (bool(self._metric_ids) and self._metric_ids <= identity
+                     and not has_transform_terms(self.expr)) and not any(
                 isinstance(getattr(self.schema.find_field_or_none(fid), "field_type", None), (FloatType, DoubleType, type(None)))
                 for fid in self._metric_ids)
             self._decides[spec_id] = found

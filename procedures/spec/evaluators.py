@@ -10,6 +10,10 @@ These follow Iceberg Java's ``Evaluator``, ``ManifestEvaluator``, ``InclusiveMet
   :class:`StrictMetricsEvaluator` "must every row of this file match?" from a data file's value,
   null and NaN counts and its lower/upper bounds (spec "Manifests": metrics).
 
+A predicate on a transform term (``bucket[4](id) = 1``) is read as Java reads it: the inclusive
+metrics evaluator applies an order-preserving transform to the source column's bounds (bucket has
+none), the strict one never proves it, and a manifest's summaries never rule it out.
+
 Missing statistics always give the safe answer: "might match" for inclusive, "might not match"
 for strict.  What counts and bounds prove is written once (the "metrics rules" functions) and called
 by all three bound-reading evaluators, including the direct functions the inclusive one compiles for
@@ -31,6 +35,7 @@ from procedures.spec.expressions import (
     BoundExpressionVisitor,
     BoundPredicate,
     BoundReference,
+    BoundTransform,
     Expression,
     Operation,
     Or,
@@ -40,6 +45,7 @@ from procedures.spec.expressions import (
 )
 from procedures.spec.projection import inclusive_projection
 from procedures.spec.schema import Schema
+from procedures.spec.transforms import IdentityTransform
 from procedures.spec.types import DoubleType, FloatType, StringType, StructType
 
 __all__ = [
@@ -53,6 +59,11 @@ __all__ = [
 
 #: above this many IN values the metrics and manifest evaluators stop testing each value (as Java)
 IN_PREDICATE_LIMIT = 200
+
+
+def _on_column(e: Expression) -> bool:
+    """Whether ``e`` is a bound predicate directly on a column (not on a transform of one)."""
+    return isinstance(e, BoundPredicate) and isinstance(e.term, BoundReference)
 
 
 def _is_nan(value: Any) -> bool:
@@ -209,7 +220,7 @@ class ManifestEvaluator(_BoolVisitor):
     def _compiled(self, expr: Expression) -> Callable[[Sequence[Any]], bool]:
         """A function of a manifest's summaries giving what a visit of ``expr`` gives."""
         def leaf(e: Expression) -> Callable[[Sequence[Any]], bool] | None:
-            if isinstance(e, BoundPredicate) and e.literal is not None and e.op in _SIDES:
+            if _on_column(e) and e.literal is not None and e.op in _SIDES:
                 return _summary_test(e.op, e.term.positions[0], e.term.type, e.literal.value)
             return None
         return _compiled_tree(expr, leaf, self._visited)
@@ -219,6 +230,10 @@ class ManifestEvaluator(_BoolVisitor):
 
     def always_false(self) -> bool:
         return False
+
+    def transform_predicate(self, pred: BoundPredicate) -> bool:
+        # summaries bound partition values, not transformed ones: might match (as Java)
+        return True
 
     def _summary(self, ref: BoundReference) -> Any:
         return self._stats[ref.positions[0]]
@@ -573,9 +588,9 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
     def _compiled(self, expr: Expression) -> Callable[[Any], bool]:
         """A function of a data file giving what :meth:`eval`'s visit of ``expr`` gives."""
         def leaf(e: Expression) -> Callable[[Any], bool] | None:
-            if isinstance(e, BoundPredicate) and e.op in _SIDES and e.literal is not None:
+            if _on_column(e) and e.op in _SIDES and e.literal is not None:
                 return _inclusive_comparison(e.op, e.term.field_id, e.term.type, e.literal.value)
-            if isinstance(e, BoundPredicate) and e.op is Operation.IN and e.literal_set is not None:
+            if _on_column(e) and e.op is Operation.IN and e.literal_set is not None:
                 return _inclusive_in(e.term.field_id, e.term.type, e.literal_set)
             return None
         return _compiled_tree(expr, leaf, self._visited)
@@ -585,6 +600,49 @@ class InclusiveMetricsEvaluator(_MetricsVisitor):
 
     def always_false(self) -> bool:
         return False
+
+    def transform_predicate(self, pred: BoundPredicate) -> bool:
+        """A predicate on ``transform(x)`` from x's metrics, as Java's evaluator: the counts of x
+        hold for the transformed values, and an order-preserving transform (truncate, year ...)
+        of x's bounds bounds the transformed values (``f(lower) <= f(v) <= f(upper)``); bucket has
+        no bounds, so only the counts can rule a file out."""
+        term, op = pred.term, pred.op
+        assert isinstance(term, BoundTransform)
+        fid = term.field_id
+        if isinstance(term.transform, IdentityTransform):
+            return self.dispatch(BoundPredicate(op, term.ref, pred.literal, pred.literal_set))
+        if op is Operation.IS_NULL:
+            # only an order-preserving transform is known to map every non-null value to non-null
+            return not (term.transform.preserves_order and not _may_hold_nulls(self._null_count(fid)))
+        if op in (Operation.NOT_NULL, Operation.IS_NAN):
+            return not self._contains_nulls_only(fid)
+        if op in (Operation.NOT_NAN, Operation.NOT_EQ, Operation.NOT_IN, Operation.STARTS_WITH):
+            return True
+        lower, upper = self._transformed_bounds(term)
+        if op is Operation.NOT_STARTS_WITH:
+            if _may_hold_nulls(self._null_count(fid)) or lower is None or upper is None:
+                return True
+            assert pred.literal is not None
+            prefix = pred.literal.value
+            return not (lower.startswith(prefix) and upper.startswith(prefix))
+        if _no_ordered_values(self._file, fid):
+            return False
+        if op is Operation.IN:
+            assert pred.literal_set is not None
+            if len(pred.literal_set) > IN_PREDICATE_LIMIT or lower is None:
+                return True
+            return _in_range_test(pred.literal_set)(lower, upper)
+        assert pred.literal is not None
+        return _range_may_hold(op, lower, upper, pred.literal.value)
+
+    def _transformed_bounds(self, term: BoundTransform) -> tuple[Any, Any]:
+        """The transform of the source column's (lower, upper) bounds; None for a missing bound or
+        a transform that does not preserve order."""
+        if not term.transform.preserves_order:
+            return None, None
+        source = term.ref
+        return (term.transform.apply(self._lower(source), source.type),
+                term.transform.apply(self._upper(source), source.type))
 
     def is_null(self, ref: BoundReference) -> bool:
         return _may_hold_nulls(self._null_count(ref.field_id))
@@ -666,6 +724,10 @@ class StrictMetricsEvaluator(_MetricsVisitor):
         return True
 
     def always_false(self) -> bool:
+        return False
+
+    def transform_predicate(self, pred: BoundPredicate) -> bool:
+        # the metrics cannot prove a transformed value matches (Java's handleNonReference)
         return False
 
     def _nested(self, ref: BoundReference) -> bool:

@@ -3,7 +3,9 @@
 Iceberg's procedures take a ``where`` string that Spark parses, optimizes and converts into an
 Iceberg expression (``SparkExpressionConverter``).  This module covers the subset that survives that
 conversion: comparisons, ``IN``, ``IS [NOT] NULL``, ``isnan``, prefix ``LIKE``, ``BETWEEN`` and the
-boolean connectives, with Spark's literal syntax.  Comparisons with ``NULL`` fold to false (as
+boolean connectives, with Spark's literal syntax.  Iceberg's system functions
+(``[catalog.]system.bucket(4, id)``, ``system.truncate(4, data)``, ``system.years/months/days/hours(ts)``)
+become transform terms, as Spark's ``SparkV2Filters`` converts them.  Comparisons with ``NULL`` fold to false (as
 Spark's optimizer does) and comparisons between two literals are folded.
 
 The result is unbound: bind it to a schema with :func:`procedures.spec.expressions.bind`.
@@ -17,13 +19,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable
 
-from procedures.errors import ExpressionError
+from procedures.errors import ExpressionError, ValidationError
 from procedures.spec.expressions import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
     Expression,
     Literal,
     Operation,
+    UnboundTransform,
     and_,
     is_nan,
     is_null,
@@ -34,7 +37,9 @@ from procedures.spec.expressions import (
     parse_date_days,
     parse_timestamp_micros,
     predicate,
+    transform_term,
 )
+from procedures.spec.transforms import DAY, HOUR, MONTH, YEAR, BucketTransform, TruncateTransform
 from procedures.spec.types import BINARY, DATE, DOUBLE, FLOAT, INT, LONG, TIMESTAMP, TIMESTAMPTZ
 
 __all__ = ["parse_filter"]
@@ -253,12 +258,6 @@ class _Parser:
             return func
         left = self.parse_operand("expected a column or a value")
         t = self.peek()
-        if isinstance(left, str) and left.lower().startswith("system.") and t.kind == "op" and t.value == "(":
-            raise ExpressionError(
-                f"Cannot parse filter '{self.text}': Iceberg's system function {left}(...) at position {start.pos} "
-                "is not supported in filters yet (Iceberg Java accepts system.bucket, system.truncate, system.years, "
-                "system.months, system.days and system.hours); filter on the source column instead"
-            )
         if t.kind == "op" and t.value in _COMPARISONS:
             self.advance()
             right = self.parse_operand("expected a value")
@@ -307,11 +306,12 @@ class _Parser:
         if name not in builders:
             if t.value.upper() in _KEYWORDS:
                 return None
-            raise self.error(f"function '{t.value}' cannot be converted to an Iceberg filter", t)
+            hint = f" (Iceberg's function is system.{name})" if name in _SYSTEM_FUNCTIONS else ""
+            raise self.error(f"function '{t.value}' cannot be converted to an Iceberg filter{hint}", t)
         self.advance()
         self.advance()
         column = self.parse_operand("expected a column")
-        if not isinstance(column, str):
+        if not _is_term(column):
             raise self.error("expected a column", t)
         self.expect_op(")", "expected ')'")
         return builders[name](column)
@@ -327,11 +327,47 @@ class _Parser:
                 if nxt.kind not in ("ident", "qident"):
                     raise self.error("expected a field name after '.'")
                 parts.append(self.advance().value)
+            if self.peek().kind == "op" and self.peek().value == "(":
+                return self.system_function(parts, t)
             return ".".join(parts)
         value = self.parse_literal()
         if value is _NO_VALUE:
             raise self.error(expected)
         return value
+
+    def system_function(self, parts: list[str], start: _Token) -> UnboundTransform:
+        """An Iceberg system function call, ``[catalog.]system.bucket(4, id)``, as the transform term
+        Spark's ``SparkV2Filters`` hands Iceberg (``bucket[4](id)``); the cursor is on its '('."""
+        name = ".".join(parts)
+        fn = parts[-1].lower()
+        if len(parts) not in (2, 3) or parts[-2].lower() != "system" or fn not in _SYSTEM_FUNCTIONS:
+            raise self.error(
+                f"function '{name}' cannot be converted to an Iceberg filter (Iceberg's system functions "
+                f"are {', '.join('system.' + f for f in _SYSTEM_FUNCTIONS)})", start)
+        self.advance()
+        args: list[Any] = []
+        if not self.accept_op(")"):
+            args.append(self.parse_operand("expected a function argument"))
+            while self.accept_op(","):
+                args.append(self.parse_operand("expected a function argument"))
+            self.expect_op(")", "expected ',' or ')'")
+        width_arg = fn in ("bucket", "truncate")
+        usage = f"{name}({'width, ' if width_arg else ''}column)"
+        if len(args) != (2 if width_arg else 1):
+            raise self.error(f"{name} takes {2 if width_arg else 1} argument(s): {usage}", start)
+        column = args[-1]
+        if not isinstance(column, str):
+            raise self.error(f"the last argument of {name} must be a column: {usage}", start)
+        if not width_arg:
+            return transform_term(_SYSTEM_FUNCTIONS[fn], column)
+        width = args[0]
+        if not (isinstance(width, Literal) and width.type == INT):
+            raise self.error(f"the first argument of {name} must be an integer literal: {usage}", start)
+        try:
+            transform = BucketTransform(width.value) if fn == "bucket" else TruncateTransform(width.value)
+        except ValidationError as e:
+            raise self.error(f"invalid {name} width {width.value} ({e})", start) from None
+        return transform_term(transform, column)
 
     def parse_literal(self) -> Any:
         t = self.peek()
@@ -363,9 +399,16 @@ class _Parser:
         if word in ("TRUE", "FALSE"):
             self.advance()
             return lit(word == "TRUE")
-        if word in ("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ") and self.peek(1).kind == "string":
+        # date('2023-01-01') and timestamp('...') are casts Spark folds to the typed literals
+        call = (word in ("DATE", "TIMESTAMP") and self.peek(1).kind == "op" and self.peek(1).value == "("
+                and self.peek(2).kind == "string" and self.peek(3).kind == "op" and self.peek(3).value == ")")
+        if call or (word in ("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ") and self.peek(1).kind == "string"):
             self.advance()
+            if call:
+                self.advance()
             s = self.advance()
+            if call:
+                self.advance()
             try:
                 if word == "DATE":
                     return Literal(parse_date_days(s.value), DATE)
@@ -405,11 +448,11 @@ class _Parser:
     def comparison(self, op_token: _Token, left: Any, right: Any) -> Expression:
         op = _COMPARISONS[op_token.value]
         null_safe = op_token.value == "<=>"
-        if isinstance(left, str) and isinstance(right, str):
+        if _is_term(left) and _is_term(right):
             raise self.error("comparisons between two columns cannot be converted to an Iceberg filter", op_token)
-        if not isinstance(left, str) and isinstance(right, str):
+        if not _is_term(left) and _is_term(right):
             left, right, op = right, left, op.flip()
-        if isinstance(left, str):
+        if _is_term(left):
             if right is None:
                 # col <=> NULL is IS NULL; any other comparison with NULL is never true
                 return is_null(left) if null_safe else ALWAYS_FALSE
@@ -424,7 +467,7 @@ class _Parser:
             raise self.error(f"cannot compare {left} with {right}", op_token) from None
 
     def null_check(self, operand: Any, start: _Token, negated: bool) -> Expression:
-        if isinstance(operand, str):
+        if _is_term(operand):
             return not_null(operand) if negated else is_null(operand)
         is_null_value = operand is None
         return ALWAYS_TRUE if is_null_value != negated else ALWAYS_FALSE
@@ -435,9 +478,9 @@ class _Parser:
         while self.accept_op(","):
             values.append(self.parse_operand("expected a value"))
         self.expect_op(")", "expected ',' or ')'")
-        if any(isinstance(v, str) for v in values):
+        if any(_is_term(v) for v in values):
             raise self.error("IN lists must hold literals, not columns", start)
-        if not isinstance(left, str):
+        if not _is_term(left):
             raise self.error("expected a column before IN", start)
         has_null = any(v is None for v in values)
         literals = [v for v in values if v is not None]
@@ -455,7 +498,7 @@ class _Parser:
         if t.kind != "string":
             raise self.error("expected a string pattern")
         self.advance()
-        if not isinstance(left, str):
+        if not _is_term(left):
             raise self.error("expected a column before LIKE", start)
         prefix, wildcard = _like_prefix(t.value)
         if prefix is None:
@@ -466,6 +509,17 @@ class _Parser:
 
 
 _NO_VALUE = object()
+
+#: Iceberg's Spark functions that SparkV2Filters turns into transform terms (by their names under
+#: the catalog's ``system`` namespace); bucket and truncate take the width first
+_SYSTEM_FUNCTIONS: dict[str, Any] = {
+    "years": YEAR, "months": MONTH, "days": DAY, "hours": HOUR, "bucket": None, "truncate": None,
+}
+
+
+def _is_term(operand: Any) -> bool:
+    """Whether a parsed operand is a column or a transform of one (not a literal or NULL)."""
+    return isinstance(operand, (str, UnboundTransform))
 
 
 def _like_prefix(pattern: str) -> tuple[str | None, bool]:

@@ -26,6 +26,7 @@ from procedures.spec.literals import (
     parse_timestamp_micros,
 )
 from procedures.spec.schema import Schema
+from procedures.spec.transforms import Transform
 from procedures.spec.types import DoubleType, FloatType, PrimitiveType, StringType, StructType
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "lit",
     "Reference",
     "BoundReference",
+    "UnboundTransform",
+    "BoundTransform",
     "UnboundPredicate",
     "BoundPredicate",
     "eq",
@@ -64,10 +67,12 @@ __all__ = [
     "starts_with",
     "not_starts_with",
     "predicate",
+    "transform_term",
     "bind",
     "rewrite_not",
     "referenced_field_ids",
     "referenced_names",
+    "has_transform_terms",
     "BoundExpressionVisitor",
     "visit",
     "parse_timestamp_micros",
@@ -314,13 +319,73 @@ class BoundReference:
         return self.name
 
 
+@dataclass(frozen=True, slots=True)
+class UnboundTransform:
+    """A partition transform applied to a column, as a predicate's term (Java's ``UnboundTransform``):
+    ``bucket[4](id) = 1`` is what Spark's ``system.bucket(4, id) = 1`` becomes."""
+
+    ref: Reference
+    transform: Transform
+
+    @property
+    def name(self) -> str:
+        """The source column's name."""
+        return self.ref.name
+
+    def __str__(self) -> str:
+        return f"{self.transform}({self.ref.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class BoundTransform:
+    """A transform bound to its source column (Java's ``BoundTransform``).
+
+    ``field_id``, ``name``, ``positions`` and ``required`` are the source column's, so projection
+    finds the partition fields of that column; ``type`` is the transform's result type, which the
+    predicate's literals were converted to.  Metrics evaluators must not read bounds through it: the
+    bounds are of the source values, not of the transformed ones.
+    """
+
+    ref: BoundReference
+    transform: Transform
+    type: PrimitiveType
+
+    @property
+    def field_id(self) -> int:
+        """The source column's field id."""
+        return self.ref.field_id
+
+    @property
+    def name(self) -> str:
+        """The source column's full name."""
+        return self.ref.name
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        """The struct positions of the source column."""
+        return self.ref.positions
+
+    @property
+    def required(self) -> bool:
+        """Whether the transformed value is never null (a required source; void gives nulls)."""
+        return self.ref.required and not self.transform.is_void
+
+    def eval(self, row: Any) -> Any:
+        """The transformed value of the source column in a struct tuple."""
+        return self.transform.apply(self.ref.eval(row), self.ref.type)
+
+    def __str__(self) -> str:
+        return f"{self.transform}({self.ref.name})"
+
+
 # ------------------------------------------------------------------------------------ predicates
 @dataclass(frozen=True, slots=True)
 class UnboundPredicate(Expression):
-    """A predicate on a column name; ``literals`` holds one literal, several for IN/NOT IN, or none."""
+    """A predicate on a column name (or a transform of one); ``literals`` holds one literal,
+    several for IN/NOT IN, or none."""
 
     op: Operation
-    term: Reference
+    term: Reference | UnboundTransform
     literals: tuple[Literal, ...] = ()
 
     @property
@@ -340,14 +405,14 @@ class BoundPredicate(Expression):
     """A predicate bound to a field; ``literal`` for comparisons, ``literal_set`` for IN/NOT IN."""
 
     op: Operation
-    term: BoundReference
+    term: BoundReference | BoundTransform
     literal: Literal | None = None
     literal_set: frozenset | None = None
 
     @property
     def ref(self) -> BoundReference:
-        """The bound column."""
-        return self.term
+        """The bound column (the source column of a transform term)."""
+        return self.term.ref if isinstance(self.term, BoundTransform) else self.term
 
     def negate(self) -> Expression:
         return BoundPredicate(self.op.negate(), self.term, self.literal, self.literal_set)
@@ -355,7 +420,10 @@ class BoundPredicate(Expression):
     def __str__(self) -> str:
         values = sorted(self.literal_set, key=repr) if self.literal_set is not None else (
             [] if self.literal is None else [self.literal.value])
-        return _predicate_str(self.op, f"ref(id={self.term.field_id}, name={self.term.name})", values)
+        ref = f"ref(id={self.term.field_id}, name={self.term.name})"
+        if isinstance(self.term, BoundTransform):
+            ref = f"{self.term.transform}({ref})"
+        return _predicate_str(self.op, ref, values)
 
 
 def _predicate_str(op: Operation, term: str, values: list[Any]) -> str:
@@ -369,24 +437,32 @@ def _predicate_str(op: Operation, term: str, values: list[Any]) -> str:
     return f"{op.value}({term}, {values[0]!r})"
 
 
-def predicate(op: Operation, name: str, *values: Any) -> Expression:
-    """An unbound predicate of any operation on the column ``name``."""
+def predicate(op: Operation, name: str | UnboundTransform, *values: Any) -> Expression:
+    """An unbound predicate of any operation on the column ``name`` (or on a transform of a column,
+    as :func:`transform_term` builds)."""
+    term = name if isinstance(name, UnboundTransform) else Reference(name)
     if op.is_unary:
         if values:
             raise ExpressionError(f"{op.value} takes no value, got {values!r}")
-        return UnboundPredicate(op, Reference(name))
+        return UnboundPredicate(op, term)
     if op.is_set:
         lits: list[Literal] = []
         for v in values:
             literal = lit(v)
             if literal not in lits:
                 lits.append(literal)
-        return UnboundPredicate(op, Reference(name), tuple(lits))
+        return UnboundPredicate(op, term, tuple(lits))
     if op in (Operation.TRUE, Operation.FALSE, Operation.NOT, Operation.AND, Operation.OR):
         raise ExpressionError(f"{op.value} is not a predicate operation")
     if len(values) != 1:
         raise ExpressionError(f"{op.value} takes exactly one value, got {len(values)}")
-    return UnboundPredicate(op, Reference(name), (lit(values[0]),))
+    return UnboundPredicate(op, term, (lit(values[0]),))
+
+
+def transform_term(transform: Transform, name: str) -> UnboundTransform:
+    """The term ``transform(name)`` for :func:`predicate` (Java's ``Expressions.bucket(name, n)``,
+    ``Expressions.year(name)`` ...)."""
+    return UnboundTransform(Reference(name), transform)
 
 
 def eq(name: str, value: Any) -> Expression:
@@ -520,8 +596,20 @@ class _Binder:
             struct = f.field_type
         return f
 
+    def term(self, term: Reference | UnboundTransform) -> BoundReference | BoundTransform:
+        ref = self.reference(term.name)
+        if isinstance(term, Reference):
+            return ref
+        transform = term.transform
+        if not transform.can_transform(ref.type):
+            # as Java's UnboundTransform.bind
+            raise ExpressionError(f"Cannot bind: {transform} cannot transform {ref.type} values from '{ref.name}'")
+        result = transform.result_type(ref.type)
+        assert isinstance(result, PrimitiveType)
+        return BoundTransform(ref, transform, result)
+
     def bind_predicate(self, pred: UnboundPredicate) -> Expression:
-        ref = self.reference(pred.term.name)
+        ref = self.term(pred.term)
         op, t = pred.op, ref.type
         if op is Operation.IS_NULL:
             return ALWAYS_FALSE if ref.required else BoundPredicate(op, ref)
@@ -595,6 +683,11 @@ def referenced_field_ids(expr: Expression) -> set[int]:
     return {p.term.field_id for p in _predicates(expr) if isinstance(p, BoundPredicate)}
 
 
+def has_transform_terms(expr: Expression) -> bool:
+    """Whether some predicate of ``expr`` is on a transform of a column (``bucket[4](id) = 1``)."""
+    return any(isinstance(p.term, (UnboundTransform, BoundTransform)) for p in _predicates(expr))
+
+
 def referenced_names(expr: Expression) -> set[str]:
     """Column names of every unbound predicate in ``expr``."""
     return {p.term.name for p in _predicates(expr) if isinstance(p, UnboundPredicate)}
@@ -625,7 +718,20 @@ class BoundExpressionVisitor:
         raise NotImplementedError
 
     def predicate(self, pred: BoundPredicate) -> Any:
-        """Dispatch a bound predicate to the per-operation callback."""
+        """Dispatch a bound predicate to the per-operation callback (a transform term first goes
+        through :meth:`transform_predicate`)."""
+        if isinstance(pred.term, BoundTransform):
+            return self.transform_predicate(pred)
+        return self.dispatch(pred)
+
+    def transform_predicate(self, pred: BoundPredicate) -> Any:
+        """Result for a predicate on a transform term (``bucket[4](id) = 1``).  By default the
+        per-operation callbacks, whose ``ref.eval`` then yields the transformed value; visitors
+        that read column statistics override it (Java's ``handleNonReference``)."""
+        return self.dispatch(pred)
+
+    def dispatch(self, pred: BoundPredicate) -> Any:
+        """Call the per-operation callback of ``pred`` with its term and literal(s)."""
         op, ref = pred.op, pred.term
         if op.is_unary:
             return getattr(self, op.name.lower())(ref)

@@ -12,7 +12,10 @@ deletes drop whole files.  Each transform projects the operations it can (Java's
   boundary by one unit before transforming; time projections widen for values before 1970 because
   old writers truncated toward zero there, so a partition value may be one greater than correct
   (except ``day`` of a date, which is the date itself);
-* ``void`` and unknown transforms project nothing (always true inclusive, always false strict).
+* ``void`` and unknown transforms project nothing (always true inclusive, always false strict);
+* a predicate on a transform term (``bucket[4](id) = 1``, from Spark's ``system.bucket(4, id)``)
+  projects unchanged onto a partition field with the same transform of the same column, and onto
+  no other field.
 
 Results are unbound expressions on partition field names; bind them to ``spec.partition_type``.
 """
@@ -27,6 +30,7 @@ from procedures.spec.expressions import (
     ALWAYS_TRUE,
     And,
     BoundPredicate,
+    BoundTransform,
     Expression,
     Literal,
     Operation,
@@ -115,6 +119,10 @@ def project_strict(name: str, pred: BoundPredicate, transform: Transform) -> Exp
 
 
 def _dispatch(name: str, pred: BoundPredicate, transform: Transform, strict: bool) -> Expression | None:
+    if isinstance(pred.term, BoundTransform):
+        # a predicate on transform(x) says exactly what it says about a partition field with the
+        # same transform of x, both ways; any other field learns nothing (Java's ProjectionUtil)
+        return _copy(name, pred) if pred.term.transform == transform else None
     source = pred.term.type
     if isinstance(transform, IdentityTransform):
         return _copy(name, pred)
