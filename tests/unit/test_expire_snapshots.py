@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from datetime import datetime, timezone
 
 import pytest
 
@@ -558,8 +559,10 @@ def test_procedure_through_the_registry(catalog):
     for i in range(3):
         t = c(t, FastAppend([data_file(t, f"f{i}", i)]))
     conf = {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": catalog.warehouse}
-    res = runner.run("expire_snapshots", kwargs={"table": "db.t", "older_than": FUTURE // 1000 * 1000,
-                                                   "retain_last": 1}, catalog="local", conf=conf, lenient=True)
+    # a Python caller passes a datetime (an int's unit is ambiguous and refused)
+    later = datetime(2999, 1, 1, tzinfo=timezone.utc)
+    res = runner.run("expire_snapshots", kwargs={"table": "db.t", "older_than": later, "retain_last": 1},
+                     catalog="local", conf=conf, lenient=True)
     assert [c.name for c in res.columns][0] == "deleted_data_files_count"
     assert res.rows == [(0, 0, 0, 0, 2, 0)]
     with pytest.raises(ValidationError, match="retain_last"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import datetime, timedelta, timezone
 
 import pyarrow.fs as pafs
 import pytest
@@ -260,13 +261,14 @@ def test_procedure_through_the_registry(catalog):
     t = make_table(catalog)
     orphan = touch(f"{t.location}/data/orphan.parquet")
     conf = {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": catalog.warehouse}
-    recent = int(time.time() * 1_000_000)
+    # a Python caller passes a datetime (an int's unit is ambiguous and refused)
+    recent = datetime.now(timezone.utc)
     with pytest.raises(ValidationError, match="interval less than 24 hours"):
         runner.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent}, catalog="local", conf=conf,
                      lenient=True)
     res = runner.run("remove_orphan_files", kwargs={"table": "db.t", "dry_run": True}, catalog="local", conf=conf)
     assert res.rows == [(q(orphan),)] and [c.name for c in res.columns] == ["orphan_file_location"]
-    res = runner.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent + 10**6},
+    res = runner.run("remove_orphan_files", kwargs={"table": "db.t", "older_than": recent + timedelta(seconds=1)},
                        catalog="local", conf={**conf, "spark.testing": "true"}, lenient=True)
     assert res.rows == [(q(orphan),)] and not os.path.exists(orphan)
     with pytest.raises(ValidationError, match="Invalid mode: nope"):
