@@ -404,3 +404,10 @@ def test_arrow_results_keep_their_types():
     out = TruncateTransform(10).apply_arrow(pa.array(values, pa.decimal128(9, 2)), dec)
     assert out.type == pa.decimal128(9, 2) and out.to_pylist() == [TruncateTransform(10).apply(v, dec) for v in values]
 
+
+def test_arrow_uuid_extension_arrays_hash_their_bytes():
+    u = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
+    storage = pa.array([u.bytes, None], pa.binary(16))
+    ext = pa.ExtensionArray.from_storage(pa.uuid(), storage)
+    assert BucketTransform(16).apply_arrow(ext, UUID).to_pylist() == [BucketTransform(16).apply(u, UUID), None]
+    assert BucketTransform(16).apply_arrow(storage, UUID).to_pylist() == [BucketTransform(16).apply(u, UUID), None]
