@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from procedures.errors import ValidationError
 from procedures.spec.conversions import to_bytes
 from procedures.spec.evaluators import (
     IN_PREDICATE_LIMIT,
@@ -37,6 +38,7 @@ from procedures.spec.expressions import (
     or_,
     predicate,
     starts_with,
+    visit,
 )
 from procedures.spec.manifest import DataFile, FieldSummary, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -721,3 +723,32 @@ def test_projections_are_sound_on_rows(case):
                 assert incl.eval(partition), (op, v)
             if strc.eval(partition):
                 assert matches, (op, v)
+
+
+def test_visiting_a_manifest_evaluator_answers_as_its_compiled_tests():
+    """Comparisons are compiled to direct tests; the evaluator's visitor methods (what a direct
+    ``visit`` of it calls) must give the same answers, including with missing bounds and nulls."""
+    sums = [summaries(), summaries(id_summary=FieldSummary(True, None, None, None)),
+            summaries(id_summary=FieldSummary(True, None, to_bytes(4, INT), None)),
+            summaries(id_summary=FieldSummary(False, None, None, to_bytes(4, INT))),
+            summaries(f_summary=FieldSummary(False, True, None, None))]
+    checked = 0
+    for make in (lt, lt_eq, gt, gt_eq, eq):
+        for field, values in (("id", (0, 1, 4, 5, 10, 11)), ("f", (0.5, 1.0, 2.0, 3.0))):
+            for value in values:
+                ev = ManifestEvaluator(PART_STRUCT, make(field, value))
+                for s in sums:
+                    ev._stats = s
+                    assert visit(ev.expr, ev) is ev.eval(s), (make.__name__, field, value, s)
+                    checked += 1
+    assert checked == 5 * 10 * len(sums)
+    assert visit(ALWAYS_TRUE, ev) is True and visit(ALWAYS_FALSE, ev) is False
+
+
+def test_manifest_evaluator_for_partition_filter_names_partition_fields():
+    ev = ManifestEvaluator.for_partition_filter(PART_STRUCT, and_(gt_eq("ID", 5), starts_with("name", "ab")),
+                                                case_sensitive=False)
+    assert ev.eval(summaries()) is True
+    assert ManifestEvaluator.for_partition_filter(PART_STRUCT, gt("id", 10)).eval(summaries()) is False
+    with pytest.raises(ValidationError, match="ID"):
+        ManifestEvaluator.for_partition_filter(PART_STRUCT, gt("ID", 10))
