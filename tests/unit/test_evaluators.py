@@ -15,6 +15,7 @@ from procedures.spec.evaluators import (
     InclusiveMetricsEvaluator,
     ManifestEvaluator,
     StrictMetricsEvaluator,
+    compare_values,
 )
 from procedures.spec.expressions import (
     ALWAYS_FALSE,
@@ -752,3 +753,87 @@ def test_manifest_evaluator_for_partition_filter_names_partition_fields():
     assert ManifestEvaluator.for_partition_filter(PART_STRUCT, gt("id", 10)).eval(summaries()) is False
     with pytest.raises(ValidationError, match="ID"):
         ManifestEvaluator.for_partition_filter(PART_STRUCT, gt("ID", 10))
+
+
+# ------------------------------------------------------------------ edges found by mutation testing (issue 38)
+def test_nan_sorts_above_every_number_whatever_the_other_type():
+    nan = float("nan")
+    assert compare_values(nan, 1) == compare_values(nan, 1e308) == 1
+    assert compare_values(1, nan) == compare_values(-1.0, nan) == -1
+    assert compare_values(nan, nan) == 0 and compare_values(2, 1.5) == 1 and compare_values(1.5, 1.5) == 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda e, cs: Evaluator(ROW_SCHEMA, e, **cs).eval((5, "a", 1.0, (1,))),
+    lambda e, cs: InclusiveMetricsEvaluator(METRICS_SCHEMA, e, **cs).eval(FILE),
+    lambda e, cs: StrictMetricsEvaluator(METRICS_SCHEMA, e, **cs).eval(FILE),
+    lambda e, cs: ManifestEvaluator(PART_STRUCT, e, **cs).eval(summaries()),
+])
+def test_names_are_case_sensitive_unless_asked(make):
+    assert make(gt_eq("ID", 5), {"case_sensitive": False}) is make(gt_eq("id", 5), {})
+    for cs in ({}, {"case_sensitive": True}):
+        with pytest.raises(ValidationError, match="ID"):
+            make(gt_eq("ID", 5), cs)
+
+
+def test_manifest_evaluator_for_row_filter_is_case_sensitive_unless_asked():
+    schema = Schema([NestedField(1, "id", LONG), NestedField(2, "ts", TIMESTAMP)])
+    spec = PartitionSpec(0, (PartitionField(2, 1000, DAY, "ts_day"),))
+    stats = [FieldSummary(False, None, to_bytes(17486, DATE), to_bytes(17488, DATE))]
+    late = 17490 * 86_400_000_000
+    assert ManifestEvaluator.for_row_filter(gt_eq("TS", late), spec, schema, case_sensitive=False).eval(stats) is False
+    with pytest.raises(ValidationError, match="TS"):
+        ManifestEvaluator.for_row_filter(gt_eq("TS", late), spec, schema)
+
+
+@pytest.mark.parametrize("expr, row, expected", [
+    (lt_eq("id", 5), (6, None, None, None), False),
+    (lt_eq("id", 5), (None, None, None, None), False),
+    (gt_eq("id", 5), (None, None, None, None), False),
+    (gt_eq("id", 5), (4, None, None, None), False),
+    (starts_with("data", "No"), (1, None, None, None), False),  # a null is not the text "None"
+    (not_starts_with("data", "ab"), (1, "abc", None, None), False),
+    (not_nan("d"), (1, None, float("nan"), None), False),
+    (not_nan("d"), (1, None, 1.0, None), True),
+])
+def test_row_evaluator_edges(expr, row, expected):
+    ev = Evaluator(ROW_SCHEMA, expr)
+    assert ev.eval(row) is expected
+    assert ev.eval((5, "a", 1.0, (1,))) is Evaluator(ROW_SCHEMA, expr).eval((5, "a", 1.0, (1,)))  # no state kept
+
+
+def test_a_manifest_evaluator_of_false_matches_nothing():
+    assert ManifestEvaluator(PART_STRUCT, ALWAYS_FALSE).eval(summaries()) is False
+    assert ManifestEvaluator(PART_STRUCT, ALWAYS_TRUE).eval(summaries()) is True
+
+
+NULLS_AB = data_file(lower_bounds={5: to_bytes("abc", STRING)}, upper_bounds={5: to_bytes("abd", STRING)})
+ONE_BOUND = data_file(lower_bounds={1: to_bytes(42, INT)}, upper_bounds={})
+NO_BOUNDS = data_file(lower_bounds={}, upper_bounds={})
+NAN_COUNT_UNKNOWN = data_file(nan_value_counts={7: 50, 8: 10, 9: 0, 11: 40})
+ONE_NAN = data_file(nan_value_counts={7: 50, 8: 1, 9: 0, 10: 0, 11: 40},
+                    lower_bounds={8: _f32(1.0)}, upper_bounds={8: _f32(2.0)})
+
+
+@pytest.mark.parametrize("expr, file, expected", [
+    # columns in structs prove nothing
+    (not_eq("s.x", 100), FILE, False), (in_("s.x", [5, 15]), FILE, False), (not_in("s.x", [100]), FILE, False),
+    # a missing bound proves nothing for IN
+    (in_("id", [42]), ONE_BOUND, False),
+    # nulls never start with a prefix, even when both bounds do
+    (starts_with("some_nulls", "ab"), NULLS_AB, False),
+    # only nulls: NOT IN, NOT starts_with hold for all
+    (not_in("all_nulls", ["a"]), FILE, True), (not_in("all_nans", [1.0]), FILE, True),
+    (not_starts_with("all_nulls", "a"), FILE, True),
+    # no bounds: NOT starts_with is unknown; bounds outside the prefix: it holds for all
+    (not_starts_with("no_nulls", "x"), NO_BOUNDS, False),
+    (not_starts_with("no_nulls", "aa"), FILE, True), (not_starts_with("no_nulls", "abf"), FILE, True),
+    (not_starts_with("no_nulls", "abd"), FILE, False),
+    # NaN: a count of one is enough to fail a comparison; all nulls hold NaN nowhere whatever the count
+    (lt("some_nans", 100.0), ONE_NAN, False),
+    (not_nan("all_nulls_double"), NAN_COUNT_UNKNOWN, True),
+    # a file of one row is tested like any other
+    (eq("id", 5), data_file(record_count=1), False),
+])
+def test_strict_metrics_edges(expr, file, expected):
+    assert strict(expr, file) is expected
