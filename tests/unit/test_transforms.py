@@ -331,6 +331,7 @@ def test_truncate_wraps_like_java_at_the_bottom_of_the_range():
     ("hour", "day", None, True), ("day", "day", None, True), ("day", "hour", None, False),
     ("month", "year", None, True), ("year", "month", None, False),
     ("day", "identity", None, False), ("day", "void", None, False),
+    ("bucket[4]", "bucket[4]", LONG, True), ("bucket[4]", "bucket[8]", LONG, False),  # only itself
 ])
 def test_which_orderings_satisfy_which(a, b, source, expected):
     assert parse_transform(a).satisfies_order_of(parse_transform(b), source) is expected
