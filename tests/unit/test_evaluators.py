@@ -817,18 +817,23 @@ ONE_NAN = data_file(nan_value_counts={7: 50, 8: 1, 9: 0, 10: 0, 11: 40},
 
 @pytest.mark.parametrize("expr, file, expected", [
     # columns in structs prove nothing
-    (not_eq("s.x", 100), FILE, False), (in_("s.x", [5, 15]), FILE, False), (not_in("s.x", [100]), FILE, False),
+    (not_eq("s.x", 100), FILE, False), (in_("s.x", [5, 15]), FILE, False), (not_in("s.x", [100, 101]), FILE, False),
     # a missing bound proves nothing for IN
-    (in_("id", [42]), ONE_BOUND, False),
+    (in_("id", [42, 43]), ONE_BOUND, False),  # (one value would be rewritten to =)
     # nulls never start with a prefix, even when both bounds do
     (starts_with("some_nulls", "ab"), NULLS_AB, False),
     # only nulls: NOT IN, NOT starts_with hold for all
-    (not_in("all_nulls", ["a"]), FILE, True), (not_in("all_nans", [1.0]), FILE, True),
+    (not_in("all_nulls", ["a", "b"]), FILE, True), (not_in("all_nans", [1.0, 2.0]), FILE, True),
     (not_starts_with("all_nulls", "a"), FILE, True),
     # no bounds: NOT starts_with is unknown; bounds outside the prefix: it holds for all
     (not_starts_with("no_nulls", "x"), NO_BOUNDS, False),
     (not_starts_with("no_nulls", "aa"), FILE, True), (not_starts_with("no_nulls", "abf"), FILE, True),
     (not_starts_with("no_nulls", "abd"), FILE, False),
+    # one bound: the range is open on the other side
+    (not_starts_with("no_nulls", "aa"), data_file(lower_bounds={6: to_bytes("abc", STRING)}, upper_bounds={}), True),
+    (not_starts_with("no_nulls", "x"), data_file(lower_bounds={6: to_bytes("abc", STRING)}, upper_bounds={}), False),
+    (not_starts_with("no_nulls", "x"), data_file(lower_bounds={}, upper_bounds={6: to_bytes("abc", STRING)}), True),
+    (not_starts_with("no_nulls", "aa"), data_file(lower_bounds={}, upper_bounds={6: to_bytes("abc", STRING)}), False),
     # NaN: a count of one is enough to fail a comparison; all nulls hold NaN nowhere whatever the count
     (lt("some_nans", 100.0), ONE_NAN, False),
     (not_nan("all_nulls_double"), NAN_COUNT_UNKNOWN, True),
