@@ -162,6 +162,7 @@ def test_statistics_of_the_given_snapshots_only(table):
 @pytest.mark.parametrize("location", ["s3://b/wh/TAX", "s3://b/wh/TAX/", "/wh/t//"])
 def test_the_version_hint_is_under_the_table_location(location):
     md, _ = new_table_metadata(schema=SCHEMA, location=location, spec=SPEC, format_version=2)
+    md = replace(md, location=location)  # as another writer may have left it (the builder trims it)
     hint = R.metadata_file_paths(md, None)[-1]
     assert hint == location.rstrip("/") + "/metadata/version-hint.text"
 
