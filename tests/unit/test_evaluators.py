@@ -842,3 +842,12 @@ ONE_NAN = data_file(nan_value_counts={7: 50, 8: 1, 9: 0, 10: 0, 11: 40},
 ])
 def test_strict_metrics_edges(expr, file, expected):
     assert strict(expr, file) is expected
+
+
+def test_metrics_evaluators_of_constants_and_of_a_bare_struct():
+    for ev in (strict, inclusive, inclusive_visited):
+        assert ev(ALWAYS_TRUE) is True and ev(ALWAYS_FALSE) is False
+    struct_only = StructType(tuple(METRICS_SCHEMA.fields))  # a partition type, say: no Schema around it
+    for expr in (lt("id", 80), gt("id", 79), starts_with("trunc", "ab")):
+        assert InclusiveMetricsEvaluator(struct_only, expr).eval(FILE) is inclusive(expr)
+        assert StrictMetricsEvaluator(struct_only, expr).eval(FILE) is strict(expr)
