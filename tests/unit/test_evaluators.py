@@ -851,3 +851,13 @@ def test_metrics_evaluators_of_constants_and_of_a_bare_struct():
     for expr in (lt("id", 80), gt("id", 79), starts_with("trunc", "ab")):
         assert InclusiveMetricsEvaluator(struct_only, expr).eval(FILE) is inclusive(expr)
         assert StrictMetricsEvaluator(struct_only, expr).eval(FILE) is strict(expr)
+
+
+@pytest.mark.parametrize("projection", [inclusive_projection, strict_projection])
+def test_projections_are_case_sensitive_unless_asked(projection):
+    spec = spec_of((3, DAY, "ts_day"))
+    expected = projection(spec, PROJ_SCHEMA, gt_eq("ts", TS))
+    assert str(projection(spec, PROJ_SCHEMA, gt_eq("TS", TS), case_sensitive=False)) == str(expected)
+    for cs in ({}, {"case_sensitive": True}):
+        with pytest.raises(ValidationError, match="TS"):
+            projection(spec, PROJ_SCHEMA, gt_eq("TS", TS), **cs)
