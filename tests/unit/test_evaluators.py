@@ -632,6 +632,15 @@ def test_truncate_string_projection():
     assert str(project(not_starts_with("data", "abcdef"), f, strict_=True)) == "not_starts_with(data_trunc, 'abc')"
     assert str(project(lt_eq("data", "abcdef"), f, strict_=True)) == "data_trunc < 'abc'"
     assert str(project(not_eq("data", "abcdef"), f, strict_=True)) == "data_trunc != 'abc'"
+    # strict > and >=: a partition value above the literal's prefix puts every value above the literal
+    assert str(project(gt("data", "abcdef"), f, strict_=True)) == "data_trunc > 'abc'"
+    assert str(project(gt_eq("data", "abcdef"), f, strict_=True)) == "data_trunc > 'abc'"
+    # sets: IN keeps the truncated values (inclusive), NOT IN too (strict); the other way proves nothing
+    assert str(project(in_("data", ["abcdef", "abxyz", "ab"]), f)) == "data_trunc IN ('ab', 'abc', 'abx')"
+    assert project(not_in("data", ["abcdef", "abxyz"]), f) is ALWAYS_TRUE
+    assert str(project(not_in("data", ["abcdef", "abxyz", "ab"]), f, strict_=True)) == \
+        "data_trunc NOT IN ('ab', 'abc', 'abx')"
+    assert project(in_("data", ["abcdef", "abxyz"]), f, strict_=True) is ALWAYS_FALSE
 
 
 def test_identity_void_unknown_and_combinations():
