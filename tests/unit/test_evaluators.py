@@ -870,3 +870,34 @@ def test_projections_are_case_sensitive_unless_asked(projection):
     for cs in ({}, {"case_sensitive": True}):
         with pytest.raises(ValidationError, match="TS"):
             projection(spec, PROJ_SCHEMA, gt_eq("TS", TS), **cs)
+
+
+_TRUNC_ID = (1, TruncateTransform(10), "id_trunc")
+_DAY_TS = (3, DAY, "ts_day")
+
+
+@pytest.mark.parametrize("expr, fields, strict_, expected", [
+    (ALWAYS_TRUE, (_TRUNC_ID,), False, "true"),
+    (ALWAYS_FALSE, (_TRUNC_ID,), True, "false"),
+    # compound filters: each side projected the same way (an unpartitioned side proves nothing)
+    (and_(lt("ts", TS), gt("id", 5)), (_DAY_TS,), True, "false"),
+    (or_(lt("ts", TS), gt("ts", TS + 1)), (_DAY_TS,), True, "(ts_day < 17486 OR ts_day > 17486)"),
+    (and_(lt("ts", TS), gt_eq("ts", 0)), (_DAY_TS,), False, "(ts_day <= 17486 AND ts_day >= 0)"),
+    (or_(lt("ts", TS), eq("id", 7)), (_DAY_TS,), False, "true"),
+    # the partition field of the predicate's column need not be the spec's first
+    (lt("ts", TS), ((1, IDENTITY, "id_part"), _DAY_TS), False, "ts_day <= 17486"),
+    (lt("ts", TS), ((1, IDENTITY, "id_part"), _DAY_TS), True, "ts_day < 17486"),
+    (is_null("id"), ((1, IDENTITY, "id_part"),), False, "is_null(id_part)"),
+    (not_null("id"), ((1, IDENTITY, "id_part"),), True, "not_null(id_part)"),
+    (in_("id", [1, 2, 3]), ((1, BucketTransform(4), "id_bucket"),), False, "id_bucket IN (0, 3)"),
+    # sets through truncate: NOT IN of one truncated value is !=, and only the sound direction projects
+    (not_in("id", [11, 12]), (_TRUNC_ID,), True, "id_trunc != 10"),
+    (not_in("id", [11, 12]), (_TRUNC_ID,), False, "true"),
+    (in_("id", [11, 12]), (_TRUNC_ID,), True, "false"),
+    # < v is <= v - 1 before truncating: one unit of the type, not more
+    (lt("id", 101), (_TRUNC_ID,), False, "id_trunc <= 100"),
+    (lt("amount", Decimal("1.01")), ((4, TruncateTransform(10), "amount_trunc"),), False,
+     "amount_trunc <= Decimal('1.00')"),
+])
+def test_projection_edges(expr, fields, strict_, expected):
+    assert str(project(expr, *fields, strict_=strict_)) == expected
