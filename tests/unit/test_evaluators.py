@@ -884,6 +884,10 @@ _DAY_TS = (3, DAY, "ts_day")
     (or_(lt("ts", TS), gt("ts", TS + 1)), (_DAY_TS,), True, "(ts_day < 17486 OR ts_day > 17486)"),
     (and_(lt("ts", TS), gt_eq("ts", 0)), (_DAY_TS,), False, "(ts_day <= 17486 AND ts_day >= 0)"),
     (or_(lt("ts", TS), eq("id", 7)), (_DAY_TS,), False, "true"),
+    (and_(lt("ts", TS), gt_eq("ts", 0)), (_DAY_TS,), True, "(ts_day < 17486 AND ts_day > 0)"),
+    # the pre-epoch fix of time sets touches negative days only (day 0 is exact)
+    (in_("ts", [0, 5 * DAY_MICROS]), (_DAY_TS,), False, "ts_day IN (0, 5)"),
+    (not_in("ts", [0, 5 * DAY_MICROS]), (_DAY_TS,), True, "ts_day NOT IN (0, 5)"),
     # the partition field of the predicate's column need not be the spec's first
     (lt("ts", TS), ((1, IDENTITY, "id_part"), _DAY_TS), False, "ts_day <= 17486"),
     (lt("ts", TS), ((1, IDENTITY, "id_part"), _DAY_TS), True, "ts_day < 17486"),
