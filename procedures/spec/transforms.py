@@ -166,7 +166,7 @@ def _python_values(array: pa.Array, source_type: IcebergType) -> list[Any]:
 
 def _map_unique(array: pa.Array, source_type: IcebergType, fn: Callable[[Any], Any], out_type: pa.DataType) -> pa.Array:
     """Apply a Python function once per distinct non-null value and spread the results back."""
-    if isinstance(array.type, pa.ExtensionType):
+    if isinstance(array.type, pa.BaseExtensionType):
         array = array.storage  # e.g. arrow.uuid: hash the 16 stored bytes
     uniq = pc.unique(array).drop_null()
     results = pa.array([fn(v) for v in _python_values(uniq, source_type)], type=out_type)

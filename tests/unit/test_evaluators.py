@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from procedures.errors import ValidationError
 from procedures.spec.conversions import to_bytes
 from procedures.spec.evaluators import (
     IN_PREDICATE_LIMIT,
@@ -14,6 +15,7 @@ from procedures.spec.evaluators import (
     InclusiveMetricsEvaluator,
     ManifestEvaluator,
     StrictMetricsEvaluator,
+    compare_values,
 )
 from procedures.spec.expressions import (
     ALWAYS_FALSE,
@@ -37,6 +39,7 @@ from procedures.spec.expressions import (
     or_,
     predicate,
     starts_with,
+    visit,
 )
 from procedures.spec.manifest import DataFile, FieldSummary, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -629,6 +632,15 @@ def test_truncate_string_projection():
     assert str(project(not_starts_with("data", "abcdef"), f, strict_=True)) == "not_starts_with(data_trunc, 'abc')"
     assert str(project(lt_eq("data", "abcdef"), f, strict_=True)) == "data_trunc < 'abc'"
     assert str(project(not_eq("data", "abcdef"), f, strict_=True)) == "data_trunc != 'abc'"
+    # strict > and >=: a partition value above the literal's prefix puts every value above the literal
+    assert str(project(gt("data", "abcdef"), f, strict_=True)) == "data_trunc > 'abc'"
+    assert str(project(gt_eq("data", "abcdef"), f, strict_=True)) == "data_trunc > 'abc'"
+    # sets: IN keeps the truncated values (inclusive), NOT IN too (strict); the other way proves nothing
+    assert str(project(in_("data", ["abcdef", "abxyz", "ab"]), f)) == "data_trunc IN ('ab', 'abc', 'abx')"
+    assert project(not_in("data", ["abcdef", "abxyz"]), f) is ALWAYS_TRUE
+    assert str(project(not_in("data", ["abcdef", "abxyz", "ab"]), f, strict_=True)) == \
+        "data_trunc NOT IN ('ab', 'abc', 'abx')"
+    assert project(in_("data", ["abcdef", "abxyz"]), f, strict_=True) is ALWAYS_FALSE
 
 
 def test_identity_void_unknown_and_combinations():
@@ -721,3 +733,175 @@ def test_projections_are_sound_on_rows(case):
                 assert incl.eval(partition), (op, v)
             if strc.eval(partition):
                 assert matches, (op, v)
+
+
+def test_visiting_a_manifest_evaluator_answers_as_its_compiled_tests():
+    """Comparisons are compiled to direct tests; the evaluator's visitor methods (what a direct
+    ``visit`` of it calls) must give the same answers, including with missing bounds and nulls."""
+    sums = [summaries(), summaries(id_summary=FieldSummary(True, None, None, None)),
+            summaries(id_summary=FieldSummary(True, None, to_bytes(4, INT), None)),
+            summaries(id_summary=FieldSummary(False, None, None, to_bytes(4, INT))),
+            summaries(f_summary=FieldSummary(False, True, None, None))]
+    checked = 0
+    for make in (lt, lt_eq, gt, gt_eq, eq):
+        for field, values in (("id", (0, 1, 4, 5, 10, 11)), ("f", (0.5, 1.0, 2.0, 3.0))):
+            for value in values:
+                ev = ManifestEvaluator(PART_STRUCT, make(field, value))
+                for s in sums:
+                    ev._stats = s
+                    assert visit(ev.expr, ev) is ev.eval(s), (make.__name__, field, value, s)
+                    checked += 1
+    assert checked == 5 * 10 * len(sums)
+    assert visit(ALWAYS_TRUE, ev) is True and visit(ALWAYS_FALSE, ev) is False
+
+
+def test_manifest_evaluator_for_partition_filter_names_partition_fields():
+    ev = ManifestEvaluator.for_partition_filter(PART_STRUCT, and_(gt_eq("ID", 5), starts_with("name", "ab")),
+                                                case_sensitive=False)
+    assert ev.eval(summaries()) is True
+    assert ManifestEvaluator.for_partition_filter(PART_STRUCT, gt("id", 10)).eval(summaries()) is False
+    with pytest.raises(ValidationError, match="ID"):
+        ManifestEvaluator.for_partition_filter(PART_STRUCT, gt("ID", 10))
+
+
+# ------------------------------------------------------------------ edges found by mutation testing (issue 38)
+def test_nan_sorts_above_every_number_whatever_the_other_type():
+    nan = float("nan")
+    assert compare_values(nan, 1) == compare_values(nan, 1e308) == 1
+    assert compare_values(1, nan) == compare_values(-1.0, nan) == -1
+    assert compare_values(nan, nan) == 0 and compare_values(2, 1.5) == 1 and compare_values(1.5, 1.5) == 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda e, cs: Evaluator(ROW_SCHEMA, e, **cs).eval((5, "a", 1.0, (1,))),
+    lambda e, cs: InclusiveMetricsEvaluator(METRICS_SCHEMA, e, **cs).eval(FILE),
+    lambda e, cs: StrictMetricsEvaluator(METRICS_SCHEMA, e, **cs).eval(FILE),
+    lambda e, cs: ManifestEvaluator(PART_STRUCT, e, **cs).eval(summaries()),
+])
+def test_names_are_case_sensitive_unless_asked(make):
+    assert make(gt_eq("ID", 5), {"case_sensitive": False}) is make(gt_eq("id", 5), {})
+    for cs in ({}, {"case_sensitive": True}):
+        with pytest.raises(ValidationError, match="ID"):
+            make(gt_eq("ID", 5), cs)
+
+
+def test_manifest_evaluator_for_row_filter_is_case_sensitive_unless_asked():
+    schema = Schema([NestedField(1, "id", LONG), NestedField(2, "ts", TIMESTAMP)])
+    spec = PartitionSpec(0, (PartitionField(2, 1000, DAY, "ts_day"),))
+    stats = [FieldSummary(False, None, to_bytes(17486, DATE), to_bytes(17488, DATE))]
+    late = 17490 * 86_400_000_000
+    assert ManifestEvaluator.for_row_filter(gt_eq("TS", late), spec, schema, case_sensitive=False).eval(stats) is False
+    with pytest.raises(ValidationError, match="TS"):
+        ManifestEvaluator.for_row_filter(gt_eq("TS", late), spec, schema)
+
+
+@pytest.mark.parametrize("expr, row, expected", [
+    (lt_eq("id", 5), (6, None, None, None), False),
+    (lt_eq("id", 5), (None, None, None, None), False),
+    (gt_eq("id", 5), (None, None, None, None), False),
+    (gt_eq("id", 5), (4, None, None, None), False),
+    (starts_with("data", "No"), (1, None, None, None), False),  # a null is not the text "None"
+    (not_starts_with("data", "ab"), (1, "abc", None, None), False),
+    (not_nan("d"), (1, None, float("nan"), None), False),
+    (not_nan("d"), (1, None, 1.0, None), True),
+])
+def test_row_evaluator_edges(expr, row, expected):
+    ev = Evaluator(ROW_SCHEMA, expr)
+    assert ev.eval(row) is expected
+    assert ev.eval((5, "a", 1.0, (1,))) is Evaluator(ROW_SCHEMA, expr).eval((5, "a", 1.0, (1,)))  # no state kept
+
+
+def test_a_manifest_evaluator_of_false_matches_nothing():
+    assert ManifestEvaluator(PART_STRUCT, ALWAYS_FALSE).eval(summaries()) is False
+    assert ManifestEvaluator(PART_STRUCT, ALWAYS_TRUE).eval(summaries()) is True
+
+
+NULLS_AB = data_file(lower_bounds={5: to_bytes("abc", STRING)}, upper_bounds={5: to_bytes("abd", STRING)})
+ONE_BOUND = data_file(lower_bounds={1: to_bytes(42, INT)}, upper_bounds={})
+NO_BOUNDS = data_file(lower_bounds={}, upper_bounds={})
+NAN_COUNT_UNKNOWN = data_file(nan_value_counts={7: 50, 8: 10, 9: 0, 11: 40})
+ONE_NAN = data_file(nan_value_counts={7: 50, 8: 1, 9: 0, 10: 0, 11: 40},
+                    lower_bounds={8: _f32(1.0)}, upper_bounds={8: _f32(2.0)})
+
+
+@pytest.mark.parametrize("expr, file, expected", [
+    # columns in structs prove nothing
+    (not_eq("s.x", 100), FILE, False), (in_("s.x", [5, 15]), FILE, False), (not_in("s.x", [100, 101]), FILE, False),
+    # a missing bound proves nothing for IN
+    (in_("id", [42, 43]), ONE_BOUND, False),  # (one value would be rewritten to =)
+    # nulls never start with a prefix, even when both bounds do
+    (starts_with("some_nulls", "ab"), NULLS_AB, False),
+    # only nulls: NOT IN, NOT starts_with hold for all
+    (not_in("all_nulls", ["a", "b"]), FILE, True), (not_in("all_nans", [1.0, 2.0]), FILE, True),
+    (not_starts_with("all_nulls", "a"), FILE, True),
+    # no bounds: NOT starts_with is unknown; bounds outside the prefix: it holds for all
+    (not_starts_with("no_nulls", "x"), NO_BOUNDS, False),
+    (not_starts_with("no_nulls", "aa"), FILE, True), (not_starts_with("no_nulls", "abf"), FILE, True),
+    (not_starts_with("no_nulls", "abd"), FILE, False),
+    # one bound: the range is open on the other side
+    (not_starts_with("no_nulls", "aa"), data_file(lower_bounds={6: to_bytes("abc", STRING)}, upper_bounds={}), True),
+    (not_starts_with("no_nulls", "x"), data_file(lower_bounds={6: to_bytes("abc", STRING)}, upper_bounds={}), False),
+    (not_starts_with("no_nulls", "x"), data_file(lower_bounds={}, upper_bounds={6: to_bytes("abc", STRING)}), True),
+    (not_starts_with("no_nulls", "aa"), data_file(lower_bounds={}, upper_bounds={6: to_bytes("abc", STRING)}), False),
+    # NaN: a count of one is enough to fail a comparison; all nulls hold NaN nowhere whatever the count
+    (lt("some_nans", 100.0), ONE_NAN, False),
+    (not_nan("all_nulls_double"), NAN_COUNT_UNKNOWN, True),
+    # a file of one row is tested like any other
+    (eq("id", 5), data_file(record_count=1), False),
+])
+def test_strict_metrics_edges(expr, file, expected):
+    assert strict(expr, file) is expected
+
+
+def test_metrics_evaluators_of_constants_and_of_a_bare_struct():
+    for ev in (strict, inclusive, inclusive_visited):
+        assert ev(ALWAYS_TRUE) is True and ev(ALWAYS_FALSE) is False
+    struct_only = StructType(tuple(METRICS_SCHEMA.fields))  # a partition type, say: no Schema around it
+    for expr in (lt("id", 80), gt("id", 79), starts_with("trunc", "ab")):
+        assert InclusiveMetricsEvaluator(struct_only, expr).eval(FILE) is inclusive(expr)
+        assert StrictMetricsEvaluator(struct_only, expr).eval(FILE) is strict(expr)
+
+
+@pytest.mark.parametrize("projection", [inclusive_projection, strict_projection])
+def test_projections_are_case_sensitive_unless_asked(projection):
+    spec = spec_of((3, DAY, "ts_day"))
+    expected = projection(spec, PROJ_SCHEMA, gt_eq("ts", TS))
+    assert str(projection(spec, PROJ_SCHEMA, gt_eq("TS", TS), case_sensitive=False)) == str(expected)
+    for cs in ({}, {"case_sensitive": True}):
+        with pytest.raises(ValidationError, match="TS"):
+            projection(spec, PROJ_SCHEMA, gt_eq("TS", TS), **cs)
+
+
+_TRUNC_ID = (1, TruncateTransform(10), "id_trunc")
+_DAY_TS = (3, DAY, "ts_day")
+
+
+@pytest.mark.parametrize("expr, fields, strict_, expected", [
+    (ALWAYS_TRUE, (_TRUNC_ID,), False, "true"),
+    (ALWAYS_FALSE, (_TRUNC_ID,), True, "false"),
+    # compound filters: each side projected the same way (an unpartitioned side proves nothing)
+    (and_(lt("ts", TS), gt("id", 5)), (_DAY_TS,), True, "false"),
+    (or_(lt("ts", TS), gt("ts", TS + 1)), (_DAY_TS,), True, "(ts_day < 17486 OR ts_day > 17486)"),
+    (and_(lt("ts", TS), gt_eq("ts", 0)), (_DAY_TS,), False, "(ts_day <= 17486 AND ts_day >= 0)"),
+    (or_(lt("ts", TS), eq("id", 7)), (_DAY_TS,), False, "true"),
+    (and_(lt("ts", TS), gt_eq("ts", 0)), (_DAY_TS,), True, "(ts_day < 17486 AND ts_day > 0)"),
+    # the pre-epoch fix of time sets touches negative days only (day 0 is exact)
+    (in_("ts", [0, 5 * DAY_MICROS]), (_DAY_TS,), False, "ts_day IN (0, 5)"),
+    (not_in("ts", [0, 5 * DAY_MICROS]), (_DAY_TS,), True, "ts_day NOT IN (0, 5)"),
+    # the partition field of the predicate's column need not be the spec's first
+    (lt("ts", TS), ((1, IDENTITY, "id_part"), _DAY_TS), False, "ts_day <= 17486"),
+    (lt("ts", TS), ((1, IDENTITY, "id_part"), _DAY_TS), True, "ts_day < 17486"),
+    (is_null("id"), ((1, IDENTITY, "id_part"),), False, "is_null(id_part)"),
+    (not_null("id"), ((1, IDENTITY, "id_part"),), True, "not_null(id_part)"),
+    (in_("id", [1, 2, 3]), ((1, BucketTransform(4), "id_bucket"),), False, "id_bucket IN (0, 3)"),
+    # sets through truncate: NOT IN of one truncated value is !=, and only the sound direction projects
+    (not_in("id", [11, 12]), (_TRUNC_ID,), True, "id_trunc != 10"),
+    (not_in("id", [11, 12]), (_TRUNC_ID,), False, "true"),
+    (in_("id", [11, 12]), (_TRUNC_ID,), True, "false"),
+    # < v is <= v - 1 before truncating: one unit of the type, not more
+    (lt("id", 101), (_TRUNC_ID,), False, "id_trunc <= 100"),
+    (lt("amount", Decimal("1.01")), ((4, TruncateTransform(10), "amount_trunc"),), False,
+     "amount_trunc <= Decimal('1.00')"),
+])
+def test_projection_edges(expr, fields, strict_, expected):
+    assert str(project(expr, *fields, strict_=strict_)) == expected

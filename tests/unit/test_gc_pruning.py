@@ -269,6 +269,7 @@ def test_lists_in_engine_by_count_or_size(table, monkeypatch):
     ("/wh/t/metadata/v3.gz.metadata.json", True),
     ("/wh/t/metadata/snap-1-abc.avro", False),
     ("/wh/t/metadata/v3.metadata.json.bak", False),
+    ("/wh/t/metadata/v3.metadata.jsonX", False),           # only slashes are trimmed from the end
     ("/wh/t/metadata/version-hint.text.tmp", False),
     ("/wh/t/version-hint.text/data.parquet", False),       # a folder of that name is not the file
     ("/wh/t/v1.metadata.json/data.parquet", False),

@@ -1,6 +1,7 @@
 """Transforms against the spec's hash and transform vectors (spec-onfile §6, §7)."""
 
 import datetime
+import struct
 import uuid
 from decimal import Decimal
 
@@ -14,7 +15,7 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMP_NS, TIMESTAMPTZ,
-    TIMESTAMPTZ_NS, UUID, DecimalType, FixedType,
+    TIMESTAMPTZ_NS, UUID, DecimalType, FixedType, StructType,
 )
 
 TS = 1510871468000000  # 2017-11-16T22:31:08
@@ -279,3 +280,135 @@ def test_apply_arrow_time_transforms_literal(micros, year, month, day, hour):
     days = pa.array([17486, -1, -366, None], pa.int32()).cast(pa.date32())
     assert [_py(t.apply_arrow(days, DATE), DATE) for t in (YEAR, MONTH, DAY)] == [
         [47, -1, -2, None], [574, -1, -13, None], [17486, -1, -366, None]]
+
+
+# ------------------------------------------------------------------ edges found by mutation testing (issue 38)
+def test_hash_byte_rules_of_the_remaining_types():
+    # Java's BucketUtil: booleans as the longs 1 and 0, doubles by doubleToLongBits with every NaN
+    # canonical (0x7ff8000000000000), a UUID by its 16 big-endian bytes however it is given
+    assert murmur3_hash(True, BOOLEAN) == murmur3_hash(1, LONG)
+    assert murmur3_hash(False, BOOLEAN) == murmur3_hash(0, LONG) != murmur3_hash(1, LONG)
+    canonical = murmur3_hash(0x7FF8000000000000, LONG)
+    other_nan = struct.unpack("<d", struct.pack("<q", 0x7FF8000000000001))[0]
+    assert murmur3_hash(float("nan"), DOUBLE) == murmur3_hash(other_nan, DOUBLE) == canonical
+    negative_bits = struct.unpack("<q", struct.pack("<d", -1.5))[0]
+    assert negative_bits < 0 and murmur3_hash(-1.5, DOUBLE) == murmur3_hash(negative_bits, LONG)
+    u = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
+    assert murmur3_hash(u.bytes, UUID) == murmur3_hash(bytearray(u.bytes), UUID) == murmur3_hash(u, UUID) == 1488055340
+    with pytest.raises(ValidationError, match="Cannot hash values of type"):
+        murmur3_hash({}, parse_transform("identity").result_type(StructType(())))
+
+
+def test_widths_of_one_are_valid_and_of_zero_are_not():
+    assert BucketTransform(1).apply(34, INT) == 0
+    assert TruncateTransform(1).apply(-7, INT) == -7 and TruncateTransform(1).apply("abc", STRING) == "a"
+    with pytest.raises(ValidationError, match=r"bucket\[0\]: N must be positive"):
+        BucketTransform(0)
+    for w in (0, -1):
+        with pytest.raises(ValidationError, match=rf"truncate\[{w}\]: W must be positive"):
+            TruncateTransform(w)
+
+
+def test_truncate_wraps_like_java_at_the_bottom_of_the_range():
+    # Java: v - (((v % w) + w) % w) overflows below MIN_VALUE and wraps to the top
+    assert TruncateTransform(10).apply(-(2**63), LONG) == 2**63 - 2
+    assert TruncateTransform(10).apply(-(2**31), INT) == 2**31 - 2
+    assert TruncateTransform(10).apply(-(2**31), LONG) == -(2**31) - 2  # a long has the room
+
+
+@pytest.mark.parametrize("a, b, source, expected", [
+    ("truncate[10]", "truncate[5]", STRING, True),     # a longer prefix orders the shorter one
+    ("truncate[5]", "truncate[10]", STRING, False),
+    ("truncate[5]", "truncate[5]", STRING, True),
+    ("truncate[5]", "truncate[10]", LONG, True),       # a multiple of the width
+    ("truncate[10]", "truncate[5]", LONG, False),
+    ("truncate[4]", "truncate[6]", LONG, False),
+    ("truncate[5]", "truncate[10]", None, False),      # type unknown: both rules at once
+    ("truncate[10]", "truncate[5]", None, False),
+    ("truncate[5]", "truncate[5]", None, True),
+    ("truncate[5]", "identity", STRING, False),
+    ("truncate[5]", "bucket[5]", LONG, False),
+    ("hour", "day", None, True), ("day", "day", None, True), ("day", "hour", None, False),
+    ("month", "year", None, True), ("year", "month", None, False),
+    ("day", "identity", None, False), ("day", "void", None, False),
+    ("bucket[4]", "bucket[4]", LONG, True), ("bucket[4]", "bucket[8]", LONG, False),  # only itself
+])
+def test_which_orderings_satisfy_which(a, b, source, expected):
+    assert parse_transform(a).satisfies_order_of(parse_transform(b), source) is expected
+
+
+def test_time_transforms_are_equal_by_kind():
+    assert YEAR == parse_transform("year") and hash(YEAR) == hash(parse_transform("year"))
+    assert YEAR != MONTH and DAY != HOUR and DAY != "day"
+    assert len({YEAR, MONTH, DAY, HOUR, parse_transform("day")}) == 4
+    assert repr(DAY) == "DayTransform('day')" and repr(BucketTransform(4)) == "BucketTransform('bucket[4]')"
+
+
+@pytest.mark.parametrize("transform, source", [
+    (BucketTransform(4), INT), (TruncateTransform(3), STRING), (YEAR, DATE), (MONTH, DATE), (DAY, TIMESTAMP),
+    (HOUR, TIMESTAMPTZ), (UnknownTransform("zorder"), LONG),
+])
+def test_a_null_partition_value_reads_null_like_java(transform, source):
+    assert transform.to_human_string(None, source) == "null"
+
+
+def test_an_unknown_transform_round_trips_but_never_applies():
+    t = parse_transform("zorder[3]")
+    assert isinstance(t, UnknownTransform) and str(t) == "zorder[3]" and t.can_transform(LONG)
+    assert t.to_human_string(7, LONG) == "7"
+    for apply in (lambda: t.apply(1, LONG), lambda: t.apply_arrow(pa.array([1]), LONG)):
+        with pytest.raises(ValidationError, match=r"unsupported transform 'zorder\[3\]'; upgrade or drop"):
+            apply()
+
+
+def test_a_transform_refuses_a_type_it_cannot_apply_to():
+    assert not IDENTITY.can_transform(StructType(())) and IDENTITY.can_transform(LONG)
+    with pytest.raises(ValidationError, match=r"Cannot apply truncate\[3\] to a double value"):
+        TruncateTransform(3).apply_arrow(pa.array([1.5]), DOUBLE)
+    with pytest.raises(ValidationError, match=r"Cannot apply truncate\[3\] to a double value"):
+        TruncateTransform(3).apply(1.5, DOUBLE)
+
+
+DAY_MS = 86_400_000
+
+
+@pytest.mark.parametrize("transform, source, array, values", [
+    # date64 holds milliseconds: days are floored, before 1970 too
+    (DAY, DATE, pa.array([0, DAY_MS - 1, -1, -DAY_MS, -DAY_MS - 1, None], pa.date64()), [0, 0, -1, -1, -2, None]),
+    (BucketTransform(16), DATE, pa.array([-1, 3 * DAY_MS], pa.date64()), [-1, 3]),
+    # other units than the source's micros (or nanos) are converted first
+    (HOUR, TIMESTAMPTZ, pa.array([-1, 3_600_000, None], pa.timestamp("ms", tz="UTC")), [-1000, 3_600_000_000, None]),
+    (DAY, TIMESTAMP, pa.array([-1, 86_400], pa.timestamp("s")), [-1_000_000, 86_400_000_000]),
+    (BucketTransform(16), TIMESTAMP, pa.array([TS // 1000], pa.timestamp("ms")), [TS]),
+    (BucketTransform(16), TIMESTAMPTZ, pa.array([TS // 1000], pa.timestamp("ms", tz="UTC")), [TS]),
+    (BucketTransform(16), TIME, pa.array([81_068_000], pa.time32("ms")), [81_068_000_000]),
+    (BucketTransform(16), TIMESTAMP_NS, pa.array([TS, -1], pa.timestamp("us")), [TS * 1000, -1000]),
+    (HOUR, TIMESTAMPTZ_NS, pa.array([-1], pa.timestamp("us", tz="UTC")), [-1000]),
+])
+def test_arrow_arrays_of_other_units_transform_like_their_values(transform, source, array, values):
+    expected = [transform.apply(v, source) for v in values]
+
+    def ints(out: pa.Array) -> list:
+        return (out.cast(pa.int32()) if pa.types.is_date(out.type) else out).to_pylist()  # day gives dates
+    assert ints(transform.apply_arrow(array, source)) == expected
+    assert ints(transform.apply_arrow(pa.chunked_array([array[:1], array[1:]]), source)) == expected
+    assert ints(transform.apply_arrow(pa.chunked_array([array]), source)) == expected
+
+
+def test_arrow_results_keep_their_types():
+    ints = pa.array([-7, 7, None], pa.int32())
+    assert VOID.apply_arrow(ints, INT).type == pa.int32() and VOID.apply_arrow(ints, INT).null_count == 3
+    out = TruncateTransform(5).apply_arrow(ints, INT)
+    assert out.type == pa.int32() and out.to_pylist() == [-10, 5, None]
+    dec = DecimalType(9, 2)
+    values = [Decimal("-0.05"), Decimal("12.34"), None]
+    out = TruncateTransform(10).apply_arrow(pa.array(values, pa.decimal128(9, 2)), dec)
+    assert out.type == pa.decimal128(9, 2) and out.to_pylist() == [TruncateTransform(10).apply(v, dec) for v in values]
+
+
+def test_arrow_uuid_extension_arrays_hash_their_bytes():
+    u = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
+    storage = pa.array([u.bytes, None], pa.binary(16))
+    ext = pa.ExtensionArray.from_storage(pa.uuid(), storage)
+    assert BucketTransform(16).apply_arrow(ext, UUID).to_pylist() == [BucketTransform(16).apply(u, UUID), None]
+    assert BucketTransform(16).apply_arrow(storage, UUID).to_pylist() == [BucketTransform(16).apply(u, UUID), None]
