@@ -7,6 +7,9 @@ import hashlib
 import os
 import time
 
+from procedures.core.gc import reachability as R
+from procedures.core.paths import normalize_path
+
 #: five days ago: older than the default ``older_than`` of remove_orphan_files
 OLD = time.time() - 5 * 24 * 3600
 
@@ -50,3 +53,15 @@ def folder_state(root: str) -> tuple[dict[str, str], list[str]]:
     if not os.path.exists(root):
         return {}, []
     return fingerprint(root), sorted(os.path.relpath(d, root) for d, _, _ in os.walk(root))
+
+
+def reached_paths(t) -> set[str]:
+    """Every file ``t``'s metadata (as loaded) reaches, as local paths: manifest lists, manifests,
+    content files, statistics files and metadata files (not ``version-hint.text``)."""
+    md = t.metadata
+    sm = R.read_snapshot_manifests(t.io, md)
+    paths = [p for p in sm.manifest_lists.values() if p] + list(sm.distinct())
+    paths += list(R.content_paths_driver(t.io, sm.distinct().values()))
+    paths += list(R.statistics_paths(md))
+    paths += [p for p in R.metadata_file_paths(md, t.metadata_location) if not p.endswith("version-hint.text")]
+    return {normalize_path(p).path for p in paths}

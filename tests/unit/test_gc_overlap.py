@@ -35,7 +35,7 @@ from procedures.spec.schema import Schema
 from procedures.spec.statistics import PartitionStatisticsFile
 from procedures.spec.types import LONG, NestedField
 from tests.helpers.catalogs import allow_overlap
-from tests.helpers.files import age_everything, fingerprint, touch
+from tests.helpers.files import age_everything, fingerprint, touch, reached_paths
 from tests.unit.test_gc_confinement import catalog  # noqa: F401 -- the hadoop and jdbc fixture
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
@@ -63,14 +63,8 @@ def make_table(catalog, ident=("db", "t"), location: str | None = None, properti
 
 
 def referenced(t) -> set[str]:
-    """Every file the table's metadata references, as local paths."""
-    md = t.refresh().metadata
-    sm = R.read_snapshot_manifests(t.io, md)
-    paths = [p for p in sm.manifest_lists.values() if p] + list(sm.distinct())
-    paths += list(R.content_paths_driver(t.io, sm.distinct().values()))
-    paths += list(R.statistics_paths(md))
-    paths += [p for p in R.metadata_file_paths(md, t.metadata_location) if not p.endswith("version-hint.text")]
-    return {normalize_path(p).path for p in paths}
+    """Every file the table's current metadata references, as local paths."""
+    return reached_paths(t.refresh())
 
 
 def assert_intact(t) -> None:

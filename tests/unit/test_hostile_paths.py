@@ -45,7 +45,7 @@ from procedures.spec.schema import Schema
 from procedures.spec.statistics import PartitionStatisticsFile, StatisticsFile
 from procedures.spec.types import LONG, NestedField
 from tests.helpers.catalogs import allow_overlap, local_catalog
-from tests.helpers.files import age_everything, fingerprint, folder_state, touch
+from tests.helpers.files import age_everything, fingerprint, folder_state, touch, reached_paths
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True),))
@@ -92,13 +92,7 @@ def make_table(catalog, name: str = "t", location: str | None = None, properties
 
 def reached(t) -> set[str]:
     """Every file the table's metadata reaches, as local paths."""
-    md = t.metadata
-    sm = R.read_snapshot_manifests(t.io, md)
-    paths = [p for p in sm.manifest_lists.values() if p] + list(sm.distinct())
-    paths += list(R.content_paths_driver(t.io, sm.distinct().values()))
-    paths += list(R.statistics_paths(md))
-    paths += [p for p in R.metadata_file_paths(md, t.metadata_location) if not p.endswith("version-hint.text")]
-    return {normalize_path(p).path for p in paths}
+    return reached_paths(t)
 
 
 def state(*roots: str) -> dict[str, tuple]:
