@@ -61,10 +61,74 @@ def hive_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hive")
 
 
+#: the session kinds a test module marked ``both_sessions`` runs on: classic everywhere, and a Spark
+#: Connect session on pyspark 4 (pyspark 3.5 ships no Connect server)
+SESSION_KINDS = ("classic", "connect") if SPARK4 else ("classic",)
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """Run the tests of modules marked ``both_sessions`` once per session kind (``spark`` is then the
+    classic session or the Connect session, test ids ``[classic]`` / ``[connect]``)."""
+    if "spark" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_sessions") is not None:
+        metafunc.parametrize("spark", SESSION_KINDS, indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def spark(java_warehouse: Path, hive_home: Path):
-    """The one Spark session of the run, with Spark's Hive support over an embedded Derby metastore
-    (so ``spark_catalog`` and the Java ``jhive`` catalog share one real metastore)."""
+def spark(request: pytest.FixtureRequest):
+    """The Spark session a test runs on: the run's classic session (:func:`classic_spark`), or, for a
+    ``both_sessions`` module's ``[connect]`` run, the Spark Connect session (:func:`connect_spark`)."""
+    kind = getattr(request, "param", "classic")
+    return request.getfixturevalue("connect_spark" if kind == "connect" else "classic_spark")
+
+
+@pytest.fixture(scope="session")
+def connect_server(java_warehouse: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A Spark Connect server on loopback (its own JVM, ``local[2]``, its own embedded metastore), with
+    the same catalog keys and settings as the classic session."""
+    from tests import connect_server as server_module
+
+    if not SPARK4:
+        pytest.skip("Spark Connect tests need pyspark 4 (its jars hold the Connect server)")
+    import_reference("grpc", "the Spark Connect client is not installed: pip install 'pyspark[connect]'")
+    hive = tmp_path_factory.mktemp("connect-hive")
+    conf = {
+        "spark.sql.catalog.jcat.type": "hadoop",
+        "spark.sql.catalog.jcat.warehouse": str(java_warehouse),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={hive / 'metastore_db'};create=true",
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        "spark.sql.warehouse.dir": str(hive / "warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={hive}",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": "2g",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    try:
+        server = server_module.start(conf)
+    except RuntimeError as e:
+        skip_missing_reference(f"Spark Connect server did not start: {e}")
+    yield server
+    server_module.stop(server)
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server):
+    """A Spark Connect client session on :func:`connect_server` (the classic session stays usable)."""
+    # the Connect client's own builder: pyspark's generic one refuses a remote session while the
+    # classic session of the run exists
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    session = ConnectSession.builder.remote(connect_server.url).getOrCreate()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def classic_spark(java_warehouse: Path, hive_home: Path):
+    """The one classic Spark session of the run, with Spark's Hive support over an embedded Derby
+    metastore (so ``spark_catalog`` and the Java ``jhive`` catalog share one real metastore)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -190,7 +254,8 @@ def _deselect(config, items, predicate) -> None:
 
 #: fixtures that start a server: their tests get the server's marker and ``slow`` (``-m "not slow"``
 #: is the fast unit loop of the README)
-SERVER_MARKERS = {"pg_server": "postgres", "s3_server": "s3", "spark_cluster": "cluster"}
+SERVER_MARKERS = {"pg_server": "postgres", "s3_server": "s3", "spark_cluster": "cluster",
+                  "connect_server": "connect", "connect_spark": "connect"}
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -203,6 +268,9 @@ def pytest_collection_modifyitems(config, items) -> None:
             if fixture in fixtures:
                 item.add_marker(marker)
                 item.add_marker("slow")
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("spark") == "connect":
+            item.add_marker("connect")
         if "spark" in fixtures or item.get_closest_marker("spark") is not None:
             item.add_marker("spark")
             item.add_marker("slow")

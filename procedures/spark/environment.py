@@ -24,6 +24,7 @@ import threading
 from typing import Any
 
 from procedures.errors import PythonWorkerError, UnsupportedVersionError
+from procedures.spark.dataframes import is_connect, session_key
 
 __all__ = [
     "SUPPORTED_PYSPARK", "SUPPORTED_JAVA", "check_session", "check_versions", "check_pyspark_version",
@@ -59,8 +60,12 @@ def probe(_=None):
     return info
 
 
-def probe_partition(rows):
-    yield probe()
+def probe_batches(batches):
+    import json
+    import pyarrow as pa
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_pydict({{"report": [json.dumps(probe())]}})
 '''
 _PROBE_NAMESPACE: dict[str, Any] = {"__name__": "procedures_worker_probe"}
 exec(compile(_PROBE_SOURCE, "<procedures worker probe>", "exec"), _PROBE_NAMESPACE)  # noqa: S102
@@ -121,9 +126,11 @@ def check_java_version(java_version: str, pyspark_version: str) -> None:
 
 
 def _context(spark: Any) -> Any:
+    if spark is None or is_connect(spark):
+        return None
     try:
-        return getattr(spark, "sparkContext", None) if spark is not None else None
-    except Exception:  # noqa: BLE001 -- a Spark Connect session has no SparkContext
+        return getattr(spark, "sparkContext", None)
+    except Exception:  # noqa: BLE001 -- a stopped or stand-in session has no SparkContext
         return None
 
 
@@ -152,11 +159,17 @@ def _key(sc: Any) -> tuple:
 
 
 def check_session(spark: Any) -> Any:
-    """Run :func:`check_versions` once per SparkContext; returns ``spark``."""
-    sc = _context(spark)
-    if sc is None or _skipped():
+    """Run :func:`check_versions` once per SparkContext (Connect: once per application); returns
+    ``spark``."""
+    if spark is None or _skipped():
         return spark
-    key = _key(sc)
+    if is_connect(spark):
+        key = session_key(spark)
+    else:
+        sc = _context(spark)
+        if sc is None:
+            return spark
+        key = _key(sc)
     if key in _versions_checked:
         return spark
     check_versions(spark)
@@ -178,7 +191,14 @@ def driver_info() -> dict:
 
 def worker_python(spark: Any) -> str:
     """The Python executable Spark starts workers with (``spark.pyspark.python``, ``PYSPARK_PYTHON``,
-    else ``python3``)."""
+    else ``python3``).  On Spark Connect the server decides; its ``spark.pyspark.python`` when it
+    says, else ``python3`` (the server's environment is not visible from here)."""
+    if spark is not None and is_connect(spark):
+        try:
+            exe = spark.conf.get("spark.pyspark.python", None)
+        except Exception:  # noqa: BLE001 -- the server may refuse to show a static key
+            exe = None
+        return str(exe or "python3")
     sc = _context(spark)
     exe = getattr(sc, "pythonExec", None)
     return str(exe or os.environ.get("PYSPARK_PYTHON") or "python3")
@@ -239,24 +259,21 @@ def _failure(exc: BaseException, executable: str, driver: dict) -> PythonWorkerE
 
 
 def check_python_workers(spark: Any) -> None:
-    """Run the probe as a one-partition Spark job (once per SparkContext and worker executable) and
-    raise PythonWorkerError when the workers cannot run the package's Python tasks."""
-    sc = _context(spark)
-    if sc is None or _skipped() or not hasattr(sc, "parallelize"):
+    """Run the probe as a one-partition Spark job (once per application and worker executable) and
+    raise PythonWorkerError when the workers cannot run the package's Python tasks.  The job is a
+    ``mapInArrow`` over one row, so it runs on classic and Spark Connect sessions alike."""
+    if spark is None or _skipped() or not hasattr(spark, "range"):
         return
     executable = worker_python(spark)
-    key = (*_key(sc), executable)
+    key = (*session_key(spark), executable)
     if key in _workers_checked:
         return
     driver = driver_info()
-    previous = sc.getLocalProperty("spark.job.description")
-    sc.setJobDescription("iceberg-procedures: check the Python workers")
     try:
-        reports = sc.parallelize([0], 1).mapPartitions(_PROBE_NAMESPACE["probe_partition"]).collect()
+        rows = spark.range(0, 1, 1, 1).mapInArrow(_PROBE_NAMESPACE["probe_batches"], "report string").collect()
     except Exception as e:  # noqa: BLE001 -- any failure of the probe is a worker set-up problem
         raise _failure(e, executable, driver) from e
-    finally:
-        sc.setLocalProperty("spark.job.description", previous)
+    reports = [json.loads(row[0]) for row in rows]
     for report in reports:
         error = diagnose_worker(report, driver, executable=executable)
         if error is not None:

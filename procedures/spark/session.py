@@ -1,7 +1,9 @@
 """The Spark session side of the package: the active session, job descriptions and groups shown
 in the Spark UI, and our catalogs configured from the session's ``spark.sql.catalog.*`` keys.
 
-Works with PySpark 3.5 and 4.x classic sessions.
+Works with PySpark 3.5 and 4.x classic sessions and with Spark Connect sessions (pyspark 4.x): on
+Connect a job description or group becomes a job tag of the operations the block starts (the Spark UI
+lists tags; ``spark.interruptTag`` cancels them), as Connect has no SparkContext local properties.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from procedures.catalog.base import Catalog, Identifier, Table
 from procedures.catalog.config import default_catalog_name, load_catalog, resolve_identifier
 from procedures.core.summary import set_engine
 from procedures.errors import ValidationError
+from procedures.spark.dataframes import is_connect
 from procedures.spark.environment import check_session
 from procedures.spark.task_errors import typed_task_error
 
@@ -25,6 +28,8 @@ __all__ = [
     "record_engine",
     "job_description",
     "job_group",
+    "cancel_job_group",
+    "job_tag",
     "optional_job",
     "active_descriptions",
     "catalog_for",
@@ -89,6 +94,8 @@ def in_caller_context(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
     so without this a rewrite's jobs would leave the caller's job group (``cancelJobGroup`` would
     miss them) and its fair-scheduler pool.  Each call runs on a copy, so threads setting their own
     job description do not race; the thread's previous properties come back afterwards."""
+    if spark is not None and is_connect(spark):
+        return _with_tags(spark, fn)
     # without pinned threads (PYSPARK_PIN_THREAD=false) Python threads share JVM threads at random,
     # so there is no thread of one's own to set properties on (pyspark's own helpers skip it too)
     if spark is None or type(spark.sparkContext._gateway).__name__ != "ClientServer":
@@ -108,17 +115,44 @@ def in_caller_context(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
     return run
 
 
+def _with_tags(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn`` run with the calling thread's Connect job tags (Connect keeps tags per thread)."""
+    captured = set(spark.getTags())
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> R:
+        added = captured - set(spark.getTags())
+        for tag in added:
+            spark.addTag(tag)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for tag in added:
+                spark.removeTag(tag)
+
+    return run
+
+
+def job_tag(text: str) -> str:
+    """``text`` as a Spark Connect job tag (tags may not be empty or hold a comma)."""
+    tag = " ".join(text.replace(",", ";").split())
+    return tag or "iceberg-procedures"
+
+
 @contextlib.contextmanager
-def job_description(spark: Any, text: str) -> Iterator[None]:
-    """Label the Spark jobs started inside the block (``rewrite_data_files: rewrite group 3/10``)
-    and restore the previous label afterwards, also on errors.  A job that fails because a task
-    raised one of our errors raises that error here (:func:`~procedures.spark.task_errors.typed_task_error`),
-    not Spark's wrapper of it."""
-    sc = spark.sparkContext
-    previous = sc.getLocalProperty(_DESCRIPTION)
-    sc.setJobDescription(text)
-    with _OPEN_LOCK:
-        _OPEN_DESCRIPTIONS.append(text)
+def _tagged(spark: Any, tag: str) -> Iterator[None]:
+    already = tag in spark.getTags()
+    if not already:
+        spark.addTag(tag)
+    try:
+        yield
+    finally:
+        if not already:
+            spark.removeTag(tag)
+
+
+@contextlib.contextmanager
+def _typed_errors() -> Iterator[None]:
     try:
         yield
     except Exception as e:
@@ -126,10 +160,32 @@ def job_description(spark: Any, text: str) -> Iterator[None]:
         if typed is None:
             raise
         raise typed from e
+
+
+@contextlib.contextmanager
+def job_description(spark: Any, text: str) -> Iterator[None]:
+    """Label the Spark jobs started inside the block (``rewrite_data_files: rewrite group 3/10``)
+    and restore the previous label afterwards, also on errors.  A job that fails because a task
+    raised one of our errors raises that error here (:func:`~procedures.spark.task_errors.typed_task_error`),
+    not Spark's wrapper of it.  On Spark Connect the label is a job tag."""
+    with _OPEN_LOCK:
+        _OPEN_DESCRIPTIONS.append(text)
+    try:
+        if is_connect(spark):
+            with _tagged(spark, job_tag(text)), _typed_errors():
+                yield
+            return
+        sc = spark.sparkContext
+        previous = sc.getLocalProperty(_DESCRIPTION)
+        sc.setJobDescription(text)
+        try:
+            with _typed_errors():
+                yield
+        finally:
+            sc.setLocalProperty(_DESCRIPTION, previous)
     finally:
         with _OPEN_LOCK:
             _OPEN_DESCRIPTIONS.remove(text)
-        sc.setLocalProperty(_DESCRIPTION, previous)
 
 
 @contextlib.contextmanager
@@ -145,7 +201,12 @@ def optional_job(spark: Any, text: str) -> Iterator[None]:
 @contextlib.contextmanager
 def job_group(spark: Any, group_id: str, description: str, *, interrupt_on_cancel: bool = False) -> Iterator[None]:
     """Run the block's Spark jobs in job group ``group_id`` (cancellable together with
-    ``sparkContext.cancelJobGroup``); the previous group and description come back afterwards."""
+    :func:`cancel_job_group`); the previous group and description come back afterwards.  On Spark
+    Connect the group is a job tag (``interrupt_on_cancel`` is what Connect always does)."""
+    if is_connect(spark):
+        with _tagged(spark, job_tag(group_id)):
+            yield
+        return
     sc = spark.sparkContext
     previous = (sc.getLocalProperty(_GROUP), sc.getLocalProperty(_DESCRIPTION), sc.getLocalProperty(_INTERRUPT))
     sc.setJobGroup(group_id, description, interrupt_on_cancel)
@@ -154,6 +215,14 @@ def job_group(spark: Any, group_id: str, description: str, *, interrupt_on_cance
     finally:
         for key, value in zip((_GROUP, _DESCRIPTION, _INTERRUPT), previous):
             sc.setLocalProperty(key, value)
+
+
+def cancel_job_group(spark: Any, group_id: str) -> None:
+    """Cancel the running jobs of :func:`job_group` ``group_id`` (Connect: interrupt its tag)."""
+    if is_connect(spark):
+        spark.interruptTag(job_tag(group_id))
+    else:
+        spark.sparkContext.cancelJobGroup(group_id)
 
 
 def catalog_for(spark: Any, name: str | None = None) -> Catalog:

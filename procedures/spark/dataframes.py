@@ -1,0 +1,197 @@
+"""Distributed steps through the DataFrame API alone, so one code path runs on a classic SparkSession
+and on a Spark Connect session (which has no ``sparkContext``, RDDs, accumulators or py4j).
+
+* :func:`is_connect` -- whether a session is a Spark Connect client.
+* :func:`parallelism` -- how many tasks the session runs at once, from its conf
+  (``spark.procedures.parallelism``, ``spark.default.parallelism``,
+  ``spark.sql.leafNodeDefaultParallelism``), else measured once per application by a JVM-only job.
+* :func:`slices_frame` / :func:`run_slices` -- the replacement for
+  ``sc.parallelize(items, n).mapPartitions(fn).collect()``: each slice of Python objects becomes one row
+  (its pickle), each row one task, and what ``fn`` yields comes back to the driver as pickled rows.
+
+How a slice gets a task of its own: rows are hash-partitioned on a ``slot`` column into ``n``
+partitions, and slot values are chosen on the driver so that Spark's partition rule (``pmod(murmur3(slot,
+seed 42), n)``, the rule of ``HashPartitioning`` since Spark 2) sends slice ``i`` to partition ``i``.
+Slice numbers themselves would collide (two slices in one task, another task idle), and a round-robin
+repartition starts each input partition at a random place.  AQE never coalesces a repartition with an
+explicit partition count.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import threading
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+__all__ = [
+    "PARALLELISM_CONF",
+    "is_connect",
+    "parallelism",
+    "session_key",
+    "slices_frame",
+    "map_slices",
+    "run_slices",
+    "iter_slices",
+    "unpickle_rows",
+    "partition_slots",
+    "functions",
+]
+
+#: our own override of the session's parallelism (an int), read before Spark's keys
+PARALLELISM_CONF = "spark.procedures.parallelism"
+#: Spark's keys that say how many tasks a stage runs, first one set wins
+_SPARK_PARALLELISM_KEYS = ("spark.default.parallelism", "spark.sql.leafNodeDefaultParallelism")
+#: rows of a probe job; ``spark.range`` splits them over the session's default parallelism
+_PROBE_ROWS = 1 << 20
+_PAYLOAD_SCHEMA = "payload binary"
+#: results per Arrow batch coming back from a task
+_BATCH_ROWS = 1024
+
+#: Spark's seed of ``Murmur3Hash`` in ``HashPartitioning``
+_SPARK_HASH_SEED = 42
+
+_LOCK = threading.Lock()
+_measured: dict[tuple, int] = {}
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``pyspark.sql.connect``), by its class's module,
+    so the check works without importing the Connect client's dependencies."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def functions(spark: Any) -> Any:
+    """The ``functions`` module whose columns ``spark``'s DataFrames take: ``pyspark.sql.functions``
+    picks Connect or classic by the process's mode, which is wrong in a process holding both kinds
+    (a notebook beside a remote session, our tests), so the package asks the session."""
+    if is_connect(spark):
+        from pyspark.sql.connect import functions as connect_functions  # noqa: PLC0415
+
+        return connect_functions
+    from pyspark.sql import functions as classic_functions  # noqa: PLC0415 -- the package loads without pyspark
+
+    return classic_functions
+
+
+def session_key(spark: Any) -> tuple:
+    """A key for per-application caches: the session kind and ``spark.app.id`` (both session kinds
+    read it through ``spark.conf``); a session without one is keyed by identity."""
+    try:
+        app = spark.conf.get("spark.app.id", None)
+    except Exception:  # noqa: BLE001 -- a stand-in session (tests) or a stopped one
+        app = None
+    return (is_connect(spark), app) if app else (is_connect(spark), id(spark))
+
+
+def _conf_int(spark: Any, key: str) -> int | None:
+    try:
+        value = spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001 -- Connect refuses some static keys; unset then
+        return None
+    try:
+        number = int(str(value).strip()) if value is not None else None
+    except ValueError:
+        return None
+    return number if number and number > 0 else None
+
+
+def parallelism(spark: Any) -> int:
+    """How many tasks ``spark`` runs at once: ``spark.procedures.parallelism``, else Spark's
+    ``spark.default.parallelism`` / ``spark.sql.leafNodeDefaultParallelism``, else the partitions
+    Spark gives ``spark.range`` (its default parallelism), measured once per application by a job
+    that runs in the JVM only (no Python worker)."""
+    for key in (PARALLELISM_CONF, *_SPARK_PARALLELISM_KEYS):
+        number = _conf_int(spark, key)
+        if number:
+            return number
+    key = session_key(spark)
+    with _LOCK:
+        known = _measured.get(key)
+    if known:
+        return known
+    fns = functions(spark)
+    row = spark.range(0, _PROBE_ROWS).select(fns.max(fns.spark_partition_id()).alias("p")).first()
+    measured = max(1, int(row["p"]) + 1) if row is not None and row["p"] is not None else 1
+    with _LOCK:
+        _measured[key] = measured
+    return measured
+
+
+def partition_slots(n: int) -> list[int]:
+    """Int keys ``k_0 .. k_{n-1}`` such that Spark's hash partitioning into ``n`` partitions sends
+    ``k_i`` to partition ``i`` (``pmod(murmur3_32(k_i, 42), n) == i``)."""
+    import mmh3  # noqa: PLC0415 -- a runtime dependency; imported where used
+
+    slots: list[int | None] = [None] * n
+    missing = n
+    candidate = 0
+    while missing:
+        target = mmh3.hash(struct.pack("<i", candidate), _SPARK_HASH_SEED) % n
+        if slots[target] is None:
+            slots[target] = candidate
+            missing -= 1
+        candidate += 1
+    return [int(s) for s in slots if s is not None]
+
+
+def slices_frame(spark: Any, slices: Sequence[Any]) -> Any:
+    """A DataFrame of one row per slice (column ``payload``: the slice's pickle), each row in a
+    partition of its own.  The slices travel to the executors inside the query plan (Connect: a
+    local relation, cached server-side when large), so keep them to plans and paths, not data."""
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType  # noqa: PLC0415
+
+    n = max(1, len(slices))
+    slots = partition_slots(n)
+    rows = [(slots[i], bytearray(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL))) for i, s in enumerate(slices)]
+    schema = StructType([StructField("slot", IntegerType(), False), StructField("payload", BinaryType(), False)])
+    return spark.createDataFrame(rows, schema).repartition(n, "slot").select("payload")
+
+
+def _pickled_batches(values: Iterable[Any]) -> Iterator[Any]:
+    import pyarrow as pa  # noqa: PLC0415 -- on the executor
+
+    chunk: list[bytes] = []
+    for value in values:
+        chunk.append(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        if len(chunk) >= _BATCH_ROWS:
+            yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary())], names=["payload"])
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary())], names=["payload"])
+
+
+def map_slices(df: Any, fn: Callable[[Any], Iterable[Any]]) -> Any:
+    """``df`` (rows of pickled slices, :func:`slices_frame`) mapped by ``fn`` on the executors: each
+    slice's unpickled value goes to ``fn``, and every value ``fn`` yields becomes one row of pickled
+    ``payload``.  Chain it (a slice of results is again a ``payload`` row) or collect it with
+    :func:`unpickle_rows`."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                yield from _pickled_batches(fn(pickle.loads(payload)))
+
+    return df.mapInArrow(run, _PAYLOAD_SCHEMA)
+
+
+def unpickle_rows(rows: Iterable[Any]) -> Iterator[Any]:
+    """The values of collected ``payload`` rows, in order."""
+    for row in rows:
+        yield pickle.loads(bytes(row[0]))
+
+
+def run_slices(spark: Any, slices: Sequence[Any], fn: Callable[[Any], Iterable[Any]]) -> list[Any]:
+    """Run ``fn`` on each slice in a task of its own and return everything it yielded, slice by slice
+    in no fixed order (the DataFrame replacement of ``parallelize(...).mapPartitions(fn).collect()``)."""
+    if not slices:
+        return []
+    return list(unpickle_rows(map_slices(slices_frame(spark, slices), fn).collect()))
+
+
+def iter_slices(spark: Any, slices: Sequence[Any], fn: Callable[[Any], Iterable[Any]]) -> Iterator[Any]:
+    """:func:`run_slices` streamed to the driver one partition at a time (``toLocalIterator``), for
+    results too many to hold at once."""
+    if not slices:
+        return iter(())
+    return unpickle_rows(map_slices(slices_frame(spark, slices), fn).toLocalIterator())
