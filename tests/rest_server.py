@@ -73,7 +73,8 @@ def start(warehouse: str | None = None, *, timeout: float = 90, **options: str) 
                            "driver (apt-get install libxerial-sqlite-jdbc-java)")
     basedir = tempfile.mkdtemp(prefix="rest-server-")
     warehouse = warehouse or str(Path(basedir, "warehouse"))
-    Path(warehouse).mkdir(parents=True, exist_ok=True)
+    if "://" not in warehouse:
+        Path(warehouse).mkdir(parents=True, exist_ok=True)
     port_file = Path(basedir, "port")
     args = {"port-file": str(port_file), "warehouse": warehouse, "jdbc": f"jdbc:sqlite:{basedir}/catalog.db"}
     args.update({k.replace("_", "-"): str(v) for k, v in options.items()})

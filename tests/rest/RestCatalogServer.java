@@ -11,12 +11,19 @@
 // also accepted>, table-config.<key>=<value> (returned in every LoadTableResult's config, as a
 // server vending storage credentials does), fail-commits=<n> (answer the next n commits with 503,
 // after applying none; fail-commits-after=<k> lets the first k commits through first),
-// endpoints=<comma list or "all">.
+// endpoints=<comma list or "all">, s3-filer=<http://host:port of a SeaweedFS filer> (s3://bucket/key
+// paths are then read and written through that filer's HTTP API, which serves the S3 buckets'
+// objects under /buckets/<bucket>/: the server needs no AWS SDK, which the runtime jar lacks).
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -44,6 +51,12 @@ import org.apache.iceberg.exceptions.NoSuchNamespaceException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.exceptions.NotAuthorizedException;
 import org.apache.iceberg.exceptions.ValidationException;
+import org.apache.iceberg.hadoop.HadoopFileIO;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.InputFile;
+import org.apache.iceberg.io.OutputFile;
+import org.apache.iceberg.io.PositionOutputStream;
+import org.apache.iceberg.io.SeekableInputStream;
 import org.apache.iceberg.jdbc.JdbcCatalog;
 import org.apache.iceberg.rest.CatalogHandlers;
 import org.apache.iceberg.rest.Endpoint;
@@ -89,7 +102,8 @@ public class RestCatalogServer {
     props.put(CatalogProperties.URI, args.get("jdbc"));
     props.put(CatalogProperties.WAREHOUSE_LOCATION, args.get("warehouse"));
     props.put("jdbc.schema-version", "V1");
-    catalog = new JdbcCatalog();
+    String filer = args.get("s3-filer");
+    catalog = filer == null ? new JdbcCatalog() : new JdbcCatalog(p -> new FilerFileIO(filer), null, true);
     catalog.setConf(new Configuration());
     catalog.initialize("rest_backend", props);
   }
@@ -398,5 +412,202 @@ public class RestCatalogServer {
     }
     ErrorResponse body = ErrorResponse.builder().responseCode(code).withType(type).withMessage(message).build();
     send(ex, code, body);
+  }
+
+  /** s3://bucket/key through a SeaweedFS filer's HTTP API; other paths through HadoopFileIO. */
+  static final class FilerFileIO implements FileIO {
+    private final String filer;
+    private final HadoopFileIO local = new HadoopFileIO(new Configuration());
+    private transient HttpClient http;
+
+    FilerFileIO(String filer) {
+      this.filer = filer.replaceAll("/+$", "");
+    }
+
+    private HttpClient http() {
+      if (http == null) {
+        http = HttpClient.newHttpClient();
+      }
+      return http;
+    }
+
+    private static boolean isS3(String path) {
+      return path.startsWith("s3://") || path.startsWith("s3a://");
+    }
+
+    private URI uri(String path) {
+      String rest = path.substring(path.indexOf("://") + 3);
+      return URI.create(filer + "/buckets/" + rest);
+    }
+
+    private byte[] get(String path) {
+      try {
+        HttpResponse<byte[]> r = http().send(HttpRequest.newBuilder(uri(path)).GET().build(),
+            HttpResponse.BodyHandlers.ofByteArray());
+        if (r.statusCode() == 404) {
+          throw new org.apache.iceberg.exceptions.NotFoundException("not found: %s", path);
+        }
+        return r.body();
+      } catch (IOException | InterruptedException e) {
+        throw new RuntimeException(e);
+      }
+    }
+
+    private void put(String path, byte[] data) {
+      try {
+        HttpResponse<String> r = http().send(
+            HttpRequest.newBuilder(uri(path)).PUT(HttpRequest.BodyPublishers.ofByteArray(data)).build(),
+            HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() >= 300) {
+          throw new RuntimeException("PUT " + path + " failed: " + r.statusCode() + " " + r.body());
+        }
+      } catch (IOException | InterruptedException e) {
+        throw new RuntimeException(e);
+      }
+    }
+
+    private boolean exists(String path) {
+      try {
+        return http().send(HttpRequest.newBuilder(uri(path)).method("HEAD", HttpRequest.BodyPublishers.noBody()).build(),
+            HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+      } catch (IOException | InterruptedException e) {
+        throw new RuntimeException(e);
+      }
+    }
+
+    @Override
+    public InputFile newInputFile(String path) {
+      if (!isS3(path)) {
+        return local.newInputFile(path);
+      }
+      return new InputFile() {
+        private byte[] data;
+
+        private byte[] data() {
+          if (data == null) {
+            data = get(path);
+          }
+          return data;
+        }
+
+        @Override
+        public long getLength() {
+          return data().length;
+        }
+
+        @Override
+        public SeekableInputStream newStream() {
+          byte[] bytes = data();
+          return new SeekableInputStream() {
+            private int pos;
+
+            @Override
+            public long getPos() {
+              return pos;
+            }
+
+            @Override
+            public void seek(long newPos) {
+              pos = (int) newPos;
+            }
+
+            @Override
+            public int read() {
+              return pos < bytes.length ? (bytes[pos++] & 0xff) : -1;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+              if (pos >= bytes.length) {
+                return -1;
+              }
+              int n = Math.min(len, bytes.length - pos);
+              System.arraycopy(bytes, pos, b, off, n);
+              pos += n;
+              return n;
+            }
+          };
+        }
+
+        @Override
+        public String location() {
+          return path;
+        }
+
+        @Override
+        public boolean exists() {
+          return FilerFileIO.this.exists(path);
+        }
+      };
+    }
+
+    @Override
+    public OutputFile newOutputFile(String path) {
+      if (!isS3(path)) {
+        return local.newOutputFile(path);
+      }
+      return new OutputFile() {
+        private PositionOutputStream stream(boolean overwrite) {
+          if (!overwrite && FilerFileIO.this.exists(path)) {
+            throw new org.apache.iceberg.exceptions.AlreadyExistsException("already exists: %s", path);
+          }
+          ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+          return new PositionOutputStream() {
+            @Override
+            public long getPos() {
+              return buffer.size();
+            }
+
+            @Override
+            public void write(int b) {
+              buffer.write(b);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) {
+              buffer.write(b, off, len);
+            }
+
+            @Override
+            public void close() {
+              put(path, buffer.toByteArray());
+            }
+          };
+        }
+
+        @Override
+        public PositionOutputStream create() {
+          return stream(false);
+        }
+
+        @Override
+        public PositionOutputStream createOrOverwrite() {
+          return stream(true);
+        }
+
+        @Override
+        public String location() {
+          return path;
+        }
+
+        @Override
+        public InputFile toInputFile() {
+          return newInputFile(path);
+        }
+      };
+    }
+
+    @Override
+    public void deleteFile(String path) {
+      if (!isS3(path)) {
+        local.deleteFile(path);
+        return;
+      }
+      try {
+        http().send(HttpRequest.newBuilder(uri(path)).DELETE().build(), HttpResponse.BodyHandlers.discarding());
+      } catch (IOException | InterruptedException e) {
+        throw new RuntimeException(e);
+      }
+    }
   }
 }
