@@ -29,7 +29,7 @@ SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
 MAIN_BRANCH = "main"
 #: table properties that are inputs to create/update only and never persisted (Java's reserved set)
 RESERVED_PROPERTIES = frozenset({
-    "format-version", "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
+    FORMAT_VERSION.key, "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
     "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec", "default-sort-order",
 })
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from procedures.core.properties import GC_ENABLED, WRITE_PATH_PROPERTIES
+from procedures.core.properties import GC_ENABLED, PARQUET_COMPRESSION, WRITE_PATH_PROPERTIES
 from procedures.errors import ValidationError
 from procedures.spec import types as T
 from procedures.spec.partitioning import PartitionSpec, PartitionSpecBuilder
@@ -49,7 +49,7 @@ PROVIDER_PROPERTY = "provider"
 #: (``Spark3Util.rebuildCreateProperties``; ``location`` becomes the table's location)
 RESERVED_PROPERTIES = ("provider", "format", "current-snapshot-id", "location", "sort-order", "identifier-fields")
 #: what Java's ``TableMetadata.newTableMetadata`` adds to every new table
-CREATE_DEFAULTS = (("write.parquet.compression-codec", "zstd"),)
+CREATE_DEFAULTS = ((PARQUET_COMPRESSION.key, PARQUET_COMPRESSION.default),)
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,11 @@ from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
 
 __all__ = [
     "TableProperty", "BoolProperty", "IntProperty", "BytesProperty", "DurationProperty", "StringProperty",
-    "ChoiceProperty", "PathProperty", "TABLE_PROPERTIES", "parse_bool", "require_gc_enabled", "gc_disabled_message",
+    "ChoiceProperty", "PathProperty", "OptionalIntProperty", "TABLE_PROPERTIES", "parse_bool", "require_gc_enabled", "gc_disabled_message",
     "METRICS_MODE_COLUMN_PREFIX",
     # commit
     "COMMIT_NUM_RETRIES", "COMMIT_MIN_RETRY_WAIT_MS", "COMMIT_MAX_RETRY_WAIT_MS", "COMMIT_TOTAL_RETRY_TIME_MS",
+    "RETRY_PROPERTIES",
     "MANIFEST_TARGET_SIZE_BYTES", "MANIFEST_MIN_MERGE_COUNT", "MANIFEST_MERGE_ENABLED",
     # write
     "DEFAULT_FILE_FORMAT", "PARQUET_ROW_GROUP_SIZE_BYTES", "PARQUET_PAGE_SIZE_BYTES", "PARQUET_PAGE_ROW_LIMIT",
@@ -201,6 +202,8 @@ COMMIT_MIN_RETRY_WAIT_MS = DurationProperty("commit.retry.min-wait-ms", 100, "fi
 COMMIT_MAX_RETRY_WAIT_MS = DurationProperty("commit.retry.max-wait-ms", 60_000, "largest retry backoff", minimum=0)
 COMMIT_TOTAL_RETRY_TIME_MS = DurationProperty("commit.retry.total-timeout-ms", 30 * 60_000,
                                               "time after which a commit stops retrying", minimum=0)
+#: the retry policy of a commit, also accepted as catalog properties
+RETRY_PROPERTIES = (COMMIT_NUM_RETRIES, COMMIT_MIN_RETRY_WAIT_MS, COMMIT_MAX_RETRY_WAIT_MS, COMMIT_TOTAL_RETRY_TIME_MS)
 MANIFEST_TARGET_SIZE_BYTES = BytesProperty("commit.manifest.target-size-bytes", 8 * MIB,
                                            "size merged and rewritten manifests aim at")
 MANIFEST_MIN_MERGE_COUNT = IntProperty("commit.manifest.min-count-to-merge", 100,
