@@ -123,7 +123,7 @@ class IntProperty(TableProperty[int]):
         value = super().read(props)
         bounds = [m for m in (self.minimum, minimum) if m is not None]
         least = max(bounds) if bounds else None
-        if least is not None and value < least:
+        if value is not None and least is not None and value < least:
             raise ValidationError(f"Table property {self.key} must be at least {least}, got {value}")
         return value
 
@@ -146,15 +146,8 @@ class DurationProperty(IntProperty):
 
 
 @dataclass(frozen=True)
-class OptionalIntProperty(TableProperty["int | None"]):
+class OptionalIntProperty(IntProperty):
     """An integer with no default (None when unset), such as a compression level."""
-
-    def parse(self, raw: str) -> int:
-        """``raw`` as an integer."""
-        try:
-            return int(raw)
-        except (TypeError, ValueError):
-            raise self.invalid(raw, "an integer") from None
 
 
 @dataclass(frozen=True)
