@@ -22,6 +22,7 @@ from procedures.core.gc.purge import PurgePlan, PurgeResult, execute_purge, plan
 from procedures.core.ownership import Ownership
 from procedures.core.properties import METADATA_COMPRESSION, METADATA_DELETE_AFTER_COMMIT_ENABLED
 from procedures.core.snapshot_producer import metadata_dir
+from procedures.core.updates import MetadataUpdate
 from procedures.errors import CommitFailedError, IcebergError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.metadata import TableMetadata, metadata_file_data
@@ -211,6 +212,10 @@ class _StagedCreate:
             raise CommitFailedError(f"Cannot create table {name}: {e}; nothing was created", table=name,
                                     retryable=False) from e
 
+    def commit_changes(self, table: Table, base: "TableMetadata", new: "TableMetadata",
+                       updates: Sequence["MetadataUpdate"]) -> Table:
+        return self.commit_table(table, base, new)
+
     def load_table(self, identifier: IdentifierLike) -> Table:
         return self.catalog.load_table(identifier)
 
@@ -321,6 +326,13 @@ class Catalog(abc.ABC):
     @abc.abstractmethod
     def commit_table(self, table: Table, base: "TableMetadata", new: "TableMetadata") -> Table:
         """Atomically replace ``base`` (the metadata ``table`` was loaded with) by ``new``."""
+
+    def commit_changes(self, table: Table, base: "TableMetadata", new: "TableMetadata",
+                       updates: Sequence["MetadataUpdate"]) -> Table:
+        """Commit a change the core expressed as ``updates`` on ``base`` (``new`` is their result).
+        Catalogs that swap metadata files apply the updates locally -- ``new`` already holds them --
+        and swap (:meth:`commit_table`); the REST catalog sends the updates with their requirements."""
+        return self.commit_table(table, base, new)
 
     @abc.abstractmethod
     def default_table_location(self, identifier: IdentifierLike) -> str:

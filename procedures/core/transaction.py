@@ -180,9 +180,11 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
         try:
             builder = MetadataBuilder(base, ctx.table.metadata_location)
             fixed_updates: list[U.MetadataUpdate] = []
+            applied: list[U.MetadataUpdate] = []
             for op in operations:
                 ups = op.apply(builder.current(), ctx)
                 builder.apply_all(ups)
+                applied.extend(ups)
                 if not op.replayable:
                     fixed_updates.extend(ups)
             if fixed_requirements is None:
@@ -194,7 +196,7 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
                 return ctx.table
             fault_points.reached(fault_points.COMMIT, ctx.identifier)
             swapping = True
-            committed = ctx.table.catalog.commit_table(ctx.table, base, new)
+            committed = ctx.table.catalog.commit_changes(ctx.table, base, new, applied)
         except CommitStateUnknownError:
             log.error("commit to %s has an unknown outcome; no files were deleted", ctx.identifier)
             raise
