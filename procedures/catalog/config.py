@@ -17,6 +17,7 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.catalog.hive import HiveCatalog, JvmMetastoreClient
 from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
 from procedures.catalog.rest import RestCatalog
+from procedures.core.properties import RETRY_PROPERTIES
 from procedures.errors import REDACTED, CatalogConfigError, NoSuchCatalogError, ValidationError, is_secret_key
 
 __all__ = [
@@ -42,13 +43,7 @@ _IMPL_TYPES = {
 #: Iceberg Java's Hadoop-conf switch for metastore locks, read from the Spark conf as a default
 HIVE_LOCK_CONF = "spark.hadoop.iceberg.engine.hive.lock-enabled"
 #: catalog properties whose values must be integers (the transaction reads the commit.retry ones)
-INT_PROPERTIES = (
-    "commit.retry.num-retries",
-    "commit.retry.min-wait-ms",
-    "commit.retry.max-wait-ms",
-    "commit.retry.total-timeout-ms",
-    "jdbc.busy-timeout-ms",
-)
+INT_PROPERTIES = tuple(p.key for p in RETRY_PROPERTIES) + ("jdbc.busy-timeout-ms",)
 
 
 #: how Spark's SET shows a value whose key matches ``spark.redaction.regex``

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 
-from procedures.core.properties import file_scoped_deletes
+from procedures.core.properties import DELETE_GRANULARITY
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO, join_path
@@ -165,7 +165,7 @@ def write_position_delete_files(
     if metadata.format_version < 2:
         raise ValidationError(f"table {metadata.location} is format v1, which has no delete files; upgrade it to v2")
     if file_scoped is None:
-        file_scoped = file_scoped_deletes(metadata.properties)
+        file_scoped = DELETE_GRANULARITY.read(metadata.properties) == "file"
     operation_id = operation_id or str(_uuid.uuid4())
     groups: dict[Any, dict[str, Iterable[int]]] = {}
     targets: dict[Any, DeleteTarget] = {}
