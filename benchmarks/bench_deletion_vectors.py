@@ -12,9 +12,7 @@ Cases (``--scale`` multiplies the sizes): sparse random positions, dense every-o
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -22,25 +20,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import Figure, arg_parser, print_figures, time_call  # noqa: E402
+from _common import Figure, arg_parser, module_at, print_figures, time_call  # noqa: E402
 
 from procedures.spec import deletion_vector as ours  # noqa: E402
 
 #: the last commit with the pure-Python Roaring codec
 BASELINE = "170fac1"
-
-
-def baseline_module(rev: str) -> types.ModuleType | None:
-    """``procedures/spec/deletion_vector.py`` as of ``rev``, or None outside a git checkout."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        source = subprocess.run(["git", "show", f"{rev}:procedures/spec/deletion_vector.py"], cwd=root,
-                                check=True, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    module = types.ModuleType("deletion_vector_baseline")
-    exec(compile(source, f"{rev}:deletion_vector.py", "exec"), module.__dict__)  # noqa: S102
-    return module
 
 
 def cases(scale: int) -> dict[str, list[int]]:
@@ -65,7 +50,7 @@ def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=BASELINE, help=f"git revision of the former codec (default {BASELINE})")
     args = parser.parse_args()
-    old = baseline_module(args.baseline)
+    old = module_at(args.baseline, "procedures/spec/deletion_vector.py")
     figures = []
     for name, positions in cases(args.scale).items():
         blob = ours.serialize_dv(positions)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from array import array
 from typing import Iterable
 
 import numpy as np
@@ -169,7 +170,6 @@ def position_bitmap(positions: Iterable[int] | BitMap64 | np.ndarray) -> BitMap6
         if positions.size and (positions.min() < 0 or positions.max() > MAX_POSITION):
             raise _out_of_range(positions.tolist())
         # array('Q') is the buffer pyroaring's constructor copies in one call
-        from array import array  # noqa: PLC0415
         bitmap = BitMap64(array("Q", positions.astype(np.uint64, copy=False).tobytes()))
     else:
         if not isinstance(positions, (list, tuple, set, frozenset, range)):
