@@ -9,8 +9,9 @@ out are skipped as unknown), so no generated code is needed.  Columns are number
 them: a pre-order walk of the type tree, the root struct being column 0.
 
 benchmarks/bench_orc_footer.py measured the former pure-Python wire decoder against the protobuf
-runtime (the same ``OrcFooter``; 1.7-2.2x slower at 10 to 1,000 columns) and pyorc (no
-``bytesOnDisk``, timestamps without the millisecond's nanoseconds: not the same numbers).
+runtime (the same ``OrcFooter``; 1.3-2.6x slower at 10 to 1,000 columns, though the first footer of
+a process pays about 20 ms for the runtime's import) and pyorc (no ``bytesOnDisk``, timestamps
+without the millisecond's nanoseconds: not the same numbers).
 """
 
 from __future__ import annotations
