@@ -28,7 +28,7 @@ from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO, join_path
 from procedures.io.parquet_reader import read_position_deletes as read_parquet_positions
 from procedures.io.parquet_writer import FULL, MetricsConfig, ParquetFileWriter, WriteSettings, data_location
-from procedures.spec.deletion_vector import deserialize_dv
+from procedures.spec.deletion_vector import deserialize_dv_array
 from procedures.spec.manifest import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID
 from procedures.spec.partitioning import PartitionSpec
@@ -278,8 +278,8 @@ def read_position_arrays(io: FileIO, delete_file: DataFile) -> dict[str, np.ndar
             raise ValidationError(
                 f"{delete_file.file_path}: no blob at offset {delete_file.content_offset} for {delete_file.referenced_data_file}"
             )
-        positions = deserialize_dv(pf.read_blob(blob), location=delete_file.file_path)
-        return {delete_file.referenced_data_file or "": np.asarray(positions, dtype=np.int64)}
+        positions = deserialize_dv_array(pf.read_blob(blob), location=delete_file.file_path)
+        return {delete_file.referenced_data_file or "": positions}
     # the scan's reader: columns found by field id, small files in one read, recent files cached
     return read_parquet_positions(io, delete_file)
 
