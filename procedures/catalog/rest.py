@@ -324,7 +324,12 @@ class RestCatalog(Catalog):
     def _table(self, ident: Identifier, body: Mapping[str, Any]) -> Table:
         metadata = metadata_from_dict(body["metadata"])
         io_props = {**self.properties, **(body.get("config") or {})}
-        io_props.update(_credentials_for(metadata.location, body.get("storage-credentials") or ()))
+        credentials = body.get("storage-credentials") or ()
+        if not credentials and _CREDENTIALS in self.endpoints:
+            # a server that advertises the credentials endpoint may vend them only there
+            found = self.client.request("GET", f"{self._table_path(ident)}/credentials", on_error=_no_table(ident))
+            credentials = (found or {}).get("storage-credentials") or ()
+        io_props.update(_credentials_for(metadata.location, credentials))
         io = FileIO(io_props) if io_props != self.properties else self.io
         return Table(ident, metadata, body.get("metadata-location"), io, self)
 

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from procedures.catalog.config import load_catalog
+from procedures.catalog.rest import DEFAULT_ENDPOINTS
 from procedures.catalog.rest_client import RestAuthError
 from procedures.core import updates as U
 from procedures.core.builder import new_table_metadata
@@ -111,8 +112,12 @@ def test_tables_keep_our_metadata_exactly(rest_server):
         cat.rename_table(("db1", "exact"), ("db1", "again"))
     location = cat.load_table(("db1", "renamed")).metadata_location
     cat.drop_table(("db1", "renamed"))
+    assert os.path.exists(location)
     registered = cat.register_table(("db1", "back"), location)
     assert registered.metadata.table_uuid == md.table_uuid
+    # a purge asks the server to delete the table's files (Iceberg Java's REST client does the same)
+    cat.drop_table(("db1", "back"), purge=True)
+    assert not os.path.exists(location) and not cat.table_exists(("db1", "back"))
 
 
 def test_commits_send_updates_and_requirements(rest_server):
@@ -239,6 +244,12 @@ def test_prefix_endpoints_and_vended_config():
         cat = _catalog(server)
         table = _create(cat, ("v", "t"))
         assert table.io.properties.get("s3.endpoint") == "http://vended:9000"
+    # a server that vends credentials only through the advertised credentials endpoint
+    endpoints = ",".join(sorted(DEFAULT_ENDPOINTS | {"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"}))
+    with running(endpoints=endpoints, credentials_only="true", **{"table-config.s3.endpoint": "http://cred:9000"}) as server:
+        cat = _catalog(server)
+        table = _create(cat, ("c", "t"))
+        assert table.io.properties.get("s3.endpoint") == "http://cred:9000"
 
 
 def test_pyiceberg_reads_ours_and_we_read_theirs(rest_server):

@@ -11,7 +11,8 @@
 // also accepted>, table-config.<key>=<value> (returned in every LoadTableResult's config, as a
 // server vending storage credentials does), fail-commits=<n> (answer the next n commits with 503,
 // after applying none; fail-commits-after=<k> lets the first k commits through first),
-// endpoints=<comma list or "all">, s3-filer=<http://host:port of a SeaweedFS filer> (s3://bucket/key
+// endpoints=<comma list or "all">, credentials-only=true (the table config is served only by the
+// credentials endpoint, not with the table), s3-filer=<http://host:port of a SeaweedFS filer> (s3://bucket/key
 // paths are then read and written through that filer's HTTP API, which serves the S3 buckets'
 // objects under /buckets/<bucket>/: the server needs no AWS SDK, which the runtime jar lacks).
 import com.sun.net.httpserver.HttpExchange;
@@ -364,7 +365,7 @@ public class RestCatalogServer {
   }
 
   private LoadTableResponse withConfig(LoadTableResponse response) {
-    if (tableConfig.isEmpty()) {
+    if (tableConfig.isEmpty() || "true".equals(args.get("credentials-only"))) {
       return response;
     }
     return LoadTableResponse.builder().withTableMetadata(response.tableMetadata()).addAllConfig(response.config())
