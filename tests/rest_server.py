@@ -14,11 +14,10 @@ import contextlib
 import shutil
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.helpers.processes import stop_process_group
+from tests.helpers.processes import spawn_logged, stop_process_group, wait_ready
 from tests.helpers.references import present_jdbc_driver_jars, skip_missing_reference
 
 SOURCE = Path(__file__).resolve().parent / "rest" / "RestCatalogServer.java"
@@ -80,16 +79,10 @@ def start(warehouse: str | None = None, *, timeout: float = 90, **options: str) 
     args.update({k.replace("_", "-"): str(v) for k, v in options.items()})
     classpath = ":".join([jar, *hadoop_jars(), sqlite])
     command = ["java", "-Xmx512m", "-cp", classpath, str(SOURCE), *(f"{k}={v}" for k, v in args.items())]
-    log = open(Path(basedir, "server.log"), "wb")  # noqa: SIM115 -- closed with the process
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=basedir, start_new_session=True)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if port_file.exists():
-            port = int(port_file.read_text().strip())
-            return RestServer(f"http://127.0.0.1:{port}", warehouse, process, basedir, dict(args))
-        if process.poll() is not None:
-            break
-        time.sleep(0.2)
+    process = spawn_logged(command, str(Path(basedir, "server.log")), cwd=basedir)
+    if wait_ready([process], port_file.exists, timeout, interval=0.2):
+        port = int(port_file.read_text().strip())
+        return RestServer(f"http://127.0.0.1:{port}", warehouse, process, basedir, dict(args))
     server = RestServer("", warehouse, process, basedir, dict(args))
     text = server.logs()
     stop(server)
