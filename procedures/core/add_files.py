@@ -24,7 +24,7 @@ from procedures.core.operations import MergeAppend
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext, MetadataChange
 from procedures.errors import DuplicateFilesError, UnsupportedFileFormatError, ValidationError
-from procedures.spec.manifest import DataFile, ManifestFile
+from procedures.spec.manifest.model import DataFile, ManifestFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.name_mapping import (
     DEFAULT_NAME_MAPPING_PROPERTY,

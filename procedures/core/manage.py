@@ -19,7 +19,8 @@ from procedures.core.operations import FastAppend, ReplacePartitions, snapshots_
 from procedures.core.snapshot_producer import snapshot_manifests
 from procedures.core.transaction import CommitContext
 from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
-from procedures.spec.manifest import ManifestEntryStatus, read_manifest
+from procedures.spec.manifest.model import ManifestEntryStatus
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.snapshots import Snapshot, SnapshotRef, SnapshotRefType
 

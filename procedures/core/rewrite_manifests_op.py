@@ -22,6 +22,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
+from procedures.core.rewrite_manifests_copy import existing_records
 from procedures.core.snapshot_producer import SnapshotProducer, manifest_list_rows, snapshot_manifest_rows
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext
@@ -29,9 +30,10 @@ from procedures.core.properties import int_property
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import manifest_entry_avro_schema
 from procedures.spec.conversions import from_bytes
-from procedures.spec.manifest import (
-    ManifestContent, ManifestEntry, ManifestFile, ManifestRows, ManifestWriter, existing_records, read_manifest,
-)
+from procedures.spec.manifest.manifest_list import ManifestRows
+from procedures.spec.manifest.model import ManifestContent, ManifestEntry, ManifestFile
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema

@@ -43,17 +43,9 @@ from procedures.spec.expressions import (
     referenced_field_ids,
     rewrite_not,
 )
-from procedures.spec.manifest import (
-    DataFile,
-    FileContent,
-    ManifestContent,
-    FieldSummary,
-    ManifestFile,
-    ManifestRows,
-    read_manifest,
-    read_manifest_list_where,
-    read_manifest_where,
-)
+from procedures.spec.manifest.manifest_list import ManifestRows, read_manifest_list_where
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, FieldSummary, ManifestFile
+from procedures.spec.manifest.reader import read_manifest, read_manifest_where
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.partitioning import PartitionSpec

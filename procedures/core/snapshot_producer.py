@@ -24,20 +24,14 @@ from procedures.core.builder import MAIN_BRANCH
 from procedures.core.summary import SummaryBuilder, summary_with_totals
 from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
-from procedures.spec.manifest import (
-    DataFile,
-    FileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    ManifestRows,
-    ManifestWriter,
-    read_manifest,
-    read_manifest_list,
-    read_manifest_list_where,
-    write_manifest_list,
+from procedures.spec.manifest.manifest_list import (
+    ManifestRows, read_manifest_list, read_manifest_list_where, write_manifest_list,
 )
+from procedures.spec.manifest.model import (
+    DataFile, FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
+)
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.snapshots import Snapshot, SnapshotRef, SnapshotRefType
 

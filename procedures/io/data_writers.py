@@ -36,7 +36,7 @@ from procedures.io.parquet_writer import (
 )
 from procedures.io.parquet_writer import write_data_files as _write_files_with
 from procedures.spec import types as T
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 
 __all__ = ["FORMAT_PROPERTY", "OrcFileWriter", "AvroFileWriter", "file_format", "file_writer", "write_data_files"]
 

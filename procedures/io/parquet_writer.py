@@ -31,7 +31,7 @@ from procedures.errors import ValidationError
 from procedures.io.arrow_schema import cast_to_schema, primitive_to_arrow, schema_to_arrow
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.conversions import to_bytes, truncate_lower_bound, truncate_upper_bound
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import schema_with_row_lineage
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema

@@ -33,7 +33,7 @@ from procedures.io.listing import modified_before, walk
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import rows_frame, tasks_frame
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import manifest_live_path_list
+from procedures.core.gc.live_paths import manifest_live_path_list
 
 __all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "uri_dataframe", "uri_frame",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe", "listed_keys_dataframe",

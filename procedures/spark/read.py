@@ -51,7 +51,7 @@ from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression, referenced_names
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, parse_name_mapping
 from procedures.spec.schema import Schema

@@ -29,7 +29,7 @@ from procedures.spark.environment import check_python_workers
 from procedures.spark.read import tasks_frame
 from procedures.spark.session import job_description, load_table, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 from procedures.spec.sorting import NullOrder, SortDirection
 from procedures.spec.transforms import (
     BucketTransform,

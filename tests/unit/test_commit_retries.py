@@ -16,7 +16,7 @@ from procedures.core.builder import new_table_metadata
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import CommitFailedError, ValidationError
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
 from tests.helpers.faults import FaultyCatalog

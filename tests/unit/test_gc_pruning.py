@@ -19,10 +19,10 @@ from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.core.updates import SetProperties
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.spec.conversions import to_bytes
-from procedures.spec.manifest import (
-    DataFile, FieldSummary, FileFormat, ManifestContent, ManifestFile, manifest_live_paths, read_manifest,
-    read_manifest_list,
-)
+from procedures.core.gc.live_paths import manifest_live_paths
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FieldSummary, FileFormat, ManifestContent, ManifestFile
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType

@@ -34,7 +34,7 @@ from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.paths import PathSet, path_keys
 from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
-from procedures.spec.manifest import ManifestFile
+from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [

@@ -33,7 +33,7 @@ from procedures.core.gc import reachability as R
 from procedures.core.ownership import resolve_local
 from procedures.core.paths import join_path, normalize_path, path_keys, relative_path
 from procedures.errors import ValidationError
-from procedures.spec.manifest import ManifestFile
+from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [

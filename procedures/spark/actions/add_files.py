@@ -39,7 +39,7 @@ from procedures.io.parquet_writer import MetricsConfig
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 
 __all__ = ["AddFilesParams", "AddFilesResult", "ImportSource", "add_files", "catalog_source", "session_table", "uri_path",
            "import_data_files", "DRIVER_MAX_FILES"]

@@ -50,7 +50,8 @@ from procedures.io.sandbox import file_io
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import ManifestFile, ManifestRows
+from procedures.spec.manifest.manifest_list import ManifestRows
+from procedures.spec.manifest.model import ManifestFile
 
 __all__ = ["SparkManifestRewriter"]
 

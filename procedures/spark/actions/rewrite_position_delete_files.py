@@ -42,7 +42,7 @@ from procedures.spark.session import job_description
 from procedures.spark.write import task_ids
 from procedures.spec.evaluators import Evaluator
 from procedures.spec.expressions import ALWAYS_TRUE
-from procedures.spec.manifest import DataFile, FileContent, ManifestContent
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent
 from procedures.spec.projection import inclusive_projection
 
 __all__ = ["rewrite_position_deletes"]
