@@ -2,7 +2,7 @@
 
 Writes ``--manifests`` manifests of ``--entries`` entries each (default 1,000 x 1,000, times --scale)
 for a partitioned v2 table with full column metrics, plus one manifest list, then reads every entry
-back with ``procedures.spec.manifest.read_manifest`` and with PyIceberg's ``fetch_manifest_entry``.
+back with ``procedures.spec.manifest.reader.read_manifest`` and with PyIceberg's ``fetch_manifest_entry``.
 Goal (issue 2): at least PyIceberg's rate.
 """
 

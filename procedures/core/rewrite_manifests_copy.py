@@ -20,7 +20,9 @@ from procedures.errors import InvalidMetadataError
 from procedures.spec.avro_scan import SkimField, compile_skimmer, named_types
 from procedures.spec.avro_schemas import decode_long, encode_long, strip_logical_types, without_logical_types
 from procedures.spec.manifest.avro_container import MetadataIO, read_manifest_bytes, resolved_type
-from procedures.spec.manifest.model import DEFAULT_BLOCK_SIZE, FORMATS_BY_NAME, FileFormat, ManifestEntryStatus, ManifestFile
+from procedures.spec.manifest.model import (
+    DEFAULT_BLOCK_SIZE, FORMATS_BY_NAME, FileFormat, ManifestEntryStatus, ManifestFile,
+)
 from procedures.spec.manifest.reader import partition_tuple_getter
 
 __all__ = ["existing_records"]
@@ -72,11 +74,12 @@ def existing_records(
     :meth:`~procedures.spec.manifest.writer.ManifestWriter.existing_encoded`.
 
     In v1 the deprecated ``block_size_in_bytes`` is written as the writer writes it
-    (:data:`~procedures.spec.manifest.model.DEFAULT_BLOCK_SIZE`), the only ``data_file`` field re-encoded besides the format.
+    (:data:`~procedures.spec.manifest.model.DEFAULT_BLOCK_SIZE`), the only ``data_file`` field
+    re-encoded besides the format.
 
-    Returns None -- read with :func:`~procedures.spec.manifest.reader.read_manifest` instead -- unless ``format_version`` is 1 or 2
-    and the manifest's schema encodes exactly like ``avro_schema`` (v3 makes inherited first row
-    ids explicit inside ``data_file``).
+    Returns None -- read with :func:`~procedures.spec.manifest.reader.read_manifest` instead --
+    unless ``format_version`` is 1 or 2 and the manifest's schema encodes exactly like
+    ``avro_schema`` (v3 makes inherited first row ids explicit inside ``data_file``).
     """
     if format_version not in (1, 2):
         return None

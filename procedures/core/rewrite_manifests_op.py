@@ -151,7 +151,7 @@ def uniform_partition(manifest: ManifestFile, partition_type: StructType) -> tup
 
 def take_manifests(manifests: Sequence[ManifestFile], indices: Iterable[int]) -> Sequence[ManifestFile]:
     """The manifests at ``indices``, in that order: still encoded when ``manifests`` is a
-    :class:`~procedures.spec.manifest.ManifestRows`, a list otherwise."""
+    :class:`~procedures.spec.manifest.manifest_list.ManifestRows`, a list otherwise."""
     if isinstance(manifests, ManifestRows):
         return manifests.take(indices)
     return [manifests[i] for i in indices]
@@ -205,8 +205,8 @@ def live_copies(io: Any, manifest: ManifestFile, avro_schema: Mapping[str, Any],
                 specs: Mapping[int, PartitionSpec]) -> Iterator[tuple[tuple, Any]]:
     """``(partition, copy)`` for each live entry of ``manifest`` in file order; ``copy`` goes to
     :func:`write_copy` of a writer with ``avro_schema``: the entry already encoded as EXISTING when
-    the manifest's schema allows (:func:`~procedures.spec.manifest.existing_records`), otherwise
-    the decoded :class:`ManifestEntry`."""
+    the manifest's schema allows (:func:`~procedures.core.rewrite_manifests_copy.existing_records`),
+    otherwise the decoded :class:`ManifestEntry`."""
     records = existing_records(io, manifest, avro_schema, format_version, specs=specs)
     if records is not None:
         for record in records:
@@ -253,7 +253,7 @@ def parts_per_chunk(chunk_entries: Sequence[int], slots: int, min_entries: int =
 @dataclass(frozen=True, slots=True)
 class ChunkParts:
     """One chunk's items cut into runs written by separate tasks and joined in order
-    (:meth:`~procedures.spec.manifest.ManifestWriter.close_parts`).  ``items[p]`` are part ``p``'s
+    (:meth:`~procedures.spec.manifest.writer.ManifestWriter.close_parts`).  ``items[p]`` are part ``p``'s
     items; ``cuts[p]`` is the first sort key ``(rank, manifest index, position)`` of part ``p + 1``,
     which places an entry that arrives alone (:meth:`part_of`)."""
 
@@ -316,7 +316,7 @@ class WritePlan:
     """Which engine task writes what: task ``t`` writes part ``tasks[t][1]`` of chunk
     ``tasks[t][0]``; an entry that arrives alone in chunk ``c`` goes to task ``routes[c][0] +
     bisect_right(routes[c][1], (rank, manifest index, position))``.  When ``split``, tasks write
-    parts (:meth:`~procedures.spec.manifest.ManifestWriter.close_part`) that one task per chunk
+    parts (:meth:`~procedures.spec.manifest.writer.ManifestWriter.close_part`) that one task per chunk
     joins; otherwise task ``c`` writes chunk ``c`` whole."""
 
     tasks: dict[int, tuple[int, int]]
@@ -364,7 +364,7 @@ class RewriteJob:
     format_version: int
     content: ManifestContent
     snapshot_id: int
-    #: a :class:`~procedures.spec.manifest.ManifestRows` (rows still encoded) or a tuple
+    #: a :class:`~procedures.spec.manifest.manifest_list.ManifestRows` (rows still encoded) or a tuple
     manifests: Sequence[ManifestFile]
     n: int
     positions: tuple[int, ...] | None

@@ -466,7 +466,7 @@ class EntryFilter:
         """The live entries of a data manifest whose partition values and column metrics may match.
 
         The metrics are tested on each entry's bytes before it is decoded
-        (:func:`~procedures.spec.manifest.read_manifest_where`): most entries of a selective filter
+        (:func:`~procedures.spec.manifest.reader.read_manifest_where`): most entries of a selective filter
         are never built."""
         pev = self.partition_evaluator(manifest.partition_spec_id)
         metrics = self._metrics
