@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.operations import MergeAppend
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext, MetadataChange
@@ -157,7 +157,7 @@ def name_mapping_change(md: TableMetadata) -> MetadataChange | None:
     if md.properties.get(DEFAULT_NAME_MAPPING_PROPERTY) is not None:
         return None
     text = name_mapping_to_json(create_mapping(md.schema()))
-    return MetadataChange((U.SetProperties(((DEFAULT_NAME_MAPPING_PROPERTY, text),)),))
+    return MetadataChange((metadata_updates.SetProperties(((DEFAULT_NAME_MAPPING_PROPERTY, text),)),))
 
 
 def duplicate_error(paths: Sequence[str]) -> DuplicateFilesError:

@@ -19,7 +19,7 @@ import uuid as uuidlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.builder import MAIN_BRANCH
 from procedures.core.summary import SummaryBuilder, summary_with_totals
 from procedures.core.transaction import CommitContext
@@ -167,7 +167,7 @@ class SnapshotProducer:
         return out
 
     # ---------------------------------------------------------------- the operation
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Updates that add the snapshot to ``base`` and move the branch to it."""
         if any(s.snapshot_id == self.snapshot_id for s in base.snapshots):
             self.snapshot_id = new_snapshot_id()
@@ -203,7 +203,7 @@ class SnapshotProducer:
             added_rows=(next_row_id - first_row_id) if fv >= 3 else None,
         )
         self.snapshot = snapshot
-        out: list[U.MetadataUpdate] = [U.AddSnapshot(snapshot)]
+        out: list[metadata_updates.MetadataUpdate] = [metadata_updates.AddSnapshot(snapshot)]
         if not self.stage_only:
             new_ref = (
                 SnapshotRef(snapshot.snapshot_id, SnapshotRefType.BRANCH)
@@ -213,7 +213,7 @@ class SnapshotProducer:
                     ref.max_snapshot_age_ms, ref.max_ref_age_ms,
                 )
             )
-            out.append(U.SetSnapshotRef(
+            out.append(metadata_updates.SetSnapshotRef(
                 self.branch, new_ref, expected_snapshot_id=parent.snapshot_id if parent else None, assert_head=False,
             ))
         return out
