@@ -24,7 +24,7 @@ from procedures.catalog.base import Table
 from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
 from procedures.io.parquet_writer import WriteSettings
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import tasks_frame
 from procedures.spark.session import job_description, load_table, map_in_arrow

@@ -27,7 +27,7 @@ from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import IcebergError, ValidationError
 from procedures.frontend import runner
 from procedures.io.fileio import FileIO, FileNotFoundInStorageError
-from procedures.io.sandbox import SANDBOX_PROPERTY, SandboxFileIO, file_io, is_sandbox
+from procedures.io.sandbox_fileio import SANDBOX_PROPERTY, SandboxFileIO, file_io, is_sandbox
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema

@@ -2,7 +2,7 @@
 ``DeleteOrphanFilesSparkAction``): the listing location, the hidden-path filter, the valid files
 and the matching rules.  The action that lists, matches at scale and deletes is
 :mod:`procedures.spark.actions.remove_orphan_files`; the directory walk is
-:mod:`procedures.io.listing`.
+:mod:`procedures.io.directory_walk`.
 
 1. **Actual files**: the files below ``location`` (default: the table location) modified before
    ``older_than``, skipping hidden paths (a name starting with ``_`` or ``.``, except directories
@@ -138,7 +138,7 @@ def find_orphans(actual: Iterable[str], valid: Iterable[str], *, equal_schemes: 
     ``mode`` is ``ERROR`` and some file matched a valid path only under another scheme or authority.
 
     ``old_enough`` is the age cutoff of a listing that did not apply it (a flag per path, see
-    :func:`procedures.io.listing.modified_before`): it is asked about the files no valid path
+    :func:`procedures.io.directory_walk.modified_before`): it is asked about the files no valid path
     matches, and those it rejects are neither orphans nor conflicts, exactly as if the listing
     had left them out.
     """

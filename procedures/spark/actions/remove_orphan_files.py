@@ -35,7 +35,7 @@ from procedures.core.gc.orphans import (
 from procedures.core.paths import flatten_equal_map, local_path
 from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.errors import InvalidMetadataError, ValidationError
-from procedures.io.listing import list_with_prefix, modified_before, walk
+from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as L
 from procedures.spark.session import optional_job
 from procedures.spec.manifest.avro_container import GONE_FILE

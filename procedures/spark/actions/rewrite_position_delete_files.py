@@ -36,7 +36,7 @@ from procedures.errors import CommitStateUnknownError, IcebergError, ValidationE
 from procedures.io.delete_writers import (
     DeleteTarget, merged_positions, read_position_arrays, write_deletion_vectors, write_position_delete_files,
 )
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.group_writes import GroupOutcome, write_groups
 from procedures.spark.session import job_description
 from procedures.spark.write import task_ids
