@@ -18,8 +18,8 @@ import fastavro
 
 from procedures.errors import InvalidMetadataError
 from procedures.spec.avro_scan import SkimField, compile_skimmer, named_types
-from procedures.spec.avro_schemas import decode_long, encode_long, strip_logical_types, without_logical_types
-from procedures.spec.manifest.avro_container import MetadataIO, read_manifest_bytes, resolved_type
+from procedures.spec.avro_schemas import decode_long, encode_long, strip_logical_types
+from procedures.spec.manifest.avro_container import MetadataIO, read_stripped_manifest, resolved_type
 from procedures.spec.manifest.model import (
     DEFAULT_BLOCK_SIZE, FORMATS_BY_NAME, FileFormat, ManifestEntryStatus, ManifestFile,
 )
@@ -84,11 +84,7 @@ def existing_records(
     if format_version not in (1, 2):
         return None
     path = manifest.manifest_path
-    data = read_manifest_bytes(io, path)
-    try:
-        stripped, schema = without_logical_types(data)
-    except Exception as e:  # the header parser raises several unrelated types for corrupt files
-        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    _, stripped, schema = read_stripped_manifest(io, path)
     plan = _copy_plan(schema, avro_schema)
     if plan is None:
         return None

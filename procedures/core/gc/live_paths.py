@@ -15,8 +15,8 @@ import fastavro
 from procedures.errors import InvalidMetadataError
 from procedures.spec import avro_codecs
 from procedures.spec.avro_scan import SkimField, compile_skimmer
-from procedures.spec.avro_schemas import strip_logical_types, without_logical_types
-from procedures.spec.manifest.avro_container import MetadataIO, open_avro, read_manifest_bytes, record_type
+from procedures.spec.avro_schemas import strip_logical_types
+from procedures.spec.manifest.avro_container import MetadataIO, open_avro, read_stripped_manifest, record_type
 from procedures.spec.manifest.model import FILE_CONTENTS, FileContent, ManifestEntryStatus, ManifestFile
 
 __all__ = ["manifest_live_paths", "manifest_live_path_list"]
@@ -76,11 +76,7 @@ def _read_live(io: MetadataIO, manifest: ManifestFile, paths: list[str], content
     skimming each entry's bytes; for a schema the skimmer does not handle, return the entries
     read through a fastavro projection instead."""
     path = manifest.manifest_path
-    data = read_manifest_bytes(io, path)
-    try:
-        stripped, schema = without_logical_types(data)
-    except Exception as e:  # the header parser raises several unrelated types for corrupt files
-        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    data, stripped, schema = read_stripped_manifest(io, path)
     skim = _live_paths_skimmer(schema)
     if skim is None:
         return _live_paths_projected(data, schema, path)

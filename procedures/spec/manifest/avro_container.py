@@ -18,8 +18,8 @@ from procedures.spec.avro_schemas import encode_long, without_logical_types
 
 __all__ = [
     "GONE_FILE", "MetadataIO", "MetadataInput", "avro_codec", "write_avro", "avro_header", "avro_blocks",
-    "write_encoded_avro", "read_bytes", "read_manifest_bytes", "open_avro", "names_by_id", "record_type",
-    "resolved_type", "read_manifest_metadata",
+    "write_encoded_avro", "read_bytes", "read_manifest_bytes", "read_stripped_manifest", "open_avro", "names_by_id",
+    "record_type", "resolved_type", "read_manifest_metadata",
 ]
 
 #: uncompressed bytes of records per Avro block (fastavro's default sync interval)
@@ -139,6 +139,17 @@ def read_manifest_bytes(io: MetadataIO, path: str) -> bytes:
     except FileNotFoundError as e:
         raise InvalidMetadataError(f"the manifest is missing; {GONE_FILE}", location=path) from e
 
+
+
+def read_stripped_manifest(io: MetadataIO, path: str) -> tuple[bytes, bytes, Any]:
+    """A manifest's bytes (:func:`read_manifest_bytes`), the same file with its header schema's
+    logical types stripped (what the skimming readers read), and the original schema."""
+    data = read_manifest_bytes(io, path)
+    try:
+        stripped, schema = without_logical_types(data)
+    except Exception as e:  # the header parser raises several unrelated types for corrupt files
+        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    return data, stripped, schema
 
 def open_avro(data: bytes, path: str, strip: bool) -> tuple[Any, Any]:
     """A fastavro reader over ``data`` and the file's original schema; with ``strip`` values come

@@ -20,9 +20,9 @@ import fastavro
 from procedures.errors import InvalidMetadataError
 from procedures.spec import avro_codecs
 from procedures.spec.avro_scan import SkimField, compile_skimmer, named_types
-from procedures.spec.avro_schemas import strip_logical_types, without_logical_types
+from procedures.spec.avro_schemas import strip_logical_types
 from procedures.spec.manifest.avro_container import (
-    MetadataIO, names_by_id, open_avro, read_bytes, read_manifest_bytes, record_type, resolved_type,
+    MetadataIO, names_by_id, open_avro, read_bytes, read_stripped_manifest, record_type, resolved_type,
 )
 from procedures.spec.manifest.model import (
     ENTRY_STATUSES, FILE_CONTENTS, FORMATS_BY_NAME, DataFile, FileContent, FileFormat, ManifestContent,
@@ -140,11 +140,7 @@ def read_manifest_where(
     generated reader without a first pass over the metrics (faster than fastavro's full decode).
     """
     path = manifest.manifest_path
-    data = read_manifest_bytes(io, path)
-    try:
-        stripped, schema = without_logical_types(data)
-    except Exception as e:  # the header parser raises several unrelated types for corrupt files
-        raise InvalidMetadataError(f"not a readable Avro file ({type(e).__name__}: {e})", location=path) from e
+    data, stripped, schema = read_stripped_manifest(io, path)
     plan = _skim_plan(schema, frozenset(field_ids))
     if plan is None or (keep is None and plan.decode is None):
         reader, _ = open_avro(data, path, strip=True)
