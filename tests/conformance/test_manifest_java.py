@@ -13,6 +13,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
+from procedures.core.gc.live_paths import manifest_live_paths
 from procedures.core.scan import EntryFilter
 from procedures.io.fileio import FileIO
 from procedures.spec.avro_scan import SkimField, compile_skimmer
@@ -20,7 +21,6 @@ from procedures.spec.avro_schemas import manifest_entry_avro_schema, manifest_li
 from procedures.spec.evaluators import InclusiveMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import referenced_field_ids
-from procedures.core.gc.live_paths import manifest_live_paths
 from procedures.spec.manifest.avro_container import read_manifest_metadata
 from procedures.spec.manifest.manifest_list import read_manifest_list, read_manifest_list_where, write_manifest_list
 from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestEntryStatus

@@ -17,14 +17,14 @@ import pytest
 
 import procedures.core.gc.live_paths as live_paths_module
 import procedures.core.rewrite_manifests_copy as manifest_copy_module
+from procedures.core.gc.live_paths import manifest_live_paths
+from procedures.core.rewrite_manifests_copy import existing_records
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import (
     manifest_entry_avro_schema,
     manifest_list_avro_schema,
     sanitize_name,
 )
-from procedures.core.gc.live_paths import manifest_live_paths
-from procedures.core.rewrite_manifests_copy import existing_records
 from procedures.spec.manifest.avro_container import read_manifest_metadata
 from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list
 from procedures.spec.manifest.model import (
