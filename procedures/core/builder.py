@@ -15,7 +15,7 @@ import uuid as uuidlib
 from typing import Iterable
 
 from procedures.core import updates as metadata_updates
-from procedures.core.properties import int_property
+from procedures.core.properties import FORMAT_VERSION, METADATA_PREVIOUS_VERSIONS_MAX
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
@@ -29,7 +29,7 @@ SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
 MAIN_BRANCH = "main"
 #: table properties that are inputs to create/update only and never persisted (Java's reserved set)
 RESERVED_PROPERTIES = frozenset({
-    "format-version", "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
+    FORMAT_VERSION.key, "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
     "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec", "default-sort-order",
 })
 
@@ -65,7 +65,6 @@ class MetadataBuilder:
         self._last_added_order: int | None = None
         self._added_snapshots: dict[int, Snapshot] = {}
         self._ref_changes: list[tuple[str, int | None]] = []
-        self._removed_metadata_log: list[MetadataLogEntry] = []
 
     # ------------------------------------------------------------------ dispatch
     def apply(self, update: metadata_updates.MetadataUpdate) -> "MetadataBuilder":
@@ -316,11 +315,6 @@ class MetadataBuilder:
         self._md["schemas"] = [s for s in self._md["schemas"] if s.schema_id not in remove]
 
     # ------------------------------------------------------------------ build
-    @property
-    def removed_metadata_log(self) -> list[MetadataLogEntry]:
-        """Metadata-log entries trimmed by the last :meth:`build` (candidates for deletion)."""
-        return list(self._removed_metadata_log)
-
     def build(self, *, now_ms: int | None = None) -> TableMetadata:
         """The new metadata: the updates plus ``last-updated-ms``, snapshot and metadata logs."""
         md = dict(self._md)
@@ -341,9 +335,8 @@ class MetadataBuilder:
         mlog = list(md["metadata_log"])
         if self._base_location is not None:
             mlog.append(MetadataLogEntry(self._base.last_updated_ms, self._base_location))
-        keep = int_property(md["properties"], "write.metadata.previous-versions-max", 100)
-        keep = max(keep, 1)
-        self._removed_metadata_log = mlog[:-keep] if len(mlog) > keep else []
+        # as Java: at least the metadata file this commit replaces stays in the log
+        keep = max(METADATA_PREVIOUS_VERSIONS_MAX.read(md["properties"]), 1)
         md["metadata_log"] = mlog[-keep:]
         return self._freeze(md)
 
@@ -373,11 +366,9 @@ def new_table_metadata(
     made it (for catalogs that record them).
     """
     props = dict(properties or {})
-    if "format-version" in props:
-        try:
-            format_version = int(props.pop("format-version"))
-        except ValueError:
-            raise ValidationError("Table property format-version must be an integer") from None
+    if FORMAT_VERSION.is_set(props):
+        format_version = FORMAT_VERSION.read(props)
+        del props[FORMAT_VERSION.key]
     if format_version not in SUPPORTED_FORMAT_VERSIONS:
         raise ValidationError(f"Unsupported format version {format_version}; use one of {SUPPORTED_FORMAT_VERSIONS}")
     counter = iter(range(1, 1 << 31))

@@ -14,7 +14,7 @@ from typing import Iterable
 
 from procedures.core import updates as metadata_updates
 from procedures.core.builder import MAIN_BRANCH
-from procedures.core.properties import int_property
+from procedures.core.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, require_gc_enabled
 from procedures.core.operations import FastAppend, ReplacePartitions, snapshots_since
 from procedures.core.snapshot_producer import snapshot_manifests
 from procedures.core.transaction import CommitContext
@@ -27,7 +27,7 @@ from procedures.spec.snapshots import Snapshot, SnapshotRef, SnapshotRefType
 __all__ = [
     "is_ancestor", "ancestor_ids", "SetBranchHead", "RollbackTo", "RollbackToTime", "SetCurrentSnapshot",
     "CherryPick", "FastForward", "ManageRef", "ExpireSnapshots", "ExpirePlan", "plan_expiration",
-    "wap_snapshot",
+    "check_retain_last", "EXPIRE_SNAPSHOTS", "wap_snapshot",
 ]
 
 
@@ -310,8 +310,15 @@ class ManageRef:
 
 
 # ------------------------------------------------------------------------------ expiration
-DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 60 * 60 * 1000
-DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
+#: what expire_snapshots is called in its refusals
+EXPIRE_SNAPSHOTS = "expire snapshots"
+
+
+def check_retain_last(retain_last: int) -> None:
+    """Every branch keeps at least one snapshot: ``retain_last`` (the argument, or
+    ``history.expire.min-snapshots-to-keep``) below 1 is refused, in Java's words."""
+    if retain_last < 1:
+        raise ValidationError(f"Number of snapshots to retain must be at least 1, cannot be: {retain_last}")
 
 
 @dataclass(frozen=True)
@@ -335,12 +342,11 @@ def plan_expiration(
     age, tag heads, unreferenced snapshots by age, plus explicitly named snapshots."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if older_than_ms is None:
-        older_than_ms = now - int_property(base.properties, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS)
+        older_than_ms = now - MAX_SNAPSHOT_AGE_MS.read(base.properties)
     if retain_last is None:
-        retain_last = int_property(base.properties, "history.expire.min-snapshots-to-keep", DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
-    if retain_last < 1:
-        raise ValidationError(f"Number of snapshots to retain must be at least 1, cannot be: {retain_last}")
-    default_max_ref_age = int_property(base.properties, "history.expire.max-ref-age-ms", 2**63 - 1)
+        retain_last = MIN_SNAPSHOTS_TO_KEEP.read(base.properties)
+    check_retain_last(retain_last)
+    default_max_ref_age = MAX_REF_AGE_MS.read(base.properties)
 
     retained_refs: dict[str, SnapshotRef] = {}
     for name, ref in base.refs.items():
@@ -406,9 +412,7 @@ class ExpireSnapshots:
 
     def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Recompute the plan on the fresh base."""
-        # Java parses the property as a boolean: anything but "true" disables GC
-        if base.properties.get("gc.enabled", "true").strip().lower() != "true":
-            raise ValidationError("Cannot expire snapshots: GC is disabled (deleting files may corrupt other tables)")
+        require_gc_enabled(base.properties, EXPIRE_SNAPSHOTS)
         self.plan = plan_expiration(base, **self.plan_args)
         self.base = base
         out: list[metadata_updates.MetadataUpdate] = [metadata_updates.RemoveSnapshotRef(n) for n in self.plan.removed_refs]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from procedures.core.properties import GC_ENABLED, PARQUET_COMPRESSION, WRITE_PATH_PROPERTIES
 from procedures.errors import ValidationError
 from procedures.spec import types as spec_types
 from procedures.spec.partitioning import PartitionSpec, PartitionSpecBuilder
@@ -39,8 +40,7 @@ __all__ = [
 #: source properties never copied to the new table
 EXCLUDED_PROPERTIES = ("path", "transient_lastDdlTime", "serialization.format")
 #: location-like properties a snapshot does not copy (it must not write into the source's folders)
-LOCATION_PROPERTIES = ("location", "write.metadata.path", "write.folder-storage.path",
-                       "write.object-storage.path", "write.data.path")
+LOCATION_PROPERTIES = ("location",) + tuple(p.key for p in WRITE_PATH_PROPERTIES)
 #: providers Java converts (``hive`` is a Hive serde table)
 SUPPORTED_PROVIDERS = ("parquet", "avro", "orc", "hive")
 #: Spark's table property naming the provider of a catalog table
@@ -49,7 +49,7 @@ PROVIDER_PROPERTY = "provider"
 #: (``Spark3Util.rebuildCreateProperties``; ``location`` becomes the table's location)
 RESERVED_PROPERTIES = ("provider", "format", "current-snapshot-id", "location", "sort-order", "identifier-fields")
 #: what Java's ``TableMetadata.newTableMetadata`` adds to every new table
-CREATE_DEFAULTS = (("write.parquet.compression-codec", "zstd"),)
+CREATE_DEFAULTS = ((PARQUET_COMPRESSION.key, PARQUET_COMPRESSION.default),)
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def snapshot_properties(source: Mapping[str, str], user: Mapping[str, str]) -> d
     props = _copied(source, EXCLUDED_PROPERTIES + LOCATION_PROPERTIES)
     props[PROVIDER_PROPERTY] = "iceberg"
     props.update(user)
-    props["gc.enabled"] = "false"
+    props[GC_ENABLED.key] = "false"
     props["snapshot"] = "true"
     return props
 

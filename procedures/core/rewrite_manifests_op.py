@@ -26,7 +26,7 @@ from procedures.core.rewrite_manifests_copy import existing_records
 from procedures.core.snapshot_producer import SnapshotProducer, manifest_list_rows, snapshot_manifest_rows
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext
-from procedures.core.properties import int_property
+from procedures.core.properties import MANIFEST_TARGET_SIZE_BYTES
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import manifest_entry_avro_schema
 from procedures.spec.conversions import from_bytes
@@ -52,9 +52,6 @@ DRIVER_MAX_REWRITE_ENTRIES = 50_000
 #: live entries each task writes at least when an engine splits one manifest's writing among tasks:
 #: below this, the extra step that joins the parts costs more than the copying it shares out
 MIN_PART_ENTRIES = 20_000
-
-TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
-TARGET_SIZE_DEFAULT = 8 * 1024 * 1024
 
 
 def target_manifest_count(total_bytes: int, target_size: int) -> int:
@@ -453,7 +450,7 @@ class RewriteManifests(SnapshotProducer):
     def _target(self, base: TableMetadata) -> int:
         if self.target_size_bytes is not None:
             return self.target_size_bytes
-        return int_property(base.properties, TARGET_SIZE_PROPERTY, TARGET_SIZE_DEFAULT, minimum=1)
+        return MANIFEST_TARGET_SIZE_BYTES.read(base.properties, minimum=1)
 
     def _select(self, current: Sequence[ManifestFile], spec_id: int) -> dict[ManifestContent, tuple[list[int], int]]:
         """Per content type, the positions in ``current`` of the manifests to rewrite and their total

@@ -21,6 +21,8 @@ from typing import Callable, Iterable, Iterator
 
 from procedures.core import updates as metadata_updates
 from procedures.core.builder import MAIN_BRANCH
+from procedures.core.paths import join_path
+from procedures.core.properties import WRITE_METADATA_LOCATION
 from procedures.core.summary import SummaryBuilder, summary_with_totals
 from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
@@ -221,7 +223,8 @@ class SnapshotProducer:
 
 def metadata_dir(md: TableMetadata) -> str:
     """Where a table's metadata files go: ``write.metadata.path`` or ``<location>/metadata``."""
-    return md.properties.get("write.metadata.path", f"{md.location}/metadata").rstrip("/")
+    custom = WRITE_METADATA_LOCATION.read(md.properties)
+    return custom.rstrip("/") if custom else join_path(md.location, "metadata")
 
 
 def _now_ms() -> int:

@@ -755,3 +755,15 @@ def test_manifest_parts_refuse_what_cannot_join() -> None:
     with pytest.raises(ValidationError, match="11 partition fields cannot join"):
         other.close_parts([part])
     assert "s3://b/other.avro" not in mio.files and "s3://b/m.avro" not in mio.files
+
+
+def test_avro_block_compression_keeps_each_level_apart() -> None:
+    """The pyarrow codecs are built once per (codec, level): a level asked for is the level used."""
+    from procedures.spec import avro_codecs
+
+    block = b"".join(f"s3://bucket/table/data/part-{i:05d}-{i * 7919 % 10007}.parquet".encode() for i in range(3000))
+    fast, small = (avro_codecs.compress_block("zstandard", block, level) for level in (1, 19))
+    assert len(small) < len(fast)
+    assert avro_codecs.compress_block("zstandard", block, 1) == fast
+    for payload in (fast, small, avro_codecs.compress_block("zstandard", block, None)):
+        assert avro_codecs.zstd_decompress(payload) == block

@@ -39,22 +39,21 @@ from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "ExpireSnapshotsParams", "ExpireSnapshotsResult", "CleanExpiredMetadata", "ExpiredFiles", "UnreachedStep",
-    "expired_files", "delete_files", "gc_enabled", "GC_DISABLED",
+    "expired_files", "delete_files", "check_max_concurrent_deletes",
 ]
 
 log = logging.getLogger(__name__)
 
-GC_DISABLED = "Cannot expire snapshots: GC is disabled (deleting files may corrupt other tables)"
 #: paths handed to the delete pool at a time, so streamed results never pile up on the driver
 DELETE_BATCH = 1_000
 DELETE_RETRIES = 3
 
 
-def gc_enabled(md: TableMetadata) -> bool:
-    """``gc.enabled`` read as Java's ``PropertyUtil.propertyAsBoolean`` does: only ``true``
-    (any case) enables it, and the default is true."""
-    raw = md.properties.get("gc.enabled")
-    return raw is None or raw.strip().lower() == "true"
+def check_max_concurrent_deletes(value: int | None) -> None:
+    """``max_concurrent_deletes`` (of expire_snapshots and remove_orphan_files) must be positive when
+    given; Java checks it before it even loads the table."""
+    if value is not None and value <= 0:
+        raise ValidationError(f"max_concurrent_deletes should have value > 0, value: {value}")
 
 
 @dataclass(frozen=True)
@@ -70,17 +69,10 @@ class ExpireSnapshotsParams:
     #: the expiration's "now" (for ref ages and default cutoffs); None = the wall clock
     now_ms: int | None = None
 
-    def validate_deletes(self) -> None:
-        """Java checks ``max_concurrent_deletes`` before it even loads the table."""
-        if self.max_concurrent_deletes is not None and self.max_concurrent_deletes <= 0:
-            raise ValidationError(
-                f"max_concurrent_deletes should have value > 0, value: {self.max_concurrent_deletes}"
-            )
-
-    def validate_retain_last(self) -> None:
-        """``retain_last`` must keep at least one snapshot per branch."""
-        if self.retain_last is not None and self.retain_last < 1:
-            raise ValidationError(f"Number of snapshots to retain must be at least 1, cannot be: {self.retain_last}")
+    def __post_init__(self) -> None:
+        # the one argument check that needs no table, made where the arguments are taken; the
+        # others (gc.enabled, then retain_last) are the expiration's own, on the table it expires
+        check_max_concurrent_deletes(self.max_concurrent_deletes)
 
 
 @dataclass(frozen=True)

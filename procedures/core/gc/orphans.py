@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from procedures.core.gc import reachability
+from procedures.core.gc.expire import check_max_concurrent_deletes
 from procedures.core.ownership import resolve_local
 from procedures.core.paths import join_path, normalize_path, path_keys, relative_path
 from procedures.errors import ValidationError
@@ -38,11 +39,12 @@ from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "RemoveOrphanFilesParams", "RemoveOrphanFilesResult", "listing_location", "HiddenPathFilter", "find_orphans",
-    "format_pairs", "valid_paths", "ValidFiles", "EngineManifests", "PREFIX_MISMATCH_MODES", "GC_DISABLED",
+    "format_pairs", "valid_paths", "ValidFiles", "EngineManifests", "PREFIX_MISMATCH_MODES", "DELETE_ORPHAN_FILES",
     "INTERVAL_TOO_SHORT", "CONFLICTS", "DEFAULT_OLDER_THAN_MS", "MIN_INTERVAL_MS",
 ]
 
-GC_DISABLED = "Cannot delete orphan files: GC is disabled (deleting files may corrupt other tables)"
+#: what remove_orphan_files is called in its refusals
+DELETE_ORPHAN_FILES = "delete orphan files"
 INTERVAL_TOO_SHORT = (
     "Cannot remove orphan files with an interval less than 24 hours. Executing this procedure with a short "
     "interval may corrupt the table if other operations are happening at the same time. If you are absolutely "
@@ -279,12 +281,9 @@ class RemoveOrphanFilesParams:
             )
         return m
 
-    def validate(self) -> None:
-        """Checks Java makes before it loads the table."""
-        if self.max_concurrent_deletes is not None and self.max_concurrent_deletes <= 0:
-            raise ValidationError(
-                f"max_concurrent_deletes should have value > 0, value: {self.max_concurrent_deletes}"
-            )
+    def __post_init__(self) -> None:
+        # the checks Java makes before it loads the table, made where the arguments are taken
+        check_max_concurrent_deletes(self.max_concurrent_deletes)
         self.mode()
 
 

@@ -30,19 +30,20 @@ from typing import Any, Iterable
 
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import table_roots
-from procedures.core.gc.expire import gc_enabled
 from procedures.core.ownership import Ownership
 from procedures.core.paths import is_within, local_path
-from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.core.properties import require_gc_enabled
+from procedures.errors import InvalidMetadataError
 from procedures.spec.metadata import TableMetadata
 
-__all__ = ["PurgePlan", "PurgeResult", "plan_purge", "execute_purge", "GC_DISABLED_PURGE", "METADATA"]
+__all__ = ["PurgePlan", "PurgeResult", "plan_purge", "execute_purge", "PURGE_TABLE", "METADATA"]
 
 log = logging.getLogger(__name__)
 
 #: the kind of a table metadata file (``*.metadata.json``, ``version-hint.text``) in a plan
 METADATA = "Metadata"
-GC_DISABLED_PURGE = "Cannot purge table: GC is disabled (deleting files may corrupt other tables)"
+#: what a purge is called in its refusals
+PURGE_TABLE = "purge table"
 #: how many kept paths a log line names before it only counts
 _LOG_SAMPLE = 10
 
@@ -76,8 +77,9 @@ def plan_purge(io: Any, md: TableMetadata, metadata_location: str | None, *, con
     :class:`InvalidMetadataError` when a manifest list or manifest cannot be read: nothing may be
     deleted from a table whose reach is unknown, and no listing replaces it.
     """
-    if content and not gc_enabled(md):
-        raise ValidationError(f"{GC_DISABLED_PURGE}; drop {table} without PURGE to unregister it and keep its files")
+    if content:
+        require_gc_enabled(md.properties, PURGE_TABLE,
+                           advice=f"; drop {table} without PURGE to unregister it and keep its files")
     try:
         sm = reachability.read_snapshot_manifests(io, md, slim=True)
         manifests = sm.distinct()
