@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import commit
 from procedures.framework.context import open_catalog
-from procedures.spec.manifest import read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.reader import read_manifest
 
 __all__ = [
     "Figure",

@@ -38,7 +38,8 @@ from _common import Figure, arg_parser, print_figures, scratch_dir, time_call  #
 from procedures.io.fileio import FileIO  # noqa: E402
 from procedures.spec import avro_codecs  # noqa: E402
 from procedures.spec.conversions import to_bytes  # noqa: E402
-from procedures.spec.manifest import DataFile, FileFormat, ManifestContent, ManifestWriter  # noqa: E402
+from procedures.spec.manifest.model import DataFile, FileFormat, ManifestContent  # noqa: E402
+from procedures.spec.manifest.writer import ManifestWriter  # noqa: E402
 from procedures.spec.partitioning import PartitionField, PartitionSpec  # noqa: E402
 from procedures.spec.schema import Schema  # noqa: E402
 from procedures.spec.transforms import parse_transform  # noqa: E402

@@ -42,7 +42,7 @@ from procedures.catalog.rest_messages import (
     namespace_path,
     table_identifier_json,
 )
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.errors import (
     CatalogConfigError,
     CommitFailedError,
@@ -257,7 +257,7 @@ class RestCatalog(Catalog):
                   "stage-create": True, "properties": dict(metadata.properties)}
         self.client.request("POST", self._path("namespaces", namespace_path(ident[:-1]), "tables"), body=staged,
                             on_error=exists)
-        request = commit_request(ident, [U.AssertCreate()], create_updates(metadata), metadata.format_version)
+        request = commit_request(ident, [metadata_updates.AssertCreate()], create_updates(metadata), metadata.format_version)
         body = self.client.request("POST", self._table_path(ident), body=request, on_error=exists,
                                    commit=".".join(ident))
         return self._table(ident, body)
@@ -309,12 +309,12 @@ class RestCatalog(Catalog):
                                 "transaction (procedures.core.transaction.commit)", table=table.name, retryable=False)
 
     def commit_changes(self, table: Table, base: TableMetadata, new: TableMetadata,
-                       updates: Sequence[U.MetadataUpdate]) -> Table:
+                       updates: Sequence[metadata_updates.MetadataUpdate]) -> Table:
         """``POST .../tables/{table}`` with the requirements derived from ``base`` (every ref the change
         moves asserted at its head in ``base``) and ``updates``; the response is the new table."""
         ident = tuple(table.identifier)
         self._require("POST /v1/{prefix}/namespaces/{namespace}/tables/{table}")
-        requirements = U.requirements_for(base, list(updates), assert_every_ref=True)
+        requirements = metadata_updates.requirements_for(base, list(updates), assert_every_ref=True)
         request = commit_request(ident, requirements, updates, new.format_version)
         body = self.client.request("POST", self._table_path(ident), body=request, on_error=_no_table(ident),
                                    commit=table.name)

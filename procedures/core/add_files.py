@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.operations import MergeAppend
 from procedures.core.properties import DEFAULT_NAME_MAPPING, SNAPSHOT_ID_INHERITANCE_ENABLED
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext, MetadataChange
 from procedures.errors import DuplicateFilesError, UnsupportedFileFormatError, ValidationError
-from procedures.spec.manifest import DataFile, ManifestFile
+from procedures.spec.manifest.model import DataFile, ManifestFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.name_mapping import (
     NameMapping,
@@ -157,7 +157,7 @@ def name_mapping_change(md: TableMetadata) -> MetadataChange | None:
     if DEFAULT_NAME_MAPPING.is_set(md.properties):
         return None
     text = name_mapping_to_json(create_mapping(md.schema()))
-    return MetadataChange((U.SetProperties(((DEFAULT_NAME_MAPPING.key, text),)),))
+    return MetadataChange((metadata_updates.SetProperties(((DEFAULT_NAME_MAPPING.key, text),)),))
 
 
 def duplicate_error(paths: Sequence[str]) -> DuplicateFilesError:

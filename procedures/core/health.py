@@ -30,7 +30,7 @@ from procedures.core.properties import (
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.summary import is_dv
 from procedures.errors import IcebergError
-from procedures.spec.manifest import DataFile, FileContent, ManifestContent, ManifestFile
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [

@@ -28,16 +28,11 @@ from procedures.core.snapshot_producer import (
 from procedures.core.summary import SummaryBuilder, is_dv
 from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
-from procedures.spec.manifest import (
-    DataFile,
-    FileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    ManifestWriter,
-    read_manifest,
+from procedures.spec.manifest.model import (
+    DataFile, FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
 )
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.evaluators import Evaluator, InclusiveMetricsEvaluator, ManifestEvaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.metadata import TableMetadata

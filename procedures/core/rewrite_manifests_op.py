@@ -22,6 +22,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
+from procedures.core.rewrite_manifests_copy import existing_records
 from procedures.core.snapshot_producer import SnapshotProducer, manifest_list_rows, snapshot_manifest_rows
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext
@@ -29,9 +30,10 @@ from procedures.core.properties import MANIFEST_TARGET_SIZE_BYTES
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import manifest_entry_avro_schema
 from procedures.spec.conversions import from_bytes
-from procedures.spec.manifest import (
-    ManifestContent, ManifestEntry, ManifestFile, ManifestRows, ManifestWriter, existing_records, read_manifest,
-)
+from procedures.spec.manifest.manifest_list import ManifestRows
+from procedures.spec.manifest.model import ManifestContent, ManifestEntry, ManifestFile
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
@@ -146,7 +148,7 @@ def uniform_partition(manifest: ManifestFile, partition_type: StructType) -> tup
 
 def take_manifests(manifests: Sequence[ManifestFile], indices: Iterable[int]) -> Sequence[ManifestFile]:
     """The manifests at ``indices``, in that order: still encoded when ``manifests`` is a
-    :class:`~procedures.spec.manifest.ManifestRows`, a list otherwise."""
+    :class:`~procedures.spec.manifest.manifest_list.ManifestRows`, a list otherwise."""
     if isinstance(manifests, ManifestRows):
         return manifests.take(indices)
     return [manifests[i] for i in indices]
@@ -200,8 +202,8 @@ def live_copies(io: Any, manifest: ManifestFile, avro_schema: Mapping[str, Any],
                 specs: Mapping[int, PartitionSpec]) -> Iterator[tuple[tuple, Any]]:
     """``(partition, copy)`` for each live entry of ``manifest`` in file order; ``copy`` goes to
     :func:`write_copy` of a writer with ``avro_schema``: the entry already encoded as EXISTING when
-    the manifest's schema allows (:func:`~procedures.spec.manifest.existing_records`), otherwise
-    the decoded :class:`ManifestEntry`."""
+    the manifest's schema allows (:func:`~procedures.core.rewrite_manifests_copy.existing_records`),
+    otherwise the decoded :class:`ManifestEntry`."""
     records = existing_records(io, manifest, avro_schema, format_version, specs=specs)
     if records is not None:
         for record in records:
@@ -248,7 +250,7 @@ def parts_per_chunk(chunk_entries: Sequence[int], slots: int, min_entries: int =
 @dataclass(frozen=True, slots=True)
 class ChunkParts:
     """One chunk's items cut into runs written by separate tasks and joined in order
-    (:meth:`~procedures.spec.manifest.ManifestWriter.close_parts`).  ``items[p]`` are part ``p``'s
+    (:meth:`~procedures.spec.manifest.writer.ManifestWriter.close_parts`).  ``items[p]`` are part ``p``'s
     items; ``cuts[p]`` is the first sort key ``(rank, manifest index, position)`` of part ``p + 1``,
     which places an entry that arrives alone (:meth:`part_of`)."""
 
@@ -311,7 +313,7 @@ class WritePlan:
     """Which engine task writes what: task ``t`` writes part ``tasks[t][1]`` of chunk
     ``tasks[t][0]``; an entry that arrives alone in chunk ``c`` goes to task ``routes[c][0] +
     bisect_right(routes[c][1], (rank, manifest index, position))``.  When ``split``, tasks write
-    parts (:meth:`~procedures.spec.manifest.ManifestWriter.close_part`) that one task per chunk
+    parts (:meth:`~procedures.spec.manifest.writer.ManifestWriter.close_part`) that one task per chunk
     joins; otherwise task ``c`` writes chunk ``c`` whole."""
 
     tasks: dict[int, tuple[int, int]]
@@ -359,7 +361,7 @@ class RewriteJob:
     format_version: int
     content: ManifestContent
     snapshot_id: int
-    #: a :class:`~procedures.spec.manifest.ManifestRows` (rows still encoded) or a tuple
+    #: a :class:`~procedures.spec.manifest.manifest_list.ManifestRows` (rows still encoded) or a tuple
     manifests: Sequence[ManifestFile]
     n: int
     positions: tuple[int, ...] | None

@@ -23,7 +23,7 @@ from typing import Iterable, Mapping, Sequence
 from procedures.core.properties import SPLIT_LOOKBACK, SPLIT_OPEN_FILE_COST, SPLIT_SIZE
 from procedures.core.scan import FileScanTask
 from procedures.errors import ValidationError
-from procedures.spec.manifest import FileFormat
+from procedures.spec.manifest.model import FileFormat
 
 __all__ = [
     "SplitOptions",

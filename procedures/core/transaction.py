@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from procedures.core import fault_points
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.builder import MetadataBuilder
 from procedures.core.properties import (
     COMMIT_MAX_RETRY_WAIT_MS, COMMIT_MIN_RETRY_WAIT_MS, COMMIT_NUM_RETRIES, COMMIT_TOTAL_RETRY_TIME_MS,
@@ -69,7 +69,7 @@ class Operation(Protocol):
     #: the others were prepared against one base and must not silently apply to another
     replayable: bool
 
-    def apply(self, base: "TableMetadata", ctx: "CommitContext") -> list[U.MetadataUpdate]:
+    def apply(self, base: "TableMetadata", ctx: "CommitContext") -> list[metadata_updates.MetadataUpdate]:
         """Updates that perform the change on ``base``; may write files through ``ctx``."""
         ...  # pragma: no cover
 
@@ -130,10 +130,10 @@ class CommitContext:
 class MetadataChange:
     """A fixed list of metadata updates (properties, schema, spec, sort order, refs ...)."""
 
-    updates: tuple[U.MetadataUpdate, ...]
+    updates: tuple[metadata_updates.MetadataUpdate, ...]
     replayable: bool = False
 
-    def apply(self, base: "TableMetadata", ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: "TableMetadata", ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """The updates, unchanged."""
         return list(self.updates)
 
@@ -173,14 +173,14 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
     ctx = CommitContext(table)
     policy = policy or RetryPolicy.from_properties(dict(table.metadata.properties))
     started = time.monotonic()
-    fixed_requirements: list[U.Requirement] | None = None
+    fixed_requirements: list[metadata_updates.Requirement] | None = None
     while True:
         base = ctx.table.metadata
         swapping = False
         try:
             builder = MetadataBuilder(base, ctx.table.metadata_location)
-            fixed_updates: list[U.MetadataUpdate] = []
-            applied: list[U.MetadataUpdate] = []
+            fixed_updates: list[metadata_updates.MetadataUpdate] = []
+            applied: list[metadata_updates.MetadataUpdate] = []
             for op in operations:
                 ups = op.apply(builder.current(), ctx)
                 builder.apply_all(ups)
@@ -188,9 +188,9 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
                 if not op.replayable:
                     fixed_updates.extend(ups)
             if fixed_requirements is None:
-                fixed_requirements = U.requirements_for(base, fixed_updates)
+                fixed_requirements = metadata_updates.requirements_for(base, fixed_updates)
             else:
-                U.check_requirements(fixed_requirements, base, table=ctx.identifier)
+                metadata_updates.check_requirements(fixed_requirements, base, table=ctx.identifier)
             new = builder.build()
             if new is base:
                 return ctx.table

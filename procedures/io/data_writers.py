@@ -35,8 +35,8 @@ from procedures.io.parquet_writer import (
     source_column,
 )
 from procedures.io.parquet_writer import write_data_files as _write_files_with
-from procedures.spec import types as T
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec import types as spec_types
+from procedures.spec.manifest.model import DataFile, FileFormat
 
 __all__ = ["OrcFileWriter", "AvroFileWriter", "file_format", "file_writer", "write_data_files"]
 
@@ -94,13 +94,15 @@ class _BufferedFileWriter:
         return dataclasses.replace(df, file_format=fmt)
 
 
-def _float_bounds(table: pa.Table, settings: WriteSettings) -> tuple[dict[int, tuple[Any, Any]], dict[int, T.IcebergType]]:
+def _float_bounds(table: pa.Table, settings: WriteSettings
+                  ) -> tuple[dict[int, tuple[Any, Any]], dict[int, spec_types.IcebergType]]:
     """NaN-free (min, max) of every float/double column outside lists and maps that keeps bounds."""
     bounds: dict[int, tuple[Any, Any]] = {}
-    types: dict[int, T.IcebergType] = {}
+    types: dict[int, spec_types.IcebergType] = {}
     for leaf in parquet_column_ids(settings.schema).values():
         t = leaf.iceberg_type
-        if leaf.repeated or not isinstance(t, (T.FloatType, T.DoubleType)) or not settings.metrics.mode(leaf.name).bounds:
+        if (leaf.repeated or not isinstance(t, (spec_types.FloatType, spec_types.DoubleType))
+                or not settings.metrics.mode(leaf.name).bounds):
             continue
         col = source_column(table, settings.schema, leaf.field_id)
         values = pc.filter(col, pc.invert(pc.is_nan(col))) if len(col) else col

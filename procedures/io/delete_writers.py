@@ -29,7 +29,7 @@ from procedures.io.fileio import FileIO, join_path
 from procedures.io.parquet_reader import read_position_deletes as read_parquet_positions
 from procedures.io.parquet_writer import FULL, MetricsConfig, ParquetFileWriter, WriteSettings, data_location
 from procedures.spec.deletion_vector import deserialize_dv_array
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.puffin import PuffinWriter, read_puffin

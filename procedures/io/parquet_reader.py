@@ -43,7 +43,7 @@ from procedures.io.arrow_schema import (
 from procedures.io.avro_data import read_avro_batches
 from procedures.io.orc_data import read_orc_batches
 from procedures.spec.deletion_vector import deserialize_dv_array
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,

@@ -27,12 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from procedures.core import properties as P
+from procedures.core import properties as table_properties
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import cast_to_schema, primitive_to_arrow, schema_to_arrow
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.conversions import to_bytes, truncate_lower_bound, truncate_upper_bound
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import schema_with_row_lineage
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
@@ -132,8 +132,8 @@ class MetricsConfig:
         rest ``none``; sorted columns get at least ``counts``; per-column properties win.
         """
         columns: dict[str, MetricsMode] = {}
-        configured = P.DEFAULT_WRITE_METRICS_MODE.read(properties)
-        max_inferred = P.METRICS_MAX_INFERRED_COLUMN_DEFAULTS.read(properties)
+        configured = table_properties.DEFAULT_WRITE_METRICS_MODE.read(properties)
+        max_inferred = table_properties.METRICS_MAX_INFERRED_COLUMN_DEFAULTS.read(properties)
         if configured is not None:
             default = parse_metrics_mode(configured)
         elif len(schema.fields) <= max_inferred:
@@ -151,8 +151,8 @@ class MetricsConfig:
                 if sf.transform.preserves_order and (name := schema.find_column_name(sf.source_id)):
                     columns[name] = sorted_mode
         for key, value in properties.items():
-            if key.startswith(P.METRICS_MODE_COLUMN_PREFIX):
-                columns[key[len(P.METRICS_MODE_COLUMN_PREFIX):]] = parse_metrics_mode(value)
+            if key.startswith(table_properties.METRICS_MODE_COLUMN_PREFIX):
+                columns[key[len(table_properties.METRICS_MODE_COLUMN_PREFIX):]] = parse_metrics_mode(value)
         return cls(default, columns)
 
     def mode(self, column_name: str) -> MetricsMode:
@@ -164,7 +164,7 @@ class MetricsConfig:
 def data_location(location: str, properties: Mapping[str, str]) -> str:
     """Where data files go: ``write.data.path``, then the deprecated object-storage and
     folder-storage paths, then ``<table location>/data``."""
-    for prop in P.DATA_PATH_PROPERTIES:
+    for prop in table_properties.DATA_PATH_PROPERTIES:
         if path := prop.read(properties):
             return path.rstrip("/")
     return join_path(location.rstrip("/"), "data")
@@ -213,16 +213,16 @@ class WriteSettings:
     @property
     def target_file_size(self) -> int:
         """``write.target-file-size-bytes``."""
-        return P.WRITE_TARGET_FILE_SIZE_BYTES.read(self.properties)
+        return table_properties.WRITE_TARGET_FILE_SIZE_BYTES.read(self.properties)
 
     @property
     def row_group_size(self) -> int:
         """``write.parquet.row-group-size-bytes``."""
-        return P.PARQUET_ROW_GROUP_SIZE_BYTES.read(self.properties)
+        return table_properties.PARQUET_ROW_GROUP_SIZE_BYTES.read(self.properties)
 
     def parquet_options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`pyarrow.parquet.ParquetWriter`."""
-        codec = P.PARQUET_COMPRESSION.read(self.properties)
+        codec = table_properties.PARQUET_COMPRESSION.read(self.properties)
         if codec == "uncompressed":
             codec = "none"
         opts: dict[str, Any] = {
@@ -231,13 +231,13 @@ class WriteSettings:
             "version": "2.6",
             "write_statistics": True,
             "store_schema": False,
-            "data_page_size": P.PARQUET_PAGE_SIZE_BYTES.read(self.properties),
-            "dictionary_pagesize_limit": P.PARQUET_DICT_SIZE_BYTES.read(self.properties),
-            "max_rows_per_page": P.PARQUET_PAGE_ROW_LIMIT.read(self.properties),
+            "data_page_size": table_properties.PARQUET_PAGE_SIZE_BYTES.read(self.properties),
+            "dictionary_pagesize_limit": table_properties.PARQUET_DICT_SIZE_BYTES.read(self.properties),
+            "max_rows_per_page": table_properties.PARQUET_PAGE_ROW_LIMIT.read(self.properties),
         }
         if self.dictionary_columns is not None:
             opts["use_dictionary"] = list(self.dictionary_columns)
-        level = P.PARQUET_COMPRESSION_LEVEL.read(self.properties)
+        level = table_properties.PARQUET_COMPRESSION_LEVEL.read(self.properties)
         if level is not None and codec != "none":
             opts["compression_level"] = level
         return opts

@@ -29,7 +29,7 @@ from procedures.spark.write import write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.projection import strict_projection
 from procedures.spec.snapshots import SPARK_APP_ID

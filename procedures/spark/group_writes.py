@@ -31,11 +31,11 @@ import pyarrow as pa
 
 from procedures.core.splits import spread_weights
 from procedures.errors import IcebergError
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.read import tasks_frame
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import OUTPUT_COLUMN, WrittenFiles, delete_quietly
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 
 __all__ = ["GroupOutcome", "write_groups", "task_attempts", "portable_error"]
 

@@ -44,7 +44,7 @@ from procedures.core.scan import FileScanTask, select_snapshot, unified_partitio
 from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import type_to_arrow
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
 from procedures.spark.environment import check_python_workers, check_session
 from procedures.spark.scan_planning import iter_scan_tasks, plan_scan_tasks
@@ -52,7 +52,7 @@ from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression, referenced_names
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.name_mapping import parse_name_mapping
 from procedures.spec.schema import Schema

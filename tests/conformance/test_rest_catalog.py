@@ -30,7 +30,9 @@ from procedures.errors import (
     NoSuchTableError,
     TableAlreadyExistsError,
 )
-from procedures.spec.manifest import DataFile, FileFormat, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileFormat
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, STRING, NestedField
 from tests.helpers.references import import_reference

@@ -13,7 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.frontend import runner
-from procedures.spec.manifest import FileContent, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import FileContent
+from procedures.spec.manifest.reader import read_manifest
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)

@@ -10,7 +10,9 @@ from procedures.io.delete_writers import read_position_deletes
 from procedures.spark.dml import append, delete_where
 from procedures.spark.session import active_session, catalog_for, job_description, job_group, load_table
 from procedures.spark.write import write_dataframe
-from procedures.spec.manifest import FileContent, FileFormat, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import FileContent, FileFormat
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortField, SortOrder

@@ -29,7 +29,7 @@ from procedures.io.parquet_writer import MetricsConfig, WriteSettings
 from procedures.spec import types as T
 from procedures.spec.conversions import from_bytes
 from procedures.spec.expressions import ALWAYS_TRUE
-from procedures.spec.manifest import FileFormat
+from procedures.spec.manifest.model import FileFormat
 from procedures.spec.name_mapping import create_mapping
 from procedures.spec.schema import Schema
 

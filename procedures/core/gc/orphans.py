@@ -2,7 +2,7 @@
 ``DeleteOrphanFilesSparkAction``): the listing location, the hidden-path filter, the valid files
 and the matching rules.  The action that lists, matches at scale and deletes is
 :mod:`procedures.spark.actions.remove_orphan_files`; the directory walk is
-:mod:`procedures.io.listing`.
+:mod:`procedures.io.directory_walk`.
 
 1. **Actual files**: the files below ``location`` (default: the table location) modified before
    ``older_than``, skipping hidden paths (a name starting with ``_`` or ``.``, except directories
@@ -29,12 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from procedures.core.gc import reachability as R
+from procedures.core.gc import reachability
 from procedures.core.gc.expire import check_max_concurrent_deletes
 from procedures.core.ownership import resolve_local
 from procedures.core.paths import join_path, normalize_path, path_keys, relative_path
 from procedures.errors import ValidationError
-from procedures.spec.manifest import ManifestFile
+from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
@@ -140,7 +140,7 @@ def find_orphans(actual: Iterable[str], valid: Iterable[str], *, equal_schemes: 
     ``mode`` is ``ERROR`` and some file matched a valid path only under another scheme or authority.
 
     ``old_enough`` is the age cutoff of a listing that did not apply it (a flag per path, see
-    :func:`procedures.io.listing.modified_before`): it is asked about the files no valid path
+    :func:`procedures.io.directory_walk.modified_before`): it is asked about the files no valid path
     matches, and those it rejects are neither orphans nor conflicts, exactly as if the listing
     had left them out.
     """
@@ -230,13 +230,13 @@ def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *,
     # only paths are read from the manifests: their counts and partition summaries are not kept, and
     # lists are fetched a few MiB ahead (at 1,000 lists of 10,000 rows, 2 MiB ahead instead of 8 keeps
     # the driver's peak 3 MiB above what it holds, in the same time)
-    sm = R.read_snapshot_manifests(io, md, slim=True, prefetch_bytes=VALID_PREFETCH_BYTES)
+    sm = reachability.read_snapshot_manifests(io, md, slim=True, prefetch_bytes=VALID_PREFETCH_BYTES)
     manifests = sm.distinct()
     lists = tuple(p for p in sm.manifest_lists.values() if p)
     driver = _driver_paths(md, metadata_location, lists, manifests)
     frame = content_frame(list(manifests.values())) if content_frame is not None else None
     if frame is None:
-        driver.extend(R.content_paths_driver(io, manifests.values()))
+        driver.extend(reachability.content_paths_driver(io, manifests.values()))
     return ValidFiles(driver, frame, lists, tuple(manifests))
 
 
@@ -246,8 +246,8 @@ def _driver_paths(md: TableMetadata, metadata_location: str | None, lists: Itera
     statistics files and the table's metadata files."""
     out = list(lists)
     out.extend(manifests)
-    out.extend(R.statistics_paths(md))
-    out.extend(R.metadata_file_paths(md, metadata_location))
+    out.extend(reachability.statistics_paths(md))
+    out.extend(reachability.metadata_file_paths(md, metadata_location))
     return out
 
 

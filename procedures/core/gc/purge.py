@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from procedures.core.gc import reachability as R
+from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import table_roots
 from procedures.core.ownership import Ownership
 from procedures.core.paths import is_within, local_path
@@ -81,9 +81,9 @@ def plan_purge(io: Any, md: TableMetadata, metadata_location: str | None, *, con
         require_gc_enabled(md.properties, PURGE_TABLE,
                            advice=f"; drop {table} without PURGE to unregister it and keep its files")
     try:
-        sm = R.read_snapshot_manifests(io, md, slim=True)
+        sm = reachability.read_snapshot_manifests(io, md, slim=True)
         manifests = sm.distinct()
-        contents = R.content_paths_driver(io, manifests.values()) if content else {}
+        contents = reachability.content_paths_driver(io, manifests.values()) if content else {}
     except (InvalidMetadataError, OSError) as e:
         raise InvalidMetadataError(
             f"Cannot purge {table}: its metadata cannot be read whole ({e}), so what it reaches is unknown and "
@@ -92,11 +92,11 @@ def plan_purge(io: Any, md: TableMetadata, metadata_location: str | None, *, con
         ) from e
     ordered: dict[str, str] = dict(contents)
     for path in manifests:
-        ordered.setdefault(path, R.MANIFEST)
+        ordered.setdefault(path, reachability.MANIFEST)
     for path in sm.manifest_lists.values():
         if path:
-            ordered.setdefault(path, R.MANIFEST_LIST)
-    for path, kind in R.statistics_paths(md).items():
+            ordered.setdefault(path, reachability.MANIFEST_LIST)
+    for path, kind in reachability.statistics_paths(md).items():
         ordered.setdefault(path, kind)
     for path in [e.metadata_file for e in md.metadata_log] + list(metadata_files):
         ordered.setdefault(path, METADATA)

@@ -30,7 +30,7 @@ from procedures.core.properties import DELETE_TARGET_FILE_SIZE_BYTES, WRITE_TARG
 from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, partition_key
 from procedures.core.summary import content_size
 from procedures.errors import ValidationError
-from procedures.spec.manifest import FileContent, FileFormat
+from procedures.spec.manifest.model import FileContent, FileFormat
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 

@@ -36,10 +36,10 @@ from procedures.core.paths import flatten_equal_map, local_path
 from procedures.core.properties import require_gc_enabled
 from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.errors import InvalidMetadataError, ValidationError
-from procedures.io.listing import list_with_prefix, modified_before, walk
+from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as L
 from procedures.spark.session import optional_job
-from procedures.spec.manifest import GONE_FILE
+from procedures.spec.manifest.avro_container import GONE_FILE
 
 __all__ = ["remove_orphan_files", "DRIVER_MAX_DIRS", "DRIVER_MAX_FILES", "MAX_STREAMED_RESULTS",
            "MAX_METADATA_REFRESHES"]
