@@ -35,7 +35,7 @@ from procedures.catalog.base import (
     parse_namespace,
 )
 from procedures.catalog.overlap import check_table_folders
-from procedures.catalog.rest_client import RestClient
+from procedures.catalog.rest_client import RestClient, shared_client
 from procedures.catalog.rest_messages import (
     commit_request,
     create_updates,
@@ -91,11 +91,11 @@ class RestCatalog(Catalog):
         if str(props.get("rest.sigv4-enabled", "false")).strip().lower() == "true":
             raise CatalogConfigError(f"rest catalog {name}: rest.sigv4-enabled (AWS SigV4 request signing) is not "
                                      "supported; use an OAuth2 credential or token")
-        client = RestClient(str(uri), props, catalog=name)
+        client = shared_client(str(uri), props, catalog=name)
         config = self._config(client, props, name)
         merged = {**config.get("defaults", {}), **props, **config.get("overrides", {})}
         super().__init__(name, merged)
-        self.client = client if merged.get("uri", uri) == uri else RestClient(merged["uri"], merged, catalog=name)
+        self.client = client if merged.get("uri", uri) == uri else shared_client(merged["uri"], merged, catalog=name)
         self.prefix = str(merged.get("prefix") or "").strip("/")
         listed = config.get("endpoints")
         self.endpoints = frozenset(listed) if listed else DEFAULT_ENDPOINTS

@@ -31,7 +31,7 @@ from procedures.errors import (
     redact_text,
 )
 
-__all__ = ["RestAuthError", "RestClient", "OAuth2Token", "CONNECT_TIMEOUT_S", "READ_TIMEOUT_S"]
+__all__ = ["RestAuthError", "RestClient", "OAuth2Token", "shared_client", "CONNECT_TIMEOUT_S", "READ_TIMEOUT_S"]
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +231,26 @@ class RestClient:
     def close(self) -> None:
         """Close the HTTP connections."""
         self._http.close()
+
+
+#: the properties that decide who a client talks to and as whom (a client is shared only when all match)
+_CLIENT_KEYS = ("token", "credential", "oauth2-server-uri", "scope")
+_SHARED: dict[tuple, RestClient] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client(uri: str, properties: Mapping[str, str], *, catalog: str) -> RestClient:
+    """The process's client for ``uri`` with these credentials and headers: every procedure call opens
+    its catalog afresh, and sharing the client keeps its connections and its OAuth2 token (refreshed
+    before expiry) instead of asking the token endpoint on every call."""
+    identity = tuple((k, str(properties.get(k))) for k in _CLIENT_KEYS) + tuple(
+        sorted((k, str(v)) for k, v in properties.items() if k.startswith("header.")))
+    key = (uri.rstrip("/"), catalog, identity)
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = _SHARED[key] = RestClient(uri, properties, catalog=catalog)
+        return client
 
 
 def _error_body(response: Any) -> tuple[str, str]:

@@ -15,7 +15,7 @@ import pytest
 
 from procedures.catalog.config import load_catalog
 from procedures.catalog.rest import DEFAULT_ENDPOINTS
-from procedures.catalog.rest_client import RestAuthError
+from procedures.catalog.rest_client import RestAuthError, RestClient
 from procedures.core import updates as U
 from procedures.core.builder import new_table_metadata
 from procedures.core.operations import FastAppend
@@ -203,16 +203,25 @@ def test_unavailable_commits_back_off_then_unknown_keeps_files(tmp_path):
         assert any(n.endswith(".avro") for n in written)
 
 
-def test_oauth2_client_credentials_and_refresh(tmp_path):
+def test_oauth2_client_credentials_and_refresh(monkeypatch):
+    fetched: list[int] = []
+    real = RestClient._fetch_token
+    monkeypatch.setattr(RestClient, "_fetch_token", lambda self: fetched.append(1) or real(self))
     with running(credential="client:s3cret-value", token_seconds="61") as server:
         cat = _catalog(server, credential="client:s3cret-value", scope="catalog")
         cat.create_namespace("auth")
-        # tokens live 61 s and are refreshed 60 s before expiry: after a second each call renews
+        assert len(fetched) == 1
+        # every procedure call opens its catalog again; the shared client's fresh token serves it
+        reopened = _catalog(server, credential="client:s3cret-value", scope="catalog")
+        assert reopened.client is cat.client and ("auth",) in reopened.list_namespaces()
+        assert len(fetched) == 1
+        # tokens live 61 s and are renewed 60 s before they expire: after a second the next call renews
         time.sleep(1.2)
         assert ("auth",) in cat.list_namespaces()
+        assert len(fetched) == 2
         with pytest.raises(RestAuthError) as info:
             _catalog(server, credential="client:wrong-secret").list_namespaces()
-        assert "wrong-secret" not in str(info.value) and "s3cret" not in repr(cat.properties.get("x"))
+        assert "wrong-secret" not in str(info.value) and "s3cret" not in str(info.value)
         with pytest.raises(RestAuthError):
             _catalog(server).list_namespaces()
     with running(token="static-token-1") as server:
