@@ -14,7 +14,9 @@ Locations come back as Spark prints them, which is Hadoop's ``Path`` spelling of
 (``file:/wh/t/p=John Doe``, a Hive-escaped ``p=2023%2F05%2F30`` kept as such): the directory names
 as they are on disk.  ``SHOW TBLPROPERTIES`` redacts values whose keys match Spark's redaction
 patterns (``spark.redaction.regex``, ``spark.sql.redaction.options.regex``: ``url``, ``password``...);
-those two keys are set to match nothing for the one statement, so the properties are the real ones.
+those two keys are set to match nothing for the one statement, so the properties are the real ones;
+a value still redacted (the session refused the change) is refused with a ValidationError rather than
+copied as Spark's mask.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ _REDACTION_KEYS = ("spark.redaction.regex", "spark.sql.redaction.options.regex")
 #: catalog table's own properties are the others
 _OPTION_PREFIX = "option."
 _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
+#: how Spark shows a redacted value
+_REDACTED = "(redacted)"
 _REDACT_LOCK = threading.Lock()
 
 
@@ -125,21 +129,38 @@ def _sections(rows: Sequence[Any]) -> tuple[list[str], dict[str, str]]:
     return partition_columns, details
 
 
+def _set_conf(conf: Any, key: str, value: str | None) -> bool:
+    """Set (or with None unset) a session conf key; False when the session refuses the key."""
+    try:
+        if value is None:
+            conf.unset(key)
+        else:
+            conf.set(key, value)
+    except Exception:  # noqa: BLE001 -- e.g. a core Spark key a session may refuse to change
+        return False
+    return True
+
+
 def _properties(spark: Any, qualified: str) -> dict[str, str]:
     conf = spark.conf
     with _REDACT_LOCK:
         saved = {k: conf.get(k, None) for k in _REDACTION_KEYS}
+        changed = [k for k in _REDACTION_KEYS if _set_conf(conf, k, _NEVER)]
         try:
-            for k in _REDACTION_KEYS:
-                conf.set(k, _NEVER)
             rows = spark.sql(f"SHOW TBLPROPERTIES {qualified}").collect()
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    conf.unset(k)
-                else:
-                    conf.set(k, v)
-    return {str(r[0]): str(r[1]) for r in rows if not str(r[0]).startswith(_OPTION_PREFIX)}
+            for k in changed:
+                _set_conf(conf, k, saved[k])
+    props = {str(r[0]): str(r[1]) for r in rows if not str(r[0]).startswith(_OPTION_PREFIX)}
+    hidden = sorted(k for k, v in props.items() if v.endswith(_REDACTED))
+    if hidden:
+        # copying Spark's mask into the new table would silently lose the value
+        raise ValidationError(
+            f"Spark redacts the value of propert{'ies' if len(hidden) > 1 else 'y'} {', '.join(hidden)} of {qualified} "
+            f"(spark.redaction.regex), so it cannot be copied: remove or rename the property, or change "
+            f"spark.redaction.regex for the session"
+        )
+    return props
 
 
 def _bucket_spec(details: Mapping[str, str]) -> str | None:
