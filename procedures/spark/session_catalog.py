@@ -2,7 +2,7 @@
 renamed through Spark SQL statements, so ``add_files``, ``snapshot`` and ``migrate`` work the same on
 a classic session and on a Spark Connect session (no JVM objects):
 
-* exists: ``spark.catalog.tableExists(name, db)``;
+* exists: ``spark.catalog.tableExists("spark_catalog.db.name")``;
 * the table: ``DESCRIBE TABLE EXTENDED`` (type, provider, serde, location, partition columns,
   buckets), ``SHOW TBLPROPERTIES`` (its properties) and ``spark.table(...).schema`` (the schema
   with comments and char/varchar, as the catalog holds it);
@@ -98,8 +98,8 @@ def current_database(spark: Any) -> str:
 
 
 def table_exists(spark: Any, database: str, name: str) -> bool:
-    """Whether the session catalog has table (or view) ``database.name``."""
-    return bool(spark.catalog.tableExists(name, database))
+    """Whether the session catalog has table (or view) ``database.name`` (temporary views aside)."""
+    return bool(spark.catalog.tableExists(table_name(database, name)))
 
 
 def rename_table(spark: Any, database: str, old: str, new: str) -> None:
