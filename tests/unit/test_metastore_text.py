@@ -47,6 +47,13 @@ def test_describe_sections():
     assert details["Serde Library"].endswith("AvroSerDe")
 
 
+def test_show_table_extended_information():
+    info = SC._information("Partition Values: [p=a: b]\nLocation: file:/wh/t/p=a: b\n"
+                           "Serde Library: org.apache.hadoop.hive.serde2.avro.AvroSerDe\nStorage Properties: [x=1]\n")
+    assert info["Location"] == "file:/wh/t/p=a: b" and info["Serde Library"].endswith("AvroSerDe")
+    assert SC._information("") == {}
+
+
 def test_partition_specs_unescape_hive_folder_names():
     assert SC._partition_values("p=2023%2F05%2F30/q=1") == (("p", "2023/05/30"), ("q", "1"))
     assert SC._partition_values("p=a%3Db%25c/q=__HIVE_DEFAULT_PARTITION__") == \
