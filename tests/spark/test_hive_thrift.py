@@ -41,16 +41,31 @@ def metastore():
     stop_metastore(server)
 
 
+@pytest.fixture()
+def conf(spark):
+    """Sets session conf keys for one test and unsets them afterwards (the session is shared: a stray
+    hive catalog would change which catalog other modules' calls pick)."""
+    keys: list[str] = []
+
+    def set_key(key: str, value: str) -> None:
+        keys.append(key)
+        spark.conf.set(key, value)
+
+    yield set_key
+    for key in keys:
+        spark.conf.unset(key)
+
+
 def _kind(spark) -> str:
     return "connect" if is_connect(spark) else "classic"
 
 
-def _catalog(spark, metastore, tmp_path, lock: str = "false", suffix: str = "") -> HiveCatalog:
+def _catalog(spark, conf, metastore, tmp_path, lock: str = "false", suffix: str = "") -> HiveCatalog:
     name = f"thr_{_kind(spark)}{suffix}"
-    spark.conf.set(f"spark.sql.catalog.{name}.type", "hive")
-    spark.conf.set(f"spark.sql.catalog.{name}.uri", metastore.uri)
-    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(tmp_path / "wh"))
-    spark.conf.set(f"spark.sql.catalog.{name}.lock-enabled", lock)
+    conf(f"spark.sql.catalog.{name}.type", "hive")
+    conf(f"spark.sql.catalog.{name}.uri", metastore.uri)
+    conf(f"spark.sql.catalog.{name}.warehouse", str(tmp_path / "wh"))
+    conf(f"spark.sql.catalog.{name}.lock-enabled", lock)
     cat = catalog_for(spark, name)
     assert isinstance(cat, HiveCatalog) and isinstance(cat.client, ThriftMetastoreClient)
     return cat
@@ -70,8 +85,8 @@ def _create(cat: HiveCatalog, ident: tuple[str, str], location: str):
     return cat.create_table(ident, md)
 
 
-def test_tables_and_commits_over_thrift_match_pyiceberg(spark, metastore, tmp_path):
-    cat = _catalog(spark, metastore, tmp_path)
+def test_tables_and_commits_over_thrift_match_pyiceberg(spark, conf, metastore, tmp_path):
+    cat = _catalog(spark, conf, metastore, tmp_path)
     db = f"tdb_{_kind(spark)}"
     cat.create_namespace(db, {"owner-team": "data"})
     with pytest.raises(NamespaceAlreadyExistsError):
@@ -116,8 +131,8 @@ def test_tables_and_commits_over_thrift_match_pyiceberg(spark, metastore, tmp_pa
     assert pyi.load_table(f"{db}.renamed").metadata_location == made.metadata_location
 
 
-def test_a_server_without_locks_refuses_a_locked_commit_and_changes_nothing(spark, metastore, tmp_path):
-    cat = _catalog(spark, metastore, tmp_path, lock="true", suffix="_locked")
+def test_a_server_without_locks_refuses_a_locked_commit_and_changes_nothing(spark, conf, metastore, tmp_path):
+    cat = _catalog(spark, conf, metastore, tmp_path, lock="true", suffix="_locked")
     db = f"ldb_{_kind(spark)}"
     cat.create_namespace(db)
     t = _create(cat, (db, "t"), str(tmp_path / "wh" / db / "t"))
@@ -126,7 +141,7 @@ def test_a_server_without_locks_refuses_a_locked_commit_and_changes_nothing(spar
     assert cat.current_metadata_location((db, "t")) == t.metadata_location
     assert [p.name for p in (tmp_path / "wh" / db / "t" / "metadata").iterdir()] == [t.metadata_location.rsplit("/", 1)[1]]
     # the same table through a catalog with lock-enabled=false commits
-    free = _catalog(spark, metastore, tmp_path, lock="false", suffix="_free")
+    free = _catalog(spark, conf, metastore, tmp_path, lock="false", suffix="_free")
     done = commit(free.load_table((db, "t")), [FastAppend(_files(t.location, "a"))], policy=ONCE)
     assert cat.current_metadata_location((db, "t")) == done.metadata_location
 
@@ -141,8 +156,8 @@ def test_a_dict_with_a_uri_needs_no_session_and_a_bad_uri_is_refused(spark, meta
         load_catalog("d", {"type": "hive", "uri": "thrift://127.0.0.1:1"}).list_namespaces()
 
 
-def test_without_a_uri_classic_opens_its_own_metastore_and_connect_says_to_set_one(spark):
-    spark.conf.set("spark.sql.catalog.own.type", "hive")
+def test_without_a_uri_classic_opens_its_own_metastore_and_connect_says_to_set_one(spark, conf):
+    conf("spark.sql.catalog.own.type", "hive")
     if is_connect(spark):
         with pytest.raises(CatalogConfigError, match=r"spark\.sql\.catalog\.own\.uri=thrift://"):
             catalog_for(spark, "own")
