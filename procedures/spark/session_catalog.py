@@ -178,9 +178,10 @@ def _bucket_spec(details: Mapping[str, str]) -> str | None:
             + (f", sort columns: [{sort}]" if sort else ""))
 
 
-def describe_table(spark: Any, parts: Sequence[str]) -> SessionTable:
+def describe_table(spark: Any, parts: Sequence[str], *, full: bool = True) -> SessionTable:
     """The session-catalog table ``[spark_catalog.][db.]name`` (without a database: the current one);
-    NoSuchTableError when it does not exist."""
+    NoSuchTableError when it does not exist.  ``full=False`` leaves out the properties and the schema
+    (two more statements) for callers that only list the table's files."""
     if spark is None:
         raise ValidationError("a session-catalog table needs a Spark session")
     if len(parts) > 1 and parts[0].lower() == "spark_catalog":
@@ -195,12 +196,12 @@ def describe_table(spark: Any, parts: Sequence[str]) -> SessionTable:
         raise NoSuchTableError(f"Table `{db}`.`{name}` does not exist")
     qualified = table_name(db, name)
     columns, details = _sections(spark.sql(f"DESCRIBE TABLE EXTENDED {qualified}").collect())
-    schema = spark.table(qualified).schema.jsonValue()
+    schema = spark.table(qualified).schema.jsonValue() if full else {}
     return SessionTable(
         database=db, name=name,
         table_type=details.get("Type", ""), provider=details.get("Provider") or None,
         serde=details.get("Serde Library") or None, location=details.get("Location") or None,
-        partition_columns=tuple(columns), properties=_properties(spark, qualified),
+        partition_columns=tuple(columns), properties=_properties(spark, qualified) if full else {},
         bucket_spec=_bucket_spec(details), schema_json=schema,
     )
 

@@ -139,17 +139,17 @@ def _path_source(io: FileIO, fmt: str, path: str) -> ImportSource:
 
 
 # ------------------------------------------------------------------------------ catalog tables
-def session_table(spark: Any, parts: Sequence[str]) -> SessionTable:
+def session_table(spark: Any, parts: Sequence[str], *, full: bool = True) -> SessionTable:
     """A table of Spark's session catalog, read through Spark SQL statements
-    (:func:`procedures.spark.session_catalog.describe_table`).  A ``spark_catalog`` prefix is
-    dropped; without a database the current one is used."""
-    return describe_table(spark, parts)
+    (:func:`procedures.spark.session_catalog.describe_table`; ``full=False``: without properties and
+    schema).  A ``spark_catalog`` prefix is dropped; without a database the current one is used."""
+    return describe_table(spark, parts, full=full)
 
 
 def catalog_source(spark: Any, parts: Sequence[str]) -> ImportSource:
     """A table of Spark's session catalog (Hive or data-source table), read through Spark SQL
     statements: partition columns, each partition's values and location, the serde/provider."""
-    table = session_table(spark, parts)
+    table = session_table(spark, parts, full=False)
     table_format = table.serde or table.provider
     description = f"{table.database}.{table.name}"
     if table_format is None:
