@@ -14,7 +14,9 @@ from typing import Any, Iterable, Mapping
 
 from procedures.catalog.base import Catalog, Identifier, split_dotted, parse_identifier
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.catalog.hive import HiveCatalog, JvmMetastoreClient
+from procedures.catalog.hive import HiveCatalog, MetastoreClient
+from procedures.catalog.hive_jvm import JvmMetastoreClient
+from procedures.catalog.hive_thrift import ThriftMetastoreClient, parse_thrift_uris
 from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
 from procedures.catalog.rest import RestCatalog
 from procedures.core.properties import RETRY_PROPERTIES
@@ -42,6 +44,8 @@ _IMPL_TYPES = {
 }
 #: Iceberg Java's Hadoop-conf switch for metastore locks, read from the Spark conf as a default
 HIVE_LOCK_CONF = "spark.hadoop.iceberg.engine.hive.lock-enabled"
+#: the metastore server of Spark's own Hive support, when it uses one (a hive catalog without ``uri``)
+HIVE_URIS_CONF = "spark.hadoop.hive.metastore.uris"
 #: catalog properties whose values must be integers (the transaction reads the commit.retry ones)
 INT_PROPERTIES = tuple(p.key for p in RETRY_PROPERTIES) + ("jdbc.busy-timeout-ms",)
 
@@ -59,7 +63,8 @@ def conf_from_spark(spark: Any) -> dict[str, str]:
         entries = get_all() if callable(get_all) else get_all
         conf.update({str(k): str(v) for k, v in dict(entries).items()})
         return conf
-    context = getattr(spark, "sparkContext", None)
+    # pyspark 3.5 classic: the static conf from the context (a Connect session has none; its SET lists it)
+    context = None if _is_connect(spark) else getattr(spark, "sparkContext", None)
     if context is not None:
         conf.update({str(k): str(v) for k, v in context.getConf().getAll()})
     sql = getattr(spark, "sql", None)
@@ -82,7 +87,8 @@ def _as_conf(conf: Any) -> Mapping[str, Any]:
         return {}
     if isinstance(conf, Mapping):
         return conf
-    if hasattr(conf, "sparkContext") or hasattr(conf, "conf"):
+    # ``conf`` first: a Connect session raises (not AttributeError) on ``sparkContext``
+    if hasattr(conf, "conf"):
         return conf_from_spark(conf)
     raise CatalogConfigError(f"Catalog configuration must be a dict or a SparkSession, got {type(conf).__name__}")
 
@@ -195,41 +201,66 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
         raise CatalogConfigError(f"{prefix}warehouse/uri of catalog {name}: {e}") from e
 
 
-def running_spark_session() -> Any:
-    """The process's Spark session when pyspark is already loaded and one is running, else None.
+def _is_connect(session: Any) -> bool:
+    """Whether ``session`` is a Spark Connect session, by its class's module (no pyspark import)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
 
-    Looked up through ``sys.modules`` so that this layer never imports pyspark itself.
-    """
+
+def running_spark_session() -> Any:
+    """The process's Spark session when pyspark is already loaded and one is running, else None: the
+    active classic session, else a classic one another thread created, else the active Spark Connect
+    session.  Looked up through ``sys.modules`` so that this layer never imports pyspark itself."""
     module = sys.modules.get("pyspark.sql.session")
-    if module is None:
-        return None
-    cls = module.SparkSession
-    session = cls.getActiveSession()
-    if session is None:
-        # another thread's session: PySpark keeps the one it created on the class
-        session = getattr(cls, "_instantiatedSession", None)
-    return session if getattr(session, "_jvm", None) is not None else None
+    if module is not None:
+        cls = module.SparkSession
+        session = cls.getActiveSession()
+        if session is None:
+            # another thread's session: PySpark keeps the one it created on the class
+            session = getattr(cls, "_instantiatedSession", None)
+        if session is not None and getattr(session, "_jvm", None) is not None:
+            return session
+    connect = sys.modules.get("pyspark.sql.connect.session")
+    if connect is not None:
+        return connect.SparkSession.getActiveSession()
+    return None
 
 
 def _hive_catalog(name: str, props: dict[str, str], prefix: str, conf: Any) -> Catalog:
-    """A hive catalog over the metastore reached through ``conf``'s Spark session (``uri`` or the
-    session's own metastore)."""
-    session = conf if getattr(conf, "_jvm", None) is not None else running_spark_session()
-    if session is None:
-        raise CatalogConfigError(
-            f"hive catalog {name} reaches its metastore through Spark: start a SparkSession first or open it "
-            f"with one (load_catalog({name!r}, spark)), not with a dict of properties alone"
-        )
-    uri = props.get("uri", "").strip() or None
-    if uri is not None and not uri.startswith("thrift://"):
-        raise CatalogConfigError(f"{prefix}uri: expected thrift://host:port for a hive catalog, got {uri!r}")
+    """A hive catalog over a metastore server (``uri``, else the ``hive.metastore.uris`` of Spark's
+    own Hive support) through the thrift client -- classic and Connect sessions alike, or none -- or
+    over a classic session's own (embedded) metastore through its JVM."""
+    key = f"{prefix or SPARK_PREFIX + name + '.'}uri"
     mapping = _as_conf(conf)
     raw_lock = props.get("lock-enabled", mapping.get(HIVE_LOCK_CONF, "true"))
     lock_enabled = str(raw_lock).strip().lower() != "false"
     hadoop = {k[len("hadoop."):]: v for k, v in props.items() if k.startswith("hadoop.")}
-    client = JvmMetastoreClient(session, uri, lock_enabled=lock_enabled, conf=hadoop)
+    uri = props.get("uri", "").strip() or str(mapping.get(HIVE_URIS_CONF, "") or "").strip() or None
+    client: MetastoreClient
+    if uri is not None:
+        parse_thrift_uris(uri, key=key if props.get("uri", "").strip() else HIVE_URIS_CONF)
+        client = ThriftMetastoreClient(uri, lock_enabled=lock_enabled, conf=hadoop)
+    else:
+        client = JvmMetastoreClient(_embedded_metastore_session(name, key, conf), None,
+                                    lock_enabled=lock_enabled, conf=hadoop)
     warehouse = props.get("warehouse", "").strip() or str(mapping.get("spark.sql.warehouse.dir", "") or "") or None
     return HiveCatalog(name, client, warehouse, props)
+
+
+def _embedded_metastore_session(name: str, key: str, conf: Any) -> Any:
+    """The classic session whose own metastore a hive catalog without ``uri`` opens."""
+    session = conf if hasattr(conf, "conf") and not isinstance(conf, Mapping) else running_spark_session()
+    if session is not None and _is_connect(session):
+        raise CatalogConfigError(
+            f"hive catalog {name} has no uri, so it would open the Spark session's own metastore, which on Spark "
+            f"Connect lives in the server's JVM out of this process's reach: set {key}=thrift://host:port of the "
+            "metastore server (the one the Connect server's spark.hadoop.hive.metastore.uris names)"
+        )
+    if session is None or getattr(session, "_jvm", None) is None:
+        raise CatalogConfigError(
+            f"hive catalog {name} has no uri, so it opens the metastore of a Spark session: start a SparkSession "
+            f"first or open it with one (load_catalog({name!r}, spark)), or set {key}=thrift://host:port"
+        )
+    return session
 
 
 def resolve_identifier(

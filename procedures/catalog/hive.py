@@ -6,10 +6,15 @@ A namespace is a Hive database; an Iceberg table is a Hive ``EXTERNAL_TABLE`` wh
 each other's tables and commits.  Tables of other types in the same database (plain Parquet/ORC Hive
 tables) are listed by Hive but are not Iceberg tables here.
 
-The metastore is reached through a :class:`MetastoreClient`.  :class:`JvmMetastoreClient` uses the
-Hive client classes that Spark ships, through a Spark session's JVM: with a ``uri`` (``thrift://...``)
-it talks to that metastore server, without one it opens the session's own metastore (Spark's embedded
-Derby when ``spark.sql.catalogImplementation=hive``).
+The metastore is reached through a :class:`MetastoreClient`:
+
+* :class:`procedures.catalog.hive_thrift.ThriftMetastoreClient` for a metastore server
+  (``uri=thrift://...``), over its thrift API from the driver: the same on classic and Spark Connect
+  sessions, and without any session;
+* :class:`procedures.catalog.hive_jvm.JvmMetastoreClient` for the metastore a classic session opens
+  itself (no ``uri``: Spark's embedded Derby when ``spark.sql.catalogImplementation=hive``), through
+  the session's JVM -- the one module of the package that uses py4j.  A Spark Connect session's
+  embedded metastore lives in the server's JVM, out of reach: there a hive catalog needs a ``uri``.
 
 The commit swaps ``metadata_location`` only if it still names the base metadata:
 
@@ -27,10 +32,9 @@ from __future__ import annotations
 import getpass
 import json
 import logging
-import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from procedures.catalog.base import (
     Catalog,
@@ -66,8 +70,8 @@ from procedures.spec.partitioning import spec_to_json
 from procedures.spec.schema import schema_to_json
 from procedures.spec.types import ListType, MapType, StructType
 
-__all__ = ["HiveCatalog", "HiveTable", "HiveDatabase", "MetastoreClient", "JvmMetastoreClient",
-           "ICEBERG_TABLE_TYPE", "hive_type"]
+__all__ = ["HiveCatalog", "HiveTable", "HiveDatabase", "MetastoreClient", "ICEBERG_TABLE_TYPE", "hive_type",
+           "hive_user", "lock_refused_error", "await_lock", "METADATA_LOCATION", "LOCK_WAIT_S"]
 
 log = logging.getLogger(__name__)
 
@@ -301,7 +305,7 @@ class HiveCatalog(Catalog):
         params.update(summary_parameters(md))
         schema = md.schema()
         cols = tuple((f.name, hive_type(f.field_type)) for f in schema.fields)
-        return HiveTable(ident[0].lower(), ident[1].lower(), "EXTERNAL_TABLE", md.location, params, cols, _user())
+        return HiveTable(ident[0].lower(), ident[1].lower(), "EXTERNAL_TABLE", md.location, params, cols, hive_user())
 
     def create_table(self, identifier: IdentifierLike, metadata) -> Table:  # noqa: ANN001
         """Write the first metadata file and register the table in the metastore."""
@@ -435,298 +439,34 @@ def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _user() -> str:
+def hive_user() -> str:
+    """The user name a metastore records as owner and lock holder (``iceberg`` when the process has none)."""
     try:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 -- no user name in some containers
         return "iceberg"
 
 
-# ------------------------------------------------------------------------------------ JVM client
-class JvmMetastoreClient:
-    """A :class:`MetastoreClient` over the Hive client classes in a Spark session's JVM.
-
-    ``uri`` (``thrift://host:port``) selects a metastore server; without it the session's own metastore
-    configuration is used (``javax.jdo.option.ConnectionURL`` of Spark's embedded Derby).  The session
-    is only a gateway to the JVM: nothing here imports pyspark.
-    """
-
-    def __init__(self, session: Any, uri: str | None = None, *, lock_enabled: bool = True,
-                 conf: Mapping[str, str] | None = None) -> None:
-        jvm = getattr(session, "_jvm", None)
-        jsession = getattr(session, "_jsparkSession", None)
-        if jvm is None or jsession is None:
-            raise CatalogConfigError("A hive catalog needs a Spark session with a JVM (not Spark Connect)")
-        self._jvm = jvm
-        hadoop_conf = jsession.sessionState().newHadoopConf()
-        for key, value in (conf or {}).items():
-            hadoop_conf.set(key, value)
-        if uri:
-            hadoop_conf.set("hive.metastore.uris", uri)
-        self.uri = uri or str(hadoop_conf.get("hive.metastore.uris") or "") or None
-        self.lock_enabled = lock_enabled
-        self._jdbc_url = None if self.uri else hadoop_conf.get("javax.jdo.option.ConnectionURL")
-        self._jdbc_user = hadoop_conf.get("javax.jdo.option.ConnectionUserName")
-        self._jdbc_password = hadoop_conf.get("javax.jdo.option.ConnectionPassword")
-        try:
-            hive_conf_class = jvm.org.apache.hadoop.hive.conf.HiveConf
-            hive_conf = hive_conf_class(hadoop_conf, hive_conf_class().getClass())
-            self._client = jvm.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(hive_conf)
-        except Exception as e:  # noqa: BLE001 -- py4j wraps everything
-            raise CatalogConfigError(
-                f"Cannot open the Hive metastore {self.uri or '(embedded, from the session)'}: {_short(e)}. Start "
-                "Spark with spark.sql.catalogImplementation=hive (and the metastore's javax.jdo.option.* keys) or "
-                "set the catalog's uri to a thrift://host:port metastore"
-            ) from e
-        self._api = jvm.org.apache.hadoop.hive.metastore.api
-
-    def _call(self, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception as e:  # noqa: BLE001 -- py4j error: classify by the Java exception's name
-            name = _java_exception(e)
-            if name.endswith("NoSuchObjectException"):
-                return _MISSING
-            if name.endswith("AlreadyExistsException"):
-                raise TableAlreadyExistsError(f"Already exists in the metastore: {_short(e)}") from e
-            raise
-
-    def get_database(self, name: str) -> HiveDatabase | None:
-        """The database, or None."""
-        db = self._call(self._client.getDatabase, name)
-        if db is _MISSING:
-            return None
-        return HiveDatabase(db.getName(), db.getLocationUri(), dict(db.getParameters() or {}), db.getDescription())
-
-    def list_databases(self) -> list[str]:
-        """Every database name."""
-        return list(self._client.getAllDatabases())
-
-    def create_database(self, database: HiveDatabase) -> None:
-        """Create a database."""
-        params = self._jvm.java.util.HashMap()
-        for k, v in database.parameters.items():
-            params.put(k, v)
-        db = self._api.Database(database.name, database.description or "", database.location, params)
-        try:
-            self._client.createDatabase(db)
-        except Exception as e:  # noqa: BLE001
-            if _java_exception(e).endswith("AlreadyExistsException"):
-                raise NamespaceAlreadyExistsError(f"Namespace already exists: {database.name}") from e
-            raise
-
-    def set_database_parameters(self, name: str, parameters: Mapping[str, str]) -> None:
-        """Replace the database's parameters."""
-        db = self._client.getDatabase(name)
-        params = self._jvm.java.util.HashMap()
-        for k, v in parameters.items():
-            params.put(k, v)
-        db.setParameters(params)
-        self._client.alterDatabase(name, db)
-
-    def drop_database(self, name: str) -> None:
-        """Drop an (empty) database, keeping its folder."""
-        self._client.dropDatabase(name, False, False, False)
-
-    def get_table(self, database: str, name: str) -> HiveTable | None:
-        """The table, or None."""
-        t = self._call(self._client.getTable, database, name)
-        if t is _MISSING:
-            return None
-        sd = t.getSd()
-        cols = tuple((c.getName(), c.getType()) for c in (sd.getCols() if sd is not None else []) or [])
-        return HiveTable(t.getDbName(), t.getTableName(), t.getTableType(), sd.getLocation() if sd else None,
-                         dict(t.getParameters() or {}), cols, t.getOwner())
-
-    def list_tables(self, database: str) -> list[str]:
-        """Every table name of the database."""
-        return list(self._client.getAllTables(database))
-
-    def create_table(self, table: HiveTable) -> None:
-        """Register a table as Iceberg Java does (external, no partition keys, file formats that Hive
-        cannot read directly)."""
-        api = self._api
-        cols = self._jvm.java.util.ArrayList()
-        for name, typ in table.columns:
-            cols.add(api.FieldSchema(name, typ, None))
-        serde = api.SerDeInfo()
-        serde.setSerializationLib("org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe")
-        serde.setParameters(self._jvm.java.util.HashMap())
-        sd = api.StorageDescriptor()
-        sd.setCols(cols)
-        sd.setLocation(table.location)
-        sd.setInputFormat("org.apache.hadoop.mapred.FileInputFormat")
-        sd.setOutputFormat("org.apache.hadoop.mapred.FileOutputFormat")
-        sd.setSerdeInfo(serde)
-        params = self._jvm.java.util.HashMap()
-        for k, v in table.parameters.items():
-            params.put(k, v)
-        now = int(time.time())
-        t = api.Table()
-        t.setDbName(table.database)
-        t.setTableName(table.name)
-        t.setOwner(table.owner or _user())
-        t.setCreateTime(now)
-        t.setLastAccessTime(now)
-        t.setSd(sd)
-        t.setPartitionKeys(self._jvm.java.util.ArrayList())
-        t.setParameters(params)
-        t.setTableType(table.table_type)
-        self._call(self._client.createTable, t)
-
-    def drop_table(self, database: str, name: str) -> None:
-        """Unregister a table, leaving its files (Iceberg owns them)."""
-        self._client.dropTable(database, name, False, True)
-
-    def rename_table(self, database: str, name: str, new_database: str, new_name: str) -> None:
-        """Rename a table in the metastore."""
-        t = self._client.getTable(database, name)
-        t.setDbName(new_database)
-        t.setTableName(new_name)
-        self._client.alter_table(database, name, t)
-
-    # -- the atomic swap ----------------------------------------------------------------------------
-
-    def swap_parameters(self, database: str, name: str, expected_location: str,
-                        parameters: Mapping[str, str], *, lock: bool | None = None) -> bool:
-        """Set ``parameters`` if ``metadata_location`` still is ``expected_location``; False if it moved.
-
-        ``lock`` (default: the client's ``lock_enabled``) takes the metastore's exclusive table lock
-        around the swap, so writers that only check-then-alter under that lock (Iceberg Java) cannot
-        overwrite it.  On a metastore the session opens itself a refused lock falls back to the
-        database transaction alone, which is atomic among writers that use it.
-        """
-        use_lock = self.lock_enabled if lock is None else lock
-        lock_id = None
-        if use_lock:
-            try:
-                lock_id = self._lock(database, name)
-            except CatalogConfigError:
-                if not self._jdbc_url:
-                    raise
-                log.debug("metastore has no lock support; %s.%s commits by the database transaction alone",
-                          database, name)
-        try:
-            if self._jdbc_url:
-                return self._swap_in_database(database, name, expected_location, parameters)
-            if not use_lock:
-                log.debug("committing %s.%s without a metastore lock (lock-enabled=false)", database, name)
-            return self._check_and_alter(database, name, expected_location, parameters)
-        finally:
-            if lock_id is not None:
-                try:
-                    self._client.unlock(lock_id)
-                except Exception:  # noqa: BLE001 -- the lock times out on the server
-                    log.warning("Could not release metastore lock %s on %s.%s", lock_id, database, name)
-
-    def _swap_in_database(self, database: str, name: str, expected: str, parameters: Mapping[str, str]) -> bool:
-        manager = self._jvm.java.sql.DriverManager
-        conn = (manager.getConnection(self._jdbc_url, self._jdbc_user, self._jdbc_password)
-                if self._jdbc_user else manager.getConnection(self._jdbc_url))
-        try:
-            conn.setAutoCommit(False)
-            find = conn.prepareStatement(
-                "SELECT t.TBL_ID FROM TBLS t JOIN DBS d ON t.DB_ID = d.DB_ID WHERE d.NAME = ? AND t.TBL_NAME = ?")
-            find.setString(1, database)
-            find.setString(2, name)
-            rows = find.executeQuery()
-            if not rows.next():
-                conn.rollback()
-                raise NoSuchTableError(f"Table does not exist: {database}.{name}")
-            tbl_id = rows.getLong(1)
-            swap = conn.prepareStatement(
-                "UPDATE TABLE_PARAMS SET PARAM_VALUE = ? WHERE TBL_ID = ? AND PARAM_KEY = ? AND PARAM_VALUE = ?")
-            swap.setString(1, parameters[METADATA_LOCATION])
-            swap.setLong(2, tbl_id)
-            swap.setString(3, METADATA_LOCATION)
-            swap.setString(4, expected)
-            if swap.executeUpdate() != 1:
-                conn.rollback()
-                return False
-            update = conn.prepareStatement("UPDATE TABLE_PARAMS SET PARAM_VALUE = ? WHERE TBL_ID = ? AND PARAM_KEY = ?")
-            insert = conn.prepareStatement("INSERT INTO TABLE_PARAMS (TBL_ID, PARAM_KEY, PARAM_VALUE) VALUES (?, ?, ?)")
-            for key, value in parameters.items():
-                if key == METADATA_LOCATION:
-                    continue
-                update.setString(1, value)
-                update.setLong(2, tbl_id)
-                update.setString(3, key)
-                if update.executeUpdate() == 0:
-                    insert.setLong(1, tbl_id)
-                    insert.setString(2, key)
-                    insert.setString(3, value)
-                    insert.executeUpdate()
-            conn.commit()
-            return True
-        except Exception:
-            try:
-                conn.rollback()
-            except Exception:  # noqa: BLE001 -- the original error matters
-                pass
-            raise
-        finally:
-            conn.close()
-
-    def _check_and_alter(self, database: str, name: str, expected: str, parameters: Mapping[str, str]) -> bool:
-        t = self._client.getTable(database, name)
-        current = dict(t.getParameters() or {}).get(METADATA_LOCATION)
-        if current != expected:
-            return False
-        params = t.getParameters()
-        for k, v in parameters.items():
-            params.put(k, v)
-        t.setParameters(params)
-        self._client.alter_table(database, name, t)
-        return True
-
-    def _lock(self, database: str, name: str) -> int:
-        api = self._api
-        component = api.LockComponent(api.LockType.EXCLUSIVE, api.LockLevel.TABLE, database)
-        component.setTablename(name)
-        components = self._jvm.java.util.ArrayList()
-        components.add(component)
-        request = api.LockRequest(components, _user(), socket.gethostname())
-        try:
-            response = self._client.lock(request)
-        except Exception as e:  # noqa: BLE001
-            # a metastore without lock support refuses every time: retrying cannot help
-            raise CatalogConfigError(
-                f"The metastore {self.uri} refused a lock on {database}.{name} ({_short(e)}); it may lack the "
-                "transaction tables. Set the catalog's lock-enabled=false to commit without a lock (two writers "
-                "can then both win a race), or enable locks on the metastore"
-            ) from e
-        lock_id = response.getLockid()
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while str(response.getState()) == "WAITING":
-            if time.monotonic() > deadline:
-                self._client.unlock(lock_id)
-                raise CommitFailedError(f"Timed out waiting for the metastore lock on {database}.{name}")
-            time.sleep(0.05)
-            response = self._client.checkLock(lock_id)
-        if str(response.getState()) != "ACQUIRED":
-            raise CommitFailedError(f"Could not lock {database}.{name} in the metastore: {response.getState()}")
-        return lock_id
+# ------------------------------------------------------------------------------------ lock helpers
+def lock_refused_error(uri: str | None, database: str, name: str, reason: str) -> CatalogConfigError:
+    """The error of a metastore that refuses a lock: retrying cannot help, so the message names the
+    two ways out."""
+    return CatalogConfigError(
+        f"The metastore {uri or '(embedded, from the session)'} refused a lock on {database}.{name} ({reason}); "
+        "it may lack the transaction tables. Set the catalog's lock-enabled=false to commit without a lock "
+        "(two writers can then both win a race), or enable locks on the metastore"
+    )
 
 
-_MISSING = object()
-
-
-def _java_exception(e: BaseException) -> str:
-    java = getattr(e, "java_exception", None)
-    if java is not None:
-        try:
-            return str(java.getClass().getName())
-        except Exception:  # noqa: BLE001
-            pass
-    return type(e).__name__
-
-
-def _short(e: BaseException) -> str:
-    java = getattr(e, "java_exception", None)
-    if java is not None:
-        try:
-            return f"{java.getClass().getSimpleName()}: {java.getMessage()}"
-        except Exception:  # noqa: BLE001
-            pass
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
-
+def await_lock(state: str, check: Callable[[], str], unlock: Callable[[], None], database: str, name: str) -> None:
+    """Wait while a metastore lock request is ``WAITING`` (``check`` asks again and returns the new
+    state), at most :data:`LOCK_WAIT_S`; anything but ``ACQUIRED`` then fails the commit."""
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while state == "WAITING":
+        if time.monotonic() > deadline:
+            unlock()
+            raise CommitFailedError(f"Timed out waiting for the metastore lock on {database}.{name}")
+        time.sleep(0.05)
+        state = check()
+    if state != "ACQUIRED":
+        raise CommitFailedError(f"Could not lock {database}.{name} in the metastore: {state}")

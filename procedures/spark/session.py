@@ -68,20 +68,35 @@ def record_engine(spark: Any) -> str | None:
 
 
 def active_session(spark: Any = None) -> Any:
-    """``spark`` when given, else the active SparkSession; raises when there is none.
+    """``spark`` when given, else the active SparkSession -- the thread's classic session, else the
+    active Spark Connect session; raises when there is none.
 
     The first time a session is seen its pyspark and Java versions are checked
     (:func:`procedures.spark.environment.check_session`)."""
     if spark is not None:
         record_engine(spark)
         return check_session(spark)
-    from pyspark.sql import SparkSession  # noqa: PLC0415
-
-    session = SparkSession.getActiveSession()
+    session = _classic_active_session() or _connect_active_session()
     if session is None:
         raise ValidationError("No active SparkSession: create one (SparkSession.builder...getOrCreate()) first")
     record_engine(session)
     return check_session(session)
+
+
+def _classic_active_session() -> Any:
+    from pyspark.sql import SparkSession  # noqa: PLC0415 -- the package loads without pyspark
+
+    session = SparkSession.getActiveSession()
+    # pyspark 4 hands back the Connect session here when the process runs in Connect mode
+    return session
+
+
+def _connect_active_session() -> Any:
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession  # noqa: PLC0415
+    except ImportError:  # pyspark without the Connect client's dependencies (grpc, ...)
+        return None
+    return ConnectSession.getActiveSession()
 
 
 R = TypeVar("R")

@@ -5,13 +5,15 @@ Order of work:
 
 1. check ``partition_filter`` against the target's spec (:func:`procedures.core.add_files.check_partition_filter`);
 2. find the source partitions: for a path import (`` `parquet`.`/dir` ``) by walking the
-   ``k=v`` directories under the path; for a table of Spark's session catalog through the
-   session catalog (the JVM's ``SessionCatalog``: partition specs, locations, serde/provider);
+   ``k=v`` directories under the path; for a table of Spark's session catalog through Spark SQL
+   statements (``DESCRIBE TABLE EXTENDED``, ``SHOW PARTITIONS``: partition values, locations,
+   serde/provider; :mod:`procedures.spark.session_catalog`), on classic and Spark Connect sessions;
 3. match the source's partition columns to an all-identity spec of the target, keep the
    partitions ``partition_filter`` selects, and list the files directly in each partition
    directory (hidden ``_``/``.`` files skipped, sub-directories ignored);
 4. read each file's metrics (Parquet and ORC footers, Avro record counts), on the driver for a
-   few files and as a Spark job over the file list otherwise (:data:`DRIVER_MAX_FILES`);
+   few files and as a Spark job over the file list otherwise (:data:`DRIVER_MAX_FILES`; one task
+   per slice of the list, :func:`procedures.spark.dataframes.run_slices`);
 5. refuse files already live in the target (unless ``check_duplicate_files`` is false);
 6. commit one ``append`` snapshot through the core, together with the name mapping when the table
    has none (Java commits the mapping first, on its own; here a refusal leaves the table unchanged).
@@ -31,17 +33,20 @@ from procedures.core import add_files as A
 from procedures.core.paths import local_path
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.transaction import commit
-from procedures.errors import NotFoundError, NoSuchTableError, ValidationError
+from procedures.errors import NotFoundError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.data_import import ImportTarget, imported_data_file
 from procedures.io.sandbox_fileio import file_io
 from procedures.io.parquet_writer import MetricsConfig
+from procedures.spark.dataframes import parallelism as session_parallelism
+from procedures.spark.dataframes import run_slices
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import optional_job
+from procedures.spark.session_catalog import SessionTable, describe_table, list_partitions
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest.model import DataFile
 
-__all__ = ["AddFilesParams", "AddFilesResult", "ImportSource", "add_files", "catalog_source", "session_table", "uri_path",
+__all__ = ["AddFilesParams", "AddFilesResult", "ImportSource", "add_files", "catalog_source", "session_table",
            "import_data_files", "DRIVER_MAX_FILES"]
 
 log = logging.getLogger(__name__)
@@ -134,69 +139,32 @@ def _path_source(io: FileIO, fmt: str, path: str) -> ImportSource:
 
 
 # ------------------------------------------------------------------------------ catalog tables
-def _scala_seq(seq: Any) -> list[Any]:
-    return [seq.apply(i) for i in range(seq.length())]
-
-
-def _option(opt: Any) -> Any:
-    return opt.get() if opt.nonEmpty() else None
-
-
-def uri_path(spark: Any, uri: Any) -> str:
-    """A JVM ``java.net.URI`` of the session catalog (a table's or partition's location) as the path
-    of the directory it names, spelled as Hadoop's ``Path`` spells it (``file:/a/naMe=John Doe``).
-    ``URI.toString()`` would keep the URI's percent-encoding, so a directory Hive named
-    ``data=2023%2F05%2F30`` (its escaping of ``/``) would read ``data=2023%252F05%252F30``, a
-    directory that does not exist."""
-    return str(spark._jvm.org.apache.hadoop.fs.Path(uri).toString())
-
-
-def session_table(spark: Any, parts: Sequence[str]) -> tuple[Any, str, str]:
-    """A table of Spark's session catalog: the JVM ``CatalogTable``, its database and name.  A
-    ``spark_catalog`` prefix is dropped; without a database the current one is used."""
-    if spark is None:
-        raise ValidationError("a session-catalog table needs a Spark session")
-    if len(parts) > 1 and parts[0].lower() == "spark_catalog":
-        parts = parts[1:]
-    if len(parts) > 2:
-        raise ValidationError(
-            f"Cannot convert {'.'.join(parts)} to a Spark v1 identifier, namespace contains more than 1 part"
-        )
-    jvm = spark._jvm
-    catalog = spark._jsparkSession.sessionState().catalog()
-    db = parts[0] if len(parts) == 2 else catalog.getCurrentDatabase()
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], jvm.scala.Some(db))
-    if not catalog.tableExists(ident):
-        raise NoSuchTableError(f"Table `{db}`.`{parts[-1]}` does not exist")
-    return catalog.getTableMetadata(ident), db, parts[-1]
+def session_table(spark: Any, parts: Sequence[str], *, full: bool = True) -> SessionTable:
+    """A table of Spark's session catalog, read through Spark SQL statements
+    (:func:`procedures.spark.session_catalog.describe_table`; ``full=False``: without properties and
+    schema).  A ``spark_catalog`` prefix is dropped; without a database the current one is used."""
+    return describe_table(spark, parts, full=full)
 
 
 def catalog_source(spark: Any, parts: Sequence[str]) -> ImportSource:
-    """A table of Spark's session catalog (Hive or data-source table), read through the JVM's
-    ``SessionCatalog``: partition columns, each partition's spec and location, the serde/provider."""
-    table, db, name = session_table(spark, parts)
-    jvm = spark._jvm
-    catalog = spark._jsparkSession.sessionState().catalog()
-    ident = table.identifier()
-    table_format = _option(table.storage().serde()) or _option(table.provider())
+    """A table of Spark's session catalog (Hive or data-source table), read through Spark SQL
+    statements: partition columns, each partition's values and location, the serde/provider."""
+    table = session_table(spark, parts, full=False)
+    table_format = table.serde or table.provider
+    description = f"{table.database}.{table.name}"
     if table_format is None:
-        raise ValidationError(f"Could not determine table format of {db}.{name}")
-    columns = tuple(str(c) for c in _scala_seq(table.partitionColumnNames()))
-    description = f"{db}.{name}"
+        raise ValidationError(f"Could not determine table format of {description}")
+    columns = table.partition_columns
     if not columns:
-        location = _qualified(uri_path(spark, table.location()))
+        location = _qualified(table.location or "")
         return ImportSource(description, (), [A.SourcePartition((), location, A.file_format(table_format))], False, False)
-    converters = jvm.scala.collection.JavaConverters
     partitions = []
-    for p in _scala_seq(catalog.listPartitions(ident, jvm.scala.Option.empty())):
-        spec = converters.mapAsJavaMapConverter(p.spec()).asJava()
-        values = {str(k): (None if v is None else str(v)) for k, v in spec.items()}
-        location = _option(p.storage().locationUri())
-        if location is None:
+    for p in list_partitions(spark, table):
+        values = dict(p.values)
+        if p.location is None:
             raise ValidationError(f"Partition URI should be defined ({description} {values})")
-        fmt = _option(p.storage().serde()) or table_format
         ordered = tuple((c, values.get(c)) for c in columns)
-        partitions.append(A.SourcePartition(ordered, _qualified(uri_path(spark, location)), A.file_format(fmt)))
+        partitions.append(A.SourcePartition(ordered, _qualified(p.location), A.file_format(p.serde or table_format)))
     return ImportSource(description, columns, partitions, False, True)
 
 
@@ -229,16 +197,24 @@ def _describe_on_driver(io: FileIO, target: ImportTarget, items: list[ImportItem
         return list(pool.map(one, items))
 
 
+def _slices(items: list[ImportItem], n: int) -> list[tuple[int, list[ImportItem]]]:
+    """``items`` in ``n`` contiguous slices of near-equal size (as ``parallelize`` cuts a list),
+    each with the position of its first item."""
+    bounds = [i * len(items) // n for i in range(n + 1)]
+    return [(bounds[i], items[bounds[i]:bounds[i + 1]]) for i in range(n)]
+
+
 def _describe_in_spark(spark: Any, target: ImportTarget, items: list[ImportItem], parallelism: int) -> list[DataFile]:
     check_python_workers(spark)
-    slices = max(1, min(len(items), spark.sparkContext.defaultParallelism * 2))
+    n = max(1, min(len(items), session_parallelism(spark) * 2))
 
-    def read(part: Iterator[ImportItem]) -> Iterator[DataFile]:
+    def read(part: tuple[int, list[ImportItem]]) -> Iterator[tuple[int, list[DataFile]]]:
         prepare_python_worker()
         io = file_io(dict(target.io_properties))
-        yield from _describe_on_driver(io, target, list(part), parallelism)
+        yield part[0], _describe_on_driver(io, target, part[1], parallelism)
 
-    return spark.sparkContext.parallelize(items, slices).mapPartitions(read).collect()
+    # slices come back in any order: put the files back in the listing's order
+    return [f for _, files in sorted(run_slices(spark, _slices(items, n), read), key=lambda r: r[0]) for f in files]
 
 
 def import_data_files(spark: Any, io: FileIO, md: Any, spec: Any, partitions: Sequence[A.SourcePartition],

@@ -2,9 +2,10 @@
 ``SnapshotTableSparkAction`` and ``MigrateTableSparkAction``) for Parquet, ORC and Avro tables of Spark's
 session catalog, with one of our catalogs as the Iceberg side.
 
-Both read the source through the JVM's ``SessionCatalog`` (schema, partition columns, location,
-provider, properties, buckets), build the new table's metadata (the source's schema, identity
-partitioning on its partition columns, the properties of :mod:`procedures.core.migrate`, the name
+Both read the source through Spark SQL statements (``DESCRIBE TABLE EXTENDED``, ``SHOW
+TBLPROPERTIES``, ``SHOW PARTITIONS``: schema, partition columns, location, provider, properties,
+buckets; :mod:`procedures.spark.session_catalog`), so they run on classic and Spark Connect sessions
+alike, build the new table's metadata (the source's schema, identity partitioning on its partition columns, the properties of :mod:`procedures.core.migrate`, the name
 mapping), read every source file's metrics as ``add_files`` does
 (:func:`procedures.spark.actions.add_files.import_data_files`), and create the table with its first
 snapshot in one commit (:func:`procedures.catalog.base.staged_create`: a failed import writes no
@@ -12,8 +13,8 @@ metadata file).
 
 * ``snapshot`` leaves the source as it is; the new table references its files in place, with
   ``gc.enabled=false`` so that no maintenance deletes them.
-* ``migrate`` renames the source to the backup name, creates the Iceberg table under the source's
-  name at the source's location over the backup's files, and drops the backup (metastore entry only;
+* ``migrate`` renames the source to the backup name (``ALTER TABLE ... RENAME TO``), creates the
+  Iceberg table under the source's name at the source's location over the backup's files, and drops the backup (metastore entry only;
   the files are the Iceberg table's now) when asked.  Any failure removes what was created and
   renames the backup back.
 
@@ -25,7 +26,6 @@ where it is instead of renaming it first).
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -39,8 +39,9 @@ from procedures.core.builder import new_table_metadata
 from procedures.core.snapshot_producer import snapshot_manifests
 from procedures.core.transaction import commit
 from procedures.errors import TableAlreadyExistsError, ValidationError
-from procedures.spark.actions.add_files import catalog_source, import_data_files, session_table, uri_path
+from procedures.spark.actions.add_files import catalog_source, import_data_files, session_table
 from procedures.spark.session import optional_job
+from procedures.spark.session_catalog import rename_table, table_exists
 
 __all__ = ["SnapshotParams", "MigrateParams", "snapshot_table", "migrate_table", "read_source"]
 
@@ -69,30 +70,14 @@ class MigrateParams:
     dry_run: bool = False
 
 
-def _option(opt: Any) -> Any:
-    return opt.get() if opt.nonEmpty() else None
-
-
-def _java_map(spark: Any, scala_map: Any) -> dict[str, str]:
-    converters = spark._jvm.scala.collection.JavaConverters
-    return {str(k): str(v) for k, v in converters.mapAsJavaMapConverter(scala_map).asJava().items()}
-
-
 def read_source(spark: Any, parts: Sequence[str]) -> M.SourceTable:
     """The session-catalog table ``parts`` as :class:`~procedures.core.migrate.SourceTable`
-    (NoSuchTableError when missing)."""
-    table, db, name = session_table(spark, parts)
-    location = _option(table.storage().locationUri())
-    bucket = _option(table.bucketSpec())
-    seq = table.partitionColumnNames()
+    (NoSuchTableError when missing), read through Spark SQL statements."""
+    table = session_table(spark, parts)
     return M.SourceTable(
-        database=db, name=name, provider=_option(table.provider()),
-        location=uri_path(spark, location) if location is not None else None,
-        schema_json=json.loads(table.schema().json()),
-        partition_columns=tuple(str(seq.apply(i)) for i in range(seq.length())),
-        properties=_java_map(spark, table.properties()),
-        bucketed=str(bucket.toString()) if bucket is not None else None,
-        table_type=str(table.tableType().name()),
+        database=table.database, name=table.name, provider=table.provider, location=table.location,
+        schema_json=dict(table.schema_json), partition_columns=table.partition_columns,
+        properties=dict(table.properties), bucketed=table.bucket_spec, table_type=table.table_type,
     )
 
 
@@ -154,18 +139,6 @@ def snapshot_table(spark: Any, catalog: Any, ident: tuple[str, ...], params: Sna
 
 
 # ------------------------------------------------------------------------------ migrate
-def _rename(spark: Any, db: str, old: str, new: str) -> None:
-    jvm = spark._jvm
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier
-    spark._jsparkSession.sessionState().catalog().renameTable(ident(old, jvm.scala.Some(db)), ident(new, jvm.scala.Some(db)))
-
-
-def _exists(spark: Any, db: str, name: str) -> bool:
-    jvm = spark._jvm
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Some(db))
-    return bool(spark._jsparkSession.sessionState().catalog().tableExists(ident))
-
-
 def _remove_created(catalog: Any, ident: tuple[str, ...], location: str) -> None:
     """Drop a half-made Iceberg table: its metastore entry, its metadata files, and the folders it
     created when they hold nothing else."""
@@ -205,7 +178,7 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
     partitions = _checked_partitions(spark, source)
     db, name = source.database, source.name
     backup = M.backup_name(name, params.backup_table_name)
-    if _exists(spark, db, backup):
+    if table_exists(spark, db, backup):
         raise TableAlreadyExistsError(
             f"Cannot rename {source.qualified} as {db}.{backup} for backup. The backup table already exists.")
     ident = (db, name)
@@ -216,7 +189,7 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
     if params.dry_run:
         planned = _create(spark, sandboxed(catalog), ident, source, partitions, location, props, parallelism, "migrate")
         return _total_files(planned)
-    _rename(spark, db, name, backup)
+    rename_table(spark, db, name, backup)
     try:
         partitions = _checked_partitions(spark, read_source(spark, (db, backup)))
         table = _create(spark, catalog, ident, source, partitions, location, props, parallelism, "migrate")
@@ -226,7 +199,7 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
             _remove_created(catalog, ident, location)
         finally:
             try:
-                _rename(spark, db, backup, name)
+                rename_table(spark, db, backup, name)
             except Exception as e:  # noqa: BLE001 -- the original error is the one to raise
                 log.error("cannot rename %s.%s back to %s; the backup is kept for manual recovery: %s",
                           db, backup, name, e)
