@@ -184,7 +184,7 @@ def write_dataframe(
 #: the name of a write job's journal folder under the table's data path (not hidden: a journal left
 #: by a killed driver is an unreferenced folder that remove_orphan_files collects, as Java's does)
 JOURNAL_PREFIX = "write-journal-"
-#: the largest journal entry read on one thread; more go through a small pool (object stores)
+#: threads reading a job's journal entries (on an object store each is a round trip)
 _JOURNAL_READERS = 8
 
 
@@ -231,10 +231,6 @@ class WrittenFiles:
         self.io = io
         self.journal = TaskJournal(dict(getattr(io, "properties", {}) or {}),
                                    join_path(data_path, f"{JOURNAL_PREFIX}{_uuid.uuid4()}"))
-
-    def paths(self) -> list[str]:
-        """Every path the journal records so far (driver side)."""
-        return [p for entry in self._entries() for p in self._read(entry)]
 
     def collect(self, written_df: Any, files_of: Callable[[Any], Iterable[DataFile]] | None = None) -> list[Any]:
         """Run the job (a DataFrame of one pickled object per row) and return the objects: the

@@ -106,7 +106,11 @@ def test_missing_required_column_is_refused(spark):
         write_dataframe(spark, t, spark.createDataFrame([("a",)], "cat string"))
 
 
-def test_dv_delete_keeps_neighbour_vectors_of_a_shared_puffin(spark):
+def test_dv_delete_keeps_neighbour_vectors_of_a_shared_puffin(spark, request):
+    # a merge-on-read delete reads the matching rows' positions through procedures.spark.read, whose
+    # DataFrame-only conversion is another change of issue 33
+    request.applymarker(pytest.mark.xfail(is_connect(spark), reason="the read path still needs a classic session",
+                                          strict=False))
     # one delete writes DVs for both partitions into one Puffin; a later delete touching only
     # partition 'a' must carry 'b''s vector over, or b's deleted rows would come back
     t = _table(spark, "wr_dv_carry", fv=3, props={"write.delete.mode": "merge-on-read"})
@@ -278,3 +282,28 @@ def _readable(entry):
             return bool(json.load(f))
     except ValueError:  # still being written
         return False
+
+
+def test_concurrent_appends_from_threads(spark):
+    """Two threads append through ``dml.append`` to one table at once (each write its own job and
+    journal, each commit retried on conflict): no row or commit is lost, no journal is left."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.oracles import pyiceberg_read
+
+    t = _table(spark, "w_concurrent")
+    ident = f"jcat.db.{t.identifier[-1]}"
+
+    def writer(k):
+        for i in range(3):
+            lo = k * 100 + i * 10
+            append(spark, ident, spark.range(lo, lo + 10, 1, 2).selectExpr("id", f"'c{k}' AS cat"))
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(writer, (1, 2)))
+    t = load_table(spark, ident)
+    ids = sorted(r["id"] for r in pyiceberg_read(t.metadata_location).to_pylist())
+    assert ids == sorted(k * 100 + i for k in (1, 2) for i in range(30))
+    assert [s.summary["operation"] for s in t.metadata.snapshots] == ["append"] * 6
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+    assert _files_under(data_dir) == sorted(f.file_path.removeprefix("file:") for f in _entries(t))
