@@ -16,6 +16,7 @@ from procedures.frontend import runner
 from procedures.io.delete_writers import read_position_deletes
 from procedures.spark.dataframes import is_connect
 from procedures.spark.dml import delete_where
+from procedures.spark.group_writes import task_attempts
 from procedures.spark.write import JOURNAL_PREFIX
 from procedures.spec.manifest import FileContent, ManifestContent
 from tests.helpers.files import all_files, reached_paths
@@ -60,3 +61,9 @@ def test_rewrite_position_delete_files_on_both_session_kinds(spark, classic_spar
     data_dir = t.metadata.location.removeprefix("file:") + "/data"
     assert all_files(data_dir) <= reached_paths(t)
     assert not any(JOURNAL_PREFIX in p for p in all_files(data_dir))
+
+
+def test_task_attempts_read_from_the_session_conf(spark):
+    """A group failing on its task's last attempt is reported, not retried: the attempts come from the
+    session's conf (``spark.master``), readable on a Connect session too (both run ``local[2]``)."""
+    assert task_attempts(spark) == 1
