@@ -258,6 +258,7 @@ def test_rewrite_on_both_session_kinds(spark, classic_spark, java_warehouse, str
     for reader, got in (("pyiceberg", pyiceberg_read(t.metadata_location)), ("duckdb", duckdb_read(t.metadata_location))):
         assert_rows_equal(got, before, key="id", label=f"{name} after rewrite / {reader}")
     _, files = _live_data_files(java_warehouse, name)
+    files = [f for f in files if f.content == FileContent.DATA]  # the old deletes stay (dangling)
     assert len(files) == 2
     if strategy == "sort":
         for f in files:

@@ -221,6 +221,7 @@ def test_insert_through_sql(spark):
     from tests.oracles import pyiceberg_read
 
     name = "w_sql_insert_connect" if is_connect(spark) else "w_sql_insert"
+    procedures.sql(spark, "CREATE NAMESPACE IF NOT EXISTS jcat.db")
     procedures.sql(spark, f"DROP TABLE IF EXISTS jcat.db.{name}")
     procedures.sql(spark, f"CREATE TABLE jcat.db.{name} (id bigint NOT NULL, cat string) PARTITIONED BY (cat)")
     procedures.sql(spark, f"INSERT INTO jcat.db.{name} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
