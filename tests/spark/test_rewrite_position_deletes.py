@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from procedures.core import updates as U
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.transaction import MetadataChange, commit
 from procedures.core.summary import is_dv
 from procedures.frontend import runner
@@ -18,21 +17,11 @@ from procedures.spark.dataframes import is_connect
 from procedures.spark.dml import delete_where
 from procedures.spark.group_writes import task_attempts
 from procedures.spark.write import JOURNAL_PREFIX
-from procedures.spec.manifest import FileContent, ManifestContent
 from tests.helpers.files import all_files, reached_paths
-from tests.helpers.our_tables import merge_on_read_table
+from tests.helpers.our_tables import merge_on_read_table, position_deletes
 from tests.oracles import assert_rows_equal, duckdb_read, pyiceberg_read
 
 pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
-
-
-def _deletes(table):
-    md = table.metadata
-    manifests = snapshot_manifests(table.io, md.current_snapshot())
-    live = {e.data_file.file_path for e in live_entries(table.io, md, [m for m in manifests if m.content == ManifestContent.DATA])}
-    deletes = [e.data_file for e in live_entries(table.io, md, [m for m in manifests if m.content == ManifestContent.DELETES])
-               if e.data_file.content == FileContent.POSITION_DELETES]
-    return live, deletes
 
 
 @pytest.mark.parametrize("fv", [2, 3])
@@ -45,7 +34,7 @@ def test_rewrite_position_delete_files_on_both_session_kinds(spark, classic_spar
     if fv == 3:  # the v2 position delete files stay: a v3 table's rewrite turns them into DVs
         t = commit(t, [MetadataChange((U.UpgradeFormatVersion(3),))])
     before = pyiceberg_read(t.metadata_location)
-    _, deletes = _deletes(t)
+    _, deletes = position_deletes(t)
     assert len(deletes) == 4 * 3 * 3 and not any(is_dv(d) for d in deletes)
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
     rows = runner.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
@@ -55,7 +44,7 @@ def test_rewrite_position_delete_files_on_both_session_kinds(spark, classic_spar
     t = t.refresh()
     for reader, got in (("pyiceberg", pyiceberg_read(t.metadata_location)), ("duckdb", duckdb_read(t.metadata_location))):
         assert_rows_equal(got, before, key="id", label=f"{name} after rewrite_position_delete_files / {reader}")
-    live, after = _deletes(t)
+    live, after = position_deletes(t)
     assert len(after) == 12 and all(is_dv(d) for d in after) == (fv == 3)
     assert {p for f in after for p in read_position_deletes(t.io, f)} <= live
     data_dir = t.metadata.location.removeprefix("file:") + "/data"

@@ -3,11 +3,8 @@ classic and Spark Connect sessions."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from procedures.core.builder import new_table_metadata
 from procedures.errors import ValidationError
 from procedures.io.delete_writers import read_position_deletes
 from procedures.spark.dataframes import functions, is_connect
@@ -18,28 +15,17 @@ from procedures.spark.session import (
 from procedures.spark.write import JOURNAL_PREFIX, write_dataframe
 from procedures.spec.manifest import FileContent, FileFormat, read_manifest, read_manifest_list
 from procedures.spec.partitioning import PartitionSpecBuilder
-from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortField, SortOrder
-from procedures.spec.types import LONG, STRING, NestedField
+from tests.helpers.our_tables import SCHEMA, fresh_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
-
-SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "cat", STRING)))
 
 
 def _table(spark, name, *, fv=2, partitioned=True, props=None, order=None):
     # both session kinds share the warehouse: each kind writes tables of its own
     name = f"{name}_connect" if is_connect(spark) else name
-    cat = catalog_for(spark, "jcat")
-    if not cat.namespace_exists(("db",)):
-        cat.create_namespace(("db",))
-    ident = ("db", name)
-    if cat.table_exists(ident):
-        cat.drop_table(ident, purge=True)
     spec = PartitionSpecBuilder(SCHEMA).identity("cat").build() if partitioned else None
-    md, _ = new_table_metadata(schema=SCHEMA, location=cat.default_table_location(ident), spec=spec,
-                               sort_order=order, format_version=fv, properties=dict(props or {}))
-    return cat.create_table(ident, md)
+    return fresh_table(spark, name, SCHEMA, spec=spec, fv=fv, props=props, order=order)
 
 
 def _entries(t, content=None):
@@ -163,9 +149,7 @@ def test_failed_job_leaves_no_files_of_tasks_that_finished(spark, tmp_path):
 
 def test_task_failing_after_some_files_deletes_them(spark):
     """A task that writes several file sets (bin-pack splits) and then fails leaves none of them:
-    a failed task's accumulator updates never reach the driver, so the task cleans up itself."""
-    import os
-
+    a failed task's journal entry is never written, so the task cleans up itself."""
     import pyarrow as pa
 
     from procedures.spark.write import write_in_task, write_payloads, write_settings
@@ -237,7 +221,6 @@ def test_insert_through_sql(spark):
 def test_cancelled_write_leaves_no_files_of_tasks_that_finished(spark):
     """A write cancelled (its job group / tag) after one task finished: that task's files, named by the
     write's journal, are deleted; the task still running is killed before writing."""
-    import os
     import threading
     import time
 
