@@ -44,7 +44,7 @@ for run in "${LINES[@]}"; do
         continue
     fi
     "$venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null \
-        | grep -iE '^(pyspark|py4j|pyarrow|numpy|pandas|fastavro|mmh3|iceberg-procedures) ' | tr -s ' ' | paste -sd ';' -
+        | grep -iE '^(pyspark|py4j|pyarrow|numpy|pandas|fastavro|mmh3|pyroaring|protobuf|iceberg-procedures) ' | tr -s ' ' | paste -sd ';' -
     if (cd "$run_dir" && PYSPARK_PYTHON="$venv/bin/python" timeout 600 "$venv/bin/python" -I "$REPO/.ci/clean_install_flow.py"); then
         echo "clean install with pyspark$run: OK in $(( $(date +%s) - started ))s"
     else

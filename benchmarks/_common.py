@@ -13,9 +13,11 @@ import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -23,7 +25,8 @@ from typing import Any, Callable, Iterable
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import commit
 from procedures.framework.context import open_catalog
-from procedures.spec.manifest import read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.reader import read_manifest
 
 __all__ = [
     "Figure",
@@ -33,6 +36,7 @@ __all__ = [
     "arg_parser",
     "driver_peak_rss_mb",
     "iceberg_runtime_jar",
+    "module_at",
     "jvm_peak_rss_mb",
     "print_figures",
     "python_peak_rss_mb",
@@ -326,6 +330,22 @@ def arg_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--scale", type=int, default=1, help="multiplies the script's table size (default 1)")
     parser.add_argument("--warehouse", type=Path, default=None, help="warehouse folder (default: a temp dir)")
     return parser
+
+
+def module_at(rev: str, path: str) -> types.ModuleType | None:
+    """The module in file ``path`` of this repository as of git revision ``rev`` (for timing a former
+    implementation beside the current one), or None outside a git checkout."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, check=True, capture_output=True,
+                                text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    name = f"{Path(path).stem}_at_{rev}"
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)  # noqa: S102
+    return module
 
 
 # --------------------------------------------------------------------------------------------- report

@@ -2,7 +2,7 @@
 
 Writes ``--manifests`` manifests of ``--entries`` entries each (default 1,000 x 1,000, times --scale)
 for a partitioned v2 table with full column metrics, plus one manifest list, then reads every entry
-back with ``procedures.spec.manifest.read_manifest`` and with PyIceberg's ``fetch_manifest_entry``.
+back with ``procedures.spec.manifest.reader.read_manifest`` and with PyIceberg's ``fetch_manifest_entry``.
 Goal (issue 2): at least PyIceberg's rate.
 """
 
@@ -19,9 +19,10 @@ from _common import Figure, arg_parser, driver_peak_rss_mb, print_figures, scrat
 
 from procedures.io.fileio import FileIO  # noqa: E402
 from procedures.spec.conversions import to_bytes  # noqa: E402
-from procedures.spec.manifest import (  # noqa: E402
-    DataFile, FileFormat, ManifestContent, ManifestWriter, read_manifest, read_manifest_list, write_manifest_list,
-)
+from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list  # noqa: E402
+from procedures.spec.manifest.model import DataFile, FileFormat, ManifestContent  # noqa: E402
+from procedures.spec.manifest.reader import read_manifest  # noqa: E402
+from procedures.spec.manifest.writer import ManifestWriter  # noqa: E402
 from procedures.spec.partitioning import PartitionField, PartitionSpec  # noqa: E402
 from procedures.spec.schema import Schema  # noqa: E402
 from procedures.spec.transforms import parse_transform  # noqa: E402

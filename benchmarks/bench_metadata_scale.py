@@ -44,7 +44,7 @@ from procedures.core.transaction import commit  # noqa: E402
 from procedures.framework.context import open_catalog  # noqa: E402
 from procedures.spark.scan_planning import iter_scan_tasks  # noqa: E402
 from procedures.spec.conversions import to_bytes  # noqa: E402
-from procedures.spec.manifest import DataFile, FileFormat, ManifestContent  # noqa: E402
+from procedures.spec.manifest.model import DataFile, FileFormat, ManifestContent  # noqa: E402
 from procedures.spec.types import INT, LONG  # noqa: E402
 
 TABLE = "db.meta"

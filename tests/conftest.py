@@ -202,6 +202,16 @@ def s3_server():
 
 
 @pytest.fixture(scope="session")
+def rest_server():
+    """A REST catalog server for the run: Iceberg Java's CatalogHandlers over a SQLite JdbcCatalog,
+    behind the JDK's HTTP server on loopback (tests/rest_server.py)."""
+    from tests.rest_server import running
+
+    with running() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
     """A Spark standalone master and one worker (1 core, 1g) on loopback, from pyspark's own scripts."""
     from tests import spark_cluster as cluster_module
@@ -255,7 +265,7 @@ def _deselect(config, items, predicate) -> None:
 #: fixtures that start a server: their tests get the server's marker and ``slow`` (``-m "not slow"``
 #: is the fast unit loop of the README)
 SERVER_MARKERS = {"pg_server": "postgres", "s3_server": "s3", "spark_cluster": "cluster",
-                  "connect_server": "connect", "connect_spark": "connect"}
+                  "connect_server": "connect", "connect_spark": "connect", "rest_server": "rest"}
 
 
 def pytest_collection_modifyitems(config, items) -> None:

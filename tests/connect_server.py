@@ -17,11 +17,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.processes import stop_process_group
+from tests.helpers.processes import spawn_logged, stop_process_group, wait_ready
 from tests.spark_cluster import free_port, spark_home
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -85,17 +84,10 @@ def start(conf: dict[str, str], *, master: str = "local[2]", timeout: float = 12
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
     args.append(connect_jar())
-    log = open(Path(basedir, "server.log"), "wb")  # noqa: SIM115 -- closed with the process
-    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=basedir,
-                               start_new_session=True)
+    process = spawn_logged(args, str(Path(basedir, "server.log")), cwd=basedir, env=env)
     server = ConnectServer(f"sc://127.0.0.1:{port}", port, process, basedir)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        if _accepts(port):
-            return server
-        time.sleep(0.5)
+    if wait_ready([process], lambda: _accepts(port), timeout):
+        return server
     logs = server.logs()
     stop(server)
     raise RuntimeError(f"Spark Connect server did not start on port {port}: {logs[-2000:]}")

@@ -35,6 +35,8 @@ class S3Server:
     bucket: str = BUCKET
     access_key: str = ACCESS_KEY
     secret_key: str = SECRET_KEY
+    #: the filer's HTTP API (no auth), which serves bucket ``b``'s objects under ``/buckets/b/``
+    filer: str = ""
 
     @property
     def port(self) -> int:
@@ -117,7 +119,7 @@ def start(tmpdir: str | None = None, timeout: float = 90.0) -> S3Server:
     log = open(log_path, "wb")
     process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=base, start_new_session=True)
     log.close()
-    server = S3Server(f"http://127.0.0.1:{ports['s3']}", process, base)
+    server = S3Server(f"http://127.0.0.1:{ports['s3']}", process, base, filer=f"http://127.0.0.1:{ports['filer']}")
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:

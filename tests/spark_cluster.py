@@ -17,13 +17,12 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.processes import stop_process_group
+from tests.helpers.processes import spawn_logged, stop_process_group, wait_ready
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -100,14 +99,9 @@ def _daemon_env(home: str, basedir: str) -> dict[str, str]:
 
 
 def _spawn(home: str, basedir: str, name: str, args: list[str]) -> subprocess.Popen:
-    log = open(os.path.join(basedir, f"{name}.log"), "wb")
-    try:
-        # a new session per daemon: stop() ends the daemon and its executors and Python workers by group
-        return subprocess.Popen([os.path.join(home, "bin", "spark-class"), *args], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=basedir,
-                                env=_daemon_env(home, basedir), start_new_session=True)
-    finally:
-        log.close()
+    # a session per daemon: stop() ends the daemon and its executors and Python workers by group
+    return spawn_logged([os.path.join(home, "bin", "spark-class"), *args], os.path.join(basedir, f"{name}.log"),
+                        cwd=basedir, env=_daemon_env(home, basedir))
 
 
 def start(tmpdir: str | None = None, *, cores: int = 1, memory: str = "1g", timeout: float = 120.0) -> SparkCluster:
@@ -129,13 +123,8 @@ def start(tmpdir: str | None = None, *, cores: int = 1, memory: str = "1g", time
                                               "--memory", memory, "--work-dir", os.path.join(basedir, "work"),
                                               url])
     cluster = SparkCluster(url, web_url, home, master, worker, basedir, cores, memory)
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if master.poll() is not None or worker.poll() is not None:
-            break
-        if _alive_workers(_status(web_url)):
-            return cluster
-        time.sleep(0.5)
+    if wait_ready([master, worker], lambda: _alive_workers(_status(web_url)), timeout):
+        return cluster
     text = cluster.logs()
     stop(cluster)
     raise RuntimeError(f"the Spark standalone worker did not register with {url} within {timeout}s:\n{text}")

@@ -52,7 +52,6 @@ def expire_snapshots_procedure(
         snapshot_ids=tuple(int(i) for i in snapshot_ids or () if i is not None),
         clean_expired_metadata=bool(clean_expired_metadata),
     )
-    params.validate_deletes()
     t = ctx.load_table(table, dry_run=dry_run)
     result = expire_snapshots(t, params, spark=ctx.spark, committer=ctx.commit)
     return [result.row()]

@@ -46,7 +46,6 @@ def remove_orphan_files_procedure(
         stream_results=bool(stream_results),
         testing=str(ctx.conf.get("spark.testing", "false")).strip().lower() == "true",
     )
-    params.validate()
     t = ctx.load_table(table)
     result = remove_orphan_files(t, params, spark=ctx.spark)
     return [(p,) for p in result.orphan_file_locations]

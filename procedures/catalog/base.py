@@ -20,6 +20,9 @@ from typing import Iterable, Mapping, Sequence, Union
 from procedures.core.gc.delete_guard import table_roots
 from procedures.core.gc.purge import PurgePlan, PurgeResult, execute_purge, plan_purge
 from procedures.core.ownership import Ownership
+from procedures.core.properties import METADATA_COMPRESSION, METADATA_DELETE_AFTER_COMMIT_ENABLED
+from procedures.core.snapshot_producer import metadata_dir
+from procedures.core.updates import MetadataUpdate
 from procedures.errors import CommitFailedError, IcebergError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.metadata import TableMetadata, metadata_file_data
@@ -43,20 +46,14 @@ __all__ = [
     "purge_table_files",
     "parse_metadata_version",
     "removed_metadata_files",
+    "delete_removed_metadata_files",
     "delete_quietly",
-    "WRITE_METADATA_PATH",
-    "METADATA_COMPRESSION",
-    "DELETE_AFTER_COMMIT",
 ]
 
 log = logging.getLogger(__name__)
 
 Identifier = tuple[str, ...]
 IdentifierLike = Union[str, Sequence[str]]
-
-WRITE_METADATA_PATH = "write.metadata.path"
-METADATA_COMPRESSION = "write.metadata.compression-codec"
-DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 
 _FORBIDDEN = re.compile(r"[/\\\x00.]")
 
@@ -215,6 +212,10 @@ class _StagedCreate:
             raise CommitFailedError(f"Cannot create table {name}: {e}; nothing was created", table=name,
                                     retryable=False) from e
 
+    def commit_changes(self, table: Table, base: "TableMetadata", new: "TableMetadata",
+                       updates: Sequence["MetadataUpdate"]) -> Table:
+        return self.commit_table(table, base, new)
+
     def load_table(self, identifier: IdentifierLike) -> Table:
         return self.catalog.load_table(identifier)
 
@@ -326,6 +327,13 @@ class Catalog(abc.ABC):
     def commit_table(self, table: Table, base: "TableMetadata", new: "TableMetadata") -> Table:
         """Atomically replace ``base`` (the metadata ``table`` was loaded with) by ``new``."""
 
+    def commit_changes(self, table: Table, base: "TableMetadata", new: "TableMetadata",
+                       updates: Sequence["MetadataUpdate"]) -> Table:
+        """Commit a change the core expressed as ``updates`` on ``base`` (``new`` is their result).
+        Catalogs that swap metadata files apply the updates locally -- ``new`` already holds them --
+        and swap (:meth:`commit_table`); the REST catalog sends the updates with their requirements."""
+        return self.commit_table(table, base, new)
+
     @abc.abstractmethod
     def default_table_location(self, identifier: IdentifierLike) -> str:
         """Where a new table's files go when no location is given."""
@@ -337,27 +345,14 @@ class Catalog(abc.ABC):
 # -- metadata file helpers --------------------------------------------------------------------
 
 
-def _codec(md: "TableMetadata") -> str:
-    codec = str(md.properties.get(METADATA_COMPRESSION, "none")).lower()
-    if codec not in ("none", "gzip"):
-        raise ValidationError(f"Unsupported {METADATA_COMPRESSION} {codec!r}: expected none or gzip")
-    return codec
-
-
 def metadata_extension(md: "TableMetadata") -> str:
     """``.metadata.json`` or, for gzip, ``.gz.metadata.json`` (as Java names them)."""
-    return ".gz.metadata.json" if _codec(md) == "gzip" else ".metadata.json"
+    return ".gz.metadata.json" if METADATA_COMPRESSION.read(md.properties) == "gzip" else ".metadata.json"
 
 
 def metadata_file_bytes(md: "TableMetadata", location: str) -> bytes:
     """The serialized file for ``location``: JSON, gzip-compressed when the name says so."""
     return metadata_file_data(md, location)
-
-
-def metadata_dir(md: "TableMetadata") -> str:
-    """``write.metadata.path`` when set, else ``<location>/metadata``."""
-    custom = md.properties.get(WRITE_METADATA_PATH)
-    return custom.rstrip("/") if custom else join_path(md.location, "metadata")
 
 
 def parse_metadata_version(location: str | None) -> int:
@@ -376,13 +371,11 @@ def next_metadata_location(md: "TableMetadata", previous_location: str | None) -
 
 
 def removed_metadata_files(base: "TableMetadata | None", new: "TableMetadata") -> list[str]:
-    """Previous metadata files that ``new``'s log dropped, when delete-after-commit is enabled, and
-    that belong to the table (:class:`procedures.core.ownership.Ownership` over its folders): a log
-    entry naming another table's file, a path outside the table or a symlink is kept and logged."""
-    if base is None:
-        return []
-    enabled = str(new.properties.get(DELETE_AFTER_COMMIT, "false")).strip().lower() == "true"
-    if not enabled:
+    """Previous metadata files that ``new``'s log dropped (``write.metadata.previous-versions-max``),
+    when ``write.metadata.delete-after-commit.enabled`` is on, and that belong to the table
+    (:class:`procedures.core.ownership.Ownership` over its folders): a log entry naming another
+    table's file, a path outside the table or a symlink is kept and logged."""
+    if base is None or not METADATA_DELETE_AFTER_COMMIT_ENABLED.read(new.properties):
         return []
     kept = {e.metadata_file for e in new.metadata_log}
     dropped = [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
@@ -392,6 +385,13 @@ def removed_metadata_files(base: "TableMetadata | None", new: "TableMetadata") -
         log.warning("Not deleting %d old metadata file(s) outside the table's folders: %s", len(outside),
                     ", ".join(outside[:5]))
     return [p for p in dropped if owned.owns(p)]
+
+
+def delete_removed_metadata_files(io: FileIO, base: "TableMetadata | None", new: "TableMetadata") -> None:
+    """The last step of every file-swap catalog's commit, once ``new`` is in place: delete the
+    previous metadata files it dropped (:func:`removed_metadata_files`), quietly, as Java's
+    ``deleteRemovedMetadataFiles`` does."""
+    delete_quietly(io, removed_metadata_files(base, new))
 
 
 def plan_table_purge(table: Table, *, content: bool = True, metadata_files: Iterable[str] = ()) -> PurgePlan:

@@ -16,6 +16,8 @@ from procedures.catalog.base import Catalog, Identifier, split_dotted, parse_ide
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.catalog.hive import HiveCatalog, JvmMetastoreClient
 from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
+from procedures.catalog.rest import RestCatalog
+from procedures.core.properties import RETRY_PROPERTIES
 from procedures.errors import REDACTED, CatalogConfigError, NoSuchCatalogError, ValidationError, is_secret_key
 
 __all__ = [
@@ -31,22 +33,17 @@ __all__ = [
 
 DEFAULT_CATALOG = "local"
 SPARK_PREFIX = "spark.sql.catalog."
-CATALOG_TYPES = ("hadoop", "jdbc", "hive")
+CATALOG_TYPES = ("hadoop", "jdbc", "hive", "rest")
 _IMPL_TYPES = {
     "org.apache.iceberg.hadoop.HadoopCatalog": "hadoop",
     "org.apache.iceberg.jdbc.JdbcCatalog": "jdbc",
     "org.apache.iceberg.hive.HiveCatalog": "hive",
+    "org.apache.iceberg.rest.RESTCatalog": "rest",
 }
 #: Iceberg Java's Hadoop-conf switch for metastore locks, read from the Spark conf as a default
 HIVE_LOCK_CONF = "spark.hadoop.iceberg.engine.hive.lock-enabled"
 #: catalog properties whose values must be integers (the transaction reads the commit.retry ones)
-INT_PROPERTIES = (
-    "commit.retry.num-retries",
-    "commit.retry.min-wait-ms",
-    "commit.retry.max-wait-ms",
-    "commit.retry.total-timeout-ms",
-    "jdbc.busy-timeout-ms",
-)
+INT_PROPERTIES = tuple(p.key for p in RETRY_PROPERTIES) + ("jdbc.busy-timeout-ms",)
 
 
 #: how Spark's SET shows a value whose key matches ``spark.redaction.regex``
@@ -91,7 +88,7 @@ def _as_conf(conf: Any) -> Mapping[str, Any]:
 
 
 def catalog_names(conf: Any) -> list[str]:
-    """Names of the catalogs ``conf`` configures that this package can open (hadoop, jdbc or hive)."""
+    """Names of the catalogs ``conf`` configures that this package can open (hadoop, jdbc, hive or rest)."""
     mapping = _as_conf(conf)
     names = set()
     for key, value in mapping.items():
@@ -147,8 +144,9 @@ def _check_types(props: Mapping[str, Any], prefix: str) -> dict[str, str]:
 def load_catalog(name: str, conf: Any = None) -> Catalog:
     """Open catalog ``name`` from Spark conf keys, a plain dict, or a SparkSession.
 
-    ``type`` is ``hadoop`` (needs ``warehouse``) or ``jdbc`` (needs ``uri``; ``warehouse`` for default
-    table locations; ``jdbc.user`` / ``jdbc.password`` for PostgreSQL).  Misconfiguration raises
+    ``type`` is ``hadoop`` (needs ``warehouse``), ``jdbc`` (needs ``uri``; ``warehouse`` for default
+    table locations; ``jdbc.user`` / ``jdbc.password`` for PostgreSQL), ``hive`` or ``rest`` (needs
+    ``uri``; :mod:`procedures.catalog.rest`).  Misconfiguration raises
     :class:`CatalogConfigError` naming the offending key.
     """
     if not isinstance(name, str) or not name or "." in name:
@@ -159,7 +157,7 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
         shown = ", ".join(configured) if configured else "none"
         raise NoSuchCatalogError(
             f"Catalog {name} is not configured (configured catalogs: {shown}): "
-            f"set {SPARK_PREFIX}{name}.type (hadoop, jdbc or hive)",
+            f"set {SPARK_PREFIX}{name}.type (hadoop, jdbc, hive or rest)",
             catalog=name, configured=configured,
         )
     props = _check_types(raw, prefix)
@@ -168,7 +166,7 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
         kind = _IMPL_TYPES[props["catalog-impl"]]
     if kind not in CATALOG_TYPES:
         shown = props.get("type", props.get("catalog-impl", ""))
-        raise CatalogConfigError(f"{prefix}type: unsupported catalog type {shown!r}; expected one of hadoop, jdbc, hive")
+        raise CatalogConfigError(f"{prefix}type: unsupported catalog type {shown!r}; expected one of hadoop, jdbc, hive, rest")
     warehouse = props.get("warehouse", "").strip() or None
     try:
         if kind == "hadoop":
@@ -180,6 +178,8 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
             return HadoopCatalog(name, warehouse, props)
         if kind == "hive":
             return _hive_catalog(name, props, prefix, conf)
+        if kind == "rest":
+            return RestCatalog(name, props)
 
         uri = props.get("uri", "")
         if not str(uri).strip():

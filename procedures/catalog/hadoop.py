@@ -18,23 +18,22 @@ import re
 from typing import Iterable, Mapping
 
 from procedures.catalog.base import (
-    WRITE_METADATA_PATH,
     Catalog,
     Identifier,
     IdentifierLike,
     NamespacePropertiesUpdate,
     Table,
-    delete_quietly,
+    delete_removed_metadata_files,
     metadata_extension,
     metadata_file_bytes,
     parse_identifier,
     parse_namespace,
     plan_table_purge,
     purge_table_files,
-    removed_metadata_files,
 )
 from procedures.catalog.overlap import check_commit_folders, check_table_folders
 from procedures.core.gc.purge import METADATA, PurgePlan, execute_purge
+from procedures.core.properties import WRITE_METADATA_LOCATION
 from procedures.errors import (
     CommitFailedError,
     CommitStateUnknownError,
@@ -267,9 +266,9 @@ class HadoopCatalog(Catalog):
                 f"Cannot use location {metadata.location!r} for hadoop table {'.'.join(ident)}: "
                 f"path-based tables must live at {expected}"
             )
-        if WRITE_METADATA_PATH in metadata.properties:
+        if WRITE_METADATA_LOCATION.is_set(metadata.properties):
             raise ValidationError(
-                f"Cannot set {WRITE_METADATA_PATH} on hadoop table {'.'.join(ident)}: its metadata must stay "
+                f"Cannot set {WRITE_METADATA_LOCATION.key} on hadoop table {'.'.join(ident)}: its metadata must stay "
                 f"in {expected}/metadata"
             )
 
@@ -411,7 +410,7 @@ class HadoopCatalog(Catalog):
         except OSError as e:
             self._resolve_failed_write(name, path, data, e)
         self._write_hint(table_path, next_version)
-        delete_quietly(self.io, removed_metadata_files(base, new))
+        delete_removed_metadata_files(self.io, base, new)
         return Table(ident, new, path, self.io, self)
 
     def _resolve_failed_write(self, name: str, path: str, data: bytes, error: OSError) -> None:

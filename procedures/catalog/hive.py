@@ -38,6 +38,7 @@ from procedures.catalog.base import (
     IdentifierLike,
     NamespacePropertiesUpdate,
     Table,
+    delete_removed_metadata_files,
     delete_quietly,
     metadata_file_bytes,
     next_metadata_location,
@@ -45,9 +46,9 @@ from procedures.catalog.base import (
     parse_namespace,
     plan_table_purge,
     purge_table_files,
-    removed_metadata_files,
 )
 from procedures.catalog.overlap import check_commit_folders, check_table_folders
+from procedures.core.properties import HIVE_LOCK_ENABLED
 from procedures.errors import (
     CatalogConfigError,
     CommitFailedError,
@@ -77,8 +78,6 @@ PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 #: Java's limit on one summary parameter (``iceberg.hive.table-property-max-size``)
 MAX_PARAMETER_SIZE = 32672
 LOCK_WAIT_S = 180.0
-#: Iceberg Java's table property that turns metastore locks on or off for one table
-LOCK_PROPERTY = "engine.hive.lock-enabled"
 
 
 @dataclass(frozen=True)
@@ -389,7 +388,7 @@ class HiveCatalog(Catalog):
             raise CommitFailedError(
                 f"Cannot commit {self.name}.{'.'.join(ident)}: another writer committed first; retry on fresh metadata"
             )
-        delete_quietly(self.io, removed_metadata_files(base, new))
+        delete_removed_metadata_files(self.io, base, new)
         return Table(ident, new, location, self.io, self)
 
     def _decide_unknown(self, hive: HiveTable, location: str, error: BaseException) -> None:
@@ -408,8 +407,7 @@ class HiveCatalog(Catalog):
 
 def _lock_setting(md: Any) -> bool | None:
     """The table's own ``engine.hive.lock-enabled`` (as Iceberg Java reads it), or None."""
-    raw = md.properties.get(LOCK_PROPERTY)
-    return None if raw is None else raw.strip().lower() == "true"
+    return HIVE_LOCK_ENABLED.setting(md.properties)
 
 
 def summary_parameters(md: Any) -> dict[str, str]:

@@ -36,7 +36,7 @@ from procedures.catalog.base import (
     IdentifierLike,
     NamespacePropertiesUpdate,
     Table,
-    delete_quietly,
+    delete_removed_metadata_files,
     identifier_to_string,
     metadata_file_bytes,
     next_metadata_location,
@@ -44,7 +44,6 @@ from procedures.catalog.base import (
     parse_namespace,
     plan_table_purge,
     purge_table_files,
-    removed_metadata_files,
 )
 from procedures.catalog.overlap import check_commit_folders, check_table_folders
 from procedures.errors import (
@@ -665,7 +664,7 @@ class JdbcCatalog(Catalog):
             raise CommitFailedError(
                 f"Cannot commit {name}: metadata moved from {expected} to {current} (concurrent commit)", table=name
             )
-        delete_quietly(self.io, removed_metadata_files(base, new))
+        delete_removed_metadata_files(self.io, base, new)
         return Table(ident, new, location, self.io, self)
 
     def _decide_unknown(self, name: str, ident: Identifier, location: str, error: BaseException) -> None:

@@ -1,7 +1,7 @@
 """A catalog that plans commits without making them: the catalog side of a procedure's ``dry_run``.
 
 :class:`SandboxCatalog` wraps one of our catalogs.  Tables load from the real catalog but come
-back with a :class:`~procedures.io.sandbox.SandboxFileIO` and the sandbox as their catalog, so a
+back with a :class:`~procedures.io.sandbox_fileio.SandboxFileIO` and the sandbox as their catalog, so a
 procedure runs its usual code -- the core's commit loop, its operations, the metadata builder --
 and reaches ``commit_table``, where the sandbox keeps the new metadata for the rest of the run
 (``refresh()`` and later commits see it) instead of swapping it in.  Nothing is written to the
@@ -18,7 +18,7 @@ from procedures.catalog.base import (
 )
 from procedures.catalog.overlap import check_commit_folders, check_table_folders
 from procedures.errors import ValidationError
-from procedures.io.sandbox import SandboxFileIO
+from procedures.io.sandbox_fileio import SandboxFileIO
 
 __all__ = ["SandboxCatalog", "sandboxed", "is_sandboxed"]
 

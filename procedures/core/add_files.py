@@ -19,15 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.operations import MergeAppend
+from procedures.core.properties import DEFAULT_NAME_MAPPING, SNAPSHOT_ID_INHERITANCE_ENABLED
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext, MetadataChange
 from procedures.errors import DuplicateFilesError, UnsupportedFileFormatError, ValidationError
-from procedures.spec.manifest import DataFile, ManifestFile
+from procedures.spec.manifest.model import DataFile, ManifestFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.name_mapping import (
-    DEFAULT_NAME_MAPPING_PROPERTY,
     NameMapping,
     create_mapping,
     name_mapping_to_json,
@@ -148,16 +148,16 @@ def filter_partitions(partitions: Iterable[SourcePartition], partition_filter: M
 
 def table_name_mapping(md: TableMetadata) -> NameMapping:
     """The table's name mapping, or the one add_files would set (from the current schema)."""
-    text = md.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
+    text = DEFAULT_NAME_MAPPING.read(md.properties)
     return parse_name_mapping(text) if text is not None else create_mapping(md.schema())
 
 
 def name_mapping_change(md: TableMetadata) -> MetadataChange | None:
     """The property change that sets ``schema.name-mapping.default`` when the table has none."""
-    if md.properties.get(DEFAULT_NAME_MAPPING_PROPERTY) is not None:
+    if DEFAULT_NAME_MAPPING.is_set(md.properties):
         return None
     text = name_mapping_to_json(create_mapping(md.schema()))
-    return MetadataChange((U.SetProperties(((DEFAULT_NAME_MAPPING_PROPERTY, text),)),))
+    return MetadataChange((metadata_updates.SetProperties(((DEFAULT_NAME_MAPPING.key, text),)),))
 
 
 def duplicate_error(paths: Sequence[str]) -> DuplicateFilesError:
@@ -182,8 +182,7 @@ class AddFiles(MergeAppend):
         self.through_manifests = through_manifests
 
     def new_manifests(self, base: TableMetadata, ctx: CommitContext, summary: SummaryBuilder) -> list[ManifestFile]:
-        inherits = base.format_version >= 2 or base.properties.get(
-            "compatibility.snapshot-id-inheritance.enabled", "false").lower() == "true"
+        inherits = base.format_version >= 2 or SNAPSHOT_ID_INHERITANCE_ENABLED.read(base.properties)
         if not self.files:
             summary.set("changed-partition-count", "0")
             return []

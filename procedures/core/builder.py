@@ -14,8 +14,8 @@ import time
 import uuid as uuidlib
 from typing import Iterable
 
-from procedures.core import updates as U
-from procedures.core.properties import int_property
+from procedures.core import updates as metadata_updates
+from procedures.core.properties import FORMAT_VERSION, METADATA_PREVIOUS_VERSIONS_MAX
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
@@ -29,7 +29,7 @@ SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
 MAIN_BRANCH = "main"
 #: table properties that are inputs to create/update only and never persisted (Java's reserved set)
 RESERVED_PROPERTIES = frozenset({
-    "format-version", "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
+    FORMAT_VERSION.key, "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
     "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec", "default-sort-order",
 })
 
@@ -59,23 +59,22 @@ class MetadataBuilder:
         self._md["properties"] = dict(base.properties)
         self._md["statistics"] = list(base.statistics)
         self._md["partition_statistics"] = list(base.partition_statistics)
-        self.updates: list[U.MetadataUpdate] = []
+        self.updates: list[metadata_updates.MetadataUpdate] = []
         self._last_added_schema: int | None = None
         self._last_added_spec: int | None = None
         self._last_added_order: int | None = None
         self._added_snapshots: dict[int, Snapshot] = {}
         self._ref_changes: list[tuple[str, int | None]] = []
-        self._removed_metadata_log: list[MetadataLogEntry] = []
 
     # ------------------------------------------------------------------ dispatch
-    def apply(self, update: U.MetadataUpdate) -> "MetadataBuilder":
+    def apply(self, update: metadata_updates.MetadataUpdate) -> "MetadataBuilder":
         """Apply one update; raises ValidationError when it is not allowed."""
         handler = getattr(self, "_apply_" + type(update).__name__)
         handler(update)
         self.updates.append(update)
         return self
 
-    def apply_all(self, updates: Iterable[U.MetadataUpdate]) -> "MetadataBuilder":
+    def apply_all(self, updates: Iterable[metadata_updates.MetadataUpdate]) -> "MetadataBuilder":
         """Apply updates in order."""
         for u in updates:
             self.apply(u)
@@ -91,12 +90,12 @@ class MetadataBuilder:
         return self._freeze(self._md)
 
     # ------------------------------------------------------------------ handlers
-    def _apply_AssignUUID(self, u: U.AssignUUID) -> None:
+    def _apply_AssignUUID(self, u: metadata_updates.AssignUUID) -> None:
         if self._md["table_uuid"] and self._md["table_uuid"] != u.uuid:
             raise ValidationError(f"Cannot reassign table uuid {self._md['table_uuid']} to {u.uuid}")
         self._md["table_uuid"] = u.uuid
 
-    def _apply_UpgradeFormatVersion(self, u: U.UpgradeFormatVersion) -> None:
+    def _apply_UpgradeFormatVersion(self, u: metadata_updates.UpgradeFormatVersion) -> None:
         current = self._md["format_version"]
         if u.format_version not in SUPPORTED_FORMAT_VERSIONS:
             raise ValidationError(
@@ -108,7 +107,7 @@ class MetadataBuilder:
             self._md["next_row_id"] = 0
         self._md["format_version"] = u.format_version
 
-    def _apply_AddSchema(self, u: U.AddSchema) -> None:
+    def _apply_AddSchema(self, u: metadata_updates.AddSchema) -> None:
         for s in self._md["schemas"]:
             if s.same_schema(u.schema):
                 self._last_added_schema = s.schema_id
@@ -146,19 +145,19 @@ class MetadataBuilder:
                 )
 
     def _resolve(self, requested: int, last_added: int | None, what: str) -> int:
-        if requested == U.LAST_ADDED:
+        if requested == metadata_updates.LAST_ADDED:
             if last_added is None:
                 raise ValidationError(f"Cannot set the last added {what}: none was added in this change")
             return last_added
         return requested
 
-    def _apply_SetCurrentSchema(self, u: U.SetCurrentSchema) -> None:
+    def _apply_SetCurrentSchema(self, u: metadata_updates.SetCurrentSchema) -> None:
         sid = self._resolve(u.schema_id, self._last_added_schema, "schema")
         if not any(s.schema_id == sid for s in self._md["schemas"]):
             raise ValidationError(f"Cannot set current schema to unknown schema id {sid}")
         self._md["current_schema_id"] = sid
 
-    def _apply_AddPartitionSpec(self, u: U.AddPartitionSpec) -> None:
+    def _apply_AddPartitionSpec(self, u: metadata_updates.AddPartitionSpec) -> None:
         spec = u.spec
         for s in self._md["partition_specs"]:
             if s.compatible_with(spec):
@@ -178,13 +177,13 @@ class MetadataBuilder:
         self._md["last_partition_id"] = max(self._md["last_partition_id"], highest)
         self._last_added_spec = new_id
 
-    def _apply_SetDefaultSpec(self, u: U.SetDefaultSpec) -> None:
+    def _apply_SetDefaultSpec(self, u: metadata_updates.SetDefaultSpec) -> None:
         sid = self._resolve(u.spec_id, self._last_added_spec, "partition spec")
         if not any(s.spec_id == sid for s in self._md["partition_specs"]):
             raise ValidationError(f"Cannot set default partition spec to unknown spec id {sid}")
         self._md["default_spec_id"] = sid
 
-    def _apply_AddSortOrder(self, u: U.AddSortOrder) -> None:
+    def _apply_AddSortOrder(self, u: metadata_updates.AddSortOrder) -> None:
         order = u.sort_order
         for o in self._md["sort_orders"]:
             if tuple(o.fields) == tuple(order.fields):
@@ -201,13 +200,13 @@ class MetadataBuilder:
         self._md["sort_orders"].append(dataclasses.replace(order, order_id=new_id))
         self._last_added_order = new_id
 
-    def _apply_SetDefaultSortOrder(self, u: U.SetDefaultSortOrder) -> None:
+    def _apply_SetDefaultSortOrder(self, u: metadata_updates.SetDefaultSortOrder) -> None:
         oid = self._resolve(u.sort_order_id, self._last_added_order, "sort order")
         if not any(o.order_id == oid for o in self._md["sort_orders"]):
             raise ValidationError(f"Cannot set default sort order to unknown order id {oid}")
         self._md["default_sort_order_id"] = oid
 
-    def _apply_AddSnapshot(self, u: U.AddSnapshot) -> None:
+    def _apply_AddSnapshot(self, u: metadata_updates.AddSnapshot) -> None:
         snap = u.snapshot
         if any(s.snapshot_id == snap.snapshot_id for s in self._md["snapshots"]):
             raise ValidationError(f"Snapshot id {snap.snapshot_id} already exists in the table")
@@ -230,7 +229,7 @@ class MetadataBuilder:
         self._md["last_sequence_number"] = max(self._md["last_sequence_number"], snap.sequence_number or 0)
         self._added_snapshots[snap.snapshot_id] = snap
 
-    def _apply_RemoveSnapshots(self, u: U.RemoveSnapshots) -> None:
+    def _apply_RemoveSnapshots(self, u: metadata_updates.RemoveSnapshots) -> None:
         remove = set(u.snapshot_ids)
         for name, ref in self._md["refs"].items():
             if ref.snapshot_id in remove and name == MAIN_BRANCH:
@@ -245,7 +244,7 @@ class MetadataBuilder:
         last_removed = max((i for i, e in enumerate(log) if e.snapshot_id in remove), default=-1)
         self._md["snapshot_log"] = log[last_removed + 1:]
 
-    def _apply_SetSnapshotRef(self, u: U.SetSnapshotRef) -> None:
+    def _apply_SetSnapshotRef(self, u: metadata_updates.SetSnapshotRef) -> None:
         ref = u.ref
         if not any(s.snapshot_id == ref.snapshot_id for s in self._md["snapshots"]):
             raise NoSuchSnapshotError(f"Cannot set {u.name!r} to unknown snapshot {ref.snapshot_id}")
@@ -261,19 +260,19 @@ class MetadataBuilder:
             self._md["current_snapshot_id"] = ref.snapshot_id
             self._ref_changes.append((u.name, ref.snapshot_id))
 
-    def _apply_RemoveSnapshotRef(self, u: U.RemoveSnapshotRef) -> None:
+    def _apply_RemoveSnapshotRef(self, u: metadata_updates.RemoveSnapshotRef) -> None:
         if u.name not in self._md["refs"]:
             return
         del self._md["refs"][u.name]
         if u.name == MAIN_BRANCH:
             self._md["current_snapshot_id"] = None
 
-    def _apply_SetLocation(self, u: U.SetLocation) -> None:
+    def _apply_SetLocation(self, u: metadata_updates.SetLocation) -> None:
         if not u.location:
             raise ValidationError("Cannot set an empty table location")
         self._md["location"] = u.location.rstrip("/")
 
-    def _apply_SetProperties(self, u: U.SetProperties) -> None:
+    def _apply_SetProperties(self, u: metadata_updates.SetProperties) -> None:
         for k, v in u.updates:
             if not isinstance(k, str) or not isinstance(v, str):
                 raise ValidationError(f"Table property {k!r} must be a string key with a string value, got {v!r}")
@@ -281,46 +280,41 @@ class MetadataBuilder:
                 raise ValidationError(f"Table property {k!r} is reserved and cannot be set directly")
             self._md["properties"][k] = v
 
-    def _apply_RemoveProperties(self, u: U.RemoveProperties) -> None:
+    def _apply_RemoveProperties(self, u: metadata_updates.RemoveProperties) -> None:
         for k in u.removals:
             self._md["properties"].pop(k, None)
 
-    def _apply_SetStatistics(self, u: U.SetStatistics) -> None:
+    def _apply_SetStatistics(self, u: metadata_updates.SetStatistics) -> None:
         sid = u.statistics.snapshot_id
         self._md["statistics"] = [s for s in self._md["statistics"] if s.snapshot_id != sid] + [u.statistics]
 
-    def _apply_RemoveStatistics(self, u: U.RemoveStatistics) -> None:
+    def _apply_RemoveStatistics(self, u: metadata_updates.RemoveStatistics) -> None:
         self._md["statistics"] = [s for s in self._md["statistics"] if s.snapshot_id != u.snapshot_id]
 
-    def _apply_SetPartitionStatistics(self, u: U.SetPartitionStatistics) -> None:
+    def _apply_SetPartitionStatistics(self, u: metadata_updates.SetPartitionStatistics) -> None:
         sid = u.partition_statistics.snapshot_id
         self._md["partition_statistics"] = [
             s for s in self._md["partition_statistics"] if s.snapshot_id != sid
         ] + [u.partition_statistics]
 
-    def _apply_RemovePartitionStatistics(self, u: U.RemovePartitionStatistics) -> None:
+    def _apply_RemovePartitionStatistics(self, u: metadata_updates.RemovePartitionStatistics) -> None:
         self._md["partition_statistics"] = [
             s for s in self._md["partition_statistics"] if s.snapshot_id != u.snapshot_id
         ]
 
-    def _apply_RemovePartitionSpecs(self, u: U.RemovePartitionSpecs) -> None:
+    def _apply_RemovePartitionSpecs(self, u: metadata_updates.RemovePartitionSpecs) -> None:
         remove = set(u.spec_ids)
         if self._md["default_spec_id"] in remove:
             raise ValidationError(f"Cannot remove the default partition spec {self._md['default_spec_id']}")
         self._md["partition_specs"] = [s for s in self._md["partition_specs"] if s.spec_id not in remove]
 
-    def _apply_RemoveSchemas(self, u: U.RemoveSchemas) -> None:
+    def _apply_RemoveSchemas(self, u: metadata_updates.RemoveSchemas) -> None:
         remove = set(u.schema_ids)
         if self._md["current_schema_id"] in remove:
             raise ValidationError(f"Cannot remove the current schema {self._md['current_schema_id']}")
         self._md["schemas"] = [s for s in self._md["schemas"] if s.schema_id not in remove]
 
     # ------------------------------------------------------------------ build
-    @property
-    def removed_metadata_log(self) -> list[MetadataLogEntry]:
-        """Metadata-log entries trimmed by the last :meth:`build` (candidates for deletion)."""
-        return list(self._removed_metadata_log)
-
     def build(self, *, now_ms: int | None = None) -> TableMetadata:
         """The new metadata: the updates plus ``last-updated-ms``, snapshot and metadata logs."""
         md = dict(self._md)
@@ -341,9 +335,8 @@ class MetadataBuilder:
         mlog = list(md["metadata_log"])
         if self._base_location is not None:
             mlog.append(MetadataLogEntry(self._base.last_updated_ms, self._base_location))
-        keep = int_property(md["properties"], "write.metadata.previous-versions-max", 100)
-        keep = max(keep, 1)
-        self._removed_metadata_log = mlog[:-keep] if len(mlog) > keep else []
+        # as Java: at least the metadata file this commit replaces stays in the log
+        keep = max(METADATA_PREVIOUS_VERSIONS_MAX.read(md["properties"]), 1)
         md["metadata_log"] = mlog[-keep:]
         return self._freeze(md)
 
@@ -365,7 +358,7 @@ def new_table_metadata(
     properties: dict[str, str] | None = None,
     format_version: int = 2,
     table_uuid: str | None = None,
-) -> tuple[TableMetadata, list[U.MetadataUpdate]]:
+) -> tuple[TableMetadata, list[metadata_updates.MetadataUpdate]]:
     """Metadata for a new table, with ids assigned afresh as Java does on create.
 
     ``schema``, ``spec`` and ``sort_order`` may use any field ids: columns are renumbered from 1
@@ -373,11 +366,9 @@ def new_table_metadata(
     made it (for catalogs that record them).
     """
     props = dict(properties or {})
-    if "format-version" in props:
-        try:
-            format_version = int(props.pop("format-version"))
-        except ValueError:
-            raise ValidationError("Table property format-version must be an integer") from None
+    if FORMAT_VERSION.is_set(props):
+        format_version = FORMAT_VERSION.read(props)
+        del props[FORMAT_VERSION.key]
     if format_version not in SUPPORTED_FORMAT_VERSIONS:
         raise ValidationError(f"Unsupported format version {format_version}; use one of {SUPPORTED_FORMAT_VERSIONS}")
     counter = iter(range(1, 1 << 31))
@@ -417,13 +408,14 @@ def new_table_metadata(
     builder = MetadataBuilder(first)
     builder._check_types_allowed(first.schema())
     first.schema().validate_identifier_fields()
-    builder.apply(U.SetProperties(tuple(props.items())))
+    builder.apply(metadata_updates.SetProperties(tuple(props.items())))
     md = builder.build()
-    updates: list[U.MetadataUpdate] = [
-        U.AssignUUID(md.table_uuid), U.UpgradeFormatVersion(format_version),
-        U.AddSchema(md.schema(), md.last_column_id), U.SetCurrentSchema(U.LAST_ADDED),
-        U.AddPartitionSpec(spec), U.SetDefaultSpec(U.LAST_ADDED),
-        U.AddSortOrder(order), U.SetDefaultSortOrder(U.LAST_ADDED), *builder.updates,
+    updates: list[metadata_updates.MetadataUpdate] = [
+        metadata_updates.AssignUUID(md.table_uuid), metadata_updates.UpgradeFormatVersion(format_version),
+        metadata_updates.AddSchema(md.schema(), md.last_column_id),
+        metadata_updates.SetCurrentSchema(metadata_updates.LAST_ADDED),
+        metadata_updates.AddPartitionSpec(spec), metadata_updates.SetDefaultSpec(metadata_updates.LAST_ADDED),
+        metadata_updates.AddSortOrder(order), metadata_updates.SetDefaultSortOrder(metadata_updates.LAST_ADDED), *builder.updates,
     ]
     return md, updates
 

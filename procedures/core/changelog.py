@@ -29,14 +29,9 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from procedures.core.scan import DeleteFileEntry, DeleteFileIndex
 from procedures.errors import NoSuchSnapshotError, ValidationError
-from procedures.spec.manifest import (
-    DataFile,
-    ManifestContent,
-    ManifestEntryStatus,
-    ManifestFile,
-    read_manifest,
-    read_manifest_list,
-)
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, ManifestContent, ManifestEntryStatus, ManifestFile
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import Operation, Snapshot

@@ -21,13 +21,16 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from procedures.core.gc.expire import gc_enabled
-from procedures.core.manage import DEFAULT_MAX_SNAPSHOT_AGE_MS, DEFAULT_MIN_SNAPSHOTS_TO_KEEP, plan_expiration
-from procedures.core.properties import int_property
+from procedures.core.manage import plan_expiration
+from procedures.core.properties import (
+    DELETE_TARGET_FILE_SIZE_BYTES, GC_ENABLED, MANIFEST_MIN_MERGE_COUNT, MANIFEST_TARGET_SIZE_BYTES, MAX_SNAPSHOT_AGE_MS,
+    METADATA_DELETE_AFTER_COMMIT_ENABLED, METADATA_PREVIOUS_VERSIONS_MAX, MIN_SNAPSHOTS_TO_KEEP,
+    WRITE_TARGET_FILE_SIZE_BYTES,
+)
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.summary import is_dv
 from procedures.errors import IcebergError
-from procedures.spec.manifest import DataFile, FileContent, ManifestContent, ManifestFile
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
@@ -107,23 +110,20 @@ class HealthThresholds:
     @classmethod
     def of(cls, props: Mapping[str, str]) -> "HealthThresholds":
         """Read from ``props`` (the table properties); a malformed value is a ValidationError naming it."""
-        target = int_property(props, "write.target-file-size-bytes", 512 * 1024 * 1024, minimum=1)
+        target = WRITE_TARGET_FILE_SIZE_BYTES.read(props, minimum=1)
         return cls(
             target_file_size=target,
             # rewrite_data_files' defaults: min-file-size-bytes = 75% of the target, min-input-files 5
             min_file_size=int(target * 0.75),
             min_input_files=5,
             delete_ratio=0.3,
-            delete_target_file_size=int_property(props, "write.delete.target-file-size-bytes", 64 * 1024 * 1024,
-                                                 minimum=1),
-            max_snapshot_age_ms=int_property(props, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS),
-            min_snapshots_to_keep=int_property(props, "history.expire.min-snapshots-to-keep",
-                                               DEFAULT_MIN_SNAPSHOTS_TO_KEEP, minimum=1),
-            manifest_target_size=int_property(props, "commit.manifest.target-size-bytes", 8 * 1024 * 1024, minimum=1),
-            manifest_min_count_to_merge=int_property(props, "commit.manifest.min-count-to-merge", 100, minimum=1),
-            previous_versions_max=int_property(props, "write.metadata.previous-versions-max", 100, minimum=1),
-            delete_after_commit=str(props.get("write.metadata.delete-after-commit.enabled", "false")).strip().lower()
-            == "true",
+            delete_target_file_size=DELETE_TARGET_FILE_SIZE_BYTES.read(props, minimum=1),
+            max_snapshot_age_ms=MAX_SNAPSHOT_AGE_MS.read(props),
+            min_snapshots_to_keep=MIN_SNAPSHOTS_TO_KEEP.read(props, minimum=1),
+            manifest_target_size=MANIFEST_TARGET_SIZE_BYTES.read(props, minimum=1),
+            manifest_min_count_to_merge=MANIFEST_MIN_MERGE_COUNT.read(props, minimum=1),
+            previous_versions_max=METADATA_PREVIOUS_VERSIONS_MAX.read(props, minimum=1),
+            delete_after_commit=METADATA_DELETE_AFTER_COMMIT_ENABLED.read(props),
         )
 
 
@@ -158,7 +158,7 @@ def orphan_finding(md: TableMetadata, table_ref: str, orphan_count: int, older_t
     """The orphan_files finding for ``orphan_count`` files found by a dry run of remove_orphan_files."""
     if orphan_count <= 0:
         return []
-    fix = ("remove_orphan_files", (("table", table_ref),)) if gc_enabled(md) else (None, ())
+    fix = ("remove_orphan_files", (("table", table_ref),)) if GC_ENABLED.read(md.properties) else (None, ())
     return [Finding(
         "orphan_files", _count_severity(orphan_count, 1), None, orphan_count, 1,
         f"{orphan_count} {'file' if orphan_count == 1 else 'files'} below the table location, older than "
@@ -291,7 +291,7 @@ def _snapshot_findings(md: TableMetadata, table_ref: str, limits: HealthThreshol
     expired = len(plan.expired_snapshot_ids) + len(plan.removed_refs)
     if not expired:
         return []
-    gc = gc_enabled(md)
+    gc = GC_ENABLED.read(md.properties)
     fix = ("expire_snapshots", (("table", table_ref), ("retain_last", limits.min_snapshots_to_keep))) if gc \
         else (None, ())
     refs = f" and {len(plan.removed_refs)} aged refs" if plan.removed_refs else ""

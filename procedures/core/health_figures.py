@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from procedures.core.health import HealthThresholds, partition_text
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import IcebergError
-from procedures.spec.manifest import FileContent, ManifestContent
+from procedures.spec.manifest.model import FileContent, ManifestContent
 from procedures.spec.metadata import TableMetadata
 
 __all__ = ["HealthFigures", "health_figures", "MANIFEST_HISTORY"]

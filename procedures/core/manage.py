@@ -12,21 +12,22 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.builder import MAIN_BRANCH
-from procedures.core.properties import int_property
+from procedures.core.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, require_gc_enabled
 from procedures.core.operations import FastAppend, ReplacePartitions, snapshots_since
 from procedures.core.snapshot_producer import snapshot_manifests
 from procedures.core.transaction import CommitContext
 from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
-from procedures.spec.manifest import ManifestEntryStatus, read_manifest
+from procedures.spec.manifest.model import ManifestEntryStatus
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.snapshots import Snapshot, SnapshotRef, SnapshotRefType
 
 __all__ = [
     "is_ancestor", "ancestor_ids", "SetBranchHead", "RollbackTo", "RollbackToTime", "SetCurrentSnapshot",
     "CherryPick", "FastForward", "ManageRef", "ExpireSnapshots", "ExpirePlan", "plan_expiration",
-    "wap_snapshot",
+    "check_retain_last", "EXPIRE_SNAPSHOTS", "wap_snapshot",
 ]
 
 
@@ -45,12 +46,13 @@ def is_ancestor(md: TableMetadata, snapshot_id: int, of: int | None) -> bool:
     return snapshot_id in ancestor_ids(md, of)
 
 
-def _move(md: TableMetadata, name: str, snapshot_id: int) -> U.SetSnapshotRef:
+def _move(md: TableMetadata, name: str, snapshot_id: int) -> metadata_updates.SetSnapshotRef:
     old = md.refs.get(name)
     ref = SnapshotRef(snapshot_id, SnapshotRefType.BRANCH) if old is None else SnapshotRef(
         snapshot_id, old.ref_type, old.min_snapshots_to_keep, old.max_snapshot_age_ms, old.max_ref_age_ms
     )
-    return U.SetSnapshotRef(name, ref, expected_snapshot_id=None if old is None else old.snapshot_id, assert_head=False)
+    return metadata_updates.SetSnapshotRef(name, ref, expected_snapshot_id=None if old is None else old.snapshot_id,
+                                           assert_head=False)
 
 
 @dataclass
@@ -67,7 +69,7 @@ class SetBranchHead:
         if base.snapshot_by_id(self.snapshot_id) is None:
             raise NoSuchSnapshotError(f"Cannot roll back to unknown snapshot id: {self.snapshot_id}")
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Move the branch after re-checking the preconditions."""
         self.check(base)
         ref = base.refs.get(self.branch)
@@ -98,7 +100,7 @@ class RollbackToTime:
     previous_snapshot_id: int | None = None
     snapshot_id: int | None = None
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Pick the target on the fresh base and move main to it."""
         head = base.current_snapshot_id
         target = None
@@ -147,7 +149,7 @@ class CherryPick:
         self.current_snapshot_id: int | None = None
         self._producer = None
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Validate against the fresh base and produce the updates."""
         pick = base.snapshot_by_id(self.snapshot_id)
         if pick is None:
@@ -233,7 +235,7 @@ class FastForward:
     previous_snapshot_id: int | None = None
     updated_snapshot_id: int | None = None
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Validate on the fresh base and move the branch."""
         target = base.refs.get(self.to)
         if target is None:
@@ -242,7 +244,7 @@ class FastForward:
         self.updated_snapshot_id = target.snapshot_id
         if current is None:
             self.previous_snapshot_id = None
-            return [U.SetSnapshotRef(self.branch, SnapshotRef(target.snapshot_id, SnapshotRefType.BRANCH), None)]
+            return [metadata_updates.SetSnapshotRef(self.branch, SnapshotRef(target.snapshot_id, SnapshotRefType.BRANCH), None)]
         if current.ref_type != SnapshotRefType.BRANCH:
             raise ValidationError(f"Ref {self.branch} is a tag not a branch")
         self.previous_snapshot_id = current.snapshot_id
@@ -270,7 +272,7 @@ class ManageRef:
     max_ref_age_ms: int | None = None
     replayable: bool = True
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Validate on the fresh base and produce the ref update."""
         kind = self.ref_type.value
         existing = base.refs.get(self.name)
@@ -279,7 +281,7 @@ class ManageRef:
                 raise NoSuchRefError(f"{kind.capitalize()} does not exist: {self.name}")
             if self.name == MAIN_BRANCH:
                 raise ValidationError("Cannot remove main branch")
-            return [U.RemoveSnapshotRef(self.name)]
+            return [metadata_updates.RemoveSnapshotRef(self.name)]
         if self.action == "create" and existing is not None:
             raise ValidationError(f"Ref {self.name} already exists")
         if self.action == "replace" and existing is None:
@@ -304,12 +306,19 @@ class ManageRef:
             self.max_snapshot_age_ms if self.max_snapshot_age_ms is not None else (keep.max_snapshot_age_ms if keep else None),
             self.max_ref_age_ms if self.max_ref_age_ms is not None else (keep.max_ref_age_ms if keep else None),
         )
-        return [U.SetSnapshotRef(self.name, ref, existing.snapshot_id if existing else None, assert_head=False)]
+        return [metadata_updates.SetSnapshotRef(self.name, ref, existing.snapshot_id if existing else None, assert_head=False)]
 
 
 # ------------------------------------------------------------------------------ expiration
-DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 60 * 60 * 1000
-DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
+#: what expire_snapshots is called in its refusals
+EXPIRE_SNAPSHOTS = "expire snapshots"
+
+
+def check_retain_last(retain_last: int) -> None:
+    """Every branch keeps at least one snapshot: ``retain_last`` (the argument, or
+    ``history.expire.min-snapshots-to-keep``) below 1 is refused, in Java's words."""
+    if retain_last < 1:
+        raise ValidationError(f"Number of snapshots to retain must be at least 1, cannot be: {retain_last}")
 
 
 @dataclass(frozen=True)
@@ -333,12 +342,11 @@ def plan_expiration(
     age, tag heads, unreferenced snapshots by age, plus explicitly named snapshots."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if older_than_ms is None:
-        older_than_ms = now - int_property(base.properties, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS)
+        older_than_ms = now - MAX_SNAPSHOT_AGE_MS.read(base.properties)
     if retain_last is None:
-        retain_last = int_property(base.properties, "history.expire.min-snapshots-to-keep", DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
-    if retain_last < 1:
-        raise ValidationError(f"Number of snapshots to retain must be at least 1, cannot be: {retain_last}")
-    default_max_ref_age = int_property(base.properties, "history.expire.max-ref-age-ms", 2**63 - 1)
+        retain_last = MIN_SNAPSHOTS_TO_KEEP.read(base.properties)
+    check_retain_last(retain_last)
+    default_max_ref_age = MAX_REF_AGE_MS.read(base.properties)
 
     retained_refs: dict[str, SnapshotRef] = {}
     for name, ref in base.refs.items():
@@ -402,15 +410,13 @@ class ExpireSnapshots:
         self.plan: ExpirePlan | None = None
         self.base: TableMetadata | None = None
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Recompute the plan on the fresh base."""
-        # Java parses the property as a boolean: anything but "true" disables GC
-        if base.properties.get("gc.enabled", "true").strip().lower() != "true":
-            raise ValidationError("Cannot expire snapshots: GC is disabled (deleting files may corrupt other tables)")
+        require_gc_enabled(base.properties, EXPIRE_SNAPSHOTS)
         self.plan = plan_expiration(base, **self.plan_args)
         self.base = base
-        out: list[U.MetadataUpdate] = [U.RemoveSnapshotRef(n) for n in self.plan.removed_refs]
+        out: list[metadata_updates.MetadataUpdate] = [metadata_updates.RemoveSnapshotRef(n) for n in self.plan.removed_refs]
         if self.plan.expired_snapshot_ids:
-            out.append(U.RemoveSnapshots(tuple(sorted(self.plan.expired_snapshot_ids))))
+            out.append(metadata_updates.RemoveSnapshots(tuple(sorted(self.plan.expired_snapshot_ids))))
         return out
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from procedures.core.properties import GC_ENABLED, PARQUET_COMPRESSION, WRITE_PATH_PROPERTIES
 from procedures.errors import ValidationError
-from procedures.spec import types as T
+from procedures.spec import types as spec_types
 from procedures.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from procedures.spec.schema import Schema
 
@@ -39,8 +40,7 @@ __all__ = [
 #: source properties never copied to the new table
 EXCLUDED_PROPERTIES = ("path", "transient_lastDdlTime", "serialization.format")
 #: location-like properties a snapshot does not copy (it must not write into the source's folders)
-LOCATION_PROPERTIES = ("location", "write.metadata.path", "write.folder-storage.path",
-                       "write.object-storage.path", "write.data.path")
+LOCATION_PROPERTIES = ("location",) + tuple(p.key for p in WRITE_PATH_PROPERTIES)
 #: providers Java converts (``hive`` is a Hive serde table)
 SUPPORTED_PROVIDERS = ("parquet", "avro", "orc", "hive")
 #: Spark's table property naming the provider of a catalog table
@@ -49,7 +49,7 @@ PROVIDER_PROPERTY = "provider"
 #: (``Spark3Util.rebuildCreateProperties``; ``location`` becomes the table's location)
 RESERVED_PROPERTIES = ("provider", "format", "current-snapshot-id", "location", "sort-order", "identifier-fields")
 #: what Java's ``TableMetadata.newTableMetadata`` adds to every new table
-CREATE_DEFAULTS = (("write.parquet.compression-codec", "zstd"),)
+CREATE_DEFAULTS = ((PARQUET_COMPRESSION.key, PARQUET_COMPRESSION.default),)
 
 
 @dataclass(frozen=True)
@@ -73,20 +73,21 @@ class SourceTable:
 
 
 _PRIMITIVES = {
-    "boolean": T.BOOLEAN, "byte": T.INT, "short": T.INT, "integer": T.INT, "long": T.LONG,
-    "float": T.FLOAT, "double": T.DOUBLE, "date": T.DATE, "timestamp": T.TIMESTAMPTZ,
-    "timestamp_ntz": T.TIMESTAMP, "string": T.STRING, "binary": T.BINARY,
+    "boolean": spec_types.BOOLEAN, "byte": spec_types.INT, "short": spec_types.INT, "integer": spec_types.INT,
+    "long": spec_types.LONG,
+    "float": spec_types.FLOAT, "double": spec_types.DOUBLE, "date": spec_types.DATE, "timestamp": spec_types.TIMESTAMPTZ,
+    "timestamp_ntz": spec_types.TIMESTAMP, "string": spec_types.STRING, "binary": spec_types.BINARY,
 }
 
 
-def _convert(t: Any, next_id: Any) -> T.IcebergType:
+def _convert(t: Any, next_id: Any) -> spec_types.IcebergType:
     if isinstance(t, str):
         if t in _PRIMITIVES:
             return _PRIMITIVES[t]
         if t.startswith(("varchar(", "char(")):
-            return T.STRING
+            return spec_types.STRING
         if t.startswith("decimal"):
-            return T.parse_primitive(t.replace(" ", ""))
+            return spec_types.parse_primitive(t.replace(" ", ""))
         raise ValidationError(f"Cannot convert Spark type {t} to an Iceberg type")
     kind = t.get("type")
     if kind == "struct":
@@ -94,14 +95,14 @@ def _convert(t: Any, next_id: Any) -> T.IcebergType:
         fields = []
         for fid, f in zip(ids, t["fields"]):
             doc = (f.get("metadata") or {}).get("comment")
-            fields.append(T.NestedField(fid, f["name"], _convert(f["type"], next_id), not f.get("nullable", True), doc))
-        return T.StructType(tuple(fields))
+            fields.append(spec_types.NestedField(fid, f["name"], _convert(f["type"], next_id), not f.get("nullable", True), doc))
+        return spec_types.StructType(tuple(fields))
     if kind == "array":
         eid = next_id()
-        return T.ListType(eid, _convert(t["elementType"], next_id), not t.get("containsNull", True))
+        return spec_types.ListType(eid, _convert(t["elementType"], next_id), not t.get("containsNull", True))
     if kind == "map":
         kid, vid = next_id(), next_id()
-        return T.MapType(kid, _convert(t["keyType"], next_id), vid, _convert(t["valueType"], next_id),
+        return spec_types.MapType(kid, _convert(t["keyType"], next_id), vid, _convert(t["valueType"], next_id),
                          not t.get("valueContainsNull", True))
     raise ValidationError(f"Cannot convert Spark type {t} to an Iceberg type")
 
@@ -141,7 +142,7 @@ def snapshot_properties(source: Mapping[str, str], user: Mapping[str, str]) -> d
     props = _copied(source, EXCLUDED_PROPERTIES + LOCATION_PROPERTIES)
     props[PROVIDER_PROPERTY] = "iceberg"
     props.update(user)
-    props["gc.enabled"] = "false"
+    props[GC_ENABLED.key] = "false"
     props["snapshot"] = "true"
     return props
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from procedures.core.properties import int_property
+from procedures.core.properties import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_MERGE_COUNT, MANIFEST_TARGET_SIZE_BYTES
 from procedures.core.snapshot_producer import (
     ManifestRewriter,
     SnapshotProducer,
@@ -28,16 +28,11 @@ from procedures.core.snapshot_producer import (
 from procedures.core.summary import SummaryBuilder, is_dv
 from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
-from procedures.spec.manifest import (
-    DataFile,
-    FileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    ManifestWriter,
-    read_manifest,
+from procedures.spec.manifest.model import (
+    DataFile, FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
 )
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.evaluators import Evaluator, InclusiveMetricsEvaluator, ManifestEvaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.metadata import TableMetadata
@@ -158,10 +153,10 @@ class MergeAppend(FastAppend):
         existing = [m for m in snapshot_manifests(ctx.io, parent)
                     if m.has_added_files() or m.has_existing_files() or m.added_snapshot_id == self.snapshot_id]
         props = base.properties
-        if props.get("commit.manifest-merge.enabled", "true").lower() != "true":
+        if not MANIFEST_MERGE_ENABLED.read(props):
             return new + existing
-        min_count = int_property(props, "commit.manifest.min-count-to-merge", 100)
-        target = int_property(props, "commit.manifest.target-size-bytes", 8 * 1024 * 1024)
+        min_count = MANIFEST_MIN_MERGE_COUNT.read(props)
+        target = MANIFEST_TARGET_SIZE_BYTES.read(props)
         return merge_manifests(self, base, ctx, new + existing, {m.manifest_path for m in new}, min_count, target, self._merged)
 
 

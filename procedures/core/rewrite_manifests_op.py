@@ -22,16 +22,18 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
+from procedures.core.rewrite_manifests_copy import existing_records
 from procedures.core.snapshot_producer import SnapshotProducer, manifest_list_rows, snapshot_manifest_rows
 from procedures.core.summary import SummaryBuilder
 from procedures.core.transaction import CommitContext
-from procedures.core.properties import int_property
+from procedures.core.properties import MANIFEST_TARGET_SIZE_BYTES
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import manifest_entry_avro_schema
 from procedures.spec.conversions import from_bytes
-from procedures.spec.manifest import (
-    ManifestContent, ManifestEntry, ManifestFile, ManifestRows, ManifestWriter, existing_records, read_manifest,
-)
+from procedures.spec.manifest.manifest_list import ManifestRows
+from procedures.spec.manifest.model import ManifestContent, ManifestEntry, ManifestFile
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
@@ -50,9 +52,6 @@ DRIVER_MAX_REWRITE_ENTRIES = 50_000
 #: live entries each task writes at least when an engine splits one manifest's writing among tasks:
 #: below this, the extra step that joins the parts costs more than the copying it shares out
 MIN_PART_ENTRIES = 20_000
-
-TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
-TARGET_SIZE_DEFAULT = 8 * 1024 * 1024
 
 
 def target_manifest_count(total_bytes: int, target_size: int) -> int:
@@ -149,7 +148,7 @@ def uniform_partition(manifest: ManifestFile, partition_type: StructType) -> tup
 
 def take_manifests(manifests: Sequence[ManifestFile], indices: Iterable[int]) -> Sequence[ManifestFile]:
     """The manifests at ``indices``, in that order: still encoded when ``manifests`` is a
-    :class:`~procedures.spec.manifest.ManifestRows`, a list otherwise."""
+    :class:`~procedures.spec.manifest.manifest_list.ManifestRows`, a list otherwise."""
     if isinstance(manifests, ManifestRows):
         return manifests.take(indices)
     return [manifests[i] for i in indices]
@@ -203,8 +202,8 @@ def live_copies(io: Any, manifest: ManifestFile, avro_schema: Mapping[str, Any],
                 specs: Mapping[int, PartitionSpec]) -> Iterator[tuple[tuple, Any]]:
     """``(partition, copy)`` for each live entry of ``manifest`` in file order; ``copy`` goes to
     :func:`write_copy` of a writer with ``avro_schema``: the entry already encoded as EXISTING when
-    the manifest's schema allows (:func:`~procedures.spec.manifest.existing_records`), otherwise
-    the decoded :class:`ManifestEntry`."""
+    the manifest's schema allows (:func:`~procedures.core.rewrite_manifests_copy.existing_records`),
+    otherwise the decoded :class:`ManifestEntry`."""
     records = existing_records(io, manifest, avro_schema, format_version, specs=specs)
     if records is not None:
         for record in records:
@@ -251,7 +250,7 @@ def parts_per_chunk(chunk_entries: Sequence[int], slots: int, min_entries: int =
 @dataclass(frozen=True, slots=True)
 class ChunkParts:
     """One chunk's items cut into runs written by separate tasks and joined in order
-    (:meth:`~procedures.spec.manifest.ManifestWriter.close_parts`).  ``items[p]`` are part ``p``'s
+    (:meth:`~procedures.spec.manifest.writer.ManifestWriter.close_parts`).  ``items[p]`` are part ``p``'s
     items; ``cuts[p]`` is the first sort key ``(rank, manifest index, position)`` of part ``p + 1``,
     which places an entry that arrives alone (:meth:`part_of`)."""
 
@@ -314,7 +313,7 @@ class WritePlan:
     """Which engine task writes what: task ``t`` writes part ``tasks[t][1]`` of chunk
     ``tasks[t][0]``; an entry that arrives alone in chunk ``c`` goes to task ``routes[c][0] +
     bisect_right(routes[c][1], (rank, manifest index, position))``.  When ``split``, tasks write
-    parts (:meth:`~procedures.spec.manifest.ManifestWriter.close_part`) that one task per chunk
+    parts (:meth:`~procedures.spec.manifest.writer.ManifestWriter.close_part`) that one task per chunk
     joins; otherwise task ``c`` writes chunk ``c`` whole."""
 
     tasks: dict[int, tuple[int, int]]
@@ -362,7 +361,7 @@ class RewriteJob:
     format_version: int
     content: ManifestContent
     snapshot_id: int
-    #: a :class:`~procedures.spec.manifest.ManifestRows` (rows still encoded) or a tuple
+    #: a :class:`~procedures.spec.manifest.manifest_list.ManifestRows` (rows still encoded) or a tuple
     manifests: Sequence[ManifestFile]
     n: int
     positions: tuple[int, ...] | None
@@ -451,7 +450,7 @@ class RewriteManifests(SnapshotProducer):
     def _target(self, base: TableMetadata) -> int:
         if self.target_size_bytes is not None:
             return self.target_size_bytes
-        return int_property(base.properties, TARGET_SIZE_PROPERTY, TARGET_SIZE_DEFAULT, minimum=1)
+        return MANIFEST_TARGET_SIZE_BYTES.read(base.properties, minimum=1)
 
     def _select(self, current: Sequence[ManifestFile], spec_id: int) -> dict[ManifestContent, tuple[list[int], int]]:
         """Per content type, the positions in ``current`` of the manifests to rewrite and their total

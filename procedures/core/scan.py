@@ -43,17 +43,9 @@ from procedures.spec.expressions import (
     referenced_field_ids,
     rewrite_not,
 )
-from procedures.spec.manifest import (
-    DataFile,
-    FileContent,
-    ManifestContent,
-    FieldSummary,
-    ManifestFile,
-    ManifestRows,
-    read_manifest,
-    read_manifest_list_where,
-    read_manifest_where,
-)
+from procedures.spec.manifest.manifest_list import ManifestRows, read_manifest_list_where
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, FieldSummary, ManifestFile
+from procedures.spec.manifest.reader import read_manifest, read_manifest_where
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.partitioning import PartitionSpec
@@ -474,7 +466,7 @@ class EntryFilter:
         """The live entries of a data manifest whose partition values and column metrics may match.
 
         The metrics are tested on each entry's bytes before it is decoded
-        (:func:`~procedures.spec.manifest.read_manifest_where`): most entries of a selective filter
+        (:func:`~procedures.spec.manifest.reader.read_manifest_where`): most entries of a selective filter
         are never built."""
         pev = self.partition_evaluator(manifest.partition_spec_id)
         metrics = self._metrics

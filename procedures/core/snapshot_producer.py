@@ -19,25 +19,21 @@ import uuid as uuidlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.builder import MAIN_BRANCH
+from procedures.core.paths import join_path
+from procedures.core.properties import WRITE_METADATA_LOCATION
 from procedures.core.summary import SummaryBuilder, summary_with_totals
 from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
-from procedures.spec.manifest import (
-    DataFile,
-    FileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    ManifestRows,
-    ManifestWriter,
-    read_manifest,
-    read_manifest_list,
-    read_manifest_list_where,
-    write_manifest_list,
+from procedures.spec.manifest.manifest_list import (
+    ManifestRows, read_manifest_list, read_manifest_list_where, write_manifest_list,
 )
+from procedures.spec.manifest.model import (
+    DataFile, FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
+)
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.snapshots import Snapshot, SnapshotRef, SnapshotRefType
 
@@ -173,7 +169,7 @@ class SnapshotProducer:
         return out
 
     # ---------------------------------------------------------------- the operation
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Updates that add the snapshot to ``base`` and move the branch to it."""
         if any(s.snapshot_id == self.snapshot_id for s in base.snapshots):
             self.snapshot_id = new_snapshot_id()
@@ -209,7 +205,7 @@ class SnapshotProducer:
             added_rows=(next_row_id - first_row_id) if fv >= 3 else None,
         )
         self.snapshot = snapshot
-        out: list[U.MetadataUpdate] = [U.AddSnapshot(snapshot)]
+        out: list[metadata_updates.MetadataUpdate] = [metadata_updates.AddSnapshot(snapshot)]
         if not self.stage_only:
             new_ref = (
                 SnapshotRef(snapshot.snapshot_id, SnapshotRefType.BRANCH)
@@ -219,7 +215,7 @@ class SnapshotProducer:
                     ref.max_snapshot_age_ms, ref.max_ref_age_ms,
                 )
             )
-            out.append(U.SetSnapshotRef(
+            out.append(metadata_updates.SetSnapshotRef(
                 self.branch, new_ref, expected_snapshot_id=parent.snapshot_id if parent else None, assert_head=False,
             ))
         return out
@@ -227,7 +223,8 @@ class SnapshotProducer:
 
 def metadata_dir(md: TableMetadata) -> str:
     """Where a table's metadata files go: ``write.metadata.path`` or ``<location>/metadata``."""
-    return md.properties.get("write.metadata.path", f"{md.location}/metadata").rstrip("/")
+    custom = WRITE_METADATA_LOCATION.read(md.properties)
+    return custom.rstrip("/") if custom else join_path(md.location, "metadata")
 
 
 def _now_ms() -> int:

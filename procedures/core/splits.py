@@ -20,15 +20,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Mapping, Sequence
 
-from procedures.core.properties import int_property
+from procedures.core.properties import SPLIT_LOOKBACK, SPLIT_OPEN_FILE_COST, SPLIT_SIZE
 from procedures.core.scan import FileScanTask
 from procedures.errors import ValidationError
-from procedures.spec.manifest import FileFormat
+from procedures.spec.manifest.model import FileFormat
 
 __all__ = [
-    "SPLIT_SIZE",
-    "SPLIT_OPEN_FILE_COST",
-    "SPLIT_LOOKBACK",
     "SplitOptions",
     "valid_split_offsets",
     "split_task",
@@ -39,13 +36,9 @@ __all__ = [
     "spread_weights",
 ]
 
-SPLIT_SIZE = "read.split.target-size"
-SPLIT_OPEN_FILE_COST = "read.split.open-file-cost"
-SPLIT_LOOKBACK = "read.split.planning-lookback"
-
-_DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
-_DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
-_DEFAULT_LOOKBACK = 10
+_DEFAULT_SPLIT_SIZE = SPLIT_SIZE.default
+_DEFAULT_OPEN_FILE_COST = SPLIT_OPEN_FILE_COST.default
+_DEFAULT_LOOKBACK = SPLIT_LOOKBACK.default
 #: a small scan is cut into this many pieces per core before they are dealt out
 _PIECES_PER_CORE = 4
 
@@ -68,9 +61,9 @@ class SplitOptions:
     def from_properties(cls, properties: Mapping[str, str], **overrides: int | None) -> "SplitOptions":
         """Options from table properties; keyword overrides (``None`` = not given) win."""
         values = {
-            "split_size": int_property(properties, SPLIT_SIZE, _DEFAULT_SPLIT_SIZE),
-            "open_file_cost": int_property(properties, SPLIT_OPEN_FILE_COST, _DEFAULT_OPEN_FILE_COST),
-            "lookback": int_property(properties, SPLIT_LOOKBACK, _DEFAULT_LOOKBACK),
+            "split_size": SPLIT_SIZE.read(properties),
+            "open_file_cost": SPLIT_OPEN_FILE_COST.read(properties),
+            "lookback": SPLIT_LOOKBACK.read(properties),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from procedures.core import properties as table_properties
 from procedures.core.paths import NormalizedPath, is_within, keys_within, path_keys
 from procedures.errors import ValidationError
 
@@ -36,8 +37,7 @@ __all__ = [
 ]
 
 #: table properties naming folders the table writes to besides its location
-WRITE_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.folder-storage.path",
-                         "write.object-storage.path")
+WRITE_PATH_PROPERTIES = tuple(p.key for p in table_properties.WRITE_PATH_PROPERTIES)
 
 
 @dataclass(frozen=True)

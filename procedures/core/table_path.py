@@ -29,12 +29,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from procedures.core.gc.reachability import is_table_metadata_file
 from procedures.core.ownership import resolved
 from procedures.core.paths import PathSet, is_within
+from procedures.core.properties import WRITE_PATH_PROPERTIES
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.conversions import from_bytes, to_bytes
-from procedures.spec.manifest import (
-    DataFile, FileContent, ManifestContent, ManifestEntry, ManifestFile, ManifestWriter,
-    read_manifest, read_manifest_list, write_manifest_list,
-)
+from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, ManifestEntry, ManifestFile
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.metadata import TableMetadata, read_table_metadata, write_table_metadata
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.snapshots import MetadataLogEntry, Snapshot
@@ -55,8 +56,7 @@ FILE_LIST = "file-list"
 NOT_APPLICABLE = "N/A"
 SEPARATOR = "/"
 #: table properties holding locations, rewritten like every other path (Java's list)
-PATH_PROPERTIES = ("write.object-storage.path", "write.folder-storage.path", "write.data.path",
-                   "write.metadata.path")
+PATH_PROPERTIES = tuple(p.key for p in WRITE_PATH_PROPERTIES)
 
 
 # ----------------------------------------------------------------------------------------- parameters

@@ -15,8 +15,10 @@ broke them.  Failure semantics:
   deleted, and the error says nothing of the change is visible;
 * unknown outcome (``CommitStateUnknownError``, or anything but a typed error raised inside the
   catalog's swap, which may have come after the swap): nothing is deleted, the error is re-raised;
-* success: files written by earlier, discarded attempts are deleted; with
-  ``write.metadata.delete-after-commit.enabled`` the metadata files trimmed from the log too.
+* success: files written by earlier, discarded attempts are deleted.  The metadata files trimmed
+  from the log (``write.metadata.delete-after-commit.enabled``) are the catalog's to delete, as
+  part of its swap (:func:`procedures.catalog.base.delete_removed_metadata_files`): a catalog whose
+  server commits (REST) leaves them to the server.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from procedures.core import fault_points
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.builder import MetadataBuilder
-from procedures.core.properties import int_property
+from procedures.core.properties import (
+    COMMIT_MAX_RETRY_WAIT_MS, COMMIT_MIN_RETRY_WAIT_MS, COMMIT_NUM_RETRIES, COMMIT_TOTAL_RETRY_TIME_MS,
+)
 from procedures.errors import CommitFailedError, CommitStateUnknownError, IcebergError
 from procedures.spec.metadata import TableMetadata
 
@@ -65,7 +69,7 @@ class Operation(Protocol):
     #: the others were prepared against one base and must not silently apply to another
     replayable: bool
 
-    def apply(self, base: "TableMetadata", ctx: "CommitContext") -> list[U.MetadataUpdate]:
+    def apply(self, base: "TableMetadata", ctx: "CommitContext") -> list[metadata_updates.MetadataUpdate]:
         """Updates that perform the change on ``base``; may write files through ``ctx``."""
         ...  # pragma: no cover
 
@@ -126,10 +130,10 @@ class CommitContext:
 class MetadataChange:
     """A fixed list of metadata updates (properties, schema, spec, sort order, refs ...)."""
 
-    updates: tuple[U.MetadataUpdate, ...]
+    updates: tuple[metadata_updates.MetadataUpdate, ...]
     replayable: bool = False
 
-    def apply(self, base: "TableMetadata", ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: "TableMetadata", ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """The updates, unchanged."""
         return list(self.updates)
 
@@ -138,19 +142,19 @@ class MetadataChange:
 class RetryPolicy:
     """``commit.retry.*`` table properties, with Java's defaults."""
 
-    num_retries: int = 4
-    min_wait_ms: int = 100
-    max_wait_ms: int = 60_000
-    total_timeout_ms: int = 1_800_000
+    num_retries: int = COMMIT_NUM_RETRIES.default
+    min_wait_ms: int = COMMIT_MIN_RETRY_WAIT_MS.default
+    max_wait_ms: int = COMMIT_MAX_RETRY_WAIT_MS.default
+    total_timeout_ms: int = COMMIT_TOTAL_RETRY_TIME_MS.default
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> "RetryPolicy":
         """Read the policy from table properties; a non-integer value is a ValidationError."""
         return cls(
-            int_property(props, "commit.retry.num-retries", cls.num_retries, minimum=0),
-            int_property(props, "commit.retry.min-wait-ms", cls.min_wait_ms, minimum=0),
-            int_property(props, "commit.retry.max-wait-ms", cls.max_wait_ms, minimum=0),
-            int_property(props, "commit.retry.total-timeout-ms", cls.total_timeout_ms, minimum=0),
+            COMMIT_NUM_RETRIES.read(props),
+            COMMIT_MIN_RETRY_WAIT_MS.read(props),
+            COMMIT_MAX_RETRY_WAIT_MS.read(props),
+            COMMIT_TOTAL_RETRY_TIME_MS.read(props),
         )
 
     def backoff_ms(self, attempt: int) -> float:
@@ -169,28 +173,30 @@ def commit(table: "Table", operations: Sequence[Operation], *, policy: RetryPoli
     ctx = CommitContext(table)
     policy = policy or RetryPolicy.from_properties(dict(table.metadata.properties))
     started = time.monotonic()
-    fixed_requirements: list[U.Requirement] | None = None
+    fixed_requirements: list[metadata_updates.Requirement] | None = None
     while True:
         base = ctx.table.metadata
         swapping = False
         try:
             builder = MetadataBuilder(base, ctx.table.metadata_location)
-            fixed_updates: list[U.MetadataUpdate] = []
+            fixed_updates: list[metadata_updates.MetadataUpdate] = []
+            applied: list[metadata_updates.MetadataUpdate] = []
             for op in operations:
                 ups = op.apply(builder.current(), ctx)
                 builder.apply_all(ups)
+                applied.extend(ups)
                 if not op.replayable:
                     fixed_updates.extend(ups)
             if fixed_requirements is None:
-                fixed_requirements = U.requirements_for(base, fixed_updates)
+                fixed_requirements = metadata_updates.requirements_for(base, fixed_updates)
             else:
-                U.check_requirements(fixed_requirements, base, table=ctx.identifier)
+                metadata_updates.check_requirements(fixed_requirements, base, table=ctx.identifier)
             new = builder.build()
             if new is base:
                 return ctx.table
             fault_points.reached(fault_points.COMMIT, ctx.identifier)
             swapping = True
-            committed = ctx.table.catalog.commit_table(ctx.table, base, new)
+            committed = ctx.table.catalog.commit_changes(ctx.table, base, new, applied)
         except CommitStateUnknownError:
             log.error("commit to %s has an unknown outcome; no files were deleted", ctx.identifier)
             raise

@@ -281,9 +281,15 @@ Requirement = Union[
 ]
 
 
-def requirements_for(base: "TableMetadata | None", updates: list[MetadataUpdate]) -> list[Requirement]:
+def requirements_for(base: "TableMetadata | None", updates: list[MetadataUpdate], *,
+                     assert_every_ref: bool = False) -> list[Requirement]:
     """Derive the requirements that must hold on the table for ``updates`` (computed against
-    ``base``) to still mean what the writer intended; ``base`` is None when creating a table."""
+    ``base``) to still mean what the writer intended; ``base`` is None when creating a table.
+
+    ``assert_every_ref`` asserts the head of every ref the updates move, replayable ones (appends)
+    included: a catalog that applies the updates to *its* current metadata (REST) must refuse them
+    when a concurrent commit moved the branch, or the new snapshot would replace that commit's in
+    the branch's history.  A catalog that swaps whole metadata files asserts the base by the swap."""
     if base is None:
         return [AssertCreate()]
     reqs: dict[object, Requirement] = {("uuid",): AssertTableUUID(base.table_uuid)}
@@ -301,6 +307,9 @@ def requirements_for(base: "TableMetadata | None", updates: list[MetadataUpdate]
         elif isinstance(u, SetSnapshotRef) and u.assert_head:
             # the first assertion on a ref wins: later updates of the same ref build on it
             reqs.setdefault(("ref", u.name), AssertRefSnapshotId(u.name, u.expected_snapshot_id))
+        elif isinstance(u, SetSnapshotRef) and assert_every_ref:
+            ref = base.refs.get(u.name)
+            reqs.setdefault(("ref", u.name), AssertRefSnapshotId(u.name, None if ref is None else ref.snapshot_id))
         elif isinstance(u, (RemovePartitionSpecs, RemoveSchemas)):
             # a writer that committed meanwhile may have used what is being dropped (Java asserts
             # the default spec / current schema and every branch head)

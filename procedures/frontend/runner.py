@@ -147,7 +147,7 @@ def run(
         shown = ", ".join(configured) if configured else "none"
         raise NoSuchCatalogError(
             f"Cannot use catalog {catalog}: not an iceberg-procedures catalog (configured: {shown}); "
-            f"set {SPARK_PREFIX}{catalog}.type to hadoop, jdbc or hive, or name one of the configured catalogs",
+            f"set {SPARK_PREFIX}{catalog}.type to hadoop, jdbc, hive or rest, or name one of the configured catalogs",
             catalog=catalog, configured=configured,
         )
     def nested(inner: str, arguments: Sequence[tuple[str, Any]]) -> ProcedureResult:

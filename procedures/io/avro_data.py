@@ -28,7 +28,7 @@ import pyarrow as pa
 from procedures.errors import InvalidMetadataError
 from procedures.io.arrow_schema import FIELD_ID_KEY
 from procedures.spec import avro_codecs
-from procedures.spec import types as T
+from procedures.spec import types as spec_types
 from procedures.spec.avro_schemas import container_record_count, sanitize_name, struct_to_avro, without_logical_types
 from procedures.spec.schema import Schema
 
@@ -211,20 +211,20 @@ def _storage_value_table(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, names=table.column_names)
 
 
-def _value_writer(t: T.IcebergType) -> Callable[[Any], Any] | None:
+def _value_writer(t: spec_types.IcebergType) -> Callable[[Any], Any] | None:
     """How an Arrow Python value of Iceberg type ``t`` becomes fastavro's value (None: as is)."""
-    if isinstance(t, T.StructType):
+    if isinstance(t, spec_types.StructType):
         fields = [(f.name, sanitize_name(f.name), _value_writer(f.field_type)) for f in t.fields]
         return lambda v: {a: (v[n] if c is None or v[n] is None else c(v[n])) for n, a, c in fields}
-    if isinstance(t, T.ListType):
+    if isinstance(t, spec_types.ListType):
         c = _value_writer(t.element_type)
         return None if c is None else (lambda v: [None if e is None else c(e) for e in v])
-    if isinstance(t, T.MapType):
+    if isinstance(t, spec_types.MapType):
         kc, vc = _value_writer(t.key_type), _value_writer(t.value_type)
 
         def value(x: Any) -> Any:
             return x if vc is None or x is None else vc(x)
-        if isinstance(t.key_type, T.StringType):
+        if isinstance(t.key_type, spec_types.StringType):
             return lambda v: {k: value(x) for k, x in v}
         return lambda v: [{"key": k if kc is None else kc(k), "value": value(x)} for k, x in v]
     return None

@@ -29,7 +29,7 @@ from procedures.io.fileio import FileIO
 from procedures.io.orc_footer import read_orc_footer
 from procedures.io.orc_metrics import orc_metrics
 from procedures.io.parquet_writer import MetricsConfig, ParquetMetrics, file_column_ids, footer_metrics, metrics_data_file
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.name_mapping import NameMapping, arrow_field_ids
 from procedures.spec.schema import Schema
 

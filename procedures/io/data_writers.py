@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procedures.errors import ValidationError
+from procedures.core.properties import AVRO_COMPRESSION, AVRO_COMPRESSION_LEVEL, DEFAULT_FILE_FORMAT, ORC_COMPRESSION
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.avro_data import AVRO_CODECS, avro_table_bytes
 from procedures.io.fileio import FileIO
@@ -35,24 +35,16 @@ from procedures.io.parquet_writer import (
     source_column,
 )
 from procedures.io.parquet_writer import write_data_files as _write_files_with
-from procedures.spec import types as T
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec import types as spec_types
+from procedures.spec.manifest.model import DataFile, FileFormat
 
-__all__ = ["FORMAT_PROPERTY", "OrcFileWriter", "AvroFileWriter", "file_format", "file_writer", "write_data_files"]
+__all__ = ["OrcFileWriter", "AvroFileWriter", "file_format", "file_writer", "write_data_files"]
 
-FORMAT_PROPERTY = "write.format.default"
-ORC_CODEC_PROPERTY = "write.orc.compression-codec"
-AVRO_CODEC_PROPERTY = "write.avro.compression-codec"
-AVRO_LEVEL_PROPERTY = "write.avro.compression-level"
 
 
 def file_format(settings: WriteSettings) -> FileFormat:
     """The data file format ``write.format.default`` asks for (Parquet by default)."""
-    text = settings.properties.get(FORMAT_PROPERTY, "parquet").strip().upper()
-    if text not in ("PARQUET", "ORC", "AVRO"):
-        raise ValidationError(f"table property {FORMAT_PROPERTY}={text.lower()!r} is not supported; "
-                              "use parquet, orc or avro")
-    return FileFormat(text)
+    return FileFormat(DEFAULT_FILE_FORMAT.read(settings.properties).upper())
 
 
 class _BufferedFileWriter:
@@ -102,13 +94,15 @@ class _BufferedFileWriter:
         return dataclasses.replace(df, file_format=fmt)
 
 
-def _float_bounds(table: pa.Table, settings: WriteSettings) -> tuple[dict[int, tuple[Any, Any]], dict[int, T.IcebergType]]:
+def _float_bounds(table: pa.Table, settings: WriteSettings
+                  ) -> tuple[dict[int, tuple[Any, Any]], dict[int, spec_types.IcebergType]]:
     """NaN-free (min, max) of every float/double column outside lists and maps that keeps bounds."""
     bounds: dict[int, tuple[Any, Any]] = {}
-    types: dict[int, T.IcebergType] = {}
+    types: dict[int, spec_types.IcebergType] = {}
     for leaf in parquet_column_ids(settings.schema).values():
         t = leaf.iceberg_type
-        if leaf.repeated or not isinstance(t, (T.FloatType, T.DoubleType)) or not settings.metrics.mode(leaf.name).bounds:
+        if (leaf.repeated or not isinstance(t, (spec_types.FloatType, spec_types.DoubleType))
+                or not settings.metrics.mode(leaf.name).bounds):
             continue
         col = source_column(table, settings.schema, leaf.field_id)
         values = pc.filter(col, pc.invert(pc.is_nan(col))) if len(col) else col
@@ -128,10 +122,7 @@ class OrcFileWriter(_BufferedFileWriter):
     def close(self) -> DataFile:
         """Write the file and describe it as a ``DataFile``."""
         table = self._table()
-        codec = self.settings.properties.get(ORC_CODEC_PROPERTY, "zlib").strip().lower()
-        if codec not in ORC_CODECS:
-            raise ValidationError(f"table property {ORC_CODEC_PROPERTY}={codec!r} is not supported; "
-                                  f"use one of {', '.join(sorted(ORC_CODECS))}")
+        codec = ORC_COMPRESSION.read(self.settings.properties, choices=tuple(sorted(ORC_CODECS)))
         data = orc_table_bytes(table, self.settings.schema, codec)
         self.io.write(self.path, data)
         footer = read_orc_footer(pa.BufferReader(data), self.path)
@@ -149,12 +140,9 @@ class AvroFileWriter(_BufferedFileWriter):
     def close(self) -> DataFile:
         """Write the file and describe it as a ``DataFile``."""
         table = self._table()
-        codec = self.settings.properties.get(AVRO_CODEC_PROPERTY, "gzip").strip().lower()
-        if codec not in AVRO_CODECS:
-            raise ValidationError(f"table property {AVRO_CODEC_PROPERTY}={codec!r} is not supported; "
-                                  f"use one of {', '.join(sorted(AVRO_CODECS))}")
-        level = self.settings.properties.get(AVRO_LEVEL_PROPERTY)
-        data = avro_table_bytes(table, self.settings.schema, codec, int(level) if level else None)
+        codec = AVRO_COMPRESSION.read(self.settings.properties, choices=tuple(sorted(AVRO_CODECS)))
+        level = AVRO_COMPRESSION_LEVEL.read(self.settings.properties)
+        data = avro_table_bytes(table, self.settings.schema, codec, level)
         self.io.write(self.path, data)
         df = self._data_file(len(data), ParquetMetrics(record_count=table.num_rows), FileFormat.AVRO)
         return dataclasses.replace(df, column_sizes=None, value_counts=None, null_value_counts=None,

@@ -22,14 +22,14 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 
-from procedures.core.properties import file_scoped_deletes
+from procedures.core.properties import DELETE_GRANULARITY
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO, join_path
 from procedures.io.parquet_reader import read_position_deletes as read_parquet_positions
 from procedures.io.parquet_writer import FULL, MetricsConfig, ParquetFileWriter, WriteSettings, data_location
-from procedures.spec.deletion_vector import deserialize_dv
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.deletion_vector import deserialize_dv_array
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.puffin import PuffinWriter, read_puffin
@@ -165,7 +165,7 @@ def write_position_delete_files(
     if metadata.format_version < 2:
         raise ValidationError(f"table {metadata.location} is format v1, which has no delete files; upgrade it to v2")
     if file_scoped is None:
-        file_scoped = file_scoped_deletes(metadata.properties)
+        file_scoped = DELETE_GRANULARITY.read(metadata.properties) == "file"
     operation_id = operation_id or str(_uuid.uuid4())
     groups: dict[Any, dict[str, Iterable[int]]] = {}
     targets: dict[Any, DeleteTarget] = {}
@@ -278,8 +278,8 @@ def read_position_arrays(io: FileIO, delete_file: DataFile) -> dict[str, np.ndar
             raise ValidationError(
                 f"{delete_file.file_path}: no blob at offset {delete_file.content_offset} for {delete_file.referenced_data_file}"
             )
-        positions = deserialize_dv(pf.read_blob(blob), location=delete_file.file_path)
-        return {delete_file.referenced_data_file or "": np.asarray(positions, dtype=np.int64)}
+        positions = deserialize_dv_array(pf.read_blob(blob), location=delete_file.file_path)
+        return {delete_file.referenced_data_file or "": positions}
     # the scan's reader: columns found by field id, small files in one read, recent files cached
     return read_parquet_positions(io, delete_file)
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from procedures.io.orc_footer import OrcColumnStats, OrcFooter, OrcKind, OrcType
 from procedures.io.parquet_writer import MetricsConfig, ParquetMetrics
-from procedures.spec import types as T
+from procedures.spec import types as spec_types
 from procedures.spec.conversions import to_bytes, truncate_lower_bound, truncate_upper_bound
 from procedures.spec.name_mapping import NameMapping
 from procedures.spec.schema import Schema
@@ -35,28 +35,28 @@ ICEBERG_BINARY_TYPE = "iceberg.binary-type"
 ICEBERG_TIMESTAMP_UNIT = "iceberg.timestamp-unit"
 
 _SIMPLE = {
-    OrcKind.BOOLEAN: T.BOOLEAN, OrcKind.BYTE: T.INT, OrcKind.SHORT: T.INT, OrcKind.INT: T.INT,
-    OrcKind.FLOAT: T.FLOAT, OrcKind.DOUBLE: T.DOUBLE, OrcKind.STRING: T.STRING,
-    OrcKind.VARCHAR: T.STRING, OrcKind.CHAR: T.STRING, OrcKind.DATE: T.DATE,
+    OrcKind.BOOLEAN: spec_types.BOOLEAN, OrcKind.BYTE: spec_types.INT, OrcKind.SHORT: spec_types.INT, OrcKind.INT: spec_types.INT,
+    OrcKind.FLOAT: spec_types.FLOAT, OrcKind.DOUBLE: spec_types.DOUBLE, OrcKind.STRING: spec_types.STRING,
+    OrcKind.VARCHAR: spec_types.STRING, OrcKind.CHAR: spec_types.STRING, OrcKind.DATE: spec_types.DATE,
 }
 
 
-def orc_file_type(t: OrcType) -> T.IcebergType | None:
+def orc_file_type(t: OrcType) -> spec_types.IcebergType | None:
     """The Iceberg type Java reads a primitive ORC column as (None for nested kinds)."""
     if t.kind in _SIMPLE:
         return _SIMPLE[t.kind]
     if t.kind == OrcKind.LONG:
-        return T.TIME if t.attributes.get(ICEBERG_LONG_TYPE) == "TIME" else T.LONG
+        return spec_types.TIME if t.attributes.get(ICEBERG_LONG_TYPE) == "TIME" else spec_types.LONG
     if t.kind == OrcKind.BINARY:
         kind = t.attributes.get(ICEBERG_BINARY_TYPE)
-        return T.UUID if kind == "UUID" else T.BINARY
+        return spec_types.UUID if kind == "UUID" else spec_types.BINARY
     if t.kind in (OrcKind.TIMESTAMP, OrcKind.TIMESTAMP_INSTANT):
         nanos = t.attributes.get(ICEBERG_TIMESTAMP_UNIT) == "NANOS"
         if t.kind == OrcKind.TIMESTAMP:
-            return T.TIMESTAMP_NS if nanos else T.TIMESTAMP
-        return T.TIMESTAMPTZ_NS if nanos else T.TIMESTAMPTZ
+            return spec_types.TIMESTAMP_NS if nanos else spec_types.TIMESTAMP
+        return spec_types.TIMESTAMPTZ_NS if nanos else spec_types.TIMESTAMPTZ
     if t.kind == OrcKind.DECIMAL:
-        return T.DecimalType(t.precision, t.scale)
+        return spec_types.DecimalType(t.precision, t.scale)
     return None
 
 
@@ -110,35 +110,36 @@ def _id_of(t: OrcType, mapped: Any, with_ids: bool) -> int | None:
     return None if mapped is None else mapped.field_id
 
 
-def _bound(t: T.IcebergType, st: OrcColumnStats, upper: bool) -> Any:
+def _bound(t: spec_types.IcebergType, st: OrcColumnStats, upper: bool) -> Any:
     """The min (max) of a column's statistics as a value of the file type, or None."""
-    if isinstance(t, T.BooleanType):
+    if isinstance(t, spec_types.BooleanType):
         if st.true_count is None:
             return None
         return st.true_count > 0 if upper else (st.number_of_values - st.true_count) <= 0
-    if isinstance(t, (T.IntegerType, T.LongType, T.TimeType)):
+    if isinstance(t, (spec_types.IntegerType, spec_types.LongType, spec_types.TimeType)):
         return st.int_max if upper else st.int_min
-    if isinstance(t, (T.FloatType, T.DoubleType)):
+    if isinstance(t, (spec_types.FloatType, spec_types.DoubleType)):
         v = st.double_max if upper else st.double_min
         if v is None:
             return None
         if v != v:
             v = float("inf") if upper else float("-inf")
-        return float(np.float32(v)) if isinstance(t, T.FloatType) else v
-    if isinstance(t, T.StringType):
+        return float(np.float32(v)) if isinstance(t, spec_types.FloatType) else v
+    if isinstance(t, spec_types.StringType):
         return st.string_max if upper else st.string_min
-    if isinstance(t, T.DecimalType):
+    if isinstance(t, spec_types.DecimalType):
         v = st.decimal_max if upper else st.decimal_min
         return None if v is None else Decimal(v).quantize(Decimal(1).scaleb(-t.scale))
-    if isinstance(t, T.DateType):
+    if isinstance(t, spec_types.DateType):
         return st.date_max if upper else st.date_min
-    if isinstance(t, (T.TimestampType, T.TimestamptzType, T.TimestampNanoType, T.TimestamptzNanoType)):
+    if isinstance(t, (spec_types.TimestampType, spec_types.TimestamptzType, spec_types.TimestampNanoType,
+                      spec_types.TimestamptzNanoType)):
         ts = st.timestamp_max if upper else st.timestamp_min
         if ts is None:
             return None
         millis, nanos = ts
         total_nanos = millis * 1_000_000 + (nanos or 0)
-        if isinstance(t, (T.TimestampNanoType, T.TimestamptzNanoType)):
+        if isinstance(t, (spec_types.TimestampNanoType, spec_types.TimestamptzNanoType)):
             return total_nanos
         return total_nanos // 1000
     return None
@@ -166,7 +167,7 @@ def orc_metrics(footer: OrcFooter, table_schema: Schema, config: MetricsConfig,
         if not mode.bounds or ftype is None or st.number_of_values <= 0:
             continue
         lo, hi = _bound(ftype, st, False), _bound(ftype, st, True)
-        if mode.kind == "truncate" and isinstance(ftype, T.StringType):
+        if mode.kind == "truncate" and isinstance(ftype, spec_types.StringType):
             lo = truncate_lower_bound(lo, ftype, mode.length) if lo is not None else None
             if hi is not None:
                 truncated = truncate_upper_bound(hi, ftype, mode.length)
@@ -178,7 +179,8 @@ def orc_metrics(footer: OrcFooter, table_schema: Schema, config: MetricsConfig,
     return m
 
 
-def override_float_bounds(m: ParquetMetrics, bounds: Mapping[int, tuple[Any, Any]], types: Mapping[int, T.IcebergType]) -> None:
+def override_float_bounds(m: ParquetMetrics, bounds: Mapping[int, tuple[Any, Any]],
+                          types: Mapping[int, spec_types.IcebergType]) -> None:
     """Replace the footer's float/double bounds by NaN-free ones computed from the data (a file we
     write: Java's ORC writer tracks these itself rather than trusting ORC's statistics)."""
     for fid, (lo, hi) in bounds.items():

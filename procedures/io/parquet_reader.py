@@ -42,8 +42,8 @@ from procedures.io.arrow_schema import (
 )
 from procedures.io.avro_data import read_avro_batches
 from procedures.io.orc_data import read_orc_batches
-from procedures.spec.deletion_vector import deserialize_dv
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.deletion_vector import deserialize_dv_array
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
@@ -346,7 +346,7 @@ def read_dv_positions(io: Any, dv: DataFile) -> np.ndarray:
     with io.new_input(dv.file_path).open() as f:
         f.seek(dv.content_offset)
         blob = f.read(dv.content_size_in_bytes)
-    return np.asarray(deserialize_dv(blob, location=dv.file_path), dtype=np.int64)
+    return deserialize_dv_array(blob, location=dv.file_path)
 
 
 def deleted_positions(io: Any, data_file_path: str, deletes: Iterable[Any]) -> np.ndarray:

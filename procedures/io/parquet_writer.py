@@ -27,11 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from procedures.core import properties as table_properties
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import cast_to_schema, primitive_to_arrow, schema_to_arrow
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.conversions import to_bytes, truncate_lower_bound, truncate_upper_bound
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import schema_with_row_lineage
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
@@ -69,26 +70,6 @@ __all__ = [
     "metrics_data_file",
     "ParquetMetrics",
 ]
-
-MIB = 1024 * 1024
-
-# table properties (Java TableProperties)
-TARGET_FILE_SIZE = "write.target-file-size-bytes"
-COMPRESSION_CODEC = "write.parquet.compression-codec"
-COMPRESSION_LEVEL = "write.parquet.compression-level"
-ROW_GROUP_SIZE = "write.parquet.row-group-size-bytes"
-PAGE_SIZE = "write.parquet.page-size-bytes"
-PAGE_ROW_LIMIT = "write.parquet.page-row-limit"
-DICT_SIZE = "write.parquet.dict-size-bytes"
-DATA_PATH = "write.data.path"
-OBJECT_STORE_PATH = "write.object-storage.path"
-FOLDER_STORAGE_PATH = "write.folder-storage.path"
-METRICS_DEFAULT = "write.metadata.metrics.default"
-METRICS_COLUMN_PREFIX = "write.metadata.metrics.column."
-METRICS_MAX_INFERRED = "write.metadata.metrics.max-inferred-column-defaults"
-
-DEFAULT_TARGET_FILE_SIZE = 512 * MIB
-DEFAULT_ROW_GROUP_SIZE = 128 * MIB
 
 
 # --------------------------------------------------------------------------- metrics modes
@@ -151,8 +132,8 @@ class MetricsConfig:
         rest ``none``; sorted columns get at least ``counts``; per-column properties win.
         """
         columns: dict[str, MetricsMode] = {}
-        configured = properties.get(METRICS_DEFAULT)
-        max_inferred = int(properties.get(METRICS_MAX_INFERRED, "100"))
+        configured = table_properties.DEFAULT_WRITE_METRICS_MODE.read(properties)
+        max_inferred = table_properties.METRICS_MAX_INFERRED_COLUMN_DEFAULTS.read(properties)
         if configured is not None:
             default = parse_metrics_mode(configured)
         elif len(schema.fields) <= max_inferred:
@@ -170,8 +151,8 @@ class MetricsConfig:
                 if sf.transform.preserves_order and (name := schema.find_column_name(sf.source_id)):
                     columns[name] = sorted_mode
         for key, value in properties.items():
-            if key.startswith(METRICS_COLUMN_PREFIX):
-                columns[key[len(METRICS_COLUMN_PREFIX):]] = parse_metrics_mode(value)
+            if key.startswith(table_properties.METRICS_MODE_COLUMN_PREFIX):
+                columns[key[len(table_properties.METRICS_MODE_COLUMN_PREFIX):]] = parse_metrics_mode(value)
         return cls(default, columns)
 
     def mode(self, column_name: str) -> MetricsMode:
@@ -183,9 +164,9 @@ class MetricsConfig:
 def data_location(location: str, properties: Mapping[str, str]) -> str:
     """Where data files go: ``write.data.path``, then the deprecated object-storage and
     folder-storage paths, then ``<table location>/data``."""
-    for key in (DATA_PATH, OBJECT_STORE_PATH, FOLDER_STORAGE_PATH):
-        if properties.get(key):
-            return properties[key].rstrip("/")
+    for prop in table_properties.DATA_PATH_PROPERTIES:
+        if path := prop.read(properties):
+            return path.rstrip("/")
     return join_path(location.rstrip("/"), "data")
 
 
@@ -232,37 +213,33 @@ class WriteSettings:
     @property
     def target_file_size(self) -> int:
         """``write.target-file-size-bytes``."""
-        return int(self.properties.get(TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE))
+        return table_properties.WRITE_TARGET_FILE_SIZE_BYTES.read(self.properties)
 
     @property
     def row_group_size(self) -> int:
         """``write.parquet.row-group-size-bytes``."""
-        return int(self.properties.get(ROW_GROUP_SIZE, DEFAULT_ROW_GROUP_SIZE))
+        return table_properties.PARQUET_ROW_GROUP_SIZE_BYTES.read(self.properties)
 
     def parquet_options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`pyarrow.parquet.ParquetWriter`."""
-        codec = self.properties.get(COMPRESSION_CODEC, "zstd").strip().lower()
-        if codec in ("uncompressed", "none"):
+        codec = table_properties.PARQUET_COMPRESSION.read(self.properties)
+        if codec == "uncompressed":
             codec = "none"
-        elif codec not in ("zstd", "gzip", "snappy", "lz4", "brotli"):
-            raise ValidationError(
-                f"table property {COMPRESSION_CODEC}={codec!r} is not supported; use zstd, gzip, snappy, lz4, brotli or uncompressed"
-            )
         opts: dict[str, Any] = {
             "compression": codec,
             "store_decimal_as_integer": True,
             "version": "2.6",
             "write_statistics": True,
             "store_schema": False,
-            "data_page_size": int(self.properties.get(PAGE_SIZE, MIB)),
-            "dictionary_pagesize_limit": int(self.properties.get(DICT_SIZE, 2 * MIB)),
-            "max_rows_per_page": int(self.properties.get(PAGE_ROW_LIMIT, 20000)),
+            "data_page_size": table_properties.PARQUET_PAGE_SIZE_BYTES.read(self.properties),
+            "dictionary_pagesize_limit": table_properties.PARQUET_DICT_SIZE_BYTES.read(self.properties),
+            "max_rows_per_page": table_properties.PARQUET_PAGE_ROW_LIMIT.read(self.properties),
         }
         if self.dictionary_columns is not None:
             opts["use_dictionary"] = list(self.dictionary_columns)
-        level = self.properties.get(COMPRESSION_LEVEL)
+        level = table_properties.PARQUET_COMPRESSION_LEVEL.read(self.properties)
         if level is not None and codec != "none":
-            opts["compression_level"] = int(level)
+            opts["compression_level"] = level
         return opts
 
 

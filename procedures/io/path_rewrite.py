@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from procedures.errors import InvalidMetadataError, ValidationError
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.puffin import PuffinWriter, read_puffin
 

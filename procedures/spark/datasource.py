@@ -79,7 +79,7 @@ from procedures.spec.expressions import (
     not_null,
     starts_with,
 )
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SPARK_APP_ID
 

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from procedures.catalog.base import Table
 from procedures.core.operations import MergeAppend, OverwriteFiles, ReplacePartitions, RowDelta
+from procedures.core.properties import DELETE_MODE
 from procedures.core.scan import iter_file_scan_tasks
 from procedures.core.transaction import commit
 from procedures.errors import ValidationError
@@ -28,14 +29,13 @@ from procedures.spark.write import write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.projection import strict_projection
 from procedures.spec.snapshots import SPARK_APP_ID
 
 __all__ = ["append", "overwrite", "overwrite_partitions", "delete_where", "FilterMatch", "match_files"]
 
-DELETE_MODE = "write.delete.mode"
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
 
@@ -179,9 +179,9 @@ def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mo
     """
     t = load_table(spark, table)
     md = t.metadata
-    mode = (mode or md.property(DELETE_MODE, COPY_ON_WRITE) or COPY_ON_WRITE).strip().lower()
+    mode = mode.strip().lower() if mode else DELETE_MODE.read(md.properties)
     if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
-        raise ValidationError(f"{DELETE_MODE}={mode!r} on {t.name}: use {COPY_ON_WRITE} or {MERGE_ON_READ}")
+        raise ValidationError(f"{DELETE_MODE.key}={mode!r} on {t.name}: use {COPY_ON_WRITE} or {MERGE_ON_READ}")
     if mode == MERGE_ON_READ and md.format_version < 2:
         raise ValidationError(f"{t.name} is format v1: merge-on-read deletes need v2 or later")
     with job_description(spark, f"delete from {t.name} where {filter}"):

@@ -31,7 +31,7 @@ from procedures.core.splits import spread_weights
 from procedures.errors import IcebergError
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import WrittenFiles, payload_frame
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 
 __all__ = ["GroupOutcome", "write_groups", "task_attempts", "portable_error"]
 

@@ -28,12 +28,12 @@ from procedures.core.gc.reachability import (
 )
 from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
 from procedures.core.splits import spread_weights
-from procedures.io.sandbox import file_io
-from procedures.io.listing import modified_before, walk
+from procedures.io.sandbox_fileio import file_io
+from procedures.io.directory_walk import modified_before, walk
 from procedures.spark.environment import check_python_workers
 from procedures.spark.read import rows_frame, tasks_frame
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import manifest_live_path_list
+from procedures.core.gc.live_paths import manifest_live_path_list
 
 __all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "uri_dataframe", "uri_frame",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe", "listed_keys_dataframe",

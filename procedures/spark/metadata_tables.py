@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterator
 from procedures.catalog.base import Table
 from procedures.errors import ValidationError
 from procedures.spec.conversions import from_bytes, to_human_string
-from procedures.spec.manifest import FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, read_manifest
+from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.types import (
     DateType,

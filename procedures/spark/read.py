@@ -39,11 +39,12 @@ import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
 from procedures.catalog.config import load_catalog, resolve_identifier
+from procedures.core.properties import DEFAULT_NAME_MAPPING
 from procedures.core.scan import FileScanTask, select_snapshot, unified_partition_type
 from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import type_to_arrow
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
 from procedures.spark.environment import check_python_workers, check_session
 from procedures.spark.scan_planning import iter_scan_tasks, plan_scan_tasks
@@ -51,9 +52,9 @@ from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression, referenced_names
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata import TableMetadata
-from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, parse_name_mapping
+from procedures.spec.name_mapping import parse_name_mapping
 from procedures.spec.schema import Schema
 from procedures.spec.types import (
     BinaryType,
@@ -278,7 +279,7 @@ class TaskReader:
         is the schema the tasks were planned with."""
         md = table.metadata
         return cls(dict(getattr(table.io, "properties", {}) or {}), dict(md.specs_by_id),
-                   md.property(DEFAULT_NAME_MAPPING_PROPERTY), scan_schema or projected, projected, **kwargs)
+                   DEFAULT_NAME_MAPPING.read(md.properties), scan_schema or projected, projected, **kwargs)
 
     def batches(self, tasks: Iterable[FileScanTask]) -> Iterator[pa.RecordBatch]:
         """The rows of ``tasks`` (light tasks, as shipped) with deletes applied, in

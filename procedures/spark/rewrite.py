@@ -47,7 +47,7 @@ from procedures.spark.read import TaskReader, group_tasks, light_task, read_task
 from procedures.spark.session import job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import write_dataframe, write_in_task, write_payloads, write_settings
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.sorting import NullOrder, SortDirection, SortField, SortOrder

@@ -26,11 +26,11 @@ from typing import Any, Iterable, Iterator, Sequence, TypeVar
 from procedures.core.gc import reachability as R
 from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, read_entries_on_driver
 from procedures.errors import ScanPlanningError
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import ManifestFile
+from procedures.spec.manifest.model import ManifestFile
 
 __all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "SparkEntryReader", "in_manifest_order", "in_order", "iter_scan_tasks",
            "plan_scan_tasks"]

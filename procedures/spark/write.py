@@ -31,12 +31,12 @@ from procedures.core.paths import join_path
 from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
 from procedures.io.parquet_writer import WriteSettings
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import functions, map_slices
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description, load_table, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 from procedures.spec.sorting import NullOrder, SortDirection
 from procedures.spec.transforms import (
     BucketTransform,

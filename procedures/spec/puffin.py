@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from procedures.errors import InvalidMetadataError, ValidationError
-from procedures.spec.deletion_vector import DV_BLOB_TYPE, deserialize_dv, serialize_dv
+from procedures.spec.deletion_vector import DV_BLOB_TYPE, deserialize_dv, position_bitmap, serialize_dv
 
 __all__ = [
     "MAGIC",
@@ -215,12 +215,12 @@ class PuffinWriter:
 
         The blob's offset and length are the DV entry's ``content_offset`` / ``content_size_in_bytes``.
         """
-        values = sorted(set(positions))
+        bitmap = position_bitmap(positions)
         meta = self.add(
-            DV_BLOB_TYPE, serialize_dv(values), (ROW_POSITION_FIELD_ID,), -1, -1,
-            {"referenced-data-file": referenced_data_file, "cardinality": str(len(values))},
+            DV_BLOB_TYPE, serialize_dv(bitmap), (ROW_POSITION_FIELD_ID,), -1, -1,
+            {"referenced-data-file": referenced_data_file, "cardinality": str(len(bitmap))},
         )
-        return meta, len(values)
+        return meta, len(bitmap)
 
     def finish(self) -> bytes:
         """The complete file: blobs, then the uncompressed footer."""

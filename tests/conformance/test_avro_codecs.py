@@ -15,7 +15,7 @@ import pytest
 from oracles import assert_rows_equal, java_metadata_location, java_read, pyiceberg_read, spark_df_to_arrow
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.spark.read import read_table
-from procedures.spec.manifest import read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)
 pytestmark = [pytest.mark.spark, pytest.mark.java]

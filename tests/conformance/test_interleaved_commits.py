@@ -16,7 +16,7 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.manage import CherryPick, RollbackTo
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import commit
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from tests.oracles import assert_rows_equal, read_all
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)

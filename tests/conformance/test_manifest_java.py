@@ -13,6 +13,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
+from procedures.core.gc.live_paths import manifest_live_paths
 from procedures.core.scan import EntryFilter
 from procedures.io.fileio import FileIO
 from procedures.spec.avro_scan import SkimField, compile_skimmer
@@ -20,19 +21,11 @@ from procedures.spec.avro_schemas import manifest_entry_avro_schema, manifest_li
 from procedures.spec.evaluators import InclusiveMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import referenced_field_ids
-from procedures.spec.manifest import (
-    FileContent,
-    ManifestContent,
-    ManifestEntryStatus,
-    ManifestWriter,
-    manifest_live_paths,
-    read_manifest,
-    read_manifest_list,
-    read_manifest_list_where,
-    read_manifest_metadata,
-    read_manifest_where,
-    write_manifest_list,
-)
+from procedures.spec.manifest.avro_container import read_manifest_metadata
+from procedures.spec.manifest.manifest_list import read_manifest_list, read_manifest_list_where, write_manifest_list
+from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestEntryStatus
+from procedures.spec.manifest.reader import read_manifest, read_manifest_where
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.metadata import read_table_metadata
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)

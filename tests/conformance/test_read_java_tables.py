@@ -123,7 +123,7 @@ def test_equality_deletes_written_by_us_read_by_java_and_us(spark, java_warehous
     from procedures.core.operations import RowDelta
     from procedures.core.transaction import commit
     from procedures.io.arrow_schema import schema_to_arrow
-    from procedures.spec.manifest import DataFile, FileContent, FileFormat
+    from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
     from procedures.spec.schema import Schema
 
     ident = "jcat.db.read_eq_deletes"

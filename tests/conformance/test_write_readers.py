@@ -11,7 +11,9 @@ import pyarrow as pa
 import pytest
 
 from procedures.spark.dml import append, delete_where, overwrite, overwrite_partitions
-from procedures.spec.manifest import FileFormat, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import FileFormat
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import Schema
 from procedures.spec.types import (

@@ -37,13 +37,16 @@ class FaultyCatalog:
         return Table(t.identifier, t.metadata, t.metadata_location, t.io, self)
 
     def commit_table(self, table: Table, base, new) -> Table:
+        return self.commit_changes(table, base, new, [])
+
+    def commit_changes(self, table: Table, base, new, updates) -> Table:
         self.attempts += 1
         if self.attempts <= self.fail_times:
             raise CommitFailedError(f"injected conflict {self.attempts}", table=str(table.identifier))
         if self.race is not None and self.attempts <= self.race_times:
             self.race()
         inner_table = Table(table.identifier, table.metadata, table.metadata_location, table.io, self.inner)
-        committed = self.inner.commit_table(inner_table, base, new)
+        committed = self.inner.commit_changes(inner_table, base, new, updates)
         if self.succeed_then_unknown:
             raise CommitStateUnknownError("injected: the catalog did not answer", table=str(table.identifier))
         return Table(committed.identifier, committed.metadata, committed.metadata_location, committed.io, self)

@@ -9,7 +9,7 @@ from procedures.core.builder import new_table_metadata
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.spark.dml import append, delete_where
 from procedures.spark.session import catalog_for
-from procedures.spec.manifest import FileContent, ManifestContent
+from procedures.spec.manifest.model import FileContent, ManifestContent
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, STRING, NestedField

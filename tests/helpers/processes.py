@@ -1,11 +1,13 @@
-"""Stopping the throwaway servers the tests start (SeaweedFS, a Spark standalone cluster): each runs in a
-session of its own, so it and everything it started are ended together, by process group id."""
+"""Starting and stopping the throwaway servers the tests start (SeaweedFS, a Spark standalone cluster,
+Spark Connect, the REST catalog): each runs in a session of its own, so it and everything it started are
+ended together, by process group id."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import time
 
 
 def stop_process_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
@@ -28,3 +30,25 @@ def stop_process_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+
+
+def spawn_logged(args: list[str], log_path: str, *, cwd: str, env: dict | None = None) -> subprocess.Popen:
+    """Start ``args`` in a session of its own (so :func:`stop_process_group` ends it and all it
+    starts), its output in ``log_path``, no stdin."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
+                                env=env, start_new_session=True)
+
+
+def wait_ready(processes: list[subprocess.Popen], ready, timeout: float, interval: float = 0.5):
+    """Poll ``ready()`` until it returns something truthy (returned), a process exits or ``timeout``
+    seconds pass (None)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in processes):
+            return None
+        found = ready()
+        if found:
+            return found
+        time.sleep(interval)
+    return None

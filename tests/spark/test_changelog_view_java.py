@@ -24,7 +24,7 @@ from procedures.core.transaction import commit
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.frontend import runner
 from procedures.io.arrow_schema import schema_to_arrow
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.schema import Schema
 
 pytestmark = [pytest.mark.spark, pytest.mark.java]

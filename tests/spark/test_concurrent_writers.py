@@ -31,7 +31,7 @@ from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.session import catalog_for
 from procedures.spec.conversions import to_bytes
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.types import LONG
 from tests.helpers.catalogs import SharedCatalog, shared_catalog
 from tests.oracles import assert_rows_equal, duckdb_read, java_read, pyiceberg_read

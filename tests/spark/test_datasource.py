@@ -358,7 +358,7 @@ def test_equality_deletes_apply_also_when_their_column_is_not_read(spark4, name)
     from procedures.core.operations import RowDelta
     from procedures.core.transaction import commit
     from procedures.io.arrow_schema import schema_to_arrow
-    from procedures.spec.manifest import DataFile, FileContent, FileFormat
+    from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
     from procedures.spec.schema import Schema
 
     ident = _create(spark4, name)

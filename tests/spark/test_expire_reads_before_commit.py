@@ -14,7 +14,8 @@ from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.core.operations import DeleteFiles, FastAppend
 from procedures.core.transaction import commit
 from procedures.spark.actions.expire_snapshots import expire_snapshots
-from procedures.spec.manifest import DataFile, FileFormat, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField

@@ -253,7 +253,7 @@ def test_orphan_matching_on_spark_applies_the_age_cutoff_like_the_driver(spark, 
     young file is neither an orphan nor a conflict."""
     import time
 
-    from procedures.io.listing import modified_before
+    from procedures.io.directory_walk import modified_before
 
     root = str(tmp_path)
     names = ("old", "young", "old-mismatch", "young-mismatch", "valid-young", "valid-old")

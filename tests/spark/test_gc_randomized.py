@@ -28,7 +28,8 @@ from procedures.core.gc.reachability import metadata_file_paths
 from procedures.core.paths import normalize_path
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
-from procedures.spec.manifest import read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.reader import read_manifest
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)
 pytestmark = [pytest.mark.spark, pytest.mark.java]

@@ -24,7 +24,7 @@ from procedures.errors import (
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spark.session import catalog_for
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from tests.metastore_server import start_metastore, stop_metastore
 from tests.oracles import assert_rows_equal, duckdb_read, java_read, pyiceberg_read
 

@@ -11,7 +11,7 @@ import pytest
 
 import procedures
 from procedures.core.snapshot_producer import snapshot_manifests
-from procedures.spec.manifest import ManifestContent
+from procedures.spec.manifest.model import ManifestContent
 from tests.helpers.catalogs import ours_on_java_warehouse
 
 pytestmark = [pytest.mark.spark, pytest.mark.java]

@@ -51,7 +51,8 @@ from procedures.errors import IcebergError
 from procedures.framework.context import open_catalog
 from procedures.frontend import runner
 from procedures.spark.session import in_caller_context, job_group
-from procedures.spec.manifest import read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.reader import read_manifest
 from tests.helpers.faults import armed, count_points
 from tests.helpers.files import fingerprint, touch
 from tests.oracles import assert_rows_equal, duckdb_read, java_read, pyiceberg_read, spark_df_to_arrow

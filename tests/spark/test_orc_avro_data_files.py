@@ -15,7 +15,7 @@ import procedures
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.spark.dml import append
 from procedures.spark.session import load_table
-from procedures.spec.manifest import FileFormat
+from procedures.spec.manifest.model import FileFormat
 from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.oracles import assert_rows_equal, java_read, spark_df_to_arrow
 

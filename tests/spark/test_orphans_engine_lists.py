@@ -21,7 +21,7 @@ from procedures.core.updates import SetProperties
 from procedures.errors import InvalidMetadataError
 from procedures.spark import listing as L
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType

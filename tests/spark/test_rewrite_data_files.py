@@ -18,7 +18,9 @@ import pytest
 from procedures.frontend import runner
 from procedures.spark.dataframes import is_connect
 from procedures.spark.write import JOURNAL_PREFIX
-from procedures.spec.manifest import FileContent, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import FileContent
+from procedures.spec.manifest.reader import read_manifest
 from tests.helpers.files import all_files, reached_paths
 from tests.helpers.our_tables import merge_on_read_table
 from tests.oracles import assert_rows_equal, duckdb_read, java_metadata_location, pyiceberg_read, read_all

@@ -9,7 +9,7 @@ import fastavro
 import pytest
 
 from procedures.frontend import runner
-from procedures.spec.manifest import read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)
@@ -45,7 +45,7 @@ def test_rewrite_manifests_matches_java(spark, java_warehouse, fv):
 
 
 def _entries(io, manifests):
-    from procedures.spec.manifest import read_manifest
+    from procedures.spec.manifest.reader import read_manifest
 
     return [[(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file)
              for e in read_manifest(io, m)] for m in manifests]
@@ -67,10 +67,11 @@ def test_rewrite_manifests_on_executors_writes_what_the_driver_writes(spark, jav
     are copied as bytes; v3 ones are decoded (their inherited first row ids become explicit)."""
     from procedures.catalog.hadoop import HadoopCatalog
     from procedures.core.gc import reachability as R
+    from procedures.core.rewrite_manifests_copy import existing_records
     from procedures.core.rewrite_manifests_op import RewriteManifests, uniform_partition
     from procedures.core.transaction import CommitContext
     from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
-    from procedures.spec.manifest import ManifestWriter, existing_records
+    from procedures.spec.manifest.writer import ManifestWriter
 
     name = f"rm_exec_{layout}_v{fv}"
     by = {"mixed": "PARTITIONED BY (cat)", "single": "PARTITIONED BY (b)", "unpartitioned": ""}[layout]

@@ -17,7 +17,7 @@ from procedures.core.summary import is_dv
 from procedures.io.delete_writers import read_position_deletes
 from procedures.frontend import runner
 from procedures.spark.write import JOURNAL_PREFIX
-from procedures.spec.manifest import FileContent, ManifestContent
+from procedures.spec.manifest.model import FileContent, ManifestContent
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)

@@ -16,7 +16,8 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.errors import NoSuchTableError, ValidationError
 from procedures.frontend import runner
 from procedures.io.fileio import FileIO
-from procedures.spec.manifest import read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spark.dml import append, delete_where
 from procedures.spec.metadata import read_table_metadata
 from tests.helpers.files import fingerprint

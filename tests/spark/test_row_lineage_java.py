@@ -23,7 +23,7 @@ from procedures.spark import rewrite as spark_rewrite
 from procedures.spark.dml import delete_where
 from procedures.spark.read import read_table
 from procedures.spec.expressions import ALWAYS_TRUE
-from procedures.spec.manifest import ManifestContent
+from procedures.spec.manifest.model import ManifestContent
 from procedures.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER_ID, ROW_ID_ID, schema_with_row_lineage
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)

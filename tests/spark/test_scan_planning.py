@@ -15,7 +15,7 @@ from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.spark.read import read_table
 from procedures.spark.scan_planning import SparkEntryReader, iter_scan_tasks, plan_scan_tasks
 from procedures.spec.conversions import to_bytes
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform

@@ -226,7 +226,7 @@ def test_a_corrupt_expired_entry_never_gets_a_retained_manifest_deleted(spark, c
 
 
 def _data_file(path: str):
-    from procedures.spec.manifest import DataFile, FileFormat
+    from procedures.spec.manifest.model import DataFile, FileFormat
 
     return DataFile(path, FileFormat.PARQUET, (), 1, 1)
 

@@ -13,7 +13,9 @@ from procedures.spark.session import (
     active_session, cancel_job_group, catalog_for, job_description, job_group, load_table,
 )
 from procedures.spark.write import JOURNAL_PREFIX, write_dataframe
-from procedures.spec.manifest import FileContent, FileFormat, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import FileContent, FileFormat
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.sorting import SortField, SortOrder
 from tests.helpers.our_tables import SCHEMA, fresh_table

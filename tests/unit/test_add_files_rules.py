@@ -10,7 +10,7 @@ from procedures.core import add_files as A
 from procedures.core.builder import new_table_metadata
 from procedures.core.transaction import commit
 from procedures.errors import DuplicateFilesError, UnsupportedFileFormatError, ValidationError
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, parse_name_mapping
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema

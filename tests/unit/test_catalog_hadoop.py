@@ -240,7 +240,7 @@ def test_config_builds_hadoop_catalog_and_resolves_names(tmp_path):
         "spark.sql.catalog.h.type": "hadoop",
         "spark.sql.catalog.h.warehouse": str(tmp_path),
         "spark.sql.catalog.h.commit.retry.num-retries": "7",
-        "spark.sql.catalog.other.type": "rest",
+        "spark.sql.catalog.other.type": "glue",
         "spark.sql.defaultCatalog": "h",
     }
     c = load_catalog("h", conf)
@@ -259,7 +259,7 @@ def test_config_builds_hadoop_catalog_and_resolves_names(tmp_path):
 @pytest.mark.parametrize(
     "conf, key",
     [
-        ({"spark.sql.catalog.h.type": "rest"}, "spark.sql.catalog.h.type"),
+        ({"spark.sql.catalog.h.type": "glue"}, "spark.sql.catalog.h.type"),
         ({"spark.sql.catalog.h.type": "hadoop"}, "spark.sql.catalog.h.warehouse"),
         ({"spark.sql.catalog.h.type": "hadoop", "spark.sql.catalog.h.warehouse": "rel/dir"},
          "spark.sql.catalog.h.warehouse"),

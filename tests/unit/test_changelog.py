@@ -29,7 +29,7 @@ from procedures.core.changelog import (
 from procedures.core.operations import DeleteFiles, FastAppend, RewriteFiles, RowDelta
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import NoSuchSnapshotError, ValidationError
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import INT, LONG, STRING, ListType, MapType, NestedField, StructType
 

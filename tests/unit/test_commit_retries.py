@@ -15,8 +15,9 @@ from procedures.core import transaction as T
 from procedures.core.builder import new_table_metadata
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.updates import SetProperties
 from procedures.errors import CommitFailedError, ValidationError
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
 from tests.helpers.faults import FaultyCatalog
@@ -122,14 +123,14 @@ def test_retries_log_what_they_do(table, monkeypatch, caplog):
 
 def test_old_metadata_files_are_kept_unless_delete_after_commit_is_on(table):
     t = table.load_table(("db", "t"))
-    t = commit(t, [T.MetadataChange((T.U.SetProperties((("write.metadata.previous-versions-max", "1"),)),))],
+    t = commit(t, [T.MetadataChange((SetProperties((("write.metadata.previous-versions-max", "1"),)),))],
                policy=RetryPolicy())
     for i in range(3):
         t = commit(t, [_append(t, i)], policy=RetryPolicy())
     jsons = sorted(f for f in os.listdir(os.path.join(t.location, "metadata")) if f.endswith(".metadata.json"))
     assert len(t.metadata.metadata_log) == 1
     assert jsons == [f"v{n}.metadata.json" for n in range(1, 6)]  # dropped from the log, still on disk
-    t = commit(t, [T.MetadataChange((T.U.SetProperties((("write.metadata.delete-after-commit.enabled", "TRUE"),)),))],
+    t = commit(t, [T.MetadataChange((SetProperties((("write.metadata.delete-after-commit.enabled", "TRUE"),)),))],
                policy=RetryPolicy())
     # from now on each commit deletes the file its log drops (older ones stay: they were dropped before)
     t = commit(t, [_append(t, 9)], policy=RetryPolicy())
@@ -141,7 +142,7 @@ def test_old_metadata_files_are_kept_unless_delete_after_commit_is_on(table):
 def test_without_a_policy_the_tables_properties_decide(table, monkeypatch):
     monkeypatch.setattr(T, "time", SteppingClock(0.0))
     t = table.load_table(("db", "t"))
-    t = commit(t, [T.MetadataChange((T.U.SetProperties((("commit.retry.num-retries", "1"),)),))], policy=RetryPolicy())
+    t = commit(t, [T.MetadataChange((SetProperties((("commit.retry.num-retries", "1"),)),))], policy=RetryPolicy())
     faulty = FaultyCatalog(table, fail_times=50)
     with pytest.raises(CommitFailedError, match=r"after 2 attempt\(s\)"):
         commit(faulty.load_table(("db", "t")), [_append(t)])

@@ -15,7 +15,9 @@ from procedures.catalog.config import load_catalog
 from procedures.core.builder import new_table_metadata
 from procedures.core.operations import FastAppend
 from procedures.core.transaction import RetryPolicy, commit
-from procedures.spec.manifest import DataFile, FileFormat, ManifestEntryStatus, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileFormat, ManifestEntryStatus
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
 

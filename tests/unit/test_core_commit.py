@@ -18,7 +18,9 @@ from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import (
     CommitFailedError, CommitStateUnknownError, NoSuchSnapshotError, ValidationError,
 )
-from procedures.spec.manifest import DataFile, FileContent, FileFormat, ManifestEntryStatus, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestEntryStatus
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType

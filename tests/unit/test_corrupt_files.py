@@ -9,9 +9,10 @@ import pytest
 
 from procedures.errors import InvalidMetadataError, UnsupportedFormatVersionError
 from procedures.io.fileio import FileIO
-from procedures.spec.manifest import (
-    FileContent, ManifestContent, ManifestFile, ManifestWriter, read_manifest, read_manifest_list, write_manifest_list,
-)
+from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list
+from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestFile
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.metadata import read_table_metadata
 
 from tests.unit.test_manifest import PARTITION, SCHEMA, SPEC, MemIO, _full_file, replace_seq

@@ -27,8 +27,8 @@ from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import IcebergError, ValidationError
 from procedures.frontend import runner
 from procedures.io.fileio import FileIO, FileNotFoundInStorageError
-from procedures.io.sandbox import SANDBOX_PROPERTY, SandboxFileIO, file_io, is_sandbox
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.io.sandbox_fileio import SANDBOX_PROPERTY, SandboxFileIO, file_io, is_sandbox
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType

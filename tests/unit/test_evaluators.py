@@ -41,7 +41,7 @@ from procedures.spec.expressions import (
     starts_with,
     visit,
 )
-from procedures.spec.manifest import DataFile, FieldSummary, FileFormat
+from procedures.spec.manifest.model import DataFile, FieldSummary, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.projection import inclusive_projection, strict_projection
 from procedures.spec.schema import Schema

@@ -26,7 +26,9 @@ from procedures.core.gc import reachability as R
 from procedures.frontend import runner
 from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.spark.actions.expire_snapshots import expire_snapshots
-from procedures.spec.manifest import DataFile, FileContent, FileFormat, ManifestEntryStatus, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestEntryStatus
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType
@@ -543,7 +545,7 @@ def test_failed_deletes_are_not_counted(catalog, monkeypatch):
 
 
 def test_size_threshold_decides_driver_or_spark(monkeypatch):
-    from procedures.spec.manifest import ManifestFile
+    from procedures.spec.manifest.model import ManifestFile
 
     ms = [ManifestFile(f"/m{i}.avro", 1000, 0) for i in range(5)]
     assert not R.use_spark(None, ms * 1000)  # no session: always the driver

@@ -19,7 +19,8 @@ from procedures.core.rewrite.planner import parse_rewrite_options, plan_rewrite
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import CommitFailedError, CommitStateUnknownError
 from procedures.io.fileio import FileIO
-from procedures.spec.manifest import DataFile, FileFormat, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
 

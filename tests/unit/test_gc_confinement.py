@@ -26,7 +26,7 @@ from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.spark.actions.expire_snapshots import expire_snapshots
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField

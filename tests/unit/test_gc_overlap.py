@@ -29,7 +29,7 @@ from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.actions.expire_snapshots import expire_snapshots
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.statistics import PartitionStatisticsFile

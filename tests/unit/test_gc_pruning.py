@@ -13,16 +13,16 @@ import pytest
 from procedures.core.builder import new_table_metadata
 from procedures.core.gc import pruning as P
 from procedures.core.gc import reachability as R
+from procedures.core.gc.live_paths import manifest_live_paths
 from procedures.core.manage import ManageRef
 from procedures.core.operations import DeleteFiles, FastAppend, MergeAppend
 from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.core.updates import SetProperties
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.spec.conversions import to_bytes
-from procedures.spec.manifest import (
-    DataFile, FieldSummary, FileFormat, ManifestContent, ManifestFile, manifest_live_paths, read_manifest,
-    read_manifest_list,
-)
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FieldSummary, FileFormat, ManifestContent, ManifestFile
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType

@@ -28,7 +28,7 @@ from procedures.frontend.cli import (
     failed_steps, maintain_statement, maintenance_report, plan_statement, subcommand_index,
 )
 from procedures.frontend.parser import parse_call
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.statistics import StatisticsFile

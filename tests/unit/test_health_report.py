@@ -14,7 +14,7 @@ from procedures.core.health_figures import health_figures
 from procedures.core.operations import FastAppend, RowDelta
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.frontend.report import TableReport, render_html
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform

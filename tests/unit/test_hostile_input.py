@@ -23,7 +23,7 @@ from procedures.errors import (
 )
 from procedures.frontend import runner
 from procedures.frontend.parser import parse_call
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType

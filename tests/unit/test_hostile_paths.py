@@ -39,7 +39,7 @@ from procedures.io.fileio import FileAlreadyExistsError, FileIO
 from procedures.spark.actions import rewrite_table_path as RTP
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spark.actions.rewrite_table_path import rewrite_table_path
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.statistics import PartitionStatisticsFile, StatisticsFile

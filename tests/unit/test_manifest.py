@@ -15,32 +15,24 @@ from pathlib import Path
 import fastavro
 import pytest
 
-import procedures.spec.manifest as manifest_module
+import procedures.core.gc.live_paths as live_paths_module
+import procedures.core.rewrite_manifests_copy as manifest_copy_module
+from procedures.core.gc.live_paths import manifest_live_paths
+from procedures.core.rewrite_manifests_copy import existing_records
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import (
     manifest_entry_avro_schema,
     manifest_list_avro_schema,
     sanitize_name,
 )
-from procedures.spec.manifest import (
-    DEFAULT_BLOCK_SIZE,
-    UNASSIGNED_SEQ,
-    DataFile,
-    FieldSummary,
-    FileContent,
-    FileFormat,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    ManifestWriter,
-    existing_records,
-    manifest_live_paths,
-    read_manifest,
-    read_manifest_list,
-    read_manifest_metadata,
-    write_manifest_list,
+from procedures.spec.manifest.avro_container import read_manifest_metadata
+from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list
+from procedures.spec.manifest.model import (
+    DEFAULT_BLOCK_SIZE, UNASSIGNED_SEQ, DataFile, FieldSummary, FileContent, FileFormat, ManifestContent,
+    ManifestEntry, ManifestEntryStatus, ManifestFile,
 )
+from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.partitioning import PartitionField, PartitionSpec, UNPARTITIONED_SPEC
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
@@ -543,9 +535,9 @@ def test_existing_records_copy_what_the_driver_rewrites(content: ManifestContent
     inheritance made explicit, DELETED entries dropped, every data_file field and partition type
     kept, the file format upper-cased; the new manifest's counts and summaries are the same.  Both
     readers: the generated one and fastavro's, used for schemas the generator refuses."""
-    monkeypatch.setattr(manifest_module, "_COPY_PLANS", {})
+    monkeypatch.setattr(manifest_copy_module, "_COPY_PLANS", {})
     if not skimmed:
-        monkeypatch.setattr(manifest_module, "_copy_skimmer", lambda stripped: None)
+        monkeypatch.setattr(manifest_copy_module, "_copy_skimmer", lambda stripped: None)
     mio = MemIO()
     kind = FileContent.DATA if content == ManifestContent.DATA else FileContent.EQUALITY_DELETES
     files = [("add", _full_file(kind, 2, PARTITION), None, None),
@@ -630,8 +622,6 @@ def test_live_paths_skim_what_the_full_reader_decodes(version: int, monkeypatch)
     # garbage collection's reader keeps status, content and path of each entry and skips the rest of
     # the bytes; the fastavro projection stands in for a schema the skimmer refuses: both must give
     # the full reader's live entries, in order
-    from procedures.spec import manifest as M
-
     mio = MemIO()
     contents = [FileContent.DATA] if version == 1 else list(FileContent)
     for content in contents:
@@ -647,8 +637,8 @@ def test_live_paths_skim_what_the_full_reader_decodes(version: int, monkeypatch)
         assert {c for _, c in full} == {content}
         assert list(manifest_live_paths(mio, m)) == full
         with monkeypatch.context() as mp:
-            mp.setattr(M, "compile_skimmer", lambda *a: None)
-            mp.setattr(M, "_LIVE_PATH_SKIMMERS", {})
+            mp.setattr(live_paths_module, "compile_skimmer", lambda *a: None)
+            mp.setattr(live_paths_module, "_LIVE_PATH_SKIMMERS", {})
             assert list(manifest_live_paths(mio, m)) == full
 
 
@@ -672,7 +662,7 @@ def test_live_paths_of_a_corrupt_manifest_name_the_file() -> None:
 
 
 def test_manifest_list_rows_one_at_a_time_check_the_end_after_the_last() -> None:
-    from procedures.spec.manifest import (
+    from procedures.spec.manifest.manifest_list import (
         decode_manifest_list_head, iter_manifest_list_rows, read_encoded_manifest_list,
     )
 
@@ -765,3 +755,15 @@ def test_manifest_parts_refuse_what_cannot_join() -> None:
     with pytest.raises(ValidationError, match="11 partition fields cannot join"):
         other.close_parts([part])
     assert "s3://b/other.avro" not in mio.files and "s3://b/m.avro" not in mio.files
+
+
+def test_avro_block_compression_keeps_each_level_apart() -> None:
+    """The pyarrow codecs are built once per (codec, level): a level asked for is the level used."""
+    from procedures.spec import avro_codecs
+
+    block = b"".join(f"s3://bucket/table/data/part-{i:05d}-{i * 7919 % 10007}.parquet".encode() for i in range(3000))
+    fast, small = (avro_codecs.compress_block("zstandard", block, level) for level in (1, 19))
+    assert len(small) < len(fast)
+    assert avro_codecs.compress_block("zstandard", block, 1) == fast
+    for payload in (fast, small, avro_codecs.compress_block("zstandard", block, None)):
+        assert avro_codecs.zstd_decompress(payload) == block

@@ -11,17 +11,12 @@ from dataclasses import replace
 
 import pytest
 
-import procedures.spec.manifest as manifest_module
+import procedures.spec.manifest.manifest_list as manifest_list_module
 from procedures.errors import InvalidMetadataError
-from procedures.spec.manifest import (
-    FieldSummary,
-    ManifestContent,
-    ManifestFile,
-    ManifestRows,
-    read_manifest_list,
-    read_manifest_list_where,
-    write_manifest_list,
+from procedures.spec.manifest.manifest_list import (
+    ManifestRows, read_manifest_list, read_manifest_list_where, write_manifest_list,
 )
+from procedures.spec.manifest.model import FieldSummary, ManifestContent, ManifestFile
 from tests.unit.test_manifest_skim import MemIO, one_block
 
 
@@ -134,13 +129,13 @@ def test_keeping_every_row_reads_the_whole_list_without_its_summaries(version, m
     mio, path = _written(version)
     full = read_manifest_list(mio, path)
     asked = []
-    real = manifest_module._list_reader
+    real = manifest_list_module._list_reader
 
     def spied(schema_text):
         reader = real(schema_text)
         return replace(reader, summaries=lambda span: asked.append(span) or reader.summaries(span))
 
-    monkeypatch.setattr(manifest_module, "_list_reader", spied)
+    monkeypatch.setattr(manifest_list_module, "_list_reader", spied)
     rows = read_manifest_list_where(mio, path, None)
     assert list(rows) == full and not asked
     assert read_manifest_list_where(mio, path, lambda s, p: True) == full and asked  # the spy sees a keep's reads

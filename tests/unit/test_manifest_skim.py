@@ -13,21 +13,16 @@ from dataclasses import replace
 import fastavro
 import pytest
 
+from procedures.core.rewrite_manifests_copy import existing_records
 from procedures.errors import InvalidMetadataError
 from procedures.spec.avro_schemas import encode_long
 from procedures.spec.avro_scan import SkimField, compile_skimmer
 from procedures.spec.evaluators import InclusiveMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import referenced_field_ids
-from procedures.spec.manifest import (
-    DataFile,
-    FileFormat,
-    ManifestContent,
-    ManifestWriter,
-    existing_records,
-    read_manifest,
-    read_manifest_where,
-)
+from procedures.spec.manifest.model import DataFile, FileFormat, ManifestContent
+from procedures.spec.manifest.reader import read_manifest, read_manifest_where
+from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform

@@ -23,7 +23,7 @@ import pytest
 from procedures.spec.conversions import to_bytes, truncate_lower_bound, truncate_upper_bound
 from procedures.spec.evaluators import InclusiveMetricsEvaluator, ManifestEvaluator, StrictMetricsEvaluator
 from procedures.spec.expressions import Operation, and_, not_, or_, predicate
-from procedures.spec.manifest import DataFile, FieldSummary, FileFormat
+from procedures.spec.manifest.model import DataFile, FieldSummary, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import DATE, DOUBLE, INT, LONG, STRING, TIMESTAMP, NestedField, StructType
 

@@ -12,7 +12,7 @@ import pytest
 
 from procedures.errors import CatalogConfigError, StorageConfigError
 from procedures.io.fileio import FileAlreadyExistsError, FileIO
-from procedures.io.listing import walk
+from procedures.io.directory_walk import walk
 from procedures.io.storage import filesystem_for, gcs_options, redacted, s3_options
 
 PROPS = {

@@ -29,7 +29,7 @@ from procedures.io.parquet_writer import MetricsConfig, WriteSettings
 from procedures.spec import types as T
 from procedures.spec.conversions import from_bytes
 from procedures.spec.expressions import ALWAYS_TRUE
-from procedures.spec.manifest import FileFormat
+from procedures.spec.manifest.model import FileFormat
 from procedures.spec.name_mapping import create_mapping
 from procedures.spec.schema import Schema
 
@@ -79,6 +79,39 @@ def test_orc_footer_types_and_statistics(tmp_path):
     assert (stats[1].int_min, stats[1].int_max, stats[1].number_of_values, stats[1].has_null) == (1, 4, 3, True)
     assert (stats[2].string_min, stats[2].string_max) == ("a" * 20, "c")
     assert stats[6].true_count == 3
+
+
+def _pb_varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+def _pb(number: int, value: int | bytes) -> bytes:
+    """One protobuf field: a varint, or length-delimited bytes."""
+    if isinstance(value, int):
+        return _pb_varint(number << 3) + _pb_varint(value)
+    return _pb_varint(number << 3 | 2) + _pb_varint(len(value)) + value
+
+
+def test_orc_footer_reads_protobuf_as_java_does():
+    """ORC's Java reader is protobuf-java: a scalar field written twice keeps its last value and a
+    message field written twice is merged.  (The former hand decoder kept the first of each.)"""
+    from procedures.io.orc_footer import parse_file_tail
+    zig = lambda v: (v << 1) ^ (v >> 63)  # noqa: E731
+    ints = lambda lo, hi: _pb(2, _pb(1, zig(lo)) + _pb(2, zig(hi)))  # noqa: E731
+    root = _pb(4, _pb(1, OrcKind.STRUCT) + _pb(2, 1) + _pb(3, b"x"))
+    column = _pb(4, _pb(1, OrcKind.LONG))
+    stats = _pb(7, _pb(1, 3) + ints(-5, 9) + _pb(2, _pb(2, zig(42))) + _pb(10, 1))
+    footer = _pb(6, 5) + _pb(6, 7) + root + column + _pb(7, _pb(1, 3)) + stats
+    parsed = parse_file_tail(_pb(2, footer))
+    assert parsed.number_of_rows == 7
+    assert [t.kind for t in parsed.types] == [OrcKind.STRUCT, OrcKind.LONG]
+    assert parsed.types[0].subtypes == (1,) and parsed.types[0].field_names == ("x",)
+    assert (parsed.statistics[1].int_min, parsed.statistics[1].int_max) == (-5, 42)
+    assert parsed.statistics[1].has_null and parsed.statistics[1].number_of_values == 3
 
 
 def test_orc_metrics_by_name_mapping(tmp_path):

@@ -20,7 +20,7 @@ from procedures.io.fileio import FileIO
 from procedures.io.parquet_reader import output_schema, read_task_table
 from procedures.io.parquet_writer import WriteSettings
 from procedures.spec.expressions import ALWAYS_TRUE
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER_ID, POSITION_DELETE_SCHEMA, ROW_ID_ID
 from procedures.spec.name_mapping import create_mapping
 from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionField, PartitionSpec

@@ -263,7 +263,7 @@ class _Meta:
 
 def test_position_delete_files(tmp_path):
     from procedures.io.delete_writers import DeleteTarget, read_position_deletes, write_position_delete_files
-    from procedures.spec.manifest import FileContent, FileFormat
+    from procedures.spec.manifest.model import FileContent, FileFormat
 
     schema = Schema((NestedField(1, "id", LONG, True), NestedField(2, "cat", STRING)))
     spec = PartitionSpec(1, (PartitionField(2, 1000, IdentityTransform(), "cat"),))
@@ -305,7 +305,7 @@ def test_deletion_vectors_in_one_puffin(tmp_path):
         read_existing_positions,
         write_deletes,
     )
-    from procedures.spec.manifest import FileFormat
+    from procedures.spec.manifest.model import FileFormat
     from procedures.spec.puffin import read_puffin
 
     meta = _Meta(str(tmp_path), 3)

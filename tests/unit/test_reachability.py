@@ -21,7 +21,7 @@ from procedures.core.operations import FastAppend
 from procedures.core.transaction import MetadataChange, RetryPolicy, commit
 from procedures.core.updates import SetPartitionStatistics, SetStatistics
 from procedures.errors import InvalidMetadataError
-from procedures.spec.manifest import DataFile, FileContent, FileFormat, ManifestContent, ManifestFile
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestContent, ManifestFile
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRefType

@@ -18,7 +18,7 @@ from procedures.framework.context import open_catalog
 from procedures.framework import registry
 from procedures.framework.declaration import OutputColumn, Parameter
 from procedures.framework.sqltypes import Literal, TIMESTAMP, coerce, parse_sql_type
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, STRING, NestedField
 from procedures.frontend.parser import parse_call

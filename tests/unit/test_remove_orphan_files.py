@@ -22,9 +22,9 @@ from procedures.frontend import runner
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.core.paths import flatten_equal_map, normalize_path
 from procedures.core.gc.orphans import HiddenPathFilter, RemoveOrphanFilesParams, find_orphans
-from procedures.io.listing import modified_before, walk
+from procedures.io.directory_walk import modified_before, walk
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform

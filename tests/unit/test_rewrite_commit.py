@@ -17,7 +17,9 @@ from procedures.core.rewrite.data_files import (
     RewriteDataFilesAction, find_dangling_deletes, parse_strategy, remove_dangling_deletes,
 )
 from procedures.core.rewrite.planner import SORT, Z_ORDER, parse_rewrite_options, plan_rewrite
-from procedures.spec.manifest import DataFile, FileContent, FileFormat, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortOrder, SortField

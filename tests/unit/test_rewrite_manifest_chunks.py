@@ -13,7 +13,7 @@ from procedures.core.rewrite_manifests_op import (
     _chunks, assign_chunks, chunk_of_position, cut_chunk, order_key, parts_per_chunk, plan_write_tasks, uniform_partition,
 )
 from procedures.spec.conversions import to_bytes
-from procedures.spec.manifest import FieldSummary, ManifestFile
+from procedures.spec.manifest.model import FieldSummary, ManifestFile
 from procedures.spec.types import DOUBLE, INT, STRING, NestedField, StructType
 
 

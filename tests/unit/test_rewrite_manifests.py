@@ -12,10 +12,9 @@ from procedures.core.rewrite_manifests_op import ListedManifests, RewriteManifes
 from procedures.core.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner
-from procedures.spec.manifest import (
-    DataFile, FileContent, FileFormat, ManifestContent, ManifestEntryStatus, ManifestRows, read_manifest,
-    read_manifest_list,
-)
+from procedures.spec.manifest.manifest_list import ManifestRows, read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestContent, ManifestEntryStatus
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform

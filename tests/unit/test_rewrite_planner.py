@@ -12,7 +12,7 @@ from procedures.core.rewrite.planner import (
     parse_position_delete_options, parse_rewrite_options, plan_groups, plan_rewrite,
 )
 from procedures.spec.expressions import ALWAYS_TRUE
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 
 MB = 1024 * 1024
 

@@ -14,6 +14,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from procedures.errors import InvalidMetadataError, ValidationError
@@ -21,7 +22,10 @@ from procedures.spec.deletion_vector import (
     DV_MAGIC,
     MAX_POSITION,
     deserialize_bitmap,
+    deserialize_bitmap_array,
     deserialize_dv,
+    deserialize_dv_array,
+    position_bitmap,
     serialize_bitmap,
     serialize_dv,
 )
@@ -270,20 +274,30 @@ def _dv_blob(vector: bytes) -> bytes:
 
 def test_the_reader_refuses_malformed_bitmaps_saying_what_is_wrong():
     good = serialize_bitmap([1, 5])
-    with pytest.raises(InvalidMetadataError, match=rf"^roaring bitmap is truncated: needs {len(good)} bytes, has {len(good) - 1}$"):
+    # CRoaring reads the 32-bit bitmaps; its reason follows the key and byte where it failed
+    bad32 = r"^roaring bitmap: the 32-bit Roaring bitmap of key 0 at byte 12 is truncated or malformed \({}\)$"
+    with pytest.raises(InvalidMetadataError, match=bad32.format("Could not deserialize bitmap")):
         deserialize_bitmap(good[:-1])
     with pytest.raises(InvalidMetadataError, match="^roaring bitmap: 3 trailing bytes after the bitmap$"):
         deserialize_bitmap(good + b"abc")
-    with pytest.raises(InvalidMetadataError, match="^roaring bitmap: unknown roaring cookie 4660 at byte 12$"):
+    with pytest.raises(InvalidMetadataError, match=bad32.format("Could not deserialize bitmap")):
         deserialize_bitmap(_one_key(struct.pack("<II", 0x1234, 0)))
+    with pytest.raises(InvalidMetadataError, match=bad32.format(".+")):
+        deserialize_bitmap(_one_key(b""))
     # a count of 2**64 - 1 bitmaps with none following is truncated, not an empty map
     with pytest.raises(InvalidMetadataError, match="^roaring bitmap is truncated: needs 12 bytes, has 8$"):
         deserialize_bitmap(b"\xff" * 8)
     # the same container key twice, and the same 32-bit key twice
     twice = struct.pack("<II", 12346, 2) + struct.pack("<4H", 5, 0, 5, 0) + struct.pack("<2I", 24, 26) \
         + struct.pack("<2H", 1, 2)
-    with pytest.raises(InvalidMetadataError, match=r"^roaring bitmap: container keys are not ascending \(5 after 5\)$"):
+    with pytest.raises(InvalidMetadataError,
+                       match=bad32.format("Invalid bitmap after deserialization: keys not strictly increasing")):
         deserialize_bitmap(_one_key(twice))
+    # values of an array container out of order (a reader that trusts the order would misplace them)
+    unordered = struct.pack("<II", 12346, 1) + struct.pack("<2H", 0, 1) + struct.pack("<I", 16) + struct.pack("<2H", 9, 3)
+    with pytest.raises(InvalidMetadataError,
+                       match=bad32.format("Invalid bitmap after deserialization: array elements not strictly increasing")):
+        deserialize_bitmap(_one_key(unordered))
     bitmap = struct.pack("<II", 12346, 1) + struct.pack("<2H", 0, 0) + struct.pack("<I", 16) + struct.pack("<H", 9)
     with pytest.raises(InvalidMetadataError, match=r"^roaring bitmap: bitmap keys are not ascending \(3 after 3\)$"):
         deserialize_bitmap(struct.pack("<Q", 2) + struct.pack("<I", 3) + bitmap + struct.pack("<I", 3) + bitmap)
@@ -330,3 +344,42 @@ def test_a_run_container_of_32768_runs_is_read():
     pyroaring = import_reference("pyroaring", "pyroaring (the reference Roaring encoder) not installed")
     assert list(pyroaring.BitMap64.deserialize(data)) == evens
     assert deserialize_bitmap(data) == evens
+
+
+# ------------------------------------------------------------------------------- arrays in, arrays out
+@pytest.mark.parametrize("seed", range(5))
+def test_int64_arrays_read_and_write_like_lists(seed):
+    """The scan reads DVs as int64 arrays and writers may pass numpy positions: both forms give the
+    bytes and positions of the list forms, under several keys and the dense keys Java writes."""
+    values = sorted(_random_positions(random.Random(seed)))
+    array = np.array(values[::-1], dtype=np.int64)  # unsorted: the bitmap sorts
+    blob = serialize_dv(array)
+    assert blob == serialize_dv(values)
+    read = deserialize_dv_array(blob)
+    assert read.dtype == np.int64 and read.tolist() == values
+    assert deserialize_bitmap_array(serialize_bitmap(array)).tolist() == values
+    assert len(position_bitmap(array)) == len(values)
+    assert deserialize_dv_array(serialize_dv([])).tolist() == []
+
+
+def test_numpy_positions_outside_the_range_are_refused_before_conversion():
+    # int64 -1 would wrap to 2**64 - 1 as an unsigned 64-bit position
+    for values, bad in (([-1, 5], -1), ([5, MAX_POSITION + 1], MAX_POSITION + 1)):
+        with pytest.raises(ValidationError, match=rf"^deletion vector position {bad} is outside 0\.\.{MAX_POSITION}$"):
+            serialize_dv(np.array(values, dtype=np.int64))
+    with pytest.raises(ValidationError, match=rf"^deletion vector position {2**64 + 3} is outside"):
+        serialize_dv(iter([1, 2**64 + 3]))
+
+
+def test_a_bitmap_given_is_not_changed():
+    bitmap = position_bitmap(range(100))
+    copy = bitmap.copy()
+    assert serialize_dv(bitmap) == serialize_dv(list(range(100)))
+    assert bitmap == copy
+
+
+def test_array_reader_refuses_keys_past_int64():
+    data = _pyroaring_bytes([((2**31) << 32) | 7])
+    assert deserialize_bitmap(data) == [((2**31) << 32) | 7]
+    with pytest.raises(InvalidMetadataError, match=r"^roaring bitmap: bitmap key 2147483648 is too large for int64 positions$"):
+        deserialize_bitmap_array(data)

@@ -25,7 +25,8 @@ from procedures.spec.conversions import to_bytes
 from procedures.spec.evaluators import InclusiveMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import ALWAYS_TRUE, eq
-from procedures.spec.manifest import DataFile, FileContent, FileFormat, read_manifest
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema

@@ -23,7 +23,7 @@ from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO
 from procedures.io.parquet_reader import read_task_table
 from procedures.spec.expressions import ALWAYS_TRUE
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import POSITION_DELETE_SCHEMA
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, STRING, NestedField

@@ -24,9 +24,9 @@ from procedures.io.delete_writers import write_deletion_vectors, write_position_
 from procedures.io.fileio import FileIO
 from procedures.io.path_rewrite import rewrite_delete_file_paths
 from procedures.spark.actions.rewrite_table_path import rewrite_table_path
-from procedures.spec.manifest import (
-    DataFile, FileContent, FileFormat, read_manifest, read_manifest_list,
-)
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import read_table_metadata
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.partitioning import PartitionField, PartitionSpec

@@ -28,7 +28,7 @@ from procedures.io.parquet_writer import ParquetFileWriter, WriteSettings
 from procedures.io.stats_files import ThetaBlob, write_partition_stats, write_statistics_file
 from procedures.spark.actions import compute_table_stats as CTS
 from procedures.spark.actions.compute_partition_stats import compute_partition_stats
-from procedures.spec.manifest import DataFile, FileContent, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.puffin import read_puffin
 from procedures.spec.schema import Schema

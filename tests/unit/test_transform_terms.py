@@ -25,7 +25,7 @@ from procedures.spec.expressions import (
     referenced_names,
     transform_term,
 )
-from procedures.spec.manifest import DataFile, FieldSummary, FileFormat
+from procedures.spec.manifest.model import DataFile, FieldSummary, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.projection import inclusive_projection, strict_projection
 from procedures.spec.schema import NestedField, Schema

@@ -32,7 +32,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from procedures.core.gc import reachability as R
+from procedures.core.gc import reachability
 from procedures.core.ownership import Ownership
 from procedures.core.paths import PathSet, keys_within, path_keys, plain_prefix, plainly_within
 from procedures.core.table_overlap import WRITE_PATH_PROPERTIES, ForeignFolders
@@ -92,7 +92,7 @@ class DeleteGuard:
         self._seen_lists = set(manifest_lists)
         # produced at the first batch: a run that deletes nothing never asks the engine for them
         self._manifest_source = manifests if callable(manifests) else None
-        self._key: Callable[[str], Any] = R.path_digest if callable(manifests) else str
+        self._key: Callable[[str], Any] = reachability.path_digest if callable(manifests) else str
         self._seen_manifests: set[Any] = set() if callable(manifests) else set(manifests)
         self._reachable = PathSet()
         self._procedure = procedure
@@ -102,8 +102,8 @@ class DeleteGuard:
         self._protected_names: set[int] = set()
         md = getattr(table, "metadata", None)
         if md is not None:
-            self._protect(R.metadata_file_paths(md, metadata_location))
-            self._protect(R.statistics_paths(md))
+            self._protect(reachability.metadata_file_paths(md, metadata_location))
+            self._protect(reachability.statistics_paths(md))
             self._protect(s.manifest_list for s in md.snapshots if s.manifest_list)
         self._protect(self._seen_lists)
         if not callable(manifests):
@@ -113,7 +113,7 @@ class DeleteGuard:
     def _protect(self, paths: Iterable[str]) -> None:
         for p in paths:
             self._protected_names.add(hash(p.rsplit("/", 1)[-1]))
-            self._protected.update(R.path_digest(k.path) for k in path_keys(p))
+            self._protected.update(reachability.path_digest(k.path) for k in path_keys(p))
 
     def retained(self, path: str) -> bool:
         """Whether ``path`` is (a spelling of) a file the retained metadata names itself."""
@@ -121,7 +121,7 @@ class DeleteGuard:
         # a name that decoding or '.'/'..' could change is always checked in full
         if "%" not in path and name not in ("", ".", "..") and hash(name) not in self._protected_names:
             return False
-        return any(R.path_digest(k.path) in self._protected for k in path_keys(path))
+        return any(reachability.path_digest(k.path) in self._protected for k in path_keys(path))
 
     def inside(self, path: str) -> bool:
         """Whether ``path`` lies in one of the allowed folders, and for a local path also once symlinks
@@ -185,14 +185,14 @@ class DeleteGuard:
         if self._manifest_source is not None:
             self._seen_manifests.update(map(self._key, self._manifest_source()))
             self._manifest_source = None
-        paths: list[str] = list(R.metadata_file_paths(md, location))
-        paths.extend(R.statistics_paths(md))
+        paths: list[str] = list(reachability.metadata_file_paths(md, location))
+        paths.extend(reachability.statistics_paths(md))
         new_ids = [s.snapshot_id for s in md.snapshots if (s.manifest_list or "") not in self._seen_lists]
-        read = R.read_snapshot_manifests(io, md, new_ids)
+        read = reachability.read_snapshot_manifests(io, md, new_ids)
         paths.extend(p for p in read.manifest_lists.values() if p)
         fresh = {p: m for p, m in read.distinct().items() if self._key(p) not in self._seen_manifests}
         paths.extend(fresh)
-        paths.extend(R.content_paths_driver(io, fresh.values()))
+        paths.extend(reachability.content_paths_driver(io, fresh.values()))
         self._reachable.update(paths)
         self._seen_lists.update(p for p in read.manifest_lists.values() if p)
         self._seen_manifests.update(map(self._key, fresh))

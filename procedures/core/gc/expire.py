@@ -27,34 +27,33 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from procedures.core import updates as U
-from procedures.core.gc import pruning as P
-from procedures.core.gc import reachability as R
+from procedures.core import updates as metadata_updates
+from procedures.core.gc import pruning
+from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.paths import PathSet, path_keys
 from procedures.core.transaction import CommitContext
 from procedures.errors import ValidationError
-from procedures.spec.manifest import ManifestFile
+from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "ExpireSnapshotsParams", "ExpireSnapshotsResult", "CleanExpiredMetadata", "ExpiredFiles", "UnreachedStep",
-    "expired_files", "delete_files", "gc_enabled", "GC_DISABLED",
+    "expired_files", "delete_files", "check_max_concurrent_deletes",
 ]
 
 log = logging.getLogger(__name__)
 
-GC_DISABLED = "Cannot expire snapshots: GC is disabled (deleting files may corrupt other tables)"
 #: paths handed to the delete pool at a time, so streamed results never pile up on the driver
 DELETE_BATCH = 1_000
 DELETE_RETRIES = 3
 
 
-def gc_enabled(md: TableMetadata) -> bool:
-    """``gc.enabled`` read as Java's ``PropertyUtil.propertyAsBoolean`` does: only ``true``
-    (any case) enables it, and the default is true."""
-    raw = md.properties.get("gc.enabled")
-    return raw is None or raw.strip().lower() == "true"
+def check_max_concurrent_deletes(value: int | None) -> None:
+    """``max_concurrent_deletes`` (of expire_snapshots and remove_orphan_files) must be positive when
+    given; Java checks it before it even loads the table."""
+    if value is not None and value <= 0:
+        raise ValidationError(f"max_concurrent_deletes should have value > 0, value: {value}")
 
 
 @dataclass(frozen=True)
@@ -70,17 +69,10 @@ class ExpireSnapshotsParams:
     #: the expiration's "now" (for ref ages and default cutoffs); None = the wall clock
     now_ms: int | None = None
 
-    def validate_deletes(self) -> None:
-        """Java checks ``max_concurrent_deletes`` before it even loads the table."""
-        if self.max_concurrent_deletes is not None and self.max_concurrent_deletes <= 0:
-            raise ValidationError(
-                f"max_concurrent_deletes should have value > 0, value: {self.max_concurrent_deletes}"
-            )
-
-    def validate_retain_last(self) -> None:
-        """``retain_last`` must keep at least one snapshot per branch."""
-        if self.retain_last is not None and self.retain_last < 1:
-            raise ValidationError(f"Number of snapshots to retain must be at least 1, cannot be: {self.retain_last}")
+    def __post_init__(self) -> None:
+        # the one argument check that needs no table, made where the arguments are taken; the
+        # others (gc.enabled, then retain_last) are the expiration's own, on the table it expires
+        check_max_concurrent_deletes(self.max_concurrent_deletes)
 
 
 @dataclass(frozen=True)
@@ -127,11 +119,11 @@ class CleanExpiredMetadata:
         self.removed_spec_ids: tuple[int, ...] = ()
         self.removed_schema_ids: tuple[int, ...] = ()
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """Updates that remove the unused specs and schemas of ``base``."""
         todo = [s for s in base.snapshots if s.manifest_list and s.manifest_list not in self._spec_ids_by_list]
         if todo:
-            read = R.read_snapshot_manifests(ctx.io, base, [s.snapshot_id for s in todo], per_snapshot=True)
+            read = reachability.read_snapshot_manifests(ctx.io, base, [s.snapshot_id for s in todo], per_snapshot=True)
             for s in todo:
                 self._spec_ids_by_list[s.manifest_list] = frozenset(
                     m.partition_spec_id for m in read.manifests.get(s.snapshot_id, ()))
@@ -143,11 +135,11 @@ class CleanExpiredMetadata:
                 used_schemas.add(s.schema_id)
         self.removed_spec_ids = tuple(sorted(p.spec_id for p in base.partition_specs if p.spec_id not in used_specs))
         self.removed_schema_ids = tuple(sorted(s.schema_id for s in base.schemas if s.schema_id not in used_schemas))
-        out: list[U.MetadataUpdate] = []
+        out: list[metadata_updates.MetadataUpdate] = []
         if self.removed_spec_ids:
-            out.append(U.RemovePartitionSpecs(self.removed_spec_ids))
+            out.append(metadata_updates.RemovePartitionSpecs(self.removed_spec_ids))
         if self.removed_schema_ids:
-            out.append(U.RemoveSchemas(self.removed_schema_ids))
+            out.append(metadata_updates.RemoveSchemas(self.removed_schema_ids))
         return out
 
 
@@ -209,8 +201,8 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
         return ExpiredFiles({})
     retained_ids = [s.snapshot_id for s in after.snapshots]
     shared: dict[str, ManifestFile] = {}  # a manifest both sides reach is one object
-    old = R.read_snapshot_manifests(io, before, expired_ids, shared=shared)
-    kept = R.read_snapshot_manifests(io, after, retained_ids, shared=shared)
+    old = reachability.read_snapshot_manifests(io, before, expired_ids, shared=shared)
+    kept = reachability.read_snapshot_manifests(io, after, retained_ids, shared=shared)
     kept_manifests = kept.distinct()
     # every comparison is by normalised path: another spelling of a retained file keeps it
     kept_manifest_paths = PathSet(kept_manifests)
@@ -220,11 +212,11 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
     kept_lists = PathSet(p for p in kept.manifest_lists.values() if p)
     for path in old.manifest_lists.values():
         if path and path not in kept_lists:
-            driver[path] = R.MANIFEST_LIST
+            driver[path] = reachability.MANIFEST_LIST
     for path in only_expired:
-        driver[path] = R.MANIFEST
-    kept_stats = PathSet(R.statistics_paths(after))
-    for path, kind in R.statistics_paths(before, expired_ids).items():
+        driver[path] = reachability.MANIFEST
+    kept_stats = PathSet(reachability.statistics_paths(after))
+    for path, kind in reachability.statistics_paths(before, expired_ids).items():
         if path not in kept_stats:
             driver[path] = kind
 
@@ -232,7 +224,7 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
                 "retained_manifests": tuple(kept_manifests)}
     if not only_expired:
         return ExpiredFiles(driver, **retained)
-    to_read = P.retained_to_read(before, only_expired.values(), kept_manifests.values())
+    to_read = pruning.retained_to_read(before, only_expired.values(), kept_manifests.values())
     log.info("expire: %d manifest(s) only expired snapshots reach; %d of %d retained manifest(s) may name "
              "their files", len(only_expired), len(to_read), len(kept_manifests))
     if unreached is not None:
@@ -242,8 +234,8 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
     if not to_read:
         # no retained manifest can name them: every live entry goes, read while deleting
         expired = list(only_expired.values())
-        return ExpiredFiles(driver, content_stream=lambda: R.stream_content_paths(io, expired), **retained)
-    candidates = R.content_paths_driver(io, only_expired.values())
+        return ExpiredFiles(driver, content_stream=lambda: reachability.stream_content_paths(io, expired), **retained)
+    candidates = reachability.content_paths_driver(io, only_expired.values())
     if candidates:
         _drop_reachable(io, candidates, to_read)
     driver.update(candidates)
@@ -260,7 +252,7 @@ def _drop_reachable(io: Any, candidates: dict[str, str], manifests: Iterable[Any
             by_key.setdefault(k.path, []).append(c)
 
     def one(m: Any) -> list[str]:
-        return [c for p, _ in R.manifest_content_paths(io, m) for k in path_keys(p) for c in by_key.get(k.path, ())]
+        return [c for p, _ in reachability.manifest_content_paths(io, m) for k in path_keys(p) for c in by_key.get(k.path, ())]
 
     if len(ms) <= 1:
         hits: Iterable[list[str]] = map(one, ms)
@@ -268,7 +260,8 @@ def _drop_reachable(io: Any, candidates: dict[str, str], manifests: Iterable[Any
             for p in found:
                 candidates.pop(p, None)
         return
-    with ThreadPoolExecutor(max_workers=min(R.DRIVER_READ_THREADS, len(ms)), thread_name_prefix="read-manifest") as pool:
+    with ThreadPoolExecutor(max_workers=min(reachability.DRIVER_READ_THREADS, len(ms)),
+                            thread_name_prefix="read-manifest") as pool:
         for found in pool.map(one, ms):
             for p in found:
                 candidates.pop(p, None)
@@ -289,7 +282,7 @@ def _delete_one(io: Any, path: str, retries: int) -> bool:
 
 def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_deletes: int | None = None,
                  retries: int = DELETE_RETRIES, batch: int | None = None,
-                 protect: Callable[[str], bool] | None = R.is_table_metadata_file,
+                 protect: Callable[[str], bool] | None = reachability.is_table_metadata_file,
                  guard: DeleteGuard | None = None, dry_run: bool = False,
                  accepted: Callable[[str, str], None] | None = None) -> Counter:
     """Delete ``(path, kind)`` items; returns the number of successful deletions per kind.

@@ -2,7 +2,7 @@
 ``DeleteOrphanFilesSparkAction``): the listing location, the hidden-path filter, the valid files
 and the matching rules.  The action that lists, matches at scale and deletes is
 :mod:`procedures.spark.actions.remove_orphan_files`; the directory walk is
-:mod:`procedures.io.listing`.
+:mod:`procedures.io.directory_walk`.
 
 1. **Actual files**: the files below ``location`` (default: the table location) modified before
    ``older_than``, skipping hidden paths (a name starting with ``_`` or ``.``, except directories
@@ -29,20 +29,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from procedures.core.gc import reachability as R
+from procedures.core.gc import reachability
+from procedures.core.gc.expire import check_max_concurrent_deletes
 from procedures.core.ownership import resolve_local
 from procedures.core.paths import join_path, normalize_path, path_keys, relative_path
 from procedures.errors import ValidationError
-from procedures.spec.manifest import ManifestFile
+from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "RemoveOrphanFilesParams", "RemoveOrphanFilesResult", "listing_location", "HiddenPathFilter", "find_orphans",
-    "format_pairs", "valid_paths", "ValidFiles", "EngineManifests", "PREFIX_MISMATCH_MODES", "GC_DISABLED",
+    "format_pairs", "valid_paths", "ValidFiles", "EngineManifests", "PREFIX_MISMATCH_MODES", "DELETE_ORPHAN_FILES",
     "INTERVAL_TOO_SHORT", "CONFLICTS", "DEFAULT_OLDER_THAN_MS", "MIN_INTERVAL_MS",
 ]
 
-GC_DISABLED = "Cannot delete orphan files: GC is disabled (deleting files may corrupt other tables)"
+#: what remove_orphan_files is called in its refusals
+DELETE_ORPHAN_FILES = "delete orphan files"
 INTERVAL_TOO_SHORT = (
     "Cannot remove orphan files with an interval less than 24 hours. Executing this procedure with a short "
     "interval may corrupt the table if other operations are happening at the same time. If you are absolutely "
@@ -138,7 +140,7 @@ def find_orphans(actual: Iterable[str], valid: Iterable[str], *, equal_schemes: 
     ``mode`` is ``ERROR`` and some file matched a valid path only under another scheme or authority.
 
     ``old_enough`` is the age cutoff of a listing that did not apply it (a flag per path, see
-    :func:`procedures.io.listing.modified_before`): it is asked about the files no valid path
+    :func:`procedures.io.directory_walk.modified_before`): it is asked about the files no valid path
     matches, and those it rejects are neither orphans nor conflicts, exactly as if the listing
     had left them out.
     """
@@ -228,13 +230,13 @@ def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *,
     # only paths are read from the manifests: their counts and partition summaries are not kept, and
     # lists are fetched a few MiB ahead (at 1,000 lists of 10,000 rows, 2 MiB ahead instead of 8 keeps
     # the driver's peak 3 MiB above what it holds, in the same time)
-    sm = R.read_snapshot_manifests(io, md, slim=True, prefetch_bytes=VALID_PREFETCH_BYTES)
+    sm = reachability.read_snapshot_manifests(io, md, slim=True, prefetch_bytes=VALID_PREFETCH_BYTES)
     manifests = sm.distinct()
     lists = tuple(p for p in sm.manifest_lists.values() if p)
     driver = _driver_paths(md, metadata_location, lists, manifests)
     frame = content_frame(list(manifests.values())) if content_frame is not None else None
     if frame is None:
-        driver.extend(R.content_paths_driver(io, manifests.values()))
+        driver.extend(reachability.content_paths_driver(io, manifests.values()))
     return ValidFiles(driver, frame, lists, tuple(manifests))
 
 
@@ -244,8 +246,8 @@ def _driver_paths(md: TableMetadata, metadata_location: str | None, lists: Itera
     statistics files and the table's metadata files."""
     out = list(lists)
     out.extend(manifests)
-    out.extend(R.statistics_paths(md))
-    out.extend(R.metadata_file_paths(md, metadata_location))
+    out.extend(reachability.statistics_paths(md))
+    out.extend(reachability.metadata_file_paths(md, metadata_location))
     return out
 
 
@@ -279,12 +281,9 @@ class RemoveOrphanFilesParams:
             )
         return m
 
-    def validate(self) -> None:
-        """Checks Java makes before it loads the table."""
-        if self.max_concurrent_deletes is not None and self.max_concurrent_deletes <= 0:
-            raise ValidationError(
-                f"max_concurrent_deletes should have value > 0, value: {self.max_concurrent_deletes}"
-            )
+    def __post_init__(self) -> None:
+        # the checks Java makes before it loads the table, made where the arguments are taken
+        check_max_concurrent_deletes(self.max_concurrent_deletes)
         self.mode()
 
 

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Sequence
 
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.conversions import from_bytes
-from procedures.spec.manifest import FieldSummary, ManifestContent, ManifestFile
+from procedures.spec.manifest.model import FieldSummary, ManifestContent, ManifestFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.types import (
     DateType, DecimalType, IcebergType, IntegerType, LongType, StringType, TimestampNanoType, TimestampType,

@@ -28,21 +28,22 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from procedures.core.gc import reachability as R
+from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import table_roots
-from procedures.core.gc.expire import gc_enabled
 from procedures.core.ownership import Ownership
 from procedures.core.paths import is_within, local_path
-from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.core.properties import require_gc_enabled
+from procedures.errors import InvalidMetadataError
 from procedures.spec.metadata import TableMetadata
 
-__all__ = ["PurgePlan", "PurgeResult", "plan_purge", "execute_purge", "GC_DISABLED_PURGE", "METADATA"]
+__all__ = ["PurgePlan", "PurgeResult", "plan_purge", "execute_purge", "PURGE_TABLE", "METADATA"]
 
 log = logging.getLogger(__name__)
 
 #: the kind of a table metadata file (``*.metadata.json``, ``version-hint.text``) in a plan
 METADATA = "Metadata"
-GC_DISABLED_PURGE = "Cannot purge table: GC is disabled (deleting files may corrupt other tables)"
+#: what a purge is called in its refusals
+PURGE_TABLE = "purge table"
 #: how many kept paths a log line names before it only counts
 _LOG_SAMPLE = 10
 
@@ -76,12 +77,13 @@ def plan_purge(io: Any, md: TableMetadata, metadata_location: str | None, *, con
     :class:`InvalidMetadataError` when a manifest list or manifest cannot be read: nothing may be
     deleted from a table whose reach is unknown, and no listing replaces it.
     """
-    if content and not gc_enabled(md):
-        raise ValidationError(f"{GC_DISABLED_PURGE}; drop {table} without PURGE to unregister it and keep its files")
+    if content:
+        require_gc_enabled(md.properties, PURGE_TABLE,
+                           advice=f"; drop {table} without PURGE to unregister it and keep its files")
     try:
-        sm = R.read_snapshot_manifests(io, md, slim=True)
+        sm = reachability.read_snapshot_manifests(io, md, slim=True)
         manifests = sm.distinct()
-        contents = R.content_paths_driver(io, manifests.values()) if content else {}
+        contents = reachability.content_paths_driver(io, manifests.values()) if content else {}
     except (InvalidMetadataError, OSError) as e:
         raise InvalidMetadataError(
             f"Cannot purge {table}: its metadata cannot be read whole ({e}), so what it reaches is unknown and "
@@ -90,11 +92,11 @@ def plan_purge(io: Any, md: TableMetadata, metadata_location: str | None, *, con
         ) from e
     ordered: dict[str, str] = dict(contents)
     for path in manifests:
-        ordered.setdefault(path, R.MANIFEST)
+        ordered.setdefault(path, reachability.MANIFEST)
     for path in sm.manifest_lists.values():
         if path:
-            ordered.setdefault(path, R.MANIFEST_LIST)
-    for path, kind in R.statistics_paths(md).items():
+            ordered.setdefault(path, reachability.MANIFEST_LIST)
+    for path, kind in reachability.statistics_paths(md).items():
         ordered.setdefault(path, kind)
     for path in [e.metadata_file for e in md.metadata_log] + list(metadata_files):
         ordered.setdefault(path, METADATA)

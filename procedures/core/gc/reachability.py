@@ -34,11 +34,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from procedures.core.gc.live_paths import manifest_live_paths
 from procedures.errors import InvalidMetadataError
-from procedures.spec.manifest import (
-    GONE_FILE, EncodedManifestList, FileContent, ManifestContent, ManifestFile, decode_manifest_list_head, iter_manifest_list_rows,
-    manifest_live_paths, read_encoded_manifest_list,
+from procedures.spec.manifest.avro_container import GONE_FILE
+from procedures.spec.manifest.manifest_list import (
+    EncodedManifestList, decode_manifest_list_head, iter_manifest_list_rows, read_encoded_manifest_list,
 )
+from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [

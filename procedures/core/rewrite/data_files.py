@@ -38,7 +38,7 @@ from procedures.core.transaction import Table, commit
 from procedures.errors import CommitFailedError, CommitStateUnknownError, IcebergError, ValidationError
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import bind
-from procedures.spec.manifest import DataFile, FileContent, ManifestContent
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.sorting import SortOrder, parse_sort_order
 

@@ -26,10 +26,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from procedures.core.properties import DELETE_TARGET_FILE_SIZE_BYTES, WRITE_TARGET_FILE_SIZE_BYTES
 from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, partition_key
 from procedures.core.summary import content_size
 from procedures.errors import ValidationError
-from procedures.spec.manifest import FileContent, FileFormat
+from procedures.spec.manifest.model import FileContent, FileFormat
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 
@@ -82,8 +83,6 @@ INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 MAX_GROUP_SIZE_DEFAULT = 100 * 1024**3
 SPLIT_OVERHEAD = 5 * 1024
-DEFAULT_TARGET = 512 * 1024 * 1024
-DEFAULT_DELETE_TARGET = 64 * 1024 * 1024
 
 
 def valid_options(rewriter: str) -> frozenset[str]:
@@ -253,12 +252,7 @@ def parse_rewrite_options(
     opts = {str(k): str(v) for k, v in (options or {}).items()}
     _check_unknown(opts, valid_options(rewriter), rewriter)
     props = table_properties or {}
-    try:
-        default_target = int(props.get("write.target-file-size-bytes", DEFAULT_TARGET))
-    except ValueError:
-        raise ValidationError(
-            f"Table property write.target-file-size-bytes must be an integer, got {props.get('write.target-file-size-bytes')!r}"
-        ) from None
+    default_target = WRITE_TARGET_FILE_SIZE_BYTES.read(props)
     size = _size_options(opts, default_target)
     spec_id = _int(opts, OUTPUT_SPEC_ID, current_spec_id)
     _check(spec_id in set(spec_ids),
@@ -305,11 +299,7 @@ def parse_position_delete_options(
     opts = {str(k): str(v) for k, v in (options or {}).items()}
     _check_unknown(opts, _POS_DELETE_ACTION | _SIZE_PLANNER | {JOB_ORDER}, BIN_PACK)
     props = table_properties or {}
-    raw = props.get("write.delete.target-file-size-bytes", DEFAULT_DELETE_TARGET)
-    try:
-        default_target = int(raw)
-    except ValueError:
-        raise ValidationError(f"Table property write.delete.target-file-size-bytes must be an integer, got {raw!r}") from None
+    default_target = DELETE_TARGET_FILE_SIZE_BYTES.read(props)
     size = _size_options(opts, default_target)
     job_order = _job_order(opts)
     return PositionDeleteRewriteOptions(**size, **_action_options(opts), job_order=job_order)

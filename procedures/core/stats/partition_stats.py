@@ -21,7 +21,9 @@ from procedures.core.scan import partition_key, unified_partition_type
 from procedures.core.snapshot_producer import metadata_dir
 from procedures.core.stats.table_stats import stats_snapshot
 from procedures.errors import ValidationError
-from procedures.spec.manifest import DataFile, FileContent, FileFormat, ManifestEntry, read_manifest, read_manifest_list
+from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestEntry
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import Snapshot

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Sequence
 
-from procedures.core import updates as U
+from procedures.core import updates as metadata_updates
 from procedures.core.snapshot_producer import metadata_dir
 from procedures.core.transaction import CommitContext
 from procedures.errors import NoSuchSnapshotError, ValidationError
@@ -87,10 +87,10 @@ class RegisterStatistics:
     def __init__(self, stats: StatisticsFile | PartitionStatisticsFile) -> None:
         self.stats = stats
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[U.MetadataUpdate]:
+    def apply(self, base: TableMetadata, ctx: CommitContext) -> list[metadata_updates.MetadataUpdate]:
         """The set-statistics update, if the snapshot is still there."""
         if base.snapshot_by_id(self.stats.snapshot_id) is None:
             raise NoSuchSnapshotError(f"Snapshot not found: {self.stats.snapshot_id}")
         if isinstance(self.stats, StatisticsFile):
-            return [U.SetStatistics(self.stats)]
-        return [U.SetPartitionStatistics(self.stats)]
+            return [metadata_updates.SetStatistics(self.stats)]
+        return [metadata_updates.SetPartitionStatistics(self.stats)]

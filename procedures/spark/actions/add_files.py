@@ -34,12 +34,12 @@ from procedures.core.transaction import commit
 from procedures.errors import NotFoundError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.data_import import ImportTarget, imported_data_file
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.io.parquet_writer import MetricsConfig
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 
 __all__ = ["AddFilesParams", "AddFilesResult", "ImportSource", "add_files", "catalog_source", "session_table", "uri_path",
            "import_data_files", "DRIVER_MAX_FILES"]

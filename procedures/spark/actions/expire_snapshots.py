@@ -2,8 +2,9 @@
 
 Order of work (Java commits before it reads what to delete; here the reads come first):
 
-1. validate the arguments (``max_concurrent_deletes`` > 0, then ``gc.enabled``, then
-   ``retain_last`` >= 1) -- nothing is read or written before that;
+1. validate the arguments (``max_concurrent_deletes`` > 0 when the parameters are made, then
+   ``gc.enabled`` and ``retain_last`` >= 1 by :class:`~procedures.core.manage.ExpireSnapshots` planned
+   on the table as loaded) -- nothing is read or written before that;
 2. find the files only the expired snapshots reached (:func:`procedures.core.gc.expire.expired_files`)
    on the expiration planned against the table as loaded, so that a manifest list or manifest that
    cannot be read fails the call before anything is committed;
@@ -27,14 +28,12 @@ from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.expire import (
-    GC_DISABLED, ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files,
-    expired_files, gc_enabled,
+    ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files, expired_files,
 )
 from procedures.core.builder import MetadataBuilder
 from procedures.core.manage import ExpireSnapshots
 from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.core.transaction import CommitContext, commit
-from procedures.errors import ValidationError
 from procedures.spark import listing as L
 from procedures.spark.session import optional_job
 
@@ -79,19 +78,16 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
     Raises :class:`ValidationError` (table unchanged) for bad arguments, ``gc.enabled=false`` and
     an explicit snapshot id that a kept branch or tag still points at.
     """
-    params.validate_deletes()
-    if not gc_enabled(table.metadata):
-        raise ValidationError(GC_DISABLED)
-    params.validate_retain_last()
     plan_args = dict(now_ms=params.now_ms, older_than_ms=params.older_than_ms, retain_last=params.retain_last,
                      snapshot_ids=tuple(params.snapshot_ids))
     # the files to delete are found before the commit, on the expiration planned against the table
     # as loaded: a manifest list that cannot be read then fails the call with the table unchanged
     current = table.metadata
-    # read before the commit: a catalog that cannot be listed fails the call with the table unchanged
-    others, warehouse = neighbours(table)
+    # the expiration refuses gc.enabled=false, then a retain_last below 1, before anything is read
     preview = ExpireSnapshots(**plan_args)
     planned = MetadataBuilder(current).apply_all(preview.apply(current, CommitContext(table))).current()
+    # read before the commit: a catalog that cannot be listed fails the call with the table unchanged
+    others, warehouse = neighbours(table)
     expiring = preview.plan.expired_snapshot_ids if preview.plan else ()
     name = getattr(table, "name", "table")
     with optional_job(spark, f"expire_snapshots: files of {len(expiring)} expired snapshot(s) of {name}"), \

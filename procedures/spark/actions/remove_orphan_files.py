@@ -26,19 +26,20 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard
-from procedures.core.gc.expire import delete_files, gc_enabled
+from procedures.core.gc.expire import delete_files
 from procedures.core.gc.orphans import (
-    CONFLICTS, DEFAULT_OLDER_THAN_MS, GC_DISABLED, INTERVAL_TOO_SHORT, MIN_INTERVAL_MS, EngineManifests,
+    CONFLICTS, DEFAULT_OLDER_THAN_MS, DELETE_ORPHAN_FILES, INTERVAL_TOO_SHORT, MIN_INTERVAL_MS, EngineManifests,
     HiddenPathFilter,
     RemoveOrphanFilesParams, RemoveOrphanFilesResult, find_orphans, format_pairs, listing_location, valid_paths,
 )
 from procedures.core.paths import flatten_equal_map, local_path
+from procedures.core.properties import require_gc_enabled
 from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.errors import InvalidMetadataError, ValidationError
-from procedures.io.listing import list_with_prefix, modified_before, walk
+from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as L
 from procedures.spark.session import optional_job
-from procedures.spec.manifest import GONE_FILE
+from procedures.spec.manifest.avro_container import GONE_FILE
 
 __all__ = ["remove_orphan_files", "DRIVER_MAX_DIRS", "DRIVER_MAX_FILES", "MAX_STREAMED_RESULTS",
            "MAX_METADATA_REFRESHES"]
@@ -134,11 +135,9 @@ def _metadata_files(md: Any) -> set[str]:
 
 
 def _remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, spark: Any) -> RemoveOrphanFilesResult:
-    params.validate()
     mode = params.mode()
     md = table.metadata
-    if not gc_enabled(md):
-        raise ValidationError(GC_DISABLED)
+    require_gc_enabled(md.properties, DELETE_ORPHAN_FILES)
     now = int(time.time() * 1000) if params.now_ms is None else params.now_ms
     if params.older_than_ms is not None and not params.testing and now - params.older_than_ms < MIN_INTERVAL_MS:
         raise ValidationError(INTERVAL_TOO_SHORT)

@@ -17,7 +17,7 @@ from procedures.core.scan import partition_key
 from procedures.spark.rewrite import RewriteSpec, group_description, rewrite_group
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import in_caller_context
-from procedures.spec.manifest import DataFile
+from procedures.spec.manifest.model import DataFile
 
 __all__ = ["run_rewrite"]
 

@@ -46,11 +46,12 @@ from procedures.core.rewrite_manifests_op import (
     ManifestSlice, RewriteJob, assign_chunks, chunk_of_position, copy_slice, live_copies, live_entry_counts, order_key,
     plan_write_tasks, uniform_partition, write_copy,
 )
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import ManifestFile, ManifestRows
+from procedures.spec.manifest.manifest_list import ManifestRows
+from procedures.spec.manifest.model import ManifestFile
 
 __all__ = ["SparkManifestRewriter"]
 

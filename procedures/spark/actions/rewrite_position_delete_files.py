@@ -37,14 +37,14 @@ from procedures.io.delete_writers import (
     DeleteTarget, merged_positions, read_position_arrays, write_deletion_vectors, write_position_delete_files,
 )
 from procedures.io.parquet_writer import data_location
-from procedures.io.sandbox import file_io
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import parallelism
 from procedures.spark.group_writes import GroupOutcome, write_groups
 from procedures.spark.session import job_description
 from procedures.spark.write import task_ids
 from procedures.spec.evaluators import Evaluator
 from procedures.spec.expressions import ALWAYS_TRUE
-from procedures.spec.manifest import DataFile, FileContent, ManifestContent
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent
 from procedures.spec.projection import inclusive_projection
 
 __all__ = ["rewrite_position_deletes"]

@@ -45,7 +45,7 @@ from procedures.io.path_rewrite import rewrite_delete_file_paths
 from procedures.spark.read import tasks_frame
 from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
-from procedures.spec.manifest import DataFile, ManifestFile
+from procedures.spec.manifest.model import DataFile, ManifestFile
 
 __all__ = ["rewrite_table_path", "DRIVER_THREADS"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from procedures.core.gc.expire import gc_enabled
 from procedures.core.gc.orphans import DEFAULT_OLDER_THAN_MS, RemoveOrphanFilesParams
 from procedures.core.health import Finding, analyze, orphan_finding
+from procedures.core.properties import GC_ENABLED
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spark.session import optional_job
 
@@ -28,7 +28,7 @@ def table_health(table: Any, table_ref: str, *, include_orphans: bool = False, s
     name = getattr(table, "name", table_ref)
     with optional_job(spark, f"table_health: {name} reading the current snapshot's manifests"):
         findings = analyze(table.io, table.metadata, table_ref, now_ms=now)
-    if include_orphans and gc_enabled(table.metadata):
+    if include_orphans and GC_ENABLED.read(table.metadata.properties):
         with optional_job(spark, f"table_health: {name} listing orphan files (dry run)"):
             result = remove_orphan_files(table, RemoveOrphanFilesParams(dry_run=True, now_ms=now), spark=spark)
         findings += orphan_finding(table.metadata, table_ref, result.orphan_count,

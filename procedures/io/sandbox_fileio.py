@@ -27,6 +27,7 @@ from typing import Iterator, Mapping
 import pyarrow as pa
 
 from procedures.core.paths import join_path
+from procedures.core.properties import parse_bool
 from procedures.io.fileio import (
     FileAlreadyExistsError, FileInfo, FileIO, FileNotFoundInStorageError, InputFile, OutputFile,
 )
@@ -44,7 +45,7 @@ def file_io(properties: Mapping[str, str]) -> FileIO:
     """The FileIO that ``properties`` describe: a :class:`SandboxFileIO` over storage when they
     come from one (a dry run's Spark tasks), else a plain :class:`FileIO`."""
     props = dict(properties)
-    if str(props.get(SANDBOX_PROPERTY, "false")).lower() == "true":
+    if parse_bool(props.get(SANDBOX_PROPERTY), False):
         return SandboxFileIO.over(FileIO({k: v for k, v in props.items() if k != SANDBOX_PROPERTY}))
     return FileIO(props)
 
