@@ -27,6 +27,7 @@ from procedures.core.builder import new_table_metadata
 from procedures.errors import NoSuchTableError, TableAlreadyExistsError, NamespaceAlreadyExistsError, ValidationError
 from procedures.framework.context import open_catalog
 from procedures.frontend.parser import Parser, Token, tokenize
+from procedures.spark.dataframes import functions
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spec import types as IT
@@ -416,8 +417,7 @@ def _sql_over_views(spark, query: str, views: Mapping[str, str]):
 
 
 def _insert(spark, text: str, tokens: list[Token], refs, conf):
-    from pyspark.sql import functions as F  # noqa: PLC0415 -- pyspark only when a statement runs
-
+    F = functions(spark)  # the session's kind of columns (classic or Connect)
     first, lastidx, parts = refs[0]
     catalog, ident = _table(conf, parts)
     table = catalog.load_table(ident)

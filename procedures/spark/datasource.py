@@ -58,6 +58,7 @@ from procedures.core.transaction import commit
 from procedures.errors import CatalogConfigError, ExpressionError, UnsupportedVersionError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.parquet_writer import WriteSettings
+from procedures.spark.dataframes import parallelism
 from procedures.spark.read import TaskReader, as_of_ms, group_tasks, light_task, spark_schema, to_spark_arrow
 from procedures.spark.session import active_session
 from procedures.spark.worker import prepare_python_worker
@@ -127,7 +128,7 @@ SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 SESSION_KEYS = ("spark.sql.defaultCatalog", "spark.sql.caseSensitive", "spark.sql.session.timeZone", "spark.app.id")
 #: where the captured session settings keep the session's Spark version (snapshot summaries name it)
 SPARK_VERSION_KEY = "procedures.sparkVersion"
-#: where the captured session settings keep the session's default parallelism
+#: where the captured session settings keep the session's parallelism (:func:`~procedures.spark.dataframes.parallelism`)
 PARALLELISM_KEY = "procedures.defaultParallelism"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -154,7 +155,7 @@ def register_data_source(spark: Any = None) -> type:
     if pushdown:
         spark.conf.set(PUSHDOWN_CONF, "true")
     captured = {k: v for k, v in conf.items() if k.startswith(SPARK_PREFIX) or k in SESSION_KEYS}
-    captured[PARALLELISM_KEY] = str(spark.sparkContext.defaultParallelism)
+    captured[PARALLELISM_KEY] = str(parallelism(spark))
     captured[SPARK_VERSION_KEY] = str(spark.version)
     # a class created here is not importable by name, so Spark's cloudpickle ships it by value,
     # with the captured settings, to the Python workers that plan, read and commit

@@ -27,14 +27,10 @@ import re
 import traceback
 from typing import Any, Callable, Iterator, Sequence
 
-import pyarrow as pa
-
 from procedures.core.splits import spread_weights
 from procedures.errors import IcebergError
-from procedures.io.sandbox_fileio import file_io
-from procedures.spark.read import tasks_frame
 from procedures.spark.worker import prepare_python_worker
-from procedures.spark.write import OUTPUT_COLUMN, WrittenFiles, delete_quietly
+from procedures.spark.write import WrittenFiles, payload_frame
 from procedures.spec.manifest.model import DataFile
 
 __all__ = ["GroupOutcome", "write_groups", "task_attempts", "portable_error"]
@@ -58,19 +54,26 @@ class GroupOutcome:
 
 def task_attempts(spark: Any) -> int:
     """How many attempts Spark gives a task: 1 in ``local`` and ``local[N]``, F in ``local[N, F]``,
-    else ``spark.task.maxFailures`` (default 4), as Spark's scheduler decides."""
-    sc = spark.sparkContext
-    master = str(sc.master).strip()
+    else ``spark.task.maxFailures`` (default 4), as Spark's scheduler decides.  Read through
+    ``spark.conf`` (a session's conf holds its context's), which Connect sessions have too."""
+    master = str(_conf(spark, "spark.master") or "").strip()
     m = _LOCAL_WITH_FAILURES.fullmatch(master)
     if m:
         return max(1, int(m.group(2)))
     if _LOCAL.fullmatch(master):
         return 1
-    return max(1, int(sc.getConf().get("spark.task.maxFailures", "4")))
+    return max(1, int(_conf(spark, "spark.task.maxFailures") or "4"))
+
+
+def _conf(spark: Any, key: str) -> str | None:
+    try:
+        return spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001 -- a Connect server may refuse a static key: Spark's default then
+        return None
 
 
 def write_groups(spark: Any, io: Any, groups: Sequence[Any], weights: Sequence[int], slots: int,
-                 write_group: Callable[[int, Any], list[DataFile]], *,
+                 write_group: Callable[[int, Any], list[DataFile]], *, data_path: str,
                  stop_on_failure: bool = False) -> list[GroupOutcome]:
     """Write ``groups`` in one Spark job of at most ``slots`` tasks and return an outcome per group
     that ran, in group order.
@@ -80,43 +83,34 @@ def write_groups(spark: Any, io: Any, groups: Sequence[Any], weights: Sequence[i
     each of its groups in turn.  A group that fails on its task's last attempt gets an outcome with
     ``error`` (the module docstring says why this never fails the job); with ``stop_on_failure`` the
     rest of that task's groups are skipped and get no outcome.  ``write_group`` must leave no file
-    behind when it raises.  If the job fails, every file written is deleted and the error propagates.
+    behind when it raises.  If the job fails, every file written is deleted and the error propagates
+    (the job's journal, :class:`~procedures.spark.write.WrittenFiles`, goes under ``data_path``).
     """
     if not groups:
         return []
-    io_props = dict(getattr(io, "properties", {}) or {})
-    written = WrittenFiles(spark)
+    written = WrittenFiles(io, data_path)
+    journal = written.journal
     attempts = task_attempts(spark)
-    payloads = [pickle.dumps([(i, groups[i]) for i in members], protocol=pickle.HIGHEST_PROTOCOL)
-                for members in spread_weights(weights, slots)]
+    slices = [[(i, groups[i]) for i in members] for members in spread_weights(weights, slots)]
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(members: list[tuple[int, Any]]) -> Iterator[GroupOutcome]:
         prepare_python_worker()
         last_attempt = _attempt_number() + 1 >= attempts
-        done: list[str] = []
-        try:
-            for b in batches:
-                for raw in b.column(0).to_pylist():
-                    for index, group in pickle.loads(raw):
-                        try:
-                            files = write_group(index, group)
-                        except Exception as e:
-                            if not last_attempt:
-                                raise  # Spark runs the task again
-                            yield _outcome_batch(GroupOutcome(index, error=portable_error(e),
-                                                              task_traceback=traceback.format_exc()))
-                            if stop_on_failure:
-                                return
-                            continue
-                        done.extend(f.file_path for f in files)
-                        written.record(files)
-                        yield _outcome_batch(GroupOutcome(index, tuple(files)))
-        except BaseException:
-            delete_quietly(file_io(io_props), done)
-            raise
+        with journal.recording() as paths:
+            for index, group in members:
+                try:
+                    files = write_group(index, group)
+                except Exception as e:
+                    if not last_attempt:
+                        raise  # Spark runs the task again
+                    yield GroupOutcome(index, error=portable_error(e), task_traceback=traceback.format_exc())
+                    if stop_on_failure:
+                        return
+                    continue
+                paths.extend(f.file_path for f in files)
+                yield GroupOutcome(index, tuple(files))
 
-    frame = tasks_frame(spark, payloads).mapInArrow(run, f"{OUTPUT_COLUMN} binary")
-    outcomes = written.collect(io, frame, files_of=lambda o: o.files)
+    outcomes = written.collect(payload_frame(spark, slices, run), files_of=lambda o: o.files)
     return sorted(outcomes, key=lambda o: o.index)
 
 
@@ -135,8 +129,3 @@ def portable_error(e: Exception) -> BaseException:
         return e
     except Exception:  # noqa: BLE001 -- any exception type that does not pickle is described instead
         return IcebergError(f"{type(e).__name__}: {e}")
-
-
-def _outcome_batch(outcome: GroupOutcome) -> pa.RecordBatch:
-    data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-    return pa.RecordBatch.from_arrays([pa.array([data], pa.binary())], names=[OUTPUT_COLUMN])

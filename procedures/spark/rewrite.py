@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 import uuid
 from typing import Any, Iterator, Sequence
 
@@ -42,8 +41,9 @@ from procedures.core.rewrite.zorder import Z_COLUMN, zorder_values
 from procedures.core.splits import spread_groups
 from procedures.errors import ValidationError
 from procedures.io.prefetch import read_ahead
+from procedures.spark.dataframes import functions, parallelism
 from procedures.spark.environment import check_python_workers
-from procedures.spark.read import light_task, plan_read_groups, read_tasks, TaskReader
+from procedures.spark.read import TaskReader, group_tasks, light_task, read_tasks
 from procedures.spark.session import job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import write_dataframe, write_in_task, write_payloads, write_settings
@@ -177,8 +177,7 @@ def _sort_fields(order: SortOrder, output_spec: PartitionSpec, repartition: bool
 
 
 def _sorted_df(df: Any, schema: Any, fields: Sequence[SortField], partitions: int, zorder: Any = None) -> tuple[Any, list[str]]:
-    from pyspark.sql import functions as F  # noqa: PLC0415
-
+    F = functions(df.sparkSession)
     transformed = [(f.source_id, f.transform) for f in fields if not isinstance(f.transform, IdentityTransform)]
     keys = _key_columns(schema, transformed)
     df = _with_keys(df, keys, zorder)
@@ -207,25 +206,24 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     lineage = row_lineage_names(md.format_version)
     settings = write_settings(md, spec_id=spec_id, row_lineage=bool(lineage),
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
-    splits = plan_read_groups(spark, md, list(tasks), max(1, group.input_split_size), 0)
+    splits = group_tasks(md, list(tasks), max(1, group.input_split_size), 0, parallelism(spark))
     if not splits:
         return []
     # A Python task has a fixed cost of tens of milliseconds, so splits are dealt over at most twice
     # the session's cores (balanced by bytes) rather than one task per split; each split still
     # becomes its own file(s), as in Java, and a cluster with enough cores runs one split per task.
-    slots = max(1, 2 * spark.sparkContext.defaultParallelism)
-    payloads = [pickle.dumps([(i, [light_task(t) for t in splits[i]]) for i in members], protocol=pickle.HIGHEST_PROTOCOL)
-                for members in spread_groups(splits, slots)]
+    slots = max(1, 2 * parallelism(spark))
+    payloads = [[(i, [light_task(t) for t in splits[i]]) for i in members] for members in spread_groups(splits, slots)]
     reader = TaskReader.for_table(table, md.schema(), metadata_columns=lineage)
     operation_id = str(uuid.uuid4())
 
-    def write_splits(payload: bytes) -> Iterator[list[DataFile]]:
-        for index, split in pickle.loads(payload):
+    def write_splits(payload: list[tuple[int, list[Any]]]) -> Iterator[list[DataFile]]:
+        for index, split in payload:
             # one operation id per split keeps file names unique within the task
             yield write_in_task(reader.io_properties, settings, f"{operation_id}-{index}",
                                 read_ahead(reader.batches(split)))
 
-    return write_payloads(spark, table.io, payloads, write_splits)
+    return write_payloads(spark, table.io, payloads, write_splits, data_path=settings.data_path)
 
 
 def _spill_dir() -> str | None:
@@ -249,13 +247,13 @@ def _sort_in_task(spark: Any, table: Table, tasks: Sequence[Any], group: FileGro
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
     reader = TaskReader.for_table(table, schema, metadata_columns=lineage)
     operation_id = str(uuid.uuid4())
-    payload = pickle.dumps([light_task(t) for t in tasks], protocol=pickle.HIGHEST_PROTOCOL)
+    payload = [light_task(t) for t in tasks]
     n_out = max(1, group.expected_output_files)
     memory_bytes = SORT_MEMORY_BYTES  # read on the driver, so a session can lower it for a test
 
-    def sort_and_write(raw: bytes) -> Iterator[list[DataFile]]:
+    def sort_and_write(light_tasks: list[Any]) -> Iterator[list[DataFile]]:
         with ExternalSorter(schema, fields, _spill_dir(), memory_bytes=memory_bytes) as sorter:
-            for batch in read_ahead(reader.batches(pickle.loads(raw))):
+            for batch in read_ahead(reader.batches(light_tasks)):
                 sorter.add(batch)
             # the group's expected file count in equal runs of rows, each its own file(s), as the range
             # partitions of the shuffle would be
@@ -266,7 +264,7 @@ def _sort_in_task(spark: Any, table: Table, tasks: Sequence[Any], group: FileGro
                 if count:
                     yield write_in_task(reader.io_properties, settings, f"{operation_id}-{i}", rows.take(count))
 
-    return write_payloads(spark, table.io, [payload], sort_and_write)
+    return write_payloads(spark, table.io, [payload], sort_and_write, data_path=settings.data_path)
 
 
 def rewrite_group(

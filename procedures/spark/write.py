@@ -4,7 +4,9 @@ The data never passes through the driver: each Spark task gets its Arrow batches
 ``mapInArrow``, casts them to the table's Arrow schema, partitions them with the spec's
 transforms and writes Parquet files with :mod:`procedures.io.parquet_writer`.  Each task returns
 one row per written file holding the pickled :class:`DataFile`; the driver collects only those
-and commits them through :mod:`procedures.core`.
+and commits them through :mod:`procedures.core`.  Only the DataFrame API is used, so the same code
+runs on classic and Spark Connect sessions: the paths a job wrote are named for cleanup by the
+job's journal (:class:`WrittenFiles`), not by an accumulator.
 
 Optionally the DataFrame is first clustered by the partition values (``cluster=True``) so that
 each task writes few files, and sorted within tasks (``sort=True``) by the partition values and
@@ -13,20 +15,25 @@ the table's sort order.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import logging
 import pickle
 import uuid as _uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from procedures.catalog.base import Table
+from procedures.core.paths import join_path
 from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
 from procedures.io.parquet_writer import WriteSettings
 from procedures.io.sandbox_fileio import file_io
+from procedures.spark.dataframes import functions, map_slices
 from procedures.spark.environment import check_python_workers
-from procedures.spark.read import tasks_frame
 from procedures.spark.session import job_description, load_table, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest.model import DataFile
@@ -42,8 +49,8 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["write_dataframe", "WrittenFiles", "write_payloads", "write_settings", "write_in_task", "task_ids",
-           "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN", "check_writable",
+__all__ = ["write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads", "payload_frame",
+           "write_settings", "write_in_task", "task_ids", "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN", "check_writable",
            "check_columns", "delete_quietly"]
 
 log = logging.getLogger(__name__)
@@ -52,9 +59,7 @@ log = logging.getLogger(__name__)
 OUTPUT_COLUMN = "data_file"
 
 
-def _col(name_path: Sequence[str]) -> Any:
-    from pyspark.sql import functions as F  # noqa: PLC0415
-
+def _col(F: Any, name_path: Sequence[str]) -> Any:
     return F.col(".".join(f"`{p}`" for p in name_path))
 
 
@@ -70,14 +75,13 @@ def _resolve_case(df_columns: Sequence[str], path: list[str]) -> list[str]:
 def partition_expressions(df: Any, settings: WriteSettings) -> list[Any]:
     """Spark column expressions constant on each partition of the spec (not necessarily equal to
     Iceberg's partition values: they only need to group rows of one partition together)."""
-    from pyspark.sql import functions as F  # noqa: PLC0415
-
+    F = functions(df.sparkSession)
     out = []
     for pf in settings.spec.fields:
         source = settings.schema.find_field_or_none(pf.source_id)
         if source is None or pf.transform.is_void:
             continue
-        c = _col(_resolve_case(df.columns, settings.schema.field_path(pf.source_id)))
+        c = _col(F, _resolve_case(df.columns, settings.schema.field_path(pf.source_id)))
         t = pf.transform
         if isinstance(t, IdentityTransform):
             out.append(c)
@@ -103,6 +107,7 @@ def partition_expressions(df: Any, settings: WriteSettings) -> list[Any]:
 
 def sort_expressions(df: Any, settings: WriteSettings, sort_order: Any | None) -> list[Any]:
     """Partition expressions then the identity/order-preserving fields of the table's sort order."""
+    F = functions(df.sparkSession)
     exprs = [e.asc_nulls_first() for e in partition_expressions(df, settings)]
     if sort_order is None:
         return exprs
@@ -111,7 +116,7 @@ def sort_expressions(df: Any, settings: WriteSettings, sort_order: Any | None) -
             continue
         if settings.schema.find_field_or_none(sf.source_id) is None:
             continue
-        c = _col(_resolve_case(df.columns, settings.schema.field_path(sf.source_id)))
+        c = _col(F, _resolve_case(df.columns, settings.schema.field_path(sf.source_id)))
         if sf.direction == SortDirection.ASC:
             c = c.asc_nulls_first() if sf.null_order == NullOrder.NULLS_FIRST else c.asc_nulls_last()
         else:
@@ -160,57 +165,74 @@ def write_dataframe(
         # unsorted input must not claim the table's sort order
         settings = _replace_order(settings, 0)
     operation_id = str(_uuid.uuid4())
-    io_props = dict(getattr(t.io, "properties", {}) or {})
-    written = WrittenFiles(spark)
+    written = WrittenFiles(t.io, settings.data_path)
+    journal = written.journal
 
     def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
-        files = write_in_task(io_props, settings, operation_id, batches)
-        written.record(files)
-        if files:
-            yield files_batch(files)
+        with journal.recording() as paths:
+            files = write_in_task(journal.io_properties, settings, operation_id, batches)
+            paths.extend(f.file_path for f in files)
+            if files:
+                yield files_batch(files)
 
     text = description or f"Write data files to {t.name}"
     with job_description(spark, text):
-        return written.collect(t.io, map_in_arrow(df, write_task, f"{OUTPUT_COLUMN} binary"))
+        return written.collect(map_in_arrow(df, write_task, f"{OUTPUT_COLUMN} binary"))
 
 
-class PathList:
-    """Accumulates lists of paths (PySpark's ``AccumulatorParam`` protocol, which is duck-typed, so the
-    module loads without pyspark).  Defined once at module level, not per write, so that tasks unpickle it
-    by reference instead of cloudpickle shipping, and tracking, a new class for every job."""
+#: the name of a write job's journal folder under the table's data path (not hidden: a journal left
+#: by a killed driver is an unreferenced folder that remove_orphan_files collects, as Java's does)
+JOURNAL_PREFIX = "write-journal-"
+#: threads reading a job's journal entries (on an object store each is a round trip)
+_JOURNAL_READERS = 8
 
-    def zero(self, value: list[str]) -> list[str]:
-        """An empty list."""
-        return []
 
-    def addInPlace(self, v1: list[str], v2: list[str]) -> list[str]:  # noqa: N802 -- PySpark's name
-        """``v1`` extended by ``v2``."""
-        v1.extend(v2)
-        return v1
+@dataclasses.dataclass(frozen=True)
+class TaskJournal:
+    """The task side of :class:`WrittenFiles`: small and picklable, shipped inside the job's closure."""
+
+    io_properties: dict[str, str]
+    directory: str
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[str]]:
+        """A list for the task to extend with every path it writes.  If the block fails (the task
+        fails or is killed), those files are deleted here; when it ends, their paths are recorded in
+        the journal (one small file per task attempt) before the task can report success."""
+        paths: list[str] = []
+        try:
+            yield paths
+            if paths:
+                partition_id, attempt_id = task_ids()
+                entry = join_path(self.directory, f"{partition_id:05d}-{attempt_id}.json")
+                with file_io(self.io_properties).new_output(entry).create(overwrite=True) as out:
+                    out.write(json.dumps(paths).encode())
+        except BaseException:
+            delete_quietly(file_io(self.io_properties), paths)
+            raise
 
 
 class WrittenFiles:
-    """Paths of the files a Spark job's tasks wrote, gathered with an accumulator.
+    """The files a Spark write job's tasks wrote, as far as the driver can name them.
 
-    A task that fails deletes its own files; the accumulator covers the others: tasks that finished
-    before another one failed the job and duplicate attempts whose output the driver did not collect
-    (:meth:`collect` deletes both).
+    Each task returns its files as rows of the job's output and deletes them itself when it fails.
+    A task that finishes also records their paths in the job's journal (a file per task attempt under
+    ``<data path>/write-journal-<uuid>/``, :class:`TaskJournal`), which the driver reads once the job
+    is over: after a failed or cancelled job it deletes every recorded file (tasks that had finished
+    before another one failed the job, whose rows never reached the driver), after a successful one
+    the recorded files the job did not return (an attempt whose output Spark discarded); then the
+    journal goes.  This is what a driver-side accumulator did, with the DataFrame API alone, so it
+    works on Spark Connect.  A driver killed mid-job leaves the journal with the files it names; no
+    metadata references either, so remove_orphan_files collects both.
     """
 
-    def __init__(self, spark: Any) -> None:
-        self._acc = spark.sparkContext.accumulator([], PathList())
+    def __init__(self, io: Any, data_path: str) -> None:
+        self.io = io
+        self.journal = TaskJournal(dict(getattr(io, "properties", {}) or {}),
+                                   join_path(data_path, f"{JOURNAL_PREFIX}{_uuid.uuid4()}"))
 
-    def record(self, files: Sequence[DataFile]) -> None:
-        """Called in a task after its files are closed."""
-        if files:
-            self._acc.add([f.file_path for f in files])
-
-    def paths(self) -> list[str]:
-        """Every path recorded so far (driver side)."""
-        return list(self._acc.value)
-
-    def collect(self, io: Any, written_df: Any, files_of: Callable[[Any], Iterable[DataFile]] | None = None) -> list[Any]:
+    def collect(self, written_df: Any, files_of: Callable[[Any], Iterable[DataFile]] | None = None) -> list[Any]:
         """Run the job (a DataFrame of one pickled object per row) and return the objects: the
         DataFiles of :func:`files_batch` rows, or what other rows hold when ``files_of`` says which
         files each object carries.
@@ -220,57 +242,84 @@ class WrittenFiles:
         try:
             rows = [pickle.loads(r[0]) for r in written_df.collect()]
         except BaseException:
-            delete_quietly(io, self.paths())
+            self.settle(set())
             raise
-        keep = {f.file_path for row in rows for f in (files_of(row) if files_of is not None else (row,))}
-        delete_quietly(io, [p for p in self.paths() if p not in keep])
-        self.release()
+        self.settle({f.file_path for row in rows for f in (files_of(row) if files_of is not None else (row,))})
         return rows
 
-    def release(self) -> None:
-        """Forget the accumulator on the driver once its job has succeeded.
+    def settle(self, keep: set[str]) -> None:
+        """Delete the recorded files not in ``keep``, then the journal; failures are logged, not
+        raised (the job's own outcome matters more, and what is left is collectable)."""
+        try:
+            entries = self._entries()
+            if not entries:
+                return
+            if len(entries) == 1:
+                recorded = self._read(entries[0])
+            else:
+                with ThreadPoolExecutor(min(_JOURNAL_READERS, len(entries)), "write-journal") as pool:
+                    recorded = [p for paths in pool.map(self._read, entries) for p in paths]
+        except Exception as e:  # noqa: BLE001 -- cleanup must not hide the job's own outcome
+            log.warning("Could not read the journal %s of a write: %s", self.journal.directory, e)
+            return
+        delete_quietly(self.io, [p for p in recorded if p not in keep])
+        delete_quietly(self.io, entries)
+        try:
+            self.io.remove_empty_dir(self.journal.directory)
+        except Exception as e:  # noqa: BLE001 -- an empty folder left behind is harmless
+            log.debug("Could not remove the journal folder %s: %s", self.journal.directory, e)
 
-        PySpark keeps every accumulator, with its value, in a driver-side registry for the life of the
-        SparkContext, so one per write grew a long-running driver without bound (the soak showed it).
-        Only after success is this safe: every task's update has then been merged, whereas after a
-        failure a straggling task may still send one, and an update for an unknown accumulator fails in
-        the driver's accumulator server and may disturb later jobs' updates.
-        """
-        from pyspark import accumulators  # noqa: PLC0415 -- the package loads without pyspark
+    def _entries(self) -> list[str]:
+        return [info.path for info in self.io.list_prefix(self.journal.directory)]
 
-        registry = getattr(accumulators, "_accumulatorRegistry", None)
-        if isinstance(registry, dict):
-            registry.pop(self._acc.aid, None)
+    def _read(self, entry: str) -> list[str]:
+        try:
+            return [str(p) for p in json.loads(self.io.new_input(entry).read())]
+        except ValueError:  # an entry cut short by a killed task names nothing readable
+            return []
 
 
-def write_payloads(spark: Any, io: Any, payloads: Sequence[bytes],
-                   write_payload: Callable[[bytes], Iterable[list[DataFile]]]) -> list[DataFile]:
-    """Run one Python task per payload and return every file written.
+def write_payloads(spark: Any, io: Any, payloads: Sequence[Any],
+                   write_payload: Callable[[Any], Iterable[list[DataFile]]], *, data_path: str) -> list[DataFile]:
+    """Run one Python task per payload (picklable) and return every file written.
 
     ``write_payload(payload)`` runs inside the task and yields lists of files as it closes them.
-    If a task fails, the files it already yielded are deleted there (a failed task's accumulator
-    updates never reach the driver); if the job fails, :class:`WrittenFiles` deletes those of the
-    tasks that had finished.
+    If a task fails, the files it already yielded are deleted there; if the job fails,
+    :class:`WrittenFiles` (journal under ``data_path``) deletes those of the tasks that had finished.
     """
-    io_props = dict(getattr(io, "properties", {}) or {})
-    written = WrittenFiles(spark)
+    if not payloads:
+        return []
+    written = WrittenFiles(io, data_path)
+    journal = written.journal
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(payload: Any) -> Iterator[list[DataFile]]:
         prepare_python_worker()
-        done: list[str] = []
-        try:
-            for b in batches:
-                for raw in b.column(0).to_pylist():
-                    for files in write_payload(raw):
-                        done.extend(f.file_path for f in files)
-                        written.record(files)
-                        if files:
-                            yield files_batch(files)
-        except BaseException:
-            delete_quietly(file_io(io_props), done)
-            raise
+        with journal.recording() as paths:
+            for files in write_payload(payload):
+                paths.extend(f.file_path for f in files)
+                yield from files
 
-    return written.collect(io, tasks_frame(spark, payloads).mapInArrow(run, f"{OUTPUT_COLUMN} binary"))
+    return written.collect(payload_frame(spark, payloads, run))
+
+
+def payload_frame(spark: Any, payloads: Sequence[Any], fn: Callable[[Any], Iterable[Any]]) -> Any:
+    """A DataFrame running ``fn`` on each payload in a task of its own, one pickled row per value
+    ``fn`` yields (read them with :meth:`WrittenFiles.collect`).
+
+    The payloads travel as literals of the plan, picked by ``spark.range``'s ids (partition ``i``
+    holds id ``i`` only): one stage, no shuffle, no Python pass before ``fn``'s.  A rewrite's job has
+    a single stage, as before on ``parallelize``; :func:`~procedures.spark.dataframes.slices_frame`
+    places slices with a hash shuffle, an extra stage per job."""
+    if not payloads:
+        raise ValueError("payload_frame needs at least one payload")
+    F = functions(spark)
+    pickled = [F.lit(bytearray(pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL))) for p in payloads]
+    chosen = pickled[0]
+    if len(pickled) > 1:
+        chosen = F.when(F.col("id") == 0, chosen)
+        for i, value in enumerate(pickled[1:], 1):
+            chosen = chosen.when(F.col("id") == i, value)
+    return map_slices(spark.range(0, len(pickled), 1, len(pickled)).select(chosen.alias("payload")), fn)
 
 
 def delete_quietly(io: Any, paths: Sequence[str]) -> None:

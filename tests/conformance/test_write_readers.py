@@ -10,9 +10,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from procedures.core.builder import new_table_metadata
 from procedures.spark.dml import append, delete_where, overwrite, overwrite_partitions
-from procedures.spark.session import catalog_for
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import FileFormat
 from procedures.spec.manifest.reader import read_manifest
@@ -22,6 +20,7 @@ from procedures.spec.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIMESTAMP, TIMESTAMPTZ, UUID,
     DecimalType, FixedType, ListType, MapType, NestedField, StructType,
 )
+from tests.helpers.our_tables import fresh_table
 from tests.oracles import assert_rows_equal, read_all, spark_df_to_arrow
 
 pytestmark = pytest.mark.spark
@@ -74,21 +73,10 @@ def _df(spark, rows):
 
 
 def _create(spark, name: str, fv: int, partition: list[tuple[str, str]], props: dict | None = None):
-    cat = catalog_for(spark, "jcat")
-    if not cat.namespace_exists(("db",)):
-        cat.create_namespace(("db",))
-    ident = ("db", name)
-    if cat.table_exists(ident):
-        cat.drop_table(ident, purge=True)
     builder = PartitionSpecBuilder(SCHEMA)
     for transform, column in partition:
         builder = builder.add(column, transform)
-    spec = builder.build()
-    md, _ = new_table_metadata(
-        schema=SCHEMA, location=cat.default_table_location(ident), spec=spec, format_version=fv,
-        properties=dict(props or {}),
-    )
-    return cat.create_table(ident, md)
+    return fresh_table(spark, name, SCHEMA, spec=builder.build(), fv=fv, props=props)
 
 
 def _check(spark, table, expected_rows, label: str):

@@ -5,6 +5,9 @@ CALL), rewrites ours with our procedure and the twin with Java's, and checks: Ja
 DuckDB read exactly the rows they read before; our rewritten count equals Java's and the added count
 is comparable; sorted output is sorted per file; z-order clusters.  Concurrent Java commits during
 a rewrite, on every catalog: ``tests/spark/test_concurrent_writers.py``.
+
+``test_rewrite_on_both_session_kinds`` rewrites tables the package wrote itself on a classic and a
+Spark Connect session alike (pyspark 4 runs both) and checks the same outcome on each.
 """
 
 from __future__ import annotations
@@ -13,13 +16,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.frontend import runner
+from procedures.spark.dataframes import is_connect
+from procedures.spark.write import JOURNAL_PREFIX
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import FileContent
 from procedures.spec.manifest.reader import read_manifest
-from tests.oracles import assert_rows_equal, java_metadata_location, read_all
+from tests.helpers.files import all_files, reached_paths
+from tests.helpers.our_tables import merge_on_read_table
+from tests.oracles import assert_rows_equal, duckdb_read, java_metadata_location, pyiceberg_read, read_all
 
-# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
-pytestmark = [pytest.mark.spark, pytest.mark.java]
+pytestmark = [pytest.mark.spark]
+#: the tests that read or write through Iceberg Java (deselected on pyspark 4)
+JAVA = pytest.mark.java
 
 
 def _conf(warehouse) -> dict:
@@ -80,6 +88,7 @@ PARTITIONED = ("(id bigint, cat string, v double) USING iceberg PARTITIONED BY (
                "TBLPROPERTIES ('format-version'='{fv}', 'write.delete.mode'='merge-on-read')")
 
 
+@JAVA
 @pytest.mark.parametrize("fv", [2, 3])
 def test_binpack_with_deletes_matches_java(spark, java_warehouse, fv):
     name = f"rw_binpack_v{fv}"
@@ -97,6 +106,7 @@ def test_binpack_with_deletes_matches_java(spark, java_warehouse, fv):
     assert t.metadata.current_snapshot().summary["operation"] == "replace"
 
 
+@JAVA
 def test_evolved_table_where_and_errors(spark, java_warehouse):
     name = "rw_evolved"
     _twins(spark, name, "(id bigint, cat string, n int) USING iceberg TBLPROPERTIES ('format-version'='2')",
@@ -122,6 +132,7 @@ def test_evolved_table_where_and_errors(spark, java_warehouse):
         _ours(spark, java_warehouse, table=f"db.{name}", sort_order="zorder(id), n")
 
 
+@JAVA
 def test_sort_and_zorder(spark, java_warehouse):
     name = "rw_sort"
     ddl = "(id bigint, x int, y int) USING iceberg TBLPROPERTIES ('format-version'='2')"
@@ -188,6 +199,7 @@ def _jobs_without_group(spark) -> set[int]:
     return set(spark.sparkContext.statusTracker().getJobIdsForGroup())
 
 
+@JAVA
 def test_sort_of_one_range_partition_spills_in_task_and_matches_java(spark, java_warehouse, monkeypatch):
     # a group of one expected file is sorted by one task on either path; past the memory budget ours
     # sorts in runs spilled to the task's local disk instead of going through Spark's range shuffle
@@ -224,3 +236,36 @@ def test_sort_of_one_range_partition_spills_in_task_and_matches_java(spark, java
     key = lambda r: (r["data"], "NaN" if r["v"] != r["v"] else r["v"])  # noqa: E731
     # Java's file is in Spark's order: ours must list the same (data, v) keys in the same sequence
     assert [key(r) for r in got] == [key(r) for r in want]
+
+
+@pytest.mark.both_sessions
+@pytest.mark.parametrize("strategy", ["binpack", "sort"])
+def test_rewrite_on_both_session_kinds(spark, classic_spark, java_warehouse, strategy):
+    """A v2 table with position deletes, written by the package on the classic session, rewritten on
+    ``spark`` (classic or Connect): bin-pack (splits written by the tasks that read them) and an
+    in-task sort.  Same counts on both kinds, the same rows for PyIceberg and DuckDB, sorted files,
+    and nothing left under the data folder that the metadata does not reach (no journal either)."""
+    name = f"rw_kinds_{strategy}_{'connect' if is_connect(spark) else 'classic'}"
+    sevens = ", ".join(str(i) for i in range(0, 60, 7))
+    t = merge_on_read_table(classic_spark, name, appends=6, rows=10, cats=2, delete=f"id IN ({sevens})")
+    before = pyiceberg_read(t.metadata_location)
+    assert before.num_rows == 60 - 9
+    kwargs = {"table": f"db.{name}", "options": {"min-input-files": "2"}}
+    if strategy == "sort":
+        kwargs.update(strategy="sort", sort_order="id DESC NULLS LAST")
+    ours = _ours(spark, java_warehouse, **kwargs)
+    assert ours[0] == 12 and ours[1] == 2 and ours[3] == 0  # six files per partition, one each after
+    t = t.refresh()
+    assert t.metadata.current_snapshot().summary["operation"] == "replace"
+    for reader, got in (("pyiceberg", pyiceberg_read(t.metadata_location)), ("duckdb", duckdb_read(t.metadata_location))):
+        assert_rows_equal(got, before, key="id", label=f"{name} after rewrite / {reader}")
+    _, files = _live_data_files(java_warehouse, name)
+    files = [f for f in files if f.content == FileContent.DATA]  # the old deletes stay (dangling)
+    assert len(files) == 2
+    if strategy == "sort":
+        for f in files:
+            ids = pq.read_table(f.file_path.removeprefix("file:"), columns=["id"]).column(0).to_pylist()
+            assert ids == sorted(ids, reverse=True)
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+    assert all_files(data_dir) <= reached_paths(t)
+    assert not any(JOURNAL_PREFIX in p for p in all_files(data_dir))

@@ -1,39 +1,33 @@
-"""The Spark write path: session helpers, write_dataframe in tasks, DML commits and DV carry-over."""
+"""The Spark write path: session helpers, write_dataframe in tasks, DML commits and DV carry-over, on
+classic and Spark Connect sessions."""
 
 from __future__ import annotations
 
 import pytest
 
-from procedures.core.builder import new_table_metadata
 from procedures.errors import ValidationError
 from procedures.io.delete_writers import read_position_deletes
+from procedures.spark.dataframes import functions, is_connect
 from procedures.spark.dml import append, delete_where
-from procedures.spark.session import active_session, catalog_for, job_description, job_group, load_table
-from procedures.spark.write import write_dataframe
+from procedures.spark.session import (
+    active_session, cancel_job_group, catalog_for, job_description, job_group, load_table,
+)
+from procedures.spark.write import JOURNAL_PREFIX, write_dataframe
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import FileContent, FileFormat
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionSpecBuilder
-from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortField, SortOrder
-from procedures.spec.types import LONG, STRING, NestedField
+from tests.helpers.our_tables import SCHEMA, fresh_table
 
-pytestmark = pytest.mark.spark
-
-SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "cat", STRING)))
+pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
 
 def _table(spark, name, *, fv=2, partitioned=True, props=None, order=None):
-    cat = catalog_for(spark, "jcat")
-    if not cat.namespace_exists(("db",)):
-        cat.create_namespace(("db",))
-    ident = ("db", name)
-    if cat.table_exists(ident):
-        cat.drop_table(ident, purge=True)
+    # both session kinds share the warehouse: each kind writes tables of its own
+    name = f"{name}_connect" if is_connect(spark) else name
     spec = PartitionSpecBuilder(SCHEMA).identity("cat").build() if partitioned else None
-    md, _ = new_table_metadata(schema=SCHEMA, location=cat.default_table_location(ident), spec=spec,
-                               sort_order=order, format_version=fv, properties=dict(props or {}))
-    return cat.create_table(ident, md)
+    return fresh_table(spark, name, SCHEMA, spec=spec, fv=fv, props=props, order=order)
 
 
 def _entries(t, content=None):
@@ -44,6 +38,8 @@ def _entries(t, content=None):
 
 
 def test_session_helpers(spark):
+    if is_connect(spark):
+        pytest.skip("SparkContext local properties are classic-only (Connect: test_session_kinds.py)")
     assert active_session() is spark
     sc = spark.sparkContext
     sc.setJobDescription("outer")
@@ -98,7 +94,11 @@ def test_missing_required_column_is_refused(spark):
         write_dataframe(spark, t, spark.createDataFrame([("a",)], "cat string"))
 
 
-def test_dv_delete_keeps_neighbour_vectors_of_a_shared_puffin(spark):
+def test_dv_delete_keeps_neighbour_vectors_of_a_shared_puffin(spark, request):
+    # a merge-on-read delete reads the matching rows' positions through procedures.spark.read, whose
+    # DataFrame-only conversion is another change of issue 33
+    request.applymarker(pytest.mark.xfail(is_connect(spark), reason="the read path still needs a classic session",
+                                          strict=False))
     # one delete writes DVs for both partitions into one Puffin; a later delete touching only
     # partition 'a' must carry 'b''s vector over, or b's deleted rows would come back
     t = _table(spark, "wr_dv_carry", fv=3, props={"write.delete.mode": "merge-on-read"})
@@ -128,8 +128,7 @@ def test_failed_job_leaves_no_files_of_tasks_that_finished(spark, tmp_path):
     import os
     import time
 
-    from pyspark.sql import functions as F
-
+    F = functions(spark)
     t = _table(spark, "w_failed_job", partitioned=False)
 
     def slow_failure(i):
@@ -143,8 +142,7 @@ def test_failed_job_leaves_no_files_of_tasks_that_finished(spark, tmp_path):
     with pytest.raises(Exception, match="boom in the second task"):
         write_dataframe(spark, t, df)
     data_dir = t.metadata.location.removeprefix("file:") + "/data"
-    left = [f for _, _, files in os.walk(data_dir) for f in files] if os.path.isdir(data_dir) else []
-    assert left == []
+    assert _files_under(data_dir) == []
     # the same write without the failure leaves exactly the files it returns
     files = write_dataframe(spark, t, spark.range(0, 2000, 1, 2).selectExpr("id", "'a' AS cat"))
     left = sorted(os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs)
@@ -153,9 +151,7 @@ def test_failed_job_leaves_no_files_of_tasks_that_finished(spark, tmp_path):
 
 def test_task_failing_after_some_files_deletes_them(spark):
     """A task that writes several file sets (bin-pack splits) and then fails leaves none of them:
-    a failed task's accumulator updates never reach the driver, so the task cleans up itself."""
-    import os
-
+    a failed task's journal entry is never written, so the task cleans up itself."""
     import pyarrow as pa
 
     from procedures.spark.write import write_in_task, write_payloads, write_settings
@@ -171,21 +167,129 @@ def test_task_failing_after_some_files_deletes_them(spark):
         raise RuntimeError("boom after two splits")
 
     with pytest.raises(Exception, match="boom after two splits"):
-        write_payloads(spark, t.io, [b"op"], two_splits_then_boom)
+        write_payloads(spark, t.io, [b"op"], two_splits_then_boom, data_path=settings.data_path)
     data_dir = t.metadata.location.removeprefix("file:") + "/data"
-    left = [f for _, _, files in os.walk(data_dir) for f in files] if os.path.isdir(data_dir) else []
-    assert left == []
+    assert _files_under(data_dir) == []
 
 
-def test_successful_writes_leave_no_accumulator_behind(spark):
-    """PySpark keeps every accumulator on the driver for the life of the context; a write forgets its own
-    once its job succeeded, so a long-running driver does not grow with every write (the soak's leak)."""
+def _files_under(folder):
+    import os
+
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs) if os.path.isdir(folder) else []
+
+
+def test_successful_writes_leave_nothing_behind(spark):
+    """A write's journal goes once its job is over, and no accumulator stays registered on the driver
+    (PySpark keeps those for the life of the context: a long-running driver grew with every write)."""
+    import os
+
+    t = _table(spark, "w_no_leftovers", partitioned=False)
+    df = spark.range(0, 100, 1, 2).selectExpr("id", "'a' AS cat")
+    registry = _accumulators()
+    files = [f for _ in range(3) for f in write_dataframe(spark, t, df)]
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+    assert len(files) == 6
+    assert _files_under(data_dir) == sorted(f.file_path.removeprefix("file:") for f in files)
+    assert not [d for d in os.listdir(data_dir) if d.startswith(JOURNAL_PREFIX)]
+    assert _accumulators() == registry
+
+
+def _accumulators():
     from pyspark import accumulators
 
-    t = _table(spark, "w_acc_release", partitioned=False)
-    df = spark.range(0, 100, 1, 2).selectExpr("id", "'a' AS cat")
-    write_dataframe(spark, t, df)  # warm: anything the first write registers once
-    before = set(accumulators._accumulatorRegistry)
-    for _ in range(3):
-        assert len(write_dataframe(spark, t, df)) == 2
-    assert set(accumulators._accumulatorRegistry) - before == set()
+    return set(getattr(accumulators, "_accumulatorRegistry", {}))
+
+
+def test_insert_through_sql(spark):
+    """``procedures.sql`` INSERT INTO a table of our catalog writes through ``append``: on a Spark
+    Connect session too (it used to stop at the write's accumulator: no sparkContext there)."""
+    import procedures
+    from tests.oracles import pyiceberg_read
+
+    name = "w_sql_insert_connect" if is_connect(spark) else "w_sql_insert"
+    procedures.sql(spark, "CREATE NAMESPACE IF NOT EXISTS jcat.db")
+    procedures.sql(spark, f"DROP TABLE IF EXISTS jcat.db.{name}")
+    procedures.sql(spark, f"CREATE TABLE jcat.db.{name} (id bigint NOT NULL, cat string) PARTITIONED BY (cat)")
+    procedures.sql(spark, f"INSERT INTO jcat.db.{name} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
+    procedures.sql(spark, f"INSERT INTO jcat.db.{name} SELECT id, 'c' FROM range(10, 13)")
+    t = catalog_for(spark, "jcat").load_table(("db", name))
+    rows = sorted(tuple(r.values()) for r in pyiceberg_read(t.metadata_location).to_pylist())
+    assert rows == [(1, "a"), (2, "b"), (3, "a"), (10, "c"), (11, "c"), (12, "c")]
+    assert [s.summary["operation"] for s in t.metadata.snapshots] == ["append", "append"]
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+    assert _files_under(data_dir) == sorted(f.file_path.removeprefix("file:") for f in _entries(t))
+
+
+def test_cancelled_write_leaves_no_files_of_tasks_that_finished(spark):
+    """A write cancelled (its job group / tag) after one task finished: that task's files, named by the
+    write's journal, are deleted; the task still running is killed before writing."""
+    import threading
+    import time
+
+    F = functions(spark)
+    t = _table(spark, "w_cancelled", partitioned=False)
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+
+    def held(i):
+        if i >= 1000:  # the second task waits to be killed (bounded, should the cancel not arrive)
+            time.sleep(120)
+        return i
+
+    df = spark.range(0, 2000, 1, 2).select(F.udf(held, "long")("id").alias("id"), F.lit("a").alias("cat"))
+    outcome = {}
+
+    def write():
+        try:
+            with job_group(spark, "w-cancel", "a write to cancel", interrupt_on_cancel=True):
+                write_dataframe(spark, t, df)
+        except BaseException as e:  # noqa: BLE001 -- the test looks at it
+            outcome["error"] = e
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    journal = None
+    for _ in range(1200):  # the first task records its file in the journal when it finishes
+        journal = next((p for p in _files_under(data_dir) if JOURNAL_PREFIX in p and _readable(p)), None)
+        if journal is not None:
+            break
+        time.sleep(0.05)
+    cancel_job_group(spark, "w-cancel")
+    thread.join()
+    assert journal is not None, "the first task never finished"
+    assert "error" in outcome, "the cancelled write returned"
+    assert _files_under(data_dir) == []
+
+
+def _readable(entry):
+    import json
+
+    try:
+        with open(entry) as f:
+            return bool(json.load(f))
+    except ValueError:  # still being written
+        return False
+
+
+def test_concurrent_appends_from_threads(spark):
+    """Two threads append through ``dml.append`` to one table at once (each write its own job and
+    journal, each commit retried on conflict): no row or commit is lost, no journal is left."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.oracles import pyiceberg_read
+
+    t = _table(spark, "w_concurrent")
+    ident = f"jcat.db.{t.identifier[-1]}"
+
+    def writer(k):
+        for i in range(3):
+            lo = k * 100 + i * 10
+            append(spark, ident, spark.range(lo, lo + 10, 1, 2).selectExpr("id", f"'c{k}' AS cat"))
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(writer, (1, 2)))
+    t = load_table(spark, ident)
+    ids = sorted(r["id"] for r in pyiceberg_read(t.metadata_location).to_pylist())
+    assert ids == sorted(k * 100 + i for k in (1, 2) for i in range(30))
+    assert [s.summary["operation"] for s in t.metadata.snapshots] == ["append"] * 6
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+    assert _files_under(data_dir) == sorted(f.file_path.removeprefix("file:") for f in _entries(t))

@@ -15,13 +15,20 @@ class _Conf:
     def __init__(self, values: dict) -> None:
         self.values = values
 
-    def get(self, key: str, default: str) -> str:
+    def get(self, key: str, default: str | None = None) -> str | None:
         return self.values.get(key, default)
 
 
 class _Session:
+    """What task_attempts reads of a session: its conf (``spark.conf``, classic and Connect alike)."""
+
     def __init__(self, master: str, conf: dict | None = None) -> None:
-        self.sparkContext = type("SC", (), {"master": master, "getConf": lambda _self: _Conf(conf or {})})()
+        self.conf = _Conf({"spark.master": master, **(conf or {})})
+
+
+class _RefusingConf:
+    def get(self, key: str, default: str | None = None) -> str | None:
+        raise RuntimeError(f"{key} is a static conf")  # as a Connect server may answer
 
 
 @pytest.mark.parametrize("master, conf, attempts", [
@@ -36,6 +43,12 @@ class _Session:
 ])
 def test_task_attempts_follow_spark_scheduler(master, conf, attempts):
     assert group_writes.task_attempts(_Session(master, conf)) == attempts
+
+
+def test_task_attempts_default_when_the_conf_refuses():
+    session = _Session("local")
+    session.conf = _RefusingConf()
+    assert group_writes.task_attempts(session) == 4  # Spark's spark.task.maxFailures default
 
 
 class _Unpicklable(Exception):

@@ -36,7 +36,9 @@ from procedures.errors import CommitStateUnknownError, IcebergError, ValidationE
 from procedures.io.delete_writers import (
     DeleteTarget, merged_positions, read_position_arrays, write_deletion_vectors, write_position_delete_files,
 )
+from procedures.io.parquet_writer import data_location
 from procedures.io.sandbox_fileio import file_io
+from procedures.spark.dataframes import parallelism
 from procedures.spark.group_writes import GroupOutcome, write_groups
 from procedures.spark.session import job_description
 from procedures.spark.write import task_ids
@@ -123,7 +125,8 @@ def _rewrite_groups_in_spark(spark: Any, table: Any, inputs: list[_GroupInput], 
     text = (f"rewrite_position_delete_files: {table.name}: rewrite {n_files} position delete files "
             f"in {len(inputs)} file groups")
     with job_description(spark, text):
-        return write_groups(spark, table.io, inputs, weights, slots, rewrite, stop_on_failure=stop_on_failure)
+        return write_groups(spark, table.io, inputs, weights, slots, rewrite, stop_on_failure=stop_on_failure,
+                            data_path=data_location(md.location, md.properties))
 
 
 def _rewrite_groups_on_driver(table: Any, inputs: list[_GroupInput], max_concurrent: int) -> list[GroupOutcome]:
@@ -200,7 +203,7 @@ def rewrite_position_deletes(table: Any, options: dict | None = None, where=None
     else:
         # groups in flight at once: one per task, so the tasks are capped by the option (and by
         # twice the cores, which is enough to even out estimated weights)
-        slots = max(1, min(opts.max_concurrent, 2 * spark.sparkContext.defaultParallelism))
+        slots = max(1, min(opts.max_concurrent, 2 * parallelism(spark)))
         try:
             outcomes = _rewrite_groups_in_spark(spark, table, inputs, slots, stop_on_failure=not opts.partial_progress)
         except Exception as e:
