@@ -368,11 +368,13 @@ def _path_keys_frame(df: Any) -> Any:
 
 def unreached_paths(candidates: Any, valid: Any) -> Any:
     """Rows ``(path, kind)`` of ``candidates`` whose path no row of ``valid`` names under any
-    normalised reading (scheme and authority ignored: a false match only keeps a file)."""
+    normalised reading (scheme and authority ignored: a false match only keeps a file), one per path."""
     cand = _path_keys_frame(candidates.select("path"))
     valid_keys = _path_keys_frame(valid.select("path")).select("path").distinct()
     reached = cand.join(valid_keys, "path").selectExpr("uri AS path").distinct()
-    return candidates.join(reached, "path", "left_anti").select("path", "kind")
+    # a file several expired manifests name (its first manifest and the ones rewritten since) is
+    # one file to delete and to count, as Java's set difference and the driver's dict make it
+    return candidates.join(reached, "path", "left_anti").select("path", "kind").dropDuplicates(["path"])
 
 
 def _modified_before(df: Any, column: str, older_than_ms: int) -> Any:

@@ -185,3 +185,68 @@ def test_rewrite_table_path_in_tasks(spark, tmp_path, monkeypatch):
     staged = _staged_entries(t.io, tasks)
     assert staged and staged == _staged_entries(t.io, driver)
     assert all(p.startswith("file:/elsewhere/t") for paths in staged.values() for p in paths)
+
+
+def _files_below(root: str) -> tuple[set[str], int]:
+    """The data files below ``root`` (relative: their names are the same in twin tables) and the
+    number of metadata files (whose names hold uuids)."""
+    found = {os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs}
+    return {p for p in found if p.startswith("data")}, sum(1 for p in found if p.startswith("metadata"))
+
+
+def test_expire_snapshots_compares_in_tasks(spark, tmp_path, monkeypatch):
+    """The expired snapshots' content files compared with the kept ones' in Spark tasks (streamed back
+    with ``toLocalIterator``): the same result and the same files deleted as on the driver alone."""
+    from procedures.core.gc.expire import ExpireSnapshotsParams
+    from procedures.spark.actions.expire_snapshots import expire_snapshots
+
+    results, left = {}, {}
+    for label, session in (("driver", None), ("tasks", spark)):
+        cat, t = _table(tmp_path / label, "mixed")
+        t = commit(t, [DeleteFiles([f.file_path for f in _live_files(t)[:7]])], policy=FAST)
+        monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 10**6 if session is None else 0)
+        params = ExpireSnapshotsParams(older_than_ms=t.metadata.current_snapshot().timestamp_ms + 1, retain_last=1)
+        results[label] = expire_snapshots(t, params, spark=session)
+        left[label] = _files_below(normalize_path(t.location).path)
+    assert results["tasks"].used_spark and not results["driver"].used_spark
+    assert results["tasks"].row() == results["driver"].row() and results["driver"].row()[0] == 8
+    assert left["tasks"] == left["driver"] and len(left["tasks"][0]) == 60 - 8
+
+
+def _live_files(t) -> list:
+    return [e.data_file for m in _current_manifests(t) for e in read_manifest(t.io, m) if e.status != 2]
+
+
+def _current_manifests(t) -> list:
+    from procedures.spec.manifest import read_manifest_list
+
+    return read_manifest_list(t.io, t.metadata.current_snapshot().manifest_list)
+
+
+def test_compute_table_stats_in_tasks(spark, tmp_path):
+    """Theta sketches built in Spark tasks, one per task, unioned on the driver: the driver's NDVs."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pytest.importorskip("datasketches")
+    from procedures.spark.actions.compute_table_stats import compute_table_stats
+
+    cat = HadoopCatalog("local", str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{cat.warehouse}/db/s", spec=UNPARTITIONED, format_version=2)
+    t = cat.create_table(("db", "s"), md)
+    schema = pa.schema([pa.field("id", pa.int64(), False, metadata={b"PARQUET:field_id": b"1"}),
+                        pa.field("p", pa.int32(), True, metadata={b"PARQUET:field_id": b"2"})])
+    files = []
+    for k in range(6):
+        path = f"{normalize_path(t.location).path}/data/part-{k}.parquet"
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        ids = list(range(k * 300, k * 300 + 500))  # overlapping ranges: distinct ids 2,000
+        pq.write_table(pa.table([pa.array(ids, pa.int64()), pa.array([i % 7 for i in ids], pa.int32())], schema=schema), path)
+        files.append(DataFile(path, FileFormat.PARQUET, (), len(ids), os.path.getsize(path)))
+    t = commit(t, [FastAppend(files)], policy=FAST)
+    ndvs = {}
+    for label, session in (("driver", None), ("tasks", spark)):
+        stats = compute_table_stats(t, spark=session, committer=lambda table, ops: table)
+        ndvs[label] = [(b.fields, b.properties["ndv"]) for b in stats.blob_metadata]
+        os.remove(normalize_path(stats.statistics_path).path)
+    assert ndvs["tasks"] == ndvs["driver"] == [((1,), "2000"), ((2,), "7")]
