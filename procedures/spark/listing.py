@@ -30,8 +30,8 @@ from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
 from procedures.core.splits import spread_weights
 from procedures.io.sandbox_fileio import file_io
 from procedures.io.directory_walk import modified_before, walk
+from procedures.spark.dataframes import functions, parallelism, slices_frame
 from procedures.spark.environment import check_python_workers
-from procedures.spark.read import rows_frame, tasks_frame
 from procedures.spark.worker import prepare_python_worker
 from procedures.core.gc.live_paths import manifest_live_path_list
 
@@ -58,7 +58,7 @@ _KEY_BATCH_ROWS = 8192
 
 def _parallelism(spark: Any, n: int) -> int:
     cap = int(spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.parallelism", "10000"))
-    return max(1, min(n, cap, spark.sparkContext.defaultParallelism * 4))
+    return max(1, min(n, cap, parallelism(spark) * 4))
 
 
 class FrameKeeper:
@@ -100,13 +100,17 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
     cutoff = int(older_than_ms)
     dirs = list(dirs)
 
-    def list_partition(rows: Iterable[str]) -> Iterator[str]:
+    def list_slice(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
-        files, _ = walk(list(rows), cutoff, path_filter, io=file_io(props))
-        return iter(files)
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                files, _ = walk(pickle.loads(payload), cutoff, path_filter, io=file_io(props))
+                for i in range(0, len(files), _KEY_BATCH_ROWS):
+                    yield pa.RecordBatch.from_arrays([pa.array(files[i:i + _KEY_BATCH_ROWS], pa.string())],
+                                                     names=["file_path"])
 
-    rdd = spark.sparkContext.parallelize(dirs, _parallelism(spark, len(dirs))).mapPartitions(list_partition)
-    return spark.createDataFrame(rdd.map(lambda p: (p,)), "file_path string")
+    n = _parallelism(spark, len(dirs))
+    return slices_frame(spark, [dirs[k::n] for k in range(n)]).mapInArrow(list_slice, "file_path string")
 
 
 def _key_columns(paths: Iterable[str], schemes: dict[str, str], auths: dict[str, str],
@@ -138,14 +142,22 @@ def _key_batch(paths: Iterable[str], schemes: dict[str, str], auths: dict[str, s
 def driver_keys_dataframe(spark: Any, paths: Sequence[str], equal_schemes: dict[str, str],
                           equal_authorities: dict[str, str], *, actual: bool) -> Any:
     """Paths held by the driver as a frame of :data:`ACTUAL_KEYS` (``actual``) or :data:`VALID_KEYS`,
-    normalised here (:func:`procedures.core.paths.path_keys`)."""
-    from pyspark.sql import types as T  # noqa: PLC0415
+    normalised (:func:`procedures.core.paths.path_keys`) in Spark tasks, a slice of the paths each."""
+    check_python_workers(spark)
+    schemes, auths = dict(equal_schemes), dict(equal_authorities)
+    with_uri = bool(actual)
+    n = _parallelism(spark, -(-len(paths) // _KEY_BATCH_ROWS))
+    paths = list(paths)
 
-    cols = _key_columns(paths, dict(equal_schemes), dict(equal_authorities), actual)
-    # the fields of ACTUAL_KEYS / VALID_KEYS
-    schema = T.StructType([T.StructField(name, T.IntegerType() if name == "nkeys" else T.StringType())
-                           for name in cols])
-    return rows_frame(spark, list(zip(*cols.values())), schema)
+    def key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_python_worker()
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                here = pickle.loads(payload)
+                for i in range(0, len(here), _KEY_BATCH_ROWS):
+                    yield _key_batch(here[i:i + _KEY_BATCH_ROWS], schemes, auths, with_uri)
+
+    return slices_frame(spark, [paths[k::n] for k in range(n)]).mapInArrow(key, ACTUAL_KEYS if actual else VALID_KEYS)
 
 
 def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str], older_than_ms: int | None,
@@ -164,7 +176,7 @@ def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str],
     # directories dealt round-robin (the driver's walk hands over siblings of similar size) and the
     # driver's files in even slices: no task gets the whole tree
     n = _parallelism(spark, max(1, len(dirs)))
-    payloads = [pickle.dumps((list(files[k::n]), list(dirs[k::n]))) for k in range(n)]
+    slices = [(list(files[k::n]), list(dirs[k::n])) for k in range(n)]
 
     def list_and_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
@@ -176,7 +188,7 @@ def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str],
                 for i in range(0, len(found), _KEY_BATCH_ROWS):
                     yield _key_batch(found[i:i + _KEY_BATCH_ROWS], schemes, auths, True)
 
-    return tasks_frame(spark, payloads).mapInArrow(list_and_key, ACTUAL_KEYS)
+    return slices_frame(spark, slices).mapInArrow(list_and_key, ACTUAL_KEYS)
 
 
 def _manifest_keys(io: Any, rows: Iterable[tuple[str, int, int, int]], schemes: dict[str, str],
@@ -211,8 +223,7 @@ def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: S
 
     rows = [manifest_row(m) for m in manifests]
     groups = spread_weights([max(1, r[1]) for r in rows], _parallelism(spark, len(rows)))
-    payloads = [pickle.dumps([rows[i] for i in group]) for group in groups]
-    return tasks_frame(spark, payloads).mapInArrow(read_and_key, VALID_KEYS)
+    return slices_frame(spark, [[rows[i] for i in group] for group in groups]).mapInArrow(read_and_key, VALID_KEYS)
 
 
 def manifest_rows_dataframe(spark: Any, io_properties: dict[str, str], md: Any) -> Any:
@@ -224,9 +235,9 @@ def manifest_rows_dataframe(spark: Any, io_properties: dict[str, str], md: Any) 
     through the driver; read the frame more than once only persisted."""
     check_python_workers(spark)
     props = dict(io_properties)
-    cores = spark.sparkContext.defaultParallelism
-    payloads = [pickle.dumps(c) for c in manifest_list_chunks(md, cores * _LIST_TASKS_PER_CORE)]
-    if not payloads:
+    cores = parallelism(spark)
+    chunks = manifest_list_chunks(md, cores * _LIST_TASKS_PER_CORE)
+    if not chunks:
         return spark.createDataFrame([], MANIFEST_ROWS)
 
     def read_lists(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -241,7 +252,7 @@ def manifest_rows_dataframe(spark: Any, io_properties: dict[str, str], md: Any) 
                         [pa.array(c, t) for c, t in zip(cols, (pa.string(), pa.int64(), pa.int32(), pa.int32()))],
                         names=["manifest_path", "manifest_length", "spec_id", "content"])
 
-    listed = tasks_frame(spark, payloads).mapInArrow(read_lists, MANIFEST_ROWS)
+    listed = slices_frame(spark, chunks).mapInArrow(read_lists, MANIFEST_ROWS)
     # hashed by path into the tasks that read the manifests next (as many as _parallelism allows: the
     # count of manifests is not known here), so the merge needs no other shuffle
     return listed.repartition(_parallelism(spark, 1 << 30), "manifest_path").dropDuplicates(["manifest_path"])
@@ -320,11 +331,9 @@ _PLAIN_KEY = (f"regexp_replace(regexp_replace(regexp_replace(path, '{_SCHEME_RE}
               "'/{2,}', '/'), '(.)/$', '$1')")
 
 
-def _mapped(column: Any, mapping: dict[str, str]) -> Any:
+def _mapped(F: Any, column: Any, mapping: dict[str, str]) -> Any:
     """``column`` through ``mapping`` (a few entries: a CASE chain, no map lookup that ANSI mode would
-    turn into an error for a missing key)."""
-    from pyspark.sql import functions as F  # noqa: PLC0415
-
+    turn into an error for a missing key); ``F`` the session's functions module."""
     out = None
     for key, value in mapping.items():
         out = (F.when(column == F.lit(key), F.lit(value)) if out is None
@@ -335,12 +344,12 @@ def _mapped(column: Any, mapping: dict[str, str]) -> Any:
 def _plain_uri_frame(df: Any, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """``(scheme, authority, path, uri)`` of plain paths in ``df.path``, in the JVM: the same values as
     the literal reading of :func:`procedures.core.paths.path_keys` (the only reading a plain path has)."""
-    from pyspark.sql import functions as F  # noqa: PLC0415
+    F = functions(df.sparkSession)
 
     raw_scheme = F.lower(F.regexp_extract(F.col("path"), "^([A-Za-z][A-Za-z0-9+.-]+):", 1))
-    scheme = _mapped(_mapped(raw_scheme, dict(DEFAULT_EQUAL_SCHEMES)), dict(equal_schemes))
+    scheme = _mapped(F, _mapped(F, raw_scheme, dict(DEFAULT_EQUAL_SCHEMES)), dict(equal_schemes))
     raw_auth = F.regexp_extract(F.col("path"), f"{_SCHEME_RE}//([^/]*)", 1)
-    authority = F.lower(_mapped(raw_auth, dict(equal_authorities)))
+    authority = F.lower(_mapped(F, raw_auth, dict(equal_authorities)))
     return df.select(
         F.when(scheme == "", None).otherwise(scheme).alias("scheme"),
         F.when(authority == "", None).otherwise(authority).alias("authority"),
@@ -359,11 +368,13 @@ def _path_keys_frame(df: Any) -> Any:
 
 def unreached_paths(candidates: Any, valid: Any) -> Any:
     """Rows ``(path, kind)`` of ``candidates`` whose path no row of ``valid`` names under any
-    normalised reading (scheme and authority ignored: a false match only keeps a file)."""
+    normalised reading (scheme and authority ignored: a false match only keeps a file), one per path."""
     cand = _path_keys_frame(candidates.select("path"))
     valid_keys = _path_keys_frame(valid.select("path")).select("path").distinct()
     reached = cand.join(valid_keys, "path").selectExpr("uri AS path").distinct()
-    return candidates.join(reached, "path", "left_anti").select("path", "kind")
+    # a file several expired manifests name (its first manifest and the ones rewritten since) is
+    # one file to delete and to count, as Java's set difference and the driver's dict make it
+    return candidates.join(reached, "path", "left_anti").select("path", "kind").dropDuplicates(["path"])
 
 
 def _modified_before(df: Any, column: str, older_than_ms: int) -> Any:
@@ -400,7 +411,7 @@ def uri_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authori
     path's number of readings, computed in the JVM for plain paths and in Python only for the others
     (dot segments, escapes...), so not every path goes through a Python worker.  ``df`` is read
     twice: persist it."""
-    from pyspark.sql import functions as F  # noqa: PLC0415
+    F = functions(df.sparkSession)
 
     check_python_workers(df.sparkSession)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
@@ -436,7 +447,7 @@ def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[A
     in the tasks that group them, and those modified since are dropped before anything else sees
     them: neither orphans nor conflicts, as if the listing had left them out.
     """
-    from pyspark.sql import functions as F  # noqa: PLC0415
+    F = functions(actual.sparkSession)
 
     a = actual.select(*(F.col(c).alias(f"a_{c}") for c in ("scheme", "authority", "path", "uri", "nkeys")))
     v = valid.select(*(F.col(c).alias(f"v_{c}") for c in ("scheme", "authority", "path")))

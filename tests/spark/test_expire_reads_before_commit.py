@@ -21,7 +21,7 @@ from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
 from tests.helpers.files import fingerprint, touch
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
 FUTURE = 2**62
 

@@ -29,7 +29,7 @@ from procedures.spec.types import LONG, NestedField
 from tests.helpers.faults import then
 from tests.helpers.files import age_everything, touch
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
 FAST = RetryPolicy(num_retries=4, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True),))

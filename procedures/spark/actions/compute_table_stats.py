@@ -29,7 +29,8 @@ from procedures.core.stats.table_stats import (
 from procedures.core.transaction import commit
 from procedures.errors import MissingDependencyError
 from procedures.io.stats_files import ThetaBlob, write_statistics_file
-from procedures.spark.read import TaskReader, light_task, plan_read_groups, tasks_frame
+from procedures.spark.dataframes import parallelism, slices_frame
+from procedures.spark.read import TaskReader, group_tasks, light_task
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
@@ -81,9 +82,9 @@ def _sketch_on_spark(spark: Any, table: Table, tasks: list, reader: TaskReader,
                      columns: Sequence[StatsColumn]) -> list[list[bytes]]:
     from pyspark.sql import types as T  # noqa: PLC0415 -- pyspark only when Spark runs
 
-    groups = plan_read_groups(spark, table.metadata, tasks)
-    payloads = [pickle.dumps([light_task(t) for t in g], protocol=pickle.HIGHEST_PROTOCOL) for g in groups]
-    if not payloads:
+    groups = group_tasks(table.metadata, tasks, None, None, parallelism(spark))
+    slices = [[light_task(t) for t in g] for g in groups]
+    if not slices:
         return []
     cols = list(columns)
 
@@ -96,7 +97,7 @@ def _sketch_on_spark(spark: Any, table: Table, tasks: list, reader: TaskReader,
 
     schema = T.StructType([T.StructField("column", T.IntegerType(), False),
                            T.StructField("sketch", T.BinaryType(), False)])
-    rows = tasks_frame(spark, payloads).mapInArrow(sketch_partition, schema).collect()
+    rows = slices_frame(spark, slices).mapInArrow(sketch_partition, schema).collect()
     per_column: list[list[bytes]] = [[] for _ in cols]
     for r in rows:
         per_column[r["column"]].append(bytes(r["sketch"]))

@@ -38,6 +38,7 @@ from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as L
+from procedures.spark.dataframes import functions
 from procedures.spark.session import optional_job
 from procedures.spec.manifest.avro_container import GONE_FILE
 
@@ -215,8 +216,9 @@ def _actual_files(table: Any, params: RemoveOrphanFilesParams, location: str, ol
 
 
 def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
-    from pyspark.sql import functions as F, types as T  # noqa: PLC0415 -- pyspark only with a session
+    from pyspark.sql import types as T  # noqa: PLC0415 -- pyspark only with a session
 
+    F = functions(spark)
     df = spark.table(view)
     fields = {f.name: f.dataType for f in df.schema.fields}
     for col, kind, want in (("file_path", "string", T.StringType), ("last_modified", "timestamp", T.TimestampType)):

@@ -47,6 +47,7 @@ from procedures.core.rewrite_manifests_op import (
     plan_write_tasks, uniform_partition, write_copy,
 )
 from procedures.io.sandbox_fileio import file_io
+from procedures.spark.dataframes import functions, parallelism, partition_slots, slices_frame
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
@@ -54,6 +55,12 @@ from procedures.spec.manifest.manifest_list import ManifestRows
 from procedures.spec.manifest.model import ManifestFile
 
 __all__ = ["SparkManifestRewriter"]
+
+#: rows keyed for a shuffle to the task of their key (:func:`_keyed_batch`)
+_KEYED = "slot int, payload binary"
+_PAYLOAD = "payload binary"
+#: entries a placement task routes before sending them on as one batch
+_ROUTED_BATCH = 4096
 
 
 def _sort_key(key: tuple) -> tuple:
@@ -130,7 +137,6 @@ class SparkManifestRewriter:
         entries (:func:`~procedures.core.rewrite_manifests_op.cut_chunk`), and one task per chunk
         joins the runs into the manifest."""
         check_python_workers(self.spark)
-        sc = self.spark.sparkContext
         props, specs, fv = self.props, dict(job.specs), job.format_version
         manifests = _Manifests(job.manifests)
         decode = manifests.decoder()
@@ -194,101 +200,173 @@ class SparkManifestRewriter:
                     counts.setdefault(chunk, []).append(item[3] - item[2])
                 start += n
             n_chunks = 1 + chunk_of_position(max(total - 1, 0), total, job.n)
-        task_items, plan = plan_write_tasks(groups, counts, loose, n_chunks, self.slots or sc.defaultParallelism,
+        slots = self.slots or parallelism(self.spark)
+        task_items, plan = plan_write_tasks(groups, counts, loose, n_chunks, slots,
                                             self.min_part_entries or RM.MIN_PART_ENTRIES)
         groups.clear()
         counts.clear()
-        placement = sc.broadcast((entry_chunks, plan.routes))
+        entry_routes = (entry_chunks, plan.routes)
         tasks = plan.tasks
         # the parts of one manifest frame their blocks with the marker its header will carry
         sync = os.urandom(16) if plan.split else None
+        task_slots = partition_slots(len(tasks))
+        chunk_slots = partition_slots(n_chunks) if sync is not None else []
 
-        def place(pairs: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
+        def place(batches: Iterator[Any]) -> Iterator[Any]:
             prepare_python_worker()
             io, schema = file_io(props), job.entry_schema()
-            table, routes = placement.value
-            for index, ref in pairs:
-                for position, (partition, copy) in enumerate(live_copies(io, decode(ref), schema, fv, specs)):
-                    chunk, rank = table[pickle.dumps(job.partition_key(partition))]
-                    first, cuts = routes[chunk]
-                    yield first + bisect.bisect_right(cuts, (rank, index, position)), (rank, index, position, copy)
+            table, routes = entry_routes
+            out: dict[int, list[tuple]] = {}
+            held = 0
+            for batch in batches:
+                for payload in batch.column(0).to_pylist():
+                    for index, ref in pickle.loads(payload):
+                        for position, (partition, copy) in enumerate(live_copies(io, decode(ref), schema, fv, specs)):
+                            chunk, rank = table[pickle.dumps(job.partition_key(partition))]
+                            first, cuts = routes[chunk]
+                            task = first + bisect.bisect_right(cuts, (rank, index, position))
+                            out.setdefault(task, []).append((rank, index, position, copy))
+                            held += 1
+                        if held >= _ROUTED_BATCH:
+                            yield _keyed_batch(task_slots, out)
+                            out, held = {}, 0
+            if out:
+                yield _keyed_batch(task_slots, out)
 
-        def write(task_and_items: Iterator[tuple[int, tuple]]) -> Iterator[Any]:
+        def write(batches: Iterator[Any]) -> Iterator[Any]:
             prepare_python_worker()
-            rows = list(task_and_items)
-            if not rows:
-                return
-            chunk, part = tasks[rows[0][0]]
-            rows.sort(key=lambda r: r[1][:3])
             io = file_io(props)
-            writer = job.writer(io, chunk, TaskAttempt.number(), sync)
-            written = 0
-            for _, (_, _, _, item) in rows:
-                if isinstance(item, ManifestSlice):
-                    written += copy_slice(io, writer, item, fv, specs)
+            for task, rows in _gathered(batches, decode).items():
+                chunk, part = tasks[task]
+                rows.sort(key=lambda r: r[:3])
+                writer = job.writer(io, chunk, TaskAttempt.number(), sync)
+                written = 0
+                for _, _, _, item in rows:
+                    if isinstance(item, ManifestSlice):
+                        written += copy_slice(io, writer, item, fv, specs)
+                    else:
+                        write_copy(writer, item)
+                        written += 1
+                if sync is None:
+                    yield _payload_batch([pickle.dumps((chunk, writer.close(), written))])
                 else:
-                    write_copy(writer, item)
-                    written += 1
-            if sync is None:
-                yield pickle.dumps((chunk, writer.close(), written))
-            else:
-                yield chunk, (part, writer.close_part())
+                    yield _keyed_batch(chunk_slots, {chunk: [(part, writer.close_part())]})
 
-        def join(chunk_and_parts: Iterator[tuple[int, tuple]]) -> Iterator[bytes]:
+        def join(batches: Iterator[Any]) -> Iterator[Any]:
             prepare_python_worker()
-            parts = sorted(chunk_and_parts, key=lambda cp: cp[1][0])
-            if not parts:
-                return
-            chunk = parts[0][0]
-            writer = job.writer(file_io(props), chunk, TaskAttempt.number(), sync)
-            written = sum(p.entries for _, (_, p) in parts)
-            yield pickle.dumps((chunk, writer.close_parts(p for _, (_, p) in parts), written))
+            for chunk, parts in _gathered(batches, decode).items():
+                parts.sort(key=lambda p: p[0])
+                writer = job.writer(file_io(props), chunk, TaskAttempt.number(), sync)
+                written = sum(p.entries for _, p in parts)
+                yield _payload_batch([pickle.dumps((chunk, writer.close_parts(p for _, p in parts), written))])
 
-        # one slice per task; parallelize hands the items to the JVM at once, so the driver's lists
-        # are dropped before the job runs
-        chunked = sc.parallelize(task_items, max(1, len(task_items))).flatMap(lambda group: _expand(group, decode))
+        # one row per write task, in the partition of its own the shuffle below sends it to: the
+        # driver's lists go into the plan and are dropped before the job runs
+        items = [(task_slots[task], bytearray(pickle.dumps((task, True, group), protocol=pickle.HIGHEST_PROTOCOL)))
+                 for task, group in task_items]
         task_items.clear()
+        routed = self.spark.createDataFrame(items, _KEYED)
+        del items
         n_mixed = len(mixed)
         if mixed:
-            placed = sc.parallelize(mixed, max(1, min(len(mixed), sc.defaultParallelism * 4))).mapPartitions(place)
+            # entries read on the executors reach their write task through the same shuffle
+            placed = slices_frame(self.spark, _slices(mixed, self._read_tasks(len(mixed))))
             mixed.clear()
-            # entries read on the executors reach their task through a shuffle
-            chunked = chunked.union(placed).partitionBy(len(tasks), lambda task: task)
-        outcomes = chunked.mapPartitions(write)
+            routed = routed.unionByName(placed.mapInArrow(place, _KEYED))
+        outcomes = routed.repartition(len(tasks), "slot").mapInArrow(write, _KEYED if sync is not None else _PAYLOAD)
         if sync is not None:
             # the parts of a chunk meet in one task, which writes the manifest
-            outcomes = outcomes.partitionBy(n_chunks, lambda chunk: chunk).mapPartitions(join)
+            outcomes = outcomes.repartition(n_chunks, "slot").mapInArrow(join, _PAYLOAD)
         split = f", in {len(tasks)} parts" if sync is not None else ""
         with job_description(self.spark, f"rewrite_manifests: {self.name}: write {n_chunks} manifests "
                                          f"from {count} ({n_mixed} read for placement){split}"):
             results = outcomes.collect()
-        placement.unpersist()
-        done = sorted(pickle.loads(r) for r in results)
+        done = sorted(pickle.loads(r[0]) for r in results)
         return [m for _, m, _ in done], sum(n for _, _, n in done)
+
+    def _read_tasks(self, manifests: int) -> int:
+        """Tasks reading ``manifests`` mixed manifests: a few per core."""
+        return max(1, min(manifests, parallelism(self.spark) * 4))
 
     def _count_keys(self, job: RewriteJob, mixed: list[tuple[int, Any]], keyed: dict[Any, int],
                     decode: Callable[[Any], ManifestFile]) -> list[bytes]:
         """Count the live entries of the mixed manifests (``(index, ref)``, ``decode(ref)`` the
         manifest) per clustering key on the executors, into ``keyed``; returns the keys as the
         executors pickled them."""
-        sc = self.spark.sparkContext
         props, specs, fv = self.props, dict(job.specs), job.format_version
 
-        def keys(pairs: Iterable[tuple[int, Any]]) -> Iterator[tuple[bytes, int]]:
+        def keys(batches: Iterator[Any]) -> Iterator[Any]:
+            import pyarrow as pa  # noqa: PLC0415 -- on the executor
+
             prepare_python_worker()
             io, schema = file_io(props), job.entry_schema()
-            for _, ref in pairs:
-                for partition, _ in live_copies(io, decode(ref), schema, fv, specs):
-                    yield pickle.dumps(job.partition_key(partition)), 1
+            counted: dict[bytes, int] = {}
+            for batch in batches:
+                for payload in batch.column(0).to_pylist():
+                    for _, ref in pickle.loads(payload):
+                        for partition, _ in live_copies(io, decode(ref), schema, fv, specs):
+                            key = pickle.dumps(job.partition_key(partition))
+                            counted[key] = counted.get(key, 0) + 1
+            if counted:
+                yield pa.RecordBatch.from_arrays([pa.array(list(counted), pa.binary()),
+                                                  pa.array(list(counted.values()), pa.int64())], names=["key", "n"])
 
+        F = functions(self.spark)
+        frame = slices_frame(self.spark, _slices(mixed, self._read_tasks(len(mixed))))
         with job_description(self.spark, f"rewrite_manifests: {self.name}: count entries per partition "
                                          f"in {len(mixed)} manifests"):
-            counted = (sc.parallelize(mixed, max(1, min(len(mixed), sc.defaultParallelism * 4)))
-                       .mapPartitions(keys).reduceByKey(lambda a, b: a + b).collect())
-        for k, n in counted:
+            counted = (frame.mapInArrow(keys, "key binary, n long").groupBy("key").agg(F.sum("n").alias("n"))
+                       .collect())
+        out = []
+        for row in counted:
+            k = bytes(row[0])
             key = pickle.loads(k)
-            keyed[key] = keyed.get(key, 0) + n
-        return [k for k, _ in counted]
+            keyed[key] = keyed.get(key, 0) + int(row[1])
+            out.append(k)
+        return out
+
+
+def _slices(items: Sequence[Any], n: int) -> list[list[Any]]:
+    """``items`` cut into ``n`` contiguous slices of near-equal length."""
+    size, extra = divmod(len(items), n)
+    out, start = [], 0
+    for k in range(n):
+        stop = start + size + (1 if k < extra else 0)
+        out.append(list(items[start:stop]))
+        start = stop
+    return out
+
+
+def _payload_batch(payloads: list[bytes]) -> Any:
+    import pyarrow as pa  # noqa: PLC0415 -- on the executor
+
+    return pa.RecordBatch.from_arrays([pa.array(payloads, pa.binary())], names=["payload"])
+
+
+def _keyed_batch(slots: Sequence[int], by_key: dict[int, list[Any]]) -> Any:
+    """Rows of :data:`_KEYED`: per key, its values pickled with it, in the slot that sends the row
+    to partition ``key`` of the next shuffle (:func:`~procedures.spark.dataframes.partition_slots`)."""
+    import pyarrow as pa  # noqa: PLC0415 -- on the executor
+
+    keys = list(by_key)
+    payloads = [pickle.dumps((k, False, by_key[k]), protocol=pickle.HIGHEST_PROTOCOL) for k in keys]
+    return pa.RecordBatch.from_arrays([pa.array([slots[k] for k in keys], pa.int32()), pa.array(payloads, pa.binary())],
+                                      names=["slot", "payload"])
+
+
+def _gathered(batches: Iterator[Any], decode: Callable[[Any], ManifestFile]) -> dict[int, list[tuple]]:
+    """The values of the :data:`_KEYED` rows of one task per key (a task normally holds one key; a
+    write task's compact items from the driver expanded by :func:`_expand`)."""
+    out: dict[int, list[tuple]] = {}
+    for batch in batches:
+        for payload in batch.column(1).to_pylist():
+            key, compact, values = pickle.loads(payload)
+            here = out.setdefault(key, [])
+            if compact:
+                here.extend(item for _, item in _expand((key, values), decode))
+            else:
+                here.extend(values)
+    return out
 
 
 class TaskAttempt:

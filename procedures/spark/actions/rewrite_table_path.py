@@ -42,7 +42,7 @@ from procedures.core.table_path import (
 from procedures.errors import ValidationError
 from procedures.io.fileio import FileAlreadyExistsError, FileIO
 from procedures.io.path_rewrite import rewrite_delete_file_paths
-from procedures.spark.read import tasks_frame
+from procedures.spark.dataframes import slices_frame
 from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest.model import DataFile, ManifestFile
@@ -90,9 +90,8 @@ def _run(spark: Any, io: Any, distributed: bool, items: Sequence[Any], fn: Calla
                    for raw in b.column(0).to_pylist()]
             yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], names=["result"])
 
-    payloads = [pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in items]
     with optional_job(spark, description):
-        rows = tasks_frame(spark, payloads).mapInArrow(run, "result binary").collect()
+        rows = slices_frame(spark, list(items)).mapInArrow(run, "result binary").collect()
     return [pickle.loads(r.result) for r in rows]
 
 
