@@ -93,7 +93,7 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
     """Files below ``dirs`` (recursively, on the executors) that are not hidden and were modified
     before ``older_than_ms``: a DataFrame with one column ``file_path``.  The executors list through
     a FileIO built from ``io_properties`` (the table's, with its storage settings), with the driver's
-    :func:`~procedures.io.listing.walk`: a symlink is never entered nor listed there either."""
+    :func:`~procedures.io.directory_walk.walk`: a symlink is never entered nor listed there either."""
     check_python_workers(spark)
     props = dict(io_properties or {})
     path_filter = HiddenPathFilter(tuple(partition_prefixes))
@@ -167,7 +167,7 @@ def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str],
     driver) and the files below ``dirs``, listed recursively on the executors as
     :func:`list_directories` does; both normalised in the same Python tasks, so the paths reach the
     JVM once, already keyed, and nothing downstream runs Python again.  ``older_than_ms=None`` lists
-    every file whatever its age (:func:`procedures.io.listing.walk`)."""
+    every file whatever its age (:func:`procedures.io.directory_walk.walk`)."""
     check_python_workers(spark)
     props = dict(io_properties or {})
     path_filter = HiddenPathFilter(tuple(partition_prefixes))
@@ -379,7 +379,7 @@ def unreached_paths(candidates: Any, valid: Any) -> Any:
 
 def _modified_before(df: Any, column: str, older_than_ms: int) -> Any:
     """The rows of ``df`` whose file ``column`` was last modified before ``older_than_ms``
-    (:func:`procedures.io.listing.modified_before`, in the tasks)."""
+    (:func:`procedures.io.directory_walk.modified_before`, in the tasks)."""
     cutoff = int(older_than_ms)
 
     def keep(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -23,7 +23,7 @@ from procedures.spark import session as session_module
 from procedures.spark.dataframes import is_connect
 from procedures.spark.session import active_session, catalog_for
 from procedures.spec import types as T
-from procedures.spec.manifest import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.schema import Schema
 from tests.helpers.references import import_reference
 from tests.metastore_server import start_metastore, stop_metastore

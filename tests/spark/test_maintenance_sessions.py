@@ -27,7 +27,8 @@ from procedures.spark import listing as L
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
 from procedures.spark.actions import rewrite_table_path as RTP
-from procedures.spec.manifest import DataFile, FileFormat, read_manifest
+from procedures.spec.manifest.model import DataFile, FileFormat
+from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
@@ -218,7 +219,7 @@ def _live_files(t) -> list:
 
 
 def _current_manifests(t) -> list:
-    from procedures.spec.manifest import read_manifest_list
+    from procedures.spec.manifest.manifest_list import read_manifest_list
 
     return read_manifest_list(t.io, t.metadata.current_snapshot().manifest_list)
 

@@ -1,6 +1,6 @@
 """The ``remove_orphan_files`` action (procedures.md §3.8; Java 1.10's ``DeleteOrphanFilesSparkAction``).
 
-1. **Actual files**: the driver walks the top of the tree (:func:`procedures.io.listing.walk`);
+1. **Actual files**: the driver walks the top of the tree (:func:`procedures.io.directory_walk.walk`);
    when it holds more than :data:`DRIVER_MAX_DIRS` directories the rest is listed in Spark tasks
    (:func:`procedures.spark.listing.listed_keys_dataframe`).  A local walk lists names only: the
    ``older_than`` cutoff is applied after matching, to the files nothing references (a ``stat``
