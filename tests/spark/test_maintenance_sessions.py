@@ -34,6 +34,7 @@ from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import INT, LONG, NestedField
 from tests.helpers.files import age_everything, touch
+from tests.helpers.references import import_reference
 
 pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
@@ -226,9 +227,10 @@ def _current_manifests(t) -> list:
 
 def test_compute_table_stats_in_tasks(spark, tmp_path):
     """Theta sketches built in Spark tasks, one per task, unioned on the driver: the driver's NDVs."""
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
-    pytest.importorskip("datasketches")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import_reference("datasketches", "Apache DataSketches not installed: pip install 'iceberg-procedures[stats]'")
     from procedures.spark.actions.compute_table_stats import compute_table_stats
 
     cat = HadoopCatalog("local", str(tmp_path / "wh"))
