@@ -152,8 +152,8 @@ def partition_slots(n: int) -> list[int]:
 def slices_frame(spark: Any, slices: Sequence[Any]) -> Any:
     """A DataFrame of one row per slice (column ``payload``: the slice's pickle), each row in a
     partition of its own (:func:`payload_frame`).  The slices travel to the executors inside the query
-    plan (Connect: a local relation, cached server-side when large), so keep them to plans and paths,
-    not data."""
+    plan (a literal, or a local relation when large, which Connect caches server-side), so keep them
+    to plans and paths, not data."""
     return payload_frame(spark, [pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL) for s in slices])
 
 
