@@ -8,17 +8,24 @@ and on a Spark Connect session (which has no ``sparkContext``, RDDs, accumulator
 * :func:`slices_frame` / :func:`run_slices` -- the replacement for
   ``sc.parallelize(items, n).mapPartitions(fn).collect()``: each slice of Python objects becomes one row
   (its pickle), each row one task, and what ``fn`` yields comes back to the driver as pickled rows.
+* :func:`payload_frame` -- the same for payloads already in bytes; :func:`empty_frame` -- no rows, a
+  given schema, no task.
 
-How a slice gets a task of its own: rows are hash-partitioned on a ``slot`` column into ``n``
-partitions, and slot values are chosen on the driver so that Spark's partition rule (``pmod(murmur3(slot,
-seed 42), n)``, the rule of ``HashPartitioning`` since Spark 2) sends slice ``i`` to partition ``i``.
-Slice numbers themselves would collide (two slices in one task, another task idle), and a round-robin
-repartition starts each input partition at a random place.  AQE never coalesces a repartition with an
-explicit partition count.
+How a payload gets a task of its own.  Up to :data:`INLINE_PAYLOAD_BYTES` in all, the payloads travel
+inside the query plan as one literal and ``spark.range(0, n, 1, n)`` (row ``i`` alone in partition
+``i``) picks row ``i``'s: no shuffle, no Python pass, no job before the one that uses the frame -- as
+cheap as the classic ``parallelize`` it replaces.  Every task then holds every payload, so past that
+size the payloads become a local DataFrame hash-partitioned on a ``slot`` column into ``n`` partitions,
+slot values chosen on the driver so that Spark's partition rule (``pmod(murmur3(slot, seed 42), n)``,
+the rule of ``HashPartitioning`` since Spark 2) sends payload ``i`` to partition ``i``.  Payload numbers
+themselves would collide (two payloads in one task, another task idle), and a round-robin repartition
+starts each input partition at a random place.  AQE never coalesces a repartition with an explicit
+partition count.
 """
 
 from __future__ import annotations
 
+import base64
 import pickle
 import struct
 import threading
@@ -30,6 +37,9 @@ __all__ = [
     "parallelism",
     "session_key",
     "slices_frame",
+    "payload_frame",
+    "empty_frame",
+    "INLINE_PAYLOAD_BYTES",
     "map_slices",
     "run_slices",
     "iter_slices",
@@ -47,6 +57,10 @@ _PROBE_ROWS = 1 << 20
 _PAYLOAD_SCHEMA = "payload binary"
 #: results per Arrow batch coming back from a task
 _BATCH_ROWS = 1024
+
+#: payload bytes a frame carries inline in its plan at most: every task deserializes them all (about
+#: a millisecond per MB, against tens of milliseconds of a Python task's own start)
+INLINE_PAYLOAD_BYTES = 1 << 20
 
 #: Spark's seed of ``Murmur3Hash`` in ``HashPartitioning``
 _SPARK_HASH_SEED = 42
@@ -137,15 +151,41 @@ def partition_slots(n: int) -> list[int]:
 
 def slices_frame(spark: Any, slices: Sequence[Any]) -> Any:
     """A DataFrame of one row per slice (column ``payload``: the slice's pickle), each row in a
-    partition of its own.  The slices travel to the executors inside the query plan (Connect: a
-    local relation, cached server-side when large), so keep them to plans and paths, not data."""
+    partition of its own (:func:`payload_frame`).  The slices travel to the executors inside the query
+    plan (a literal, or a local relation when large, which Connect caches server-side), so keep them
+    to plans and paths, not data."""
+    return payload_frame(spark, [pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL) for s in slices])
+
+
+def payload_frame(spark: Any, payloads: Sequence[bytes], column: str = "payload") -> Any:
+    """A DataFrame of one binary column ``column`` whose partition ``i`` holds payload ``i`` as its
+    only row (see the module doc for how), on both session kinds."""
+    n = len(payloads)
+    if not n:
+        return empty_frame(spark, f"`{column}` binary")
+    fns = functions(spark)
+    if sum(len(p) for p in payloads) <= INLINE_PAYLOAD_BYTES:
+        # one string literal (folded once into an array by the optimizer): no job builds the frame
+        joined = ",".join(base64.b64encode(p).decode("ascii") for p in payloads)
+        picked = fns.element_at(fns.split(fns.lit(joined), ","), (fns.col("id") + 1).cast("int"))
+        return spark.range(0, n, 1, n).select(fns.unbase64(picked).alias(column))
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType  # noqa: PLC0415
 
-    n = max(1, len(slices))
     slots = partition_slots(n)
-    rows = [(slots[i], bytearray(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL))) for i, s in enumerate(slices)]
-    schema = StructType([StructField("slot", IntegerType(), False), StructField("payload", BinaryType(), False)])
-    return spark.createDataFrame(rows, schema).repartition(n, "slot").select("payload")
+    rows = [(slots[i], bytearray(p)) for i, p in enumerate(payloads)]
+    schema = StructType([StructField("slot", IntegerType(), False), StructField(column, BinaryType(), False)])
+    return spark.createDataFrame(rows, schema).repartition(n, "slot").select(column)
+
+
+def _no_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    return iter(())
+
+
+def empty_frame(spark: Any, schema: Any) -> Any:
+    """A DataFrame of no rows with ``schema`` (a ``StructType`` or DDL text, nullability kept) that runs
+    no task: an always-false filter becomes an empty local relation in the optimizer (the
+    ``sparkContext.emptyRDD`` of both session kinds)."""
+    return spark.range(0, 0, 1, 1).mapInArrow(_no_batches, schema).where(functions(spark).lit(False))
 
 
 def _pickled_batches(values: Iterable[Any]) -> Iterator[Any]:

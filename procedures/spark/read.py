@@ -46,6 +46,7 @@ from procedures.errors import ValidationError
 from procedures.io.arrow_schema import type_to_arrow
 from procedures.io.sandbox_fileio import file_io
 from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
+from procedures.spark.dataframes import empty_frame, parallelism, payload_frame
 from procedures.spark.environment import check_python_workers, check_session
 from procedures.spark.scan_planning import iter_scan_tasks, plan_scan_tasks
 from procedures.spark.session import job_description
@@ -336,44 +337,34 @@ def read_tasks(
                     yield to_spark_arrow(out, fields)
 
     if not payloads:
-        return spark.createDataFrame(spark.sparkContext.emptyRDD(), out_schema)
+        return empty_frame(spark, out_schema)
     return tasks_frame(spark, payloads).mapInArrow(read_partition, out_schema)
 
 
 def tasks_frame(spark: Any, payloads: Sequence[bytes]) -> Any:
     """A DataFrame with one partition per payload holding it as its only row (column ``task``).
 
-    Each payload travels inside its own partition, so a task receives only its own.  The frame is
-    built in the JVM from the pickled rows (:func:`rows_frame`): no Python worker round trip, no job
-    to broadcast a table of payloads, and no temporary file left behind for the session's lifetime.
+    Built through the DataFrame API alone (:func:`procedures.spark.dataframes.payload_frame`), so it
+    runs on classic and Spark Connect sessions; small payload sets cost no job, no shuffle and no
+    Python pass before the job that reads them, and large ones are shuffled so each task receives
+    only its own.
     """
-    from pyspark.sql import types as T  # noqa: PLC0415
-
-    schema = T.StructType([T.StructField("task", T.BinaryType(), False)])
-    # one row per slice
-    return rows_frame(spark, [(bytearray(p),) for p in payloads], schema, len(payloads))
+    check_python_workers(spark)
+    return payload_frame(spark, payloads, "task")
 
 
 def rows_frame(spark: Any, rows: Sequence[tuple], schema: Any, slices: int | None = None) -> Any:
     """``spark.createDataFrame(rows, schema)`` for rows held by the driver (``schema`` a
-    ``StructType``), in ``slices`` partitions (Spark's default parallelism when None), built in the
-    JVM from the pickled rows: ``createDataFrame`` adds a Python worker pass per partition to
-    re-batch them (a Python task each, about 0.1 s on a busy pair of cores)."""
-    from pyspark.sql import DataFrame  # noqa: PLC0415
-
+    ``StructType``), in ``slices`` partitions when given (round-robin), on both session kinds."""
     check_python_workers(spark)
-    sc = spark.sparkContext
-    internal = [schema.toInternal(r) for r in rows] if schema.needConversion() else list(rows)
-    # the JVM unpickles the parallelized rows itself
-    rdd = sc.parallelize(internal, slices) if slices is not None else sc.parallelize(internal)
-    java_rows = sc._jvm.SerDeUtil.toJavaArray(sc._jvm.SerDeUtil.pythonToJava(rdd._jrdd, True))
-    return DataFrame(spark._jsparkSession.applySchemaToPythonRDD(java_rows.rdd(), schema.json()), spark)
+    df = spark.createDataFrame(list(rows), schema)
+    return df.repartition(slices) if slices is not None else df
 
 
 def plan_read_groups(spark: Any, md: TableMetadata, tasks: list[FileScanTask], split_size: int | None = None,
                      open_file_cost: int | None = None) -> list[list[FileScanTask]]:
     """The tasks cut and packed into the groups one Spark partition reads (see :func:`read_tasks`)."""
-    return group_tasks(md, tasks, split_size, open_file_cost, spark.sparkContext.defaultParallelism)
+    return group_tasks(md, tasks, split_size, open_file_cost, parallelism(spark))
 
 
 def group_tasks(md: TableMetadata, tasks: list[FileScanTask], split_size: int | None, open_file_cost: int | None,

@@ -27,6 +27,7 @@ from procedures.core.gc import reachability as R
 from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, read_entries_on_driver
 from procedures.errors import ScanPlanningError
 from procedures.io.sandbox_fileio import file_io
+from procedures.spark.dataframes import map_slices, parallelism, slices_frame, unpickle_rows
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
@@ -84,61 +85,59 @@ class SparkEntryReader:
 
     def _read(self, plan: ScanManifests, manifests: Sequence[ManifestFile]) -> Iterator[list[ScanEntry]]:
         check_python_workers(self.spark)
-        sc = self.spark.sparkContext
         props, entry_filter = self.props, plan.entry_filter
 
-        def read(groups: Iterable[tuple[int, Sequence[ManifestFile]]]) -> Iterator[tuple[int, list[bytes]]]:
+        def read(group: tuple[int, Sequence[ManifestFile]]) -> Iterator[tuple[int, list[bytes]]]:
             # consecutive manifests' pickled entries go back together, about RESULT_PIECE_BYTES at a
-            # time: Spark's batching of small results then never hands the driver a large batch
+            # time: a result row never holds one large batch for the driver
             prepare_python_worker()
             io = file_io(props)
-            for first, group in groups:
-                piece: list[bytes] = []
-                size = 0
-                for manifest in group:
-                    raw = pickle.dumps(entry_filter.data_entries(io, manifest), protocol=pickle.HIGHEST_PROTOCOL)
-                    piece.append(raw)
-                    size += len(raw)
-                    if size >= RESULT_PIECE_BYTES:
-                        yield first, piece
-                        first, piece, size = first + len(piece), [], 0
-                if piece:
+            first, manifests_of_task = group
+            piece: list[bytes] = []
+            size = 0
+            for manifest in manifests_of_task:
+                raw = pickle.dumps(entry_filter.data_entries(io, manifest), protocol=pickle.HIGHEST_PROTOCOL)
+                piece.append(raw)
+                size += len(raw)
+                if size >= RESULT_PIECE_BYTES:
                     yield first, piece
+                    first, piece, size = first + len(piece), [], 0
+            if piece:
+                yield first, piece
 
-        # one contiguous group of manifests per partition, sent as the slice of the plan's rows
+        # one contiguous group of manifests per task, in task order (slices_frame: slice i, partition i)
         count = len(manifests)
-        slices = max(1, min(count, sc.defaultParallelism * 4))
+        slices = max(1, min(count, parallelism(self.spark) * 4))
         cuts = [count * k // slices for k in range(slices + 1)]
         groups = [(a, manifests[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
-        rdd = sc.parallelize(groups, len(groups)).mapPartitions(read)
+        frame = map_slices(slices_frame(self.spark, groups), read)
         if self.stream:
-            yield from self._streamed(rdd, count)
+            yield from self._streamed(frame, count)
             return
         with job_description(self.spark, f"Planning scan of {self.name}: reading {count} manifests"):
-            results = rdd.collect()
-        placed = in_manifest_order(_each_manifest(results), len(manifests), self.name)
+            results = frame.collect()
+        placed = in_manifest_order(_each_manifest(unpickle_rows(results)), len(manifests), self.name)
         del results
         for i, raw in enumerate(placed):
             placed[i] = None  # the driver holds each manifest's entries once, never bytes and objects together
             yield pickle.loads(raw)
 
-
-    def _streamed(self, rdd: Any, count: int) -> Iterator[list[ScanEntry]]:
-        # Every partition is computed at once into the executors' storage, then pulled to the driver
-        # one partition at a time: the parallelism of a collect, the memory of one partition (a bare
-        # toLocalIterator would also compute the partitions one or two at a time).
+    def _streamed(self, frame: Any, count: int) -> Iterator[list[ScanEntry]]:
+        # Every partition is computed at once into the cluster's cache, then pulled to the driver one
+        # partition at a time, in partition (= manifest) order: the parallelism of a collect, the
+        # memory of one partition (a bare toLocalIterator would compute the partitions one by one).
         from pyspark import StorageLevel  # noqa: PLC0415 -- the package imports without pyspark
 
-        rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             with job_description(self.spark, f"Planning scan of {self.name}: reading {count} manifests"):
-                rdd.count()
+                frame.count()
                 # the serving thread that runs the pulling jobs starts here and inherits the description
-                streamed = rdd.toLocalIterator(prefetchPartitions=True)
-            for raw in in_order(_each_manifest(streamed), count, self.name):
+                streamed = frame.toLocalIterator(prefetchPartitions=True)
+            for raw in in_order(_each_manifest(unpickle_rows(streamed)), count, self.name):
                 yield pickle.loads(raw)
         finally:
-            rdd.unpersist(blocking=False)
+            frame.unpersist(blocking=False)
 
 
 def _each_manifest(pieces: Iterable[tuple[int, list[bytes]]]) -> Iterator[tuple[int, bytes]]:

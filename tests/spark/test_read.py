@@ -1,17 +1,32 @@
 """read_table's Spark-facing API: column selection and order, filters, snapshot choice by time and ref,
-metadata columns, empty tables and errors."""
+metadata columns, empty tables and errors.
+
+The tests marked ``java`` compare with Iceberg Java's reads (classic pyspark 3.5 only); the others
+build their tables without Spark and run on classic and Spark Connect sessions."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
+import procedures.spark.dataframes as dataframes
+import procedures.spark.scan_planning as scan_planning
 from oracles import spark_df_to_arrow
+from procedures.catalog.hadoop import HadoopCatalog
+from procedures.core.builder import new_table_metadata
+from procedures.core.operations import FastAppend
+from procedures.core.transaction import commit
 from procedures.errors import NoSuchRefError, ValidationError
 from procedures.core.scan import iter_file_scan_tasks
-from procedures.spark.read import load_table, read_table
+from procedures.io.parquet_writer import WriteSettings, write_data_files
+from procedures.spark.dataframes import functions
+from procedures.spark.read import load_table, read_files, read_table, read_tasks
+from procedures.spec.partitioning import PartitionField, PartitionSpec
+from procedures.spec.schema import Schema
+from procedures.spec.transforms import parse_transform
+from procedures.spec.types import LONG, STRING, NestedField
 
-# every test here reads or writes through Iceberg Java (deselected on pyspark 4)
-pytestmark = [pytest.mark.spark, pytest.mark.java]
+pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +41,7 @@ def table(spark):
     return ident
 
 
+@pytest.mark.java
 def test_columns_keep_requested_order_and_filter_columns_need_not_be_selected(spark, table):
     df = read_table(spark, table, columns=["name", "id"], filter="id >= 2")
     assert df.columns == ["name", "id"]
@@ -42,6 +58,7 @@ def _rows(df) -> list[dict]:
     return sorted(spark_df_to_arrow(df).to_pylist(), key=lambda r: r["id"])
 
 
+@pytest.mark.java
 def test_snapshot_choice_by_tag_id_and_time(spark, table):
     snaps = spark.sql(f"SELECT snapshot_id, committed_at FROM {table}.snapshots ORDER BY committed_at").collect()
     first, second = snaps[0][0], snaps[1][0]
@@ -59,6 +76,7 @@ def test_snapshot_choice_by_tag_id_and_time(spark, table):
         read_table(spark, table, ref="missing")
 
 
+@pytest.mark.java
 def test_metadata_columns_and_types(spark, table):
     df = read_table(spark, table, metadata_columns=("_spec_id", "_pos", "_deleted"))
     assert df.schema.simpleString() == (
@@ -69,6 +87,7 @@ def test_metadata_columns_and_types(spark, table):
         read_table(spark, table, metadata_columns=("_nope",))
 
 
+@pytest.mark.java
 def test_empty_table_reads_no_rows_with_its_schema(spark):
     ident = "jcat.db.read_api_empty"
     spark.sql(f"DROP TABLE IF EXISTS {ident}")
@@ -77,6 +96,7 @@ def test_empty_table_reads_no_rows_with_its_schema(spark):
     assert df.columns == ["id", "d"] and df.count() == 0
 
 
+@pytest.mark.java
 def test_files_split_at_row_groups_read_like_java(spark):
     # Java writes several row groups per file; with a small split size we read each file in
     # several Spark partitions, and rows, positions and position deletes still match Java's
@@ -97,3 +117,105 @@ def test_files_split_at_row_groups_read_like_java(spark):
     java = sorted(tuple(r) for r in spark.sql(f"SELECT id, s, _file, _pos FROM {ident}").collect())
     assert len(ours) == 60000 - len([i for i in range(60000) if i % 7 == 3])
     assert ours == java
+
+
+# ------------------------------------------------------------------ tables written without Spark
+SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "data", STRING)))
+BY_DATA = PartitionSpec(0, (PartitionField(2, 1000, parse_transform("identity"), "data"),))
+ROWS = [(i, "abc"[i % 3]) for i in range(12)]
+
+
+def _append(t, rows):
+    arrow = pa.table({"id": pa.array([r[0] for r in rows], pa.int64()),
+                      "data": pa.array([r[1] for r in rows], pa.string())})
+    return commit(t, [FastAppend(write_data_files(t.io, WriteSettings.from_metadata(t.metadata), [arrow]))])
+
+
+def _new_table(root, name):
+    cat = HadoopCatalog("local", str(root / "wh"))
+    cat.create_namespace("db")
+    md, _ = new_table_metadata(schema=SCHEMA, location=f"{cat.warehouse}/db/{name}", spec=BY_DATA, format_version=2)
+    return cat.create_table(("db", name), md)
+
+
+@pytest.fixture(scope="module")
+def local_table(tmp_path_factory):
+    """Two appends of three files each (one per ``data`` value); returns the table and the first snapshot."""
+    t = _append(_new_table(tmp_path_factory.mktemp("read-local"), "t"), ROWS[:6])
+    first = t.metadata.current_snapshot_id
+    return _append(t, ROWS[6:]), first
+
+
+def _tuples(df) -> list[tuple]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_read_table_rows_columns_filter_and_time_travel(spark, local_table):
+    t, first = local_table
+    df = read_table(spark, t)
+    assert df.columns == ["id", "data"] and not df.schema["id"].nullable and df.schema["data"].nullable
+    assert _tuples(df) == ROWS
+    assert _tuples(read_table(spark, t, snapshot_id=first)) == ROWS[:6]
+    picked = read_table(spark, t, columns=["data", "id"], filter="id >= 9")
+    assert picked.columns == ["data", "id"] and _tuples(picked) == sorted((d, i) for i, d in ROWS if i >= 9)
+    meta = read_table(spark, t, metadata_columns=("_file", "_pos", "_spec_id")).collect()
+    files = {tk.data_file.file_path: tk.data_file.record_count for tk in iter_file_scan_tasks(t.metadata, t.io)}
+    assert {r["_file"] for r in meta} == set(files) and {r["_spec_id"] for r in meta} == {0}
+    assert sorted((r["_file"], r["_pos"]) for r in meta) == sorted((f, p) for f, n in files.items() for p in range(n))
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "shuffled"])
+def test_each_read_group_is_one_partition(spark, local_table, monkeypatch, inline):
+    # the tasks frame puts group i alone in partition i, whether the groups ride in the plan or are
+    # hash-placed (a group split over two tasks, or two groups in one, would show here)
+    if not inline:
+        monkeypatch.setattr(dataframes, "INLINE_PAYLOAD_BYTES", 0)
+    t, _ = local_table
+    F = functions(spark)
+    tasks = list(iter_file_scan_tasks(t.metadata, t.io))
+    df = read_tasks(spark, t, tasks, SCHEMA, metadata_columns=("_file",), split_size=1)
+    placed = df.select(F.spark_partition_id().alias("p"), "_file").distinct().collect()
+    by_partition: dict[int, set] = {}
+    for r in placed:
+        by_partition.setdefault(r["p"], set()).add(r["_file"])
+    assert sorted(by_partition) == list(range(len(tasks))) and len(tasks) == 6
+    assert all(len(v) == 1 for v in by_partition.values())
+    part_of = {tk.data_file.file_path: tk.data_file.partition[0] for tk in tasks}
+    assert sorted((r["id"], part_of[r["_file"]]) for r in df.collect()) == ROWS
+
+
+def test_empty_reads_keep_the_schema(spark, tmp_path, local_table):
+    empty = _new_table(tmp_path, "empty")
+    df = read_table(spark, empty)
+    assert df.columns == ["id", "data"] and not df.schema["id"].nullable and df.count() == 0
+    t, _ = local_table
+    pruned = read_table(spark, t, filter="id > 1000", metadata_columns=("_pos",))
+    assert pruned.columns == ["id", "data", "_pos"] and pruned.collect() == []
+
+
+def test_read_with_the_manifests_read_on_the_executors(spark, local_table, monkeypatch):
+    t, _ = local_table
+    calls = []
+    real = scan_planning.SparkEntryReader._read
+
+    def counting(self, plan, manifests):
+        calls.append(len(manifests))
+        return real(self, plan, manifests)
+
+    monkeypatch.setattr(scan_planning, "DRIVER_MAX_SCAN_MANIFESTS", 0)
+    monkeypatch.setattr(scan_planning.SparkEntryReader, "_read", counting)
+    assert _tuples(read_table(spark, t, filter="id < 8")) == [r for r in ROWS if r[0] < 8]
+    # read_files plans with the streamed reader (results pulled a partition at a time)
+    wanted = [tk.data_file.file_path for tk in iter_file_scan_tasks(t.metadata, t.io) if tk.data_file.partition == ("b",)]
+    got = read_files(spark, t, wanted, columns=["id"]).collect()
+    assert sorted(r["id"] for r in got) == [i for i, d in ROWS if d == "b"]
+    assert calls == [2, 2]
+
+
+def test_classic_and_connect_sessions_read_the_same(classic_spark, connect_spark, local_table):
+    t, first = local_table
+    for kwargs in ({}, {"snapshot_id": first, "metadata_columns": ("_file", "_pos", "_spec_id")},
+                   {"columns": ["data"], "filter": "id >= 5"}):
+        classic, connect = read_table(classic_spark, t, **kwargs), read_table(connect_spark, t, **kwargs)
+        assert classic.schema == connect.schema
+        assert _tuples(classic) == _tuples(connect) and _tuples(classic)

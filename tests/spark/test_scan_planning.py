@@ -21,7 +21,7 @@ from procedures.spec.schema import Schema
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import LONG, STRING, NestedField
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
 FAST = RetryPolicy(num_retries=2, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "data", STRING)))

@@ -40,6 +40,7 @@ from procedures.core.changelog import (
 )
 from procedures.core.scan import FileScanTask
 from procedures.errors import ValidationError
+from procedures.spark.dataframes import empty_frame, parallelism
 from procedures.spark.read import TaskReader, light_task, spark_type, tasks_frame, to_spark_arrow
 from procedures.spark.session import job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
@@ -97,9 +98,9 @@ def changes_frame(spark: Any, table: Table, tasks: Sequence[ChangeTask]) -> Any:
            T.StructField(COMMIT_SNAPSHOT_ID, T.LongType(), True)])
     # nullability as Java's changes table reports it (only _change_type is required)
     if not tasks:
-        return spark.createDataFrame(spark.sparkContext.emptyRDD(), out_schema)
+        return empty_frame(spark, out_schema)
     payloads = []
-    for group in _groups(tasks, spark.sparkContext.defaultParallelism):
+    for group in _groups(tasks, parallelism(spark)):
         items = [(None if t.before is None else _scan_task(t, t.before, schema),
                   None if t.after is None else _scan_task(t, t.after, schema), t.ordinal, t.snapshot_id)
                  for t in group]
