@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterator, Sequence
 from procedures.core.splits import spread_weights
 from procedures.errors import IcebergError
 from procedures.spark.worker import prepare_python_worker
-from procedures.spark.write import WrittenFiles, payload_frame
+from procedures.spark.dataframes import map_slices, slices_frame
+from procedures.spark.write import WrittenFiles
 from procedures.spec.manifest.model import DataFile
 
 __all__ = ["GroupOutcome", "write_groups", "task_attempts", "portable_error"]
@@ -110,7 +111,7 @@ def write_groups(spark: Any, io: Any, groups: Sequence[Any], weights: Sequence[i
                 paths.extend(f.file_path for f in files)
                 yield GroupOutcome(index, tuple(files))
 
-    outcomes = written.collect(payload_frame(spark, slices, run), files_of=lambda o: o.files)
+    outcomes = written.collect(map_slices(slices_frame(spark, slices), run), files_of=lambda o: o.files)
     return sorted(outcomes, key=lambda o: o.index)
 
 

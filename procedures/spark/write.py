@@ -32,7 +32,7 @@ from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
 from procedures.io.parquet_writer import WriteSettings
 from procedures.io.sandbox_fileio import file_io
-from procedures.spark.dataframes import functions, map_slices
+from procedures.spark.dataframes import functions, map_slices, slices_frame
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description, load_table, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
@@ -49,7 +49,7 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads", "payload_frame",
+__all__ = ["write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads",
            "write_settings", "write_in_task", "task_ids", "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN", "check_writable",
            "check_columns", "delete_quietly"]
 
@@ -299,27 +299,7 @@ def write_payloads(spark: Any, io: Any, payloads: Sequence[Any],
                 paths.extend(f.file_path for f in files)
                 yield from files
 
-    return written.collect(payload_frame(spark, payloads, run))
-
-
-def payload_frame(spark: Any, payloads: Sequence[Any], fn: Callable[[Any], Iterable[Any]]) -> Any:
-    """A DataFrame running ``fn`` on each payload in a task of its own, one pickled row per value
-    ``fn`` yields (read them with :meth:`WrittenFiles.collect`).
-
-    The payloads travel as literals of the plan, picked by ``spark.range``'s ids (partition ``i``
-    holds id ``i`` only): one stage, no shuffle, no Python pass before ``fn``'s.  A rewrite's job has
-    a single stage, as before on ``parallelize``; :func:`~procedures.spark.dataframes.slices_frame`
-    places slices with a hash shuffle, an extra stage per job."""
-    if not payloads:
-        raise ValueError("payload_frame needs at least one payload")
-    F = functions(spark)
-    pickled = [F.lit(bytearray(pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL))) for p in payloads]
-    chosen = pickled[0]
-    if len(pickled) > 1:
-        chosen = F.when(F.col("id") == 0, chosen)
-        for i, value in enumerate(pickled[1:], 1):
-            chosen = chosen.when(F.col("id") == i, value)
-    return map_slices(spark.range(0, len(pickled), 1, len(pickled)).select(chosen.alias("payload")), fn)
+    return written.collect(map_slices(slices_frame(spark, payloads), run))
 
 
 def delete_quietly(io: Any, paths: Sequence[str]) -> None:
