@@ -101,3 +101,55 @@ def test_log_levels(level, expected):
         logger.handlers[:] = []
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
+
+
+class _FakeConnectSession:
+    """Looks like pyspark 4's Connect session to ``is_connect`` (its class's module) and holds the
+    progress handlers and job tags the console and ``job_description`` use there."""
+
+    def __init__(self):
+        self.handlers, self.tags = [], set()
+
+    def registerProgressHandler(self, handler):  # noqa: N802 -- pyspark's name
+        self.handlers.append(handler)
+
+    def removeProgressHandler(self, handler):  # noqa: N802
+        self.handlers.remove(handler)
+
+    def getTags(self):  # noqa: N802
+        return set(self.tags)
+
+    def addTag(self, tag):  # noqa: N802
+        self.tags.add(tag)
+
+    def removeTag(self, tag):  # noqa: N802
+        self.tags.discard(tag)
+
+
+_FakeConnectSession.__module__ = "pyspark.sql.connect.session"
+
+
+class _Stage:
+    def __init__(self, stage_id, num_tasks, num_completed_tasks, done=False):
+        self.stage_id, self.num_tasks, self.num_completed_tasks, self.done = stage_id, num_tasks, num_completed_tasks, done
+
+
+def test_progress_on_spark_connect_reads_the_servers_progress_messages():
+    """A Connect session has no status tracker: the console registers a progress handler for the
+    statement, shows the stages the server reports (finished ones left out) under our step, and
+    removes the handler afterwards."""
+    spark, out = _FakeConnectSession(), io.StringIO()
+    with job_description(spark, "expire_snapshots: delete files"):
+        with ConsoleProgress(spark, out, tty=False, interval=3600) as progress:
+            assert len(spark.handlers) == 1
+            handler = spark.handlers[0]
+            # as pyspark's client calls it, by keyword, from the thread running the operation
+            handler(stages=[_Stage(0, 2, 2, done=True), _Stage(1, 4, 1)], inflight_tasks=3, operation_id="op-1",
+                    done=False)
+            progress.poll()
+            handler(stages=[_Stage(1, 4, 4, done=True)], inflight_tasks=0, operation_id="op-1", done=True)
+            progress.poll()
+        assert spark.handlers == []
+        assert spark.tags == {"expire_snapshots: delete files"}
+    assert out.getvalue().splitlines() == ["progress: expire_snapshots: delete files: stage 1 (4 tasks)",
+                                           "progress: expire_snapshots: delete files"]
