@@ -27,13 +27,14 @@ from procedures.core.builder import new_table_metadata
 from procedures.errors import NoSuchTableError, TableAlreadyExistsError, NamespaceAlreadyExistsError, ValidationError
 from procedures.framework.context import open_catalog
 from procedures.frontend.parser import Parser, Token, tokenize
+from procedures.spark.dataframes import functions
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spec import types as IT
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
-__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views"]
+__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views", "cached_views_on"]
 
 #: numbers the temporary views of our tables within the process
 _VIEWS = itertools.count(1)
@@ -356,7 +357,7 @@ def refresh_table_views(spark, conf: Mapping[str, str], changed) -> None:
         views.intersection_update(live)
         if not live:
             continue
-        cached = _cached_views_on(spark, live)
+        cached = cached_views_on(spark, live)
         for name in cached:
             spark.catalog.uncacheTable(name)
         df = read_table(spark, open_catalog(catalog_name, conf).load_table(ident))
@@ -366,13 +367,15 @@ def refresh_table_views(spark, conf: Mapping[str, str], changed) -> None:
             spark.catalog.cacheTable(name)
 
 
-def _cached_views_on(spark, views: set[str]) -> list[str]:
-    """Cached temporary views whose plan reads one of ``views`` (or is one)."""
+def cached_views_on(spark, views: set[str]) -> list[str]:
+    """Cached temporary views whose plan reads one of ``views`` (or is one).  The plan is read with
+    ``EXPLAIN EXTENDED`` (its analyzed plan names the views it reads), which a Spark Connect session
+    answers too: it has no ``_jdf`` to ask the JVM's query execution."""
     out = []
     for t in spark.catalog.listTables():
         if not t.isTemporary or t.name in views or not spark.catalog.isCached(t.name):
             continue
-        plan = str(spark.table(t.name)._jdf.queryExecution().analyzed().toString())
+        plan = str(spark.sql(f"EXPLAIN EXTENDED SELECT * FROM `{t.name.replace('`', '``')}`").first()[0])
         if any(v in plan for v in views):
             out.append(t.name)
     return out
@@ -416,8 +419,9 @@ def _sql_over_views(spark, query: str, views: Mapping[str, str]):
 
 
 def _insert(spark, text: str, tokens: list[Token], refs, conf):
-    from pyspark.sql import functions as F  # noqa: PLC0415 -- pyspark only when a statement runs
-
+    # the session's own functions module: in a process holding a classic and a Connect session,
+    # pyspark.sql.functions builds the columns of one kind only
+    F = functions(spark)
     first, lastidx, parts = refs[0]
     catalog, ident = _table(conf, parts)
     table = catalog.load_table(ident)

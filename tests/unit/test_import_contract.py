@@ -349,8 +349,11 @@ SPARK_INTERNALS = frozenset({
 #: ``partitionBy`` is also a DataFrameWriter's and a window spec's (both fine on Connect): a call whose
 #: receiver names one of these is not an RDD's
 _PARTITION_BY_RECEIVERS = ("write", "Window", "writeStream")
-#: modules of pyspark that carry no DataFrame API (RDD accumulators), and py4j
-FORBIDDEN_PYSPARK_MODULES = ("py4j", "pyspark.accumulators", "pyspark.rdd", "pyspark.core", "pyspark.context")
+#: modules of pyspark that carry no DataFrame API (RDD accumulators), and py4j; and pyspark.sql.functions,
+#: which builds the columns of one session kind only in a process holding both (a notebook beside a
+#: remote session, the tests): package code asks ``procedures.spark.dataframes.functions(spark)``
+FORBIDDEN_PYSPARK_MODULES = ("py4j", "pyspark.accumulators", "pyspark.rdd", "pyspark.core", "pyspark.context",
+                             "pyspark.sql.functions")
 _PYSPARK_NAME = re.compile(r"^(pyspark|py4j)(\.[A-Za-z_.]+)?$")
 
 #: Spark internals the package keeps for good, each where the two session kinds really differ and a
@@ -361,6 +364,8 @@ KEEP_SPARK_INTERNALS: dict[str, set[str]] = {
     "procedures.spark.session": {"sparkContext", "_jsc", "_gateway"},
     # the Java version of a classic session's JVM (Connect has no local JVM: pyspark alone is checked)
     "procedures.spark.environment": {"sparkContext", "_jvm"},
+    # the one place that picks the functions module of a session's kind
+    "procedures.spark.dataframes": {"pyspark.sql.functions"},
 }
 #: The offenders the Spark-layer conversion (issue 33) removes.  The lead empties this list when the
 #: conversions are merged; an entry that is no longer needed fails
@@ -378,7 +383,9 @@ PENDING_CONNECT_CONVERSION: dict[str, set[str]] = {
     # GC / manifests
     "procedures.spark.actions.rewrite_manifests": {"sparkContext", "defaultParallelism", "parallelize", "flatMap",
                                                    "mapPartitions", "partitionBy", "reduceByKey"},
-    "procedures.spark.listing": {"sparkContext", "defaultParallelism", "parallelize", "mapPartitions"},
+    "procedures.spark.listing": {"sparkContext", "defaultParallelism", "parallelize", "mapPartitions",
+                                 "pyspark.sql.functions"},
+    "procedures.spark.actions.remove_orphan_files": {"pyspark.sql.functions"},
     # read
     "procedures.spark.read": {"sparkContext", "defaultParallelism", "emptyRDD", "parallelize", "_jvm", "_jrdd",
                               "rdd", "_jsparkSession"},
@@ -386,9 +393,9 @@ PENDING_CONNECT_CONVERSION: dict[str, set[str]] = {
     "procedures.spark.datasource": {"sparkContext", "defaultParallelism"},
     "procedures.spark.actions.changelog": {"sparkContext", "defaultParallelism", "emptyRDD"},
     # write / rewrite
-    "procedures.spark.write": {"sparkContext", "accumulator", "pyspark.accumulators"},
+    "procedures.spark.write": {"sparkContext", "accumulator", "pyspark.accumulators", "pyspark.sql.functions"},
     "procedures.spark.group_writes": {"sparkContext"},
-    "procedures.spark.rewrite": {"sparkContext", "defaultParallelism"},
+    "procedures.spark.rewrite": {"sparkContext", "defaultParallelism", "pyspark.sql.functions"},
     "procedures.spark.actions.rewrite_position_delete_files": {"sparkContext", "defaultParallelism"},
 }
 
@@ -462,6 +469,7 @@ def test_the_spark_connect_check_catches_each_kind_of_use(tmp_path, monkeypatch)
                          "    m = sys.modules.get('pyspark.sql.session')\n    return getattr(s, '_jvm', None)\n"),
         "spark/__init__.py": "",
         "spark/a.py": ("from pyspark import accumulators\nfrom py4j.java_gateway import JavaObject\n"
+                       "from pyspark.sql import functions as F\n"
                        "def f(spark, df, Window):\n"
                        "    spark.sparkContext.parallelize([1]).mapPartitions(len).partitionBy(2, hash)\n"
                        "    df.write.partitionBy('x'); Window.partitionBy('y')\n"
@@ -477,5 +485,6 @@ def test_the_spark_connect_check_catches_each_kind_of_use(tmp_path, monkeypatch)
     assert spark_internals(tmp_path / "procedures") == {
         "procedures.catalog.c": {"pyspark.sql.session", "_jvm"},
         "procedures.spark.a": {"pyspark.accumulators", "py4j.java_gateway", "py4j.java_gateway.JavaObject",
-                               "sparkContext", "parallelize", "mapPartitions", "partitionBy", "rdd"},
+                               "pyspark.sql.functions", "sparkContext", "parallelize", "mapPartitions", "partitionBy",
+                               "rdd"},
     }
