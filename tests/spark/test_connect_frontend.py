@@ -89,9 +89,10 @@ def test_a_user_script_on_pyspark_local_connect_server(tmp_path):
     assert run.returncode == 0, run.stderr[-4000:]
     out = json.loads(report.read_text())
     assert out["session"].startswith("pyspark.sql.connect")
-    assert out["rewrite"][0]["rewritten_data_files_count"] == 2
-    assert out["rewrite"][0]["added_data_files_count"] == 1
-    assert out["expire"][0]["deleted_data_files_count"] == 2
+    rewrite = out["rewrite"][0]
+    assert rewrite["rewritten_data_files_count"] >= 2 and rewrite["added_data_files_count"] == 1
+    # the files the rewrite replaced went with the expired snapshots
+    assert out["expire"][0]["deleted_data_files_count"] == rewrite["rewritten_data_files_count"]
     assert out["rows"] == [[1, "a"], [2, "b"], [3, "c"]]
 
 
@@ -109,7 +110,8 @@ def test_console_remote_local_runs_a_script_with_progress(tmp_path):
                   "SELECT count(*) AS n FROM local.db.t")
     assert run.returncode == 0, run.stderr[-4000:]
     lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
-    assert lines[-2]["rewritten_data_files_count"] == 2 and lines[-1] == {"n": 3}
+    assert lines[-2]["rewritten_data_files_count"] >= 2 and lines[-2]["added_data_files_count"] == 1
+    assert lines[-1] == {"n": 3}
     assert "progress: append to local.db.t" in run.stderr
     # the driver's own keys went to the local server at its start, not as refused session settings
     assert "CANNOT_MODIFY_CONFIG" not in run.stderr
@@ -162,7 +164,8 @@ def test_console_on_a_running_connect_server_runs_a_procedure(connect_server, tm
                         "CALL mine.system.rewrite_data_files('db.t'); SELECT sum(id) AS s FROM mine.db.t")
     assert run.returncode == 0, run.stderr[-4000:]
     lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
-    assert lines[-2]["rewritten_data_files_count"] == 2 and lines[-1] == {"s": 6}
+    assert lines[-2]["rewritten_data_files_count"] >= 2 and lines[-2]["added_data_files_count"] == 1
+    assert lines[-1] == {"s": 6}
 
 
 @NEEDS_CONVERSION
@@ -208,7 +211,7 @@ def test_connect_server_in_front_of_a_standalone_cluster_runs_a_procedure(spark_
             procedures.sql(spark, "INSERT INTO cl.db.t VALUES (1), (2)")
             procedures.sql(spark, "INSERT INTO cl.db.t VALUES (3)")
             row = procedures.call("cl.system.rewrite_data_files", spark=spark, table="db.t").first()
-            assert row["rewritten_data_files_count"] == 2 and row["added_data_files_count"] == 1
+            assert row["rewritten_data_files_count"] >= 2 and row["added_data_files_count"] == 1
             assert procedures.sql(spark, "SELECT sum(id) AS s FROM cl.db.t").first()["s"] == 6
         finally:
             spark.stop()
