@@ -40,12 +40,19 @@ ROOT = Path(os.environ.get("BENCH_PROCEDURES_ROOT") or REPO)
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import Timing, time_call  # noqa: E402
 
 KINDS = ("classic", "connect")
 CATALOG = "bench"
 GOAL = 1.15
 AGG = ("count(*) AS n", "sum(id) AS s_id", "sum(v) AS s_v", "sum(length(s)) AS s_len", "count(DISTINCT p) AS parts")
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall seconds of one ``fn()`` and its result (no import of ``_common``: a baseline commit's
+    package may lack what it imports)."""
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
 
 
 def free_port() -> int:
@@ -201,8 +208,10 @@ def cases(classic: Any, warehouse: Path, args: argparse.Namespace) -> list[Case]
 
 # ------------------------------------------------------------------------------------------ running
 def measure(sessions: dict[str, Any], warehouse: Path, args: argparse.Namespace) -> dict:
-    """``{case: {"outputs": {kind: output}, "runs": {kind: [seconds]}}}``; stops at the first case
-    whose outputs differ between the kinds."""
+    """``{case: {"outputs": {kind: output}, "runs": {kind: [seconds]}, "errors": {kind: text}}}``;
+    stops at the first case whose outputs differ between the kinds.  A kind whose run raises is not
+    run again for that case (its error is shown in the table: before the Spark layer's conversion is
+    merged, the Connect side fails this way)."""
     if not args.local_gc:
         force_distributed_steps()
     results: dict[str, dict] = {}
@@ -210,13 +219,22 @@ def measure(sessions: dict[str, Any], warehouse: Path, args: argparse.Namespace)
     for index, case in enumerate(cases(sessions["classic"], warehouse, args)):
         outputs: dict[str, Any] = {}
         runs: dict[str, list[float]] = {k: [] for k in kinds}
+        errors: dict[str, str] = {}
         for attempt in range(args.warmup + args.repeat):
             # alternate which kind goes first, so neither always meets a warmer JVM
             for kind in (kinds if attempt % 2 == 0 else kinds[::-1]):
+                if kind in errors:
+                    continue
                 name = f"c{index}_{kind}_{attempt}"
                 short = case.setup(name)
-                timing: Timing = time_call(lambda: case.run(sessions[kind], name, short), name=kind, repeat=1)
-                output = {"output": timing.result}
+                try:
+                    seconds, result = timed(lambda: case.run(sessions[kind], name, short))
+                except Exception as e:  # noqa: BLE001 -- shown in the table, the other kind goes on
+                    errors[kind] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+                    if kind == "classic":
+                        raise
+                    continue
+                output = {"output": result}
                 if case.check:
                     output["contents"] = contents(sessions["classic"], name)
                 if attempt == 0:
@@ -225,14 +243,15 @@ def measure(sessions: dict[str, Any], warehouse: Path, args: argparse.Namespace)
                     raise SystemExit(f"{case.title}: {kind} gave another output on run {attempt}: {output} "
                                      f"(first: {outputs[kind]})")
                 if attempt >= args.warmup:
-                    runs[kind].extend(timing.runs)
+                    runs[kind].append(seconds)
                 if case.check:
                     sql(sessions["classic"], f"DROP TABLE IF EXISTS {CATALOG}.db.{name} PURGE")
             if attempt == 0 and len({json.dumps(o, sort_keys=True, default=str) for o in outputs.values()}) > 1:
                 raise SystemExit(f"{case.title}: outputs differ between the session kinds: "
                                  + json.dumps(outputs, indent=1, default=str))
-        results[case.title] = {"outputs": outputs, "runs": runs}
-        print(f"  {case.title}: " + ", ".join(f"{k} {min(v):.3f} s" for k, v in runs.items()), file=sys.stderr)
+        results[case.title] = {"outputs": outputs, "runs": runs, "errors": errors}
+        print(f"  {case.title}: " + ", ".join(f"{k} {min(v):.3f} s" if v else f"{k} {errors.get(k)}"
+                                              for k, v in runs.items()), file=sys.stderr)
     return results
 
 
@@ -266,7 +285,8 @@ def table(results: dict, base: dict | None, repeat: int) -> str:
     for title, r in results.items():
         classic = min(r["runs"]["classic"])
         connect = min(r["runs"]["connect"]) if r["runs"].get("connect") else None
-        row = [title, f"{classic:.3f}", "-" if connect is None else f"{connect:.3f}",
+        failed = r.get("errors", {}).get("connect")
+        row = [title, f"{classic:.3f}", "failed" if failed else "-" if connect is None else f"{connect:.3f}",
                "-" if connect is None else f"{connect / classic:.2f}x" + (" !" if connect / classic > GOAL else "")]
         if base is not None:
             b = base.get(title)
@@ -312,7 +332,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, default=str))
     print(table(results, base, args.repeat))
-    return 0
+    for title, r in results.items():
+        for kind, error in r.get("errors", {}).items():
+            print(f"{title}: {kind} failed: {error}")
+    return 1 if any(r.get("errors") for r in results.values()) else 0
 
 
 if __name__ == "__main__":
