@@ -270,7 +270,9 @@ def baseline(rev: str, args: argparse.Namespace) -> dict:
             command.append("--local-gc")
         env = {**os.environ, "BENCH_PROCEDURES_ROOT": str(folder), "PYTHONPATH": str(folder)}
         print(f"baseline: the classic cases on {rev} ({folder})", file=sys.stderr)
-        subprocess.run(command, env=env, check=True)
+        # run from the baseline's folder: Spark's Python workers put their working directory first on
+        # sys.path (``python -m pyspark.daemon``), so a checkout as the working directory would win
+        subprocess.run(command, env=env, check=True, cwd=folder)
         return json.loads(out.read_text())
     finally:
         shutil.rmtree(folder, ignore_errors=True)
