@@ -6,10 +6,17 @@
     procedures-sql plan local.db.events [--execute]                       # maintenance plan
     procedures-sql maintain local --max-duration 2h --report run.json     # a whole catalog, scheduled
     procedures-sql health local.db --html report.html [--maintain]        # a report with pictures
+    procedures-sql --remote sc://host:15002 -e "CALL ..."                 # on a Spark Connect server
 
 Configuration, later wins: the embedded defaults (catalog ``local`` = JDBC/SQLite under
 ``./warehouse``, as in ``spark-conf/spark-defaults.conf``), ``--properties-file`` (spark-defaults
-format), ``--master``, then each ``--conf k=v``.  The first failing statement stops the run with
+format), ``--master``, then each ``--conf k=v``.
+
+``--remote`` (or ``SPARK_REMOTE``, as for ``pyspark --remote``) runs on Spark Connect (pyspark 4 with
+the ``connect`` extra): ``sc://host:port`` is a running server, whose own settings win over the
+embedded defaults (a default is set on the session only when the server has no value for it, a
+catalog's keys only when the server configures no key of that catalog); ``local[N]`` starts pyspark's
+local Connect server in this process with the settings above.  The first failing statement stops the run with
 its message on stderr (no traceback unless ``--verbose``) and exit code 1; a maintenance plan whose
 step failed prints every step, then the failed ones on stderr, and exits with 1.
 """
@@ -30,9 +37,9 @@ from decimal import Decimal
 from typing import Sequence
 
 from procedures.catalog.base import split_dotted
-from procedures.catalog.config import catalog_names, default_catalog_name
+from procedures.catalog.config import catalog_names, conf_from_spark, default_catalog_name
 from procedures.core.health import render_call, table_reference
-from procedures.errors import IcebergError, SqlSyntaxError, redact_text
+from procedures.errors import IcebergError, SqlSyntaxError, ValidationError, redact_text
 from procedures.frontend.parser import split_statements, tokenize
 from procedures.frontend.progress import ConsoleProgress
 from procedures.frontend.report import health_report
@@ -41,7 +48,7 @@ from procedures.spark.environment import check_session
 
 __all__ = ["main", "read_properties_file", "format_table", "failed_steps", "format_rows", "plan_statement", "subcommand_index",
            "maintain_statement", "maintenance_report",
-           "configure_logging", "EMBEDDED_DEFAULTS"]
+           "configure_logging", "EMBEDDED_DEFAULTS", "REMOTE_KEY", "connect_session_defaults", "settings_of"]
 
 EMBEDDED_DEFAULTS = {
     "spark.sql.catalog.local.type": "jdbc",
@@ -53,6 +60,10 @@ EMBEDDED_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
 }
+#: the embedded defaults that configure Spark's driver itself: a Spark Connect server has its own
+SPARK_CORE_DEFAULTS = ("spark.master", "spark.ui.enabled", "spark.ui.showConsoleProgress")
+#: where the Spark Connect URL of --remote / SPARK_REMOTE is kept among the settings (pyspark's key)
+REMOTE_KEY = "spark.remote"
 HISTORY_FILE = os.path.expanduser("~/.procedures_sql_history")
 #: the JVM logging of the console's session (errors only until --log-level changes it)
 LOG4J2_CONSOLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "resources", "log4j2-console.properties")
@@ -123,19 +134,98 @@ def _prepare_local_catalogs(conf: dict[str, str]) -> None:
                 os.makedirs(folder, exist_ok=True)
 
 
-def _build_session(conf: dict[str, str]):
+def _build_session(conf: dict[str, str], defaults: Sequence[str] = ()):
+    """The console's session: classic (``spark.master``), or Spark Connect when ``conf`` holds a
+    ``spark.remote`` URL; ``defaults`` are the keys of ``conf`` that are embedded defaults, not the
+    user's (a remote server's own values win over them)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    remote = conf.get(REMOTE_KEY)
+    if remote:
+        return check_session(_connect_session(remote, conf, defaults))
+    # --master (or a properties file) chose a classic session over the environment's SPARK_REMOTE,
+    # which pyspark's builder would otherwise follow
+    os.environ.pop("SPARK_REMOTE", None)
     from pyspark.sql import SparkSession  # noqa: PLC0415 -- after PYSPARK_PYTHON is set
 
     builder = SparkSession.builder.appName("procedures-sql")
-    for k, v in conf.items():
+    for k, v in _with_quiet_jvm(conf).items():
         builder = builder.config(k, v)
-    if "spark.driver.extraJavaOptions" not in conf and not os.environ.get("PYSPARK_SUBMIT_ARGS"):
-        # quiet JVM start-up lines; the user's own driver options or submit arguments win
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J2_CONSOLE}")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(conf.get("procedures.log.level", "ERROR"))
     return check_session(spark)
+
+
+def _with_quiet_jvm(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with our log4j2 configuration for a JVM this process starts (quiet start-up lines);
+    the user's own driver options or submit arguments win."""
+    if "spark.driver.extraJavaOptions" in conf or os.environ.get("PYSPARK_SUBMIT_ARGS"):
+        return dict(conf)
+    return {**conf, "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2_CONSOLE}"}
+
+
+def _connect_session(url: str, conf: dict[str, str], defaults: Sequence[str]):
+    """A Spark Connect session on ``url``: ``local[N]`` starts pyspark's local Connect server in this
+    process (with all of ``conf``, as ``pyspark --remote local[N]`` does), ``sc://...`` connects to a
+    running server and sets ``conf`` on the session (:func:`connect_session_defaults`)."""
+    import pyspark  # noqa: PLC0415 -- the console loads without pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        raise ValidationError(
+            f"--remote / SPARK_REMOTE needs pyspark 4 (Spark Connect); pyspark {pyspark.__version__} is installed: "
+            "pip install 'iceberg-procedures[connect]', or run without --remote on a classic session")
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession  # noqa: PLC0415
+    except ImportError as e:  # pyspark names the missing module (grpcio, grpcio-status, googleapis...)
+        raise ValidationError(f"the Spark Connect client is not installed ({e}): "
+                              "pip install 'iceberg-procedures[connect]'") from e
+    level = conf.get("procedures.log.level", "ERROR")
+    sent = {k: v for k, v in conf.items() if k not in (REMOTE_KEY, "spark.master")}
+    if url.startswith("local"):
+        from pyspark.sql import SparkSession  # noqa: PLC0415 -- pyspark's builder starts the local server
+
+        builder = SparkSession.builder.appName("procedures-sql").remote(url)
+        for k, v in _with_quiet_jvm(sent).items():
+            builder = builder.config(k, v)
+        with warnings.catch_warnings():
+            # the server took every key at its start; pyspark then also tries the driver's keys on the
+            # Connect session, where Spark refuses them, and warns about each
+            warnings.filterwarnings("ignore", message="Failed to set ", category=UserWarning)
+            spark = builder.getOrCreate()
+        # the local server runs in this process's JVM, under the classic SparkContext pyspark started for it
+        from pyspark import SparkContext  # noqa: PLC0415
+
+        SparkContext.getOrCreate().setLogLevel(level)
+        return spark
+    spark = ConnectSession.builder.remote(url).getOrCreate()
+    own = {k: v for k, v in sent.items() if k not in defaults}
+    for key, value in {**connect_session_defaults(conf_from_spark(spark), {k: sent[k] for k in defaults
+                                                                          if k in sent}), **own}.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception as e:  # noqa: BLE001 -- a static key the server fixed at its start
+            logging.getLogger(__name__).warning("the Spark Connect server keeps its own %s (%s)", key,
+                                                _error_text(e))
+    if conf.get("procedures.log.level") and level != "ERROR":
+        logging.getLogger(__name__).warning("--log-level %s applies to this console only: the Spark Connect "
+                                            "server logs as its own configuration says", level)
+    return spark
+
+
+def connect_session_defaults(server: dict[str, str], defaults: dict[str, str]) -> dict[str, str]:
+    """The embedded ``defaults`` to set on a session of a remote Spark Connect server whose conf is
+    ``server``: none of the Spark driver's own (:data:`SPARK_CORE_DEFAULTS`), none the server has a
+    value for, and a catalog's keys only when the server configures no key of that catalog (its
+    ``local`` catalog is not patched with ours)."""
+    out = {}
+    for key, value in defaults.items():
+        if key in SPARK_CORE_DEFAULTS or key in server:
+            continue
+        if key.startswith("spark.sql.catalog."):
+            prefix = "spark.sql.catalog." + key[len("spark.sql.catalog."):].split(".", 1)[0]
+            if any(k == prefix or k.startswith(prefix + ".") for k in server):
+                continue
+        out[key] = value
+    return out
 
 
 def configure_logging(level: str) -> None:
@@ -314,6 +404,9 @@ def _common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="K=V", help="a Spark/catalog setting (repeatable)")
     p.add_argument("--properties-file", metavar="FILE", help="settings in spark-defaults.conf format")
     p.add_argument("--master", help="Spark master URL (default local[*])")
+    p.add_argument("--remote", metavar="URL",
+                   help="run on Spark Connect (pyspark 4): sc://host:port, or local[N] to start pyspark's local "
+                        "Connect server; default $SPARK_REMOTE unless --master is given")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import a Python module first (to register your own procedures); repeatable")
     p.add_argument("--verbose", action="store_true", help="print tracebacks on errors")
@@ -337,7 +430,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: options of the console that take a value (the word after them is never a subcommand)
-_VALUED_OPTIONS = {"-e", "-f", "--conf", "--properties-file", "--master", "--import", "--log-level", "--output",
+_VALUED_OPTIONS = {"-e", "-f", "--conf", "--properties-file", "--master", "--remote", "--import", "--log-level", "--output",
                    "--max-duration", "--report"}
 
 
@@ -483,17 +576,40 @@ def _settings(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not key.strip():
             raise ValueError(f"--conf expects key=value, got {item!r}")
         conf[key.strip()] = value.strip()
+    if args.remote and args.master:
+        raise ValueError("use either --master or --remote: a Spark Connect server has its own master")
+    if args.remote:
+        conf[REMOTE_KEY] = args.remote
+    elif os.environ.get("SPARK_REMOTE", "").strip() and not args.master and REMOTE_KEY not in conf:
+        conf[REMOTE_KEY] = os.environ["SPARK_REMOTE"].strip()
     return conf
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point; returns the exit status (0 ok, 1 failed statement, 2 bad usage)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _default_keys(conf: dict[str, str]) -> list[str]:
+    """The keys of ``conf`` still holding their embedded default (read before local paths are made
+    absolute)."""
+    return [k for k, v in EMBEDDED_DEFAULTS.items() if conf.get(k) == v]
+
+
+def _parse(argv: Sequence[str]) -> tuple[str | None, argparse.Namespace]:
+    """The subcommand (None for the console itself) and its parsed options."""
+    argv = list(argv)
     at = subcommand_index(argv, "plan", "maintain", "health")
     command = argv[at] if at is not None else None
     rest = argv[:at] + argv[at + 1:] if at is not None else argv
     parser = {"plan": _plan_parser, "maintain": _maintain_parser, "health": _health_parser}.get(command, _parser)()
-    args = parser.parse_args(rest)
+    return command, parser.parse_args(rest)
+
+
+def settings_of(argv: Sequence[str]) -> dict[str, str]:
+    """The Spark settings the console would start its session with for command line ``argv``
+    (embedded defaults, properties file, --master/--remote or SPARK_REMOTE, --conf)."""
+    return _settings(_parse(argv)[1])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; returns the exit status (0 ok, 1 failed statement, 2 bad usage)."""
+    command, args = _parse(sys.argv[1:] if argv is None else argv)
     if command is None and args.execute is not None and args.file is not None:
         print("Error: use either -e or -f, not both", file=sys.stderr)
         return 2
@@ -525,8 +641,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for module in args.imports:
             importlib.import_module(module)
+        defaults = _default_keys(conf)
         _prepare_local_catalogs(conf)
-        spark = _build_session(conf)
+        spark = _build_session(conf, defaults)
     except Exception as e:  # noqa: BLE001
         print(_error_text(e), file=sys.stderr)
         return 1

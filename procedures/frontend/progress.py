@@ -2,21 +2,27 @@
 procedures set, such as ``rewrite_data_files: rewrite group 3/10``) and the Spark stage's tasks.
 
 On a terminal a compact bar is redrawn in place on stderr; elsewhere (a log file, a scheduler)
-a plain line is written whenever the step or the stage changes, never a redraw.  The figures come
-from the session's status tracker, polled by a daemon thread; a session without one (Spark
-Connect) shows the step lines only.
+a plain line is written whenever the step or the stage changes, never a redraw.  A daemon thread
+polls the figures: on a classic session from its SparkContext's status tracker, on a Spark Connect
+session (which has no SparkContext) from the progress the server streams with each operation's
+results, received by a progress handler (pyspark 4's ``spark.registerProgressHandler``,
+:class:`ConnectStages`).  The step always comes from our own open job descriptions
+(:func:`procedures.spark.session.active_descriptions`), so a session with neither source still shows
+the step lines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TextIO
 
+from procedures.spark.dataframes import is_connect
 from procedures.spark.session import active_descriptions
 
-__all__ = ["StageProgress", "ConsoleProgress", "render_bar", "render_line", "stage_progress"]
+__all__ = ["StageProgress", "ConnectStages", "ConsoleProgress", "render_bar", "render_line", "stage_progress"]
 
 #: characters of the bar on a terminal
 _BAR = 20
@@ -51,9 +57,41 @@ def render_line(step: str | None, stages: Sequence[StageProgress]) -> str:
     return f"progress: {step or 'running'}: {parts}"
 
 
+class ConnectStages:
+    """A Spark Connect progress handler (``spark.registerProgressHandler(handler)``) keeping the
+    unfinished stages of each running operation; :meth:`read` gives them as the status tracker would.
+
+    pyspark calls the handler in the thread that runs the operation (the statement's thread) while
+    the console reads it from its own, hence the lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._operations: dict[Any, list[StageProgress]] = {}
+
+    def __call__(self, stages: Any = None, inflight_tasks: int = 0, operation_id: Any = None,
+                 done: bool = False, **_: Any) -> None:
+        """Record one progress message of operation ``operation_id`` (``done``: it ended)."""
+        with self._lock:
+            if done:
+                self._operations.pop(operation_id, None)
+                return
+            self._operations[operation_id] = [
+                StageProgress(int(s.stage_id), int(s.num_tasks), int(s.num_completed_tasks))
+                for s in (stages or ()) if not getattr(s, "done", False)]
+
+    def read(self) -> list[StageProgress]:
+        """The unfinished stages of every running operation, by stage id."""
+        with self._lock:
+            stages = [s for running in self._operations.values() for s in running]
+        return sorted(stages, key=lambda s: s.stage_id)
+
+
 def stage_progress(spark: Any) -> Callable[[], list[StageProgress]] | None:
     """A function reading the active stages from ``spark``'s status tracker, or None when the session
-    has none (a Spark Connect session has no SparkContext)."""
+    has none (a Spark Connect session has no SparkContext: :class:`ConsoleProgress` registers a
+    :class:`ConnectStages` handler there instead)."""
+    if is_connect(spark):
+        return None
     try:
         tracker = spark.sparkContext.statusTracker()
     except Exception:  # noqa: BLE001 -- Connect raises on sparkContext; progress is optional there
@@ -78,6 +116,11 @@ class ConsoleProgress:
         self._stream = stream or sys.stderr
         self._tty = self._stream.isatty() if tty is None else tty
         self._interval = interval
+        self._spark = spark
+        self._handler: ConnectStages | None = None
+        if stages is None and is_connect(spark) and hasattr(spark, "registerProgressHandler"):
+            self._handler = ConnectStages()
+            stages = self._handler.read
         self._stages = stages if stages is not None else stage_progress(spark)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -85,6 +128,8 @@ class ConsoleProgress:
         self._drawn = 0
 
     def __enter__(self) -> "ConsoleProgress":
+        if self._handler is not None:
+            self._spark.registerProgressHandler(self._handler)
         self._thread = threading.Thread(target=self._run, name="procedures-progress", daemon=True)
         self._thread.start()
         return self
@@ -93,6 +138,9 @@ class ConsoleProgress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._handler is not None:
+            with contextlib.suppress(Exception):  # a session closed by the statement has no handlers left
+                self._spark.removeProgressHandler(self._handler)
         if self._tty and self._drawn:
             self._stream.write("\r" + " " * self._drawn + "\r")
             self._stream.flush()

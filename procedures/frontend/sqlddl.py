@@ -34,7 +34,7 @@ from procedures.spec import types as IT
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
-__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views"]
+__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views", "cached_views_on"]
 
 #: numbers the temporary views of our tables within the process
 _VIEWS = itertools.count(1)
@@ -357,7 +357,7 @@ def refresh_table_views(spark, conf: Mapping[str, str], changed) -> None:
         views.intersection_update(live)
         if not live:
             continue
-        cached = _cached_views_on(spark, live)
+        cached = cached_views_on(spark, live)
         for name in cached:
             spark.catalog.uncacheTable(name)
         df = read_table(spark, open_catalog(catalog_name, conf).load_table(ident))
@@ -367,13 +367,15 @@ def refresh_table_views(spark, conf: Mapping[str, str], changed) -> None:
             spark.catalog.cacheTable(name)
 
 
-def _cached_views_on(spark, views: set[str]) -> list[str]:
-    """Cached temporary views whose plan reads one of ``views`` (or is one)."""
+def cached_views_on(spark, views: set[str]) -> list[str]:
+    """Cached temporary views whose plan reads one of ``views`` (or is one).  The plan is read with
+    ``EXPLAIN EXTENDED`` (its analyzed plan names the views it reads), which a Spark Connect session
+    answers too: it has no ``_jdf`` to ask the JVM's query execution."""
     out = []
     for t in spark.catalog.listTables():
         if not t.isTemporary or t.name in views or not spark.catalog.isCached(t.name):
             continue
-        plan = str(spark.table(t.name)._jdf.queryExecution().analyzed().toString())
+        plan = str(spark.sql(f"EXPLAIN EXTENDED SELECT * FROM `{t.name.replace('`', '``')}`").first()[0])
         if any(v in plan for v in views):
             out.append(t.name)
     return out
@@ -417,7 +419,9 @@ def _sql_over_views(spark, query: str, views: Mapping[str, str]):
 
 
 def _insert(spark, text: str, tokens: list[Token], refs, conf):
-    F = functions(spark)  # the session's kind of columns (classic or Connect)
+    # the session's own functions module: in a process holding a classic and a Connect session,
+    # pyspark.sql.functions builds the columns of one kind only
+    F = functions(spark)
     first, lastidx, parts = refs[0]
     catalog, ident = _table(conf, parts)
     table = catalog.load_table(ident)

@@ -13,7 +13,12 @@ the module ``procedures.x.y`` when ``y`` is one -- and asserts:
 5. no import error swallowed around an own-module import (a missing module is a bug), and no
    own module imported by name (``__import__("procedures.x")``, ``importlib.import_module``), which
    the graph could not see;
-6. spec, core, io and catalog never import pyspark, and every module loads with pyspark blocked.
+6. spec, core, io and catalog never import pyspark, and every module loads with pyspark blocked;
+7. the Spark Connect contract: no module touches a SparkContext, RDDs,
+   accumulators, py4j or the JVM (by attribute or duck-typed by name), and the layers below Spark look
+   up no pyspark module by name -- but for the commented allow-lists (:data:`KEEP_SPARK_INTERNALS`, and
+   :data:`PENDING_CONNECT_CONVERSION`, emptied as the Spark layer is converted; the front end's guarded
+   uses are in the first).
 """
 
 from __future__ import annotations
@@ -323,3 +328,168 @@ def test_every_module_imports_without_pyspark():
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# ------------------------------------------------------------------------ Spark Connect (issue 33)
+# Every distributed step goes through the DataFrame API only, so one code path runs on a classic
+# session and on a Spark Connect session (docs/spark-connect.md).  No module touches a SparkContext,
+# RDDs, accumulators or the JVM gateway -- neither by attribute (``spark.sparkContext``) nor duck-typed
+# by name (``getattr(spark, "_jvm")``) -- but for the front end's guarded uses of a classic session's
+# extras (the console's log level and status tracker) and the entries of the allow-lists below.
+
+#: attributes that reach the SparkContext, the JVM or RDDs
+SPARK_INTERNALS = frozenset({
+    # the JVM side of a classic session, and py4j's gateway
+    "sparkContext", "_jvm", "_jsc", "_jsparkSession", "_jrdd", "_jdf", "_gateway",
+    # SparkContext-only members (a context reached through a parameter, not ``.sparkContext``)
+    "defaultParallelism", "statusTracker", "accumulator", "emptyRDD", "parallelize",
+    # RDD methods (a DataFrame has none of these: ``df.rdd`` is the way in)
+    "rdd", "mapPartitions", "mapPartitionsWithIndex", "flatMap", "reduceByKey", "groupByKey",
+    "aggregateByKey", "combineByKey", "foreachPartition", "glom", "partitionBy",
+})
+#: ``partitionBy`` is also a DataFrameWriter's and a window spec's (both fine on Connect): a call whose
+#: receiver names one of these is not an RDD's
+_PARTITION_BY_RECEIVERS = ("write", "Window", "writeStream")
+#: modules of pyspark that carry no DataFrame API (RDD accumulators), and py4j; and pyspark.sql.functions,
+#: which builds the columns of one session kind only in a process holding both (a notebook beside a
+#: remote session, the tests): package code asks ``procedures.spark.dataframes.functions(spark)``
+FORBIDDEN_PYSPARK_MODULES = ("py4j", "pyspark.accumulators", "pyspark.rdd", "pyspark.core", "pyspark.context",
+                             "pyspark.sql.functions")
+_PYSPARK_NAME = re.compile(r"^(pyspark|py4j)(\.[A-Za-z_.]+)?$")
+
+#: Spark internals the package keeps for good, each where the two session kinds really differ and a
+#: classic session has no DataFrame way; every use sits behind ``is_connect`` or a guard.
+KEEP_SPARK_INTERNALS: dict[str, set[str]] = {
+    # job descriptions and groups of a classic session are SparkContext local properties, copied to pool
+    # threads through the JVM (Connect: job tags)
+    "procedures.spark.session": {"sparkContext", "_jsc", "_gateway"},
+    # the Java version of a classic session's JVM (Connect has no local JVM: pyspark alone is checked)
+    "procedures.spark.environment": {"sparkContext", "_jvm"},
+    # the one place that picks the functions module of a session's kind
+    "procedures.spark.dataframes": {"pyspark.sql.functions"},
+    # the front end may use a classic session's extras where it guards them: the console's JVM log
+    # level (a classic session, or the local Connect server's own SparkContext) and the status
+    # tracker of its progress (Connect: a progress handler instead)
+    "procedures.frontend.cli": {"sparkContext"},
+    "procedures.frontend.progress": {"sparkContext", "statusTracker"},
+}
+#: The offenders the Spark-layer conversion (issue 33) removes.  The lead empties this list when the
+#: conversions are merged; an entry that is no longer needed fails
+#: ``test_allowed_spark_internals_are_still_used``, so the list only shrinks.
+PENDING_CONNECT_CONVERSION: dict[str, set[str]] = {
+    # reads of the catalog config and the hive catalog's metastore client through the session's JVM
+    # (metastore/imports): a Connect session has no ``_jvm``; if the JVM metastore client stays
+    # classic-only, move its entry to KEEP_SPARK_INTERNALS with that reason
+    "procedures.catalog.config": {"sparkContext", "_jvm", "pyspark.sql.session"},
+    "procedures.catalog.hive": {"_jvm", "_jsparkSession"},
+    # migrate/snapshot/add_files read Spark's session catalog through the JVM (metastore/imports)
+    "procedures.spark.actions.migrate": {"_jvm", "_jsparkSession"},
+    "procedures.spark.actions.add_files": {"_jvm", "_jsparkSession", "sparkContext", "defaultParallelism",
+                                           "parallelize", "mapPartitions"},
+    # GC / manifests
+    "procedures.spark.actions.rewrite_manifests": {"sparkContext", "defaultParallelism", "parallelize", "flatMap",
+                                                   "mapPartitions", "partitionBy", "reduceByKey"},
+    "procedures.spark.listing": {"sparkContext", "defaultParallelism", "parallelize", "mapPartitions",
+                                 "pyspark.sql.functions"},
+    "procedures.spark.actions.remove_orphan_files": {"pyspark.sql.functions"},
+    # read
+    "procedures.spark.read": {"sparkContext", "defaultParallelism", "emptyRDD", "parallelize", "_jvm", "_jrdd",
+                              "rdd", "_jsparkSession"},
+    "procedures.spark.scan_planning": {"sparkContext", "defaultParallelism", "parallelize", "mapPartitions"},
+    "procedures.spark.datasource": {"sparkContext", "defaultParallelism"},
+    "procedures.spark.actions.changelog": {"sparkContext", "defaultParallelism", "emptyRDD"},
+    # write / rewrite
+    "procedures.spark.write": {"sparkContext", "accumulator", "pyspark.accumulators", "pyspark.sql.functions"},
+    "procedures.spark.group_writes": {"sparkContext"},
+    "procedures.spark.rewrite": {"sparkContext", "defaultParallelism", "pyspark.sql.functions"},
+    "procedures.spark.actions.rewrite_position_delete_files": {"sparkContext", "defaultParallelism"},
+}
+
+
+def _receiver_text(node: ast.Attribute) -> str:
+    return ast.unparse(node.value)
+
+
+def spark_internals(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """What each module touches of :data:`SPARK_INTERNALS`: attributes,
+    ``getattr``/``hasattr``/``setattr`` by name, imports of :data:`FORBIDDEN_PYSPARK_MODULES`, and,
+    in the layers without Spark (:data:`NO_PYSPARK`), any pyspark module looked up by name
+    (``sys.modules.get("pyspark.sql.session")``, a duck-typed import)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        name = module_name(path)
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+        hits = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in SPARK_INTERNALS:
+                if node.attr == "partitionBy" and any(r in _receiver_text(node) for r in _PARTITION_BY_RECEIVERS):
+                    continue
+                hits.add(node.attr)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2
+                  and isinstance(node.args[1], ast.Constant) and node.args[1].value in SPARK_INTERNALS):
+                hits.add(node.args[1].value)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                           else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names])
+                hits.update(m for m in modules if m.startswith(FORBIDDEN_PYSPARK_MODULES))
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and layer(name) in NO_PYSPARK and _PYSPARK_NAME.match(node.value)):
+                hits.add(node.value)
+        if hits:
+            found[name] = hits
+    return found
+
+
+def _allowed(module: str) -> set[str]:
+    return KEEP_SPARK_INTERNALS.get(module, set()) | PENDING_CONNECT_CONVERSION.get(module, set())
+
+
+def test_no_spark_context_rdd_accumulator_or_jvm_outside_the_front_end():
+    """The Spark Connect contract: no module touches a SparkContext, RDDs, accumulators, py4j or the
+    JVM, except the commented allow-lists above (the front end's guarded uses among them)."""
+    offenders = {m: sorted(names - _allowed(m)) for m, names in spark_internals().items() if names - _allowed(m)}
+    assert offenders == {}, ("these need a classic session and fail on Spark Connect: use the DataFrame API "
+                             "(procedures.spark.dataframes, procedures.spark.session) instead")
+
+
+def test_allowed_spark_internals_are_still_used():
+    """An allow-list entry whose module no longer needs it goes (the lists only shrink)."""
+    found = spark_internals()
+    stale = {m: sorted(names - found.get(m, set()))
+             for m, names in {**PENDING_CONNECT_CONVERSION, **KEEP_SPARK_INTERNALS}.items()
+             if names - found.get(m, set())}
+    assert stale == {}
+    assert not set(KEEP_SPARK_INTERNALS) & set(PENDING_CONNECT_CONVERSION)
+
+
+def test_the_spark_connect_check_catches_each_kind_of_use(tmp_path, monkeypatch):
+    files = {
+        "__init__.py": "",
+        "catalog/__init__.py": "",
+        "catalog/c.py": ("import sys\n"
+                         "def f(s):\n    '''pyspark.sql.session in a docstring is fine'''\n"
+                         "    m = sys.modules.get('pyspark.sql.session')\n    return getattr(s, '_jvm', None)\n"),
+        "spark/__init__.py": "",
+        "spark/a.py": ("from pyspark import accumulators\nfrom py4j.java_gateway import JavaObject\n"
+                       "from pyspark.sql import functions as F\n"
+                       "def f(spark, df, Window):\n"
+                       "    spark.sparkContext.parallelize([1]).mapPartitions(len).partitionBy(2, hash)\n"
+                       "    df.write.partitionBy('x'); Window.partitionBy('y')\n"
+                       "    return df.rdd, hasattr(spark, 'sparkContext')\n"),
+        "frontend/__init__.py": "",
+        "frontend/cli.py": "def f(spark):\n    return spark.table('v')._jdf\n",
+    }
+    for rel, text in files.items():
+        p = tmp_path / "procedures" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert spark_internals(tmp_path / "procedures") == {
+        "procedures.catalog.c": {"pyspark.sql.session", "_jvm"},
+        "procedures.frontend.cli": {"_jdf"},
+        "procedures.spark.a": {"pyspark.accumulators", "py4j.java_gateway", "py4j.java_gateway.JavaObject",
+                               "pyspark.sql.functions", "sparkContext", "parallelize", "mapPartitions", "partitionBy",
+                               "rdd"},
+    }

@@ -1,0 +1,344 @@
+"""Spark Connect beside a classic session: a write, a read, expire_snapshots, remove_orphan_files,
+rewrite_data_files and rewrite_manifests, each timed on both kinds in the same run, outputs compared
+first (the goal: Connect at most 1.15x classic).
+
+Both sessions share one local[N] JVM, so they have the same cores and executors: the classic session is
+this process's own, and its driver also runs the Spark Connect server plugin, to which a Connect client
+session of this process connects over loopback.  Each case's table is set up again before every timed
+run (untimed, on the classic session), so both kinds do identical work; their outputs (procedure rows,
+with table locations replaced and the ``*_bytes_count`` columns left out, since file bytes depend on the
+order rows reach a task) and the tables' contents must agree before any figure is printed.  The GC steps
+are forced onto Spark (the size rules would keep a small table's on the driver), as the cluster test does.
+
+``--baseline-commit REV`` first runs the classic cases of this script on the package as it was at REV (a
+``git archive`` of REV in a temporary folder, the package imported from there and shipped to the
+workers through PYTHONPATH), in a subprocess, and adds its times: the "classic no slower than before"
+check of a change.  ``--kinds classic`` runs the classic side alone (pyspark 3.5 has no Connect server).
+
+    python benchmarks/bench_connect.py --rows 200000 --repeat 3
+    python benchmarks/bench_connect.py --baseline-commit main --kinds classic
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+#: where ``procedures`` is imported from: this checkout, or a baseline commit's copy (--baseline-commit)
+ROOT = Path(os.environ.get("BENCH_PROCEDURES_ROOT") or REPO)
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+
+KINDS = ("classic", "connect")
+CATALOG = "bench"
+GOAL = 1.15
+AGG = ("count(*) AS n", "sum(id) AS s_id", "sum(v) AS s_v", "sum(length(s)) AS s_len", "count(DISTINCT p) AS parts")
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall seconds of one ``fn()`` and its result (no import of ``_common``: a baseline commit's
+    package may lack what it imports)."""
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ------------------------------------------------------------------------------------------ sessions
+def start_sessions(warehouse: Path, kinds: tuple[str, ...], cores: int) -> dict[str, Any]:
+    """The classic session (local[``cores``]) and, when asked, a Connect session on the Connect server
+    plugin of the same driver."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # the workers import the same package as this driver (this checkout, or the baseline's copy)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(f"local[{cores}]").appName("bench-connect")
+               .config(f"spark.sql.catalog.{CATALOG}.type", "hadoop")
+               .config(f"spark.sql.catalog.{CATALOG}.warehouse", str(warehouse))
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(cores)).config("spark.default.parallelism", str(cores))
+               .config("spark.driver.memory", "2g").config("spark.sql.session.timeZone", "UTC")
+               .config("spark.pyspark.python", sys.executable))
+    port = None
+    if "connect" in kinds:
+        port = free_port()
+        builder = (builder.config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+                   .config("spark.connect.grpc.binding.address", "127.0.0.1")
+                   .config("spark.connect.grpc.binding.port", str(port)))
+    classic = builder.getOrCreate()
+    classic.sparkContext.setLogLevel("ERROR")
+    sessions = {"classic": classic}
+    if port is not None:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        sessions["connect"] = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+    return sessions
+
+
+def force_distributed_steps() -> None:
+    """GC steps as Spark jobs even on small tables (as tests/helpers/cluster_flow.py does); attributes a
+    baseline commit lacks are left alone."""
+    from procedures.core.gc import reachability
+    from procedures.spark.actions import remove_orphan_files as orphans
+
+    for module, name, value in ((reachability, "DRIVER_MAX_MANIFESTS", 0), (reachability, "DRIVER_MAX_LISTS", 0),
+                                (orphans, "DRIVER_MAX_DIRS", 1)):
+        if hasattr(module, name):
+            setattr(module, name, value)
+
+
+# ------------------------------------------------------------------------------------------ tables
+def sql(spark: Any, text: str) -> Any:
+    import procedures
+
+    return procedures.sql(spark, text)
+
+
+def create(spark: Any, name: str, partitions: bool = True) -> str:
+    """An empty table ``bench.db.<name>`` (dropped first); its ``db.<name>`` for CALLs."""
+    sql(spark, f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.db")
+    sql(spark, f"DROP TABLE IF EXISTS {CATALOG}.db.{name} PURGE")
+    sql(spark, f"CREATE TABLE {CATALOG}.db.{name} (id bigint NOT NULL, v double, s string, p int) USING iceberg "
+               + ("PARTITIONED BY (p) " if partitions else "") + "TBLPROPERTIES ('format-version' = '2')")
+    return f"db.{name}"
+
+
+def insert(spark: Any, name: str, start: int, rows: int) -> None:
+    sql(spark, f"INSERT INTO {CATALOG}.db.{name} SELECT id, id * 0.5, concat('row-', id), CAST(id % 4 AS int) "
+               f"FROM range({start}, {start + rows})")
+
+
+def small_commits(spark: Any, name: str, commits: int, rows: int) -> str:
+    """A table of ``commits`` small appends (a snapshot, a manifest and a few files each)."""
+    short = create(spark, name)
+    for i in range(commits):
+        insert(spark, name, i * rows, rows)
+    return short
+
+
+def plant_orphans(warehouse: Path, name: str, count: int) -> None:
+    """``count`` files no metadata references, old enough for remove_orphan_files' default (3 days)."""
+    old = time.time() - 10 * 24 * 3600
+    for i in range(count):
+        path = warehouse / "db" / name / "data" / f"p={i % 4}" / f"orphan-{i:05d}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"not referenced by any metadata")
+        os.utime(path, (old, old))
+
+
+def rows_of(df: Any, location: str) -> list[dict]:
+    """Procedure output rows, comparable across tables: locations relative, byte counts left out."""
+    out = []
+    for row in df.collect():
+        d = row.asDict(recursive=True)
+        out.append({k: (v.replace(location, "<table>") if isinstance(v, str) else v)
+                    for k, v in sorted(d.items()) if not k.endswith("bytes_count")})
+    return sorted(out, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def contents(spark: Any, name: str) -> list:
+    from procedures.spark.read import read_table
+
+    return [list(r) for r in read_table(spark, f"{CATALOG}.db.{name}").selectExpr(*AGG).collect()]
+
+
+# ------------------------------------------------------------------------------------------ cases
+class Case:
+    """One benchmark case: ``setup(name)`` builds its table on the classic session (untimed) and
+    returns the CALL's table argument; ``run(spark, name, short)`` is timed and returns the output to
+    compare; afterwards the table's contents are compared too (``check``)."""
+
+    def __init__(self, title: str, setup: Callable[[str], str], run: Callable[[Any, str, str], Any],
+                 check: bool = True) -> None:
+        self.title, self.setup, self.run, self.check = title, setup, run, check
+
+
+def cases(classic: Any, warehouse: Path, args: argparse.Namespace) -> list[Case]:
+    rows, commits = args.rows, args.commits
+    read_name = "read_src"
+
+    def location(name: str) -> str:
+        return str(warehouse / "db" / name)
+
+    def call(spark: Any, name: str, text: str) -> list[dict]:
+        return rows_of(sql(spark, f"CALL {CATALOG}.system.{text}"), location(name))
+
+    def read_setup(_: str) -> str:
+        if not (warehouse / "db" / read_name / "metadata").is_dir():
+            create(classic, read_name)
+            insert(classic, read_name, 0, rows)
+        return f"db.{read_name}"
+
+    return [
+        Case(f"write {rows:,} rows", lambda name: create(classic, name),
+             lambda spark, name, _: insert(spark, name, 0, rows)),
+        Case(f"read {rows:,} rows", read_setup, lambda spark, _, __: contents(spark, read_name), check=False),
+        Case(f"expire_snapshots ({commits} snapshots)", lambda name: small_commits(classic, name, commits, 10),
+             lambda spark, name, short: call(spark, name, f"expire_snapshots(table => '{short}', "
+                                                          "older_than => TIMESTAMP '2999-01-01 00:00:00', "
+                                                          "retain_last => 1)")),
+        Case(f"remove_orphan_files ({args.orphans} orphans)",
+             lambda name: (small_commits(classic, name, 4, 10), plant_orphans(warehouse, name, args.orphans))[0],
+             lambda spark, name, short: call(spark, name, f"remove_orphan_files(table => '{short}')")),
+        Case(f"rewrite_data_files ({commits} commits)", lambda name: small_commits(classic, name, commits, rows // commits),
+             lambda spark, name, short: call(spark, name, f"rewrite_data_files(table => '{short}', "
+                                                          "options => map('min-input-files', '2'))")),
+        Case(f"rewrite_manifests ({commits} manifests)", lambda name: small_commits(classic, name, commits, 10),
+             lambda spark, name, short: call(spark, name, f"rewrite_manifests(table => '{short}')")),
+    ]
+
+
+# ------------------------------------------------------------------------------------------ running
+def measure(sessions: dict[str, Any], warehouse: Path, args: argparse.Namespace) -> dict:
+    """``{case: {"outputs": {kind: output}, "runs": {kind: [seconds]}, "errors": {kind: text}}}``;
+    stops at the first case whose outputs differ between the kinds.  A kind whose run raises is not
+    run again for that case (its error is shown in the table: before the Spark layer's conversion is
+    merged, the Connect side fails this way)."""
+    if not args.local_gc:
+        force_distributed_steps()
+    results: dict[str, dict] = {}
+    kinds = [k for k in KINDS if k in sessions]
+    for index, case in enumerate(cases(sessions["classic"], warehouse, args)):
+        outputs: dict[str, Any] = {}
+        runs: dict[str, list[float]] = {k: [] for k in kinds}
+        errors: dict[str, str] = {}
+        for attempt in range(args.warmup + args.repeat):
+            # alternate which kind goes first, so neither always meets a warmer JVM
+            for kind in (kinds if attempt % 2 == 0 else kinds[::-1]):
+                if kind in errors:
+                    continue
+                name = f"c{index}_{kind}_{attempt}"
+                short = case.setup(name)
+                try:
+                    seconds, result = timed(lambda: case.run(sessions[kind], name, short))
+                except Exception as e:  # noqa: BLE001 -- shown in the table, the other kind goes on
+                    errors[kind] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+                    if kind == "classic":
+                        raise
+                    continue
+                output = {"output": result}
+                if case.check:
+                    output["contents"] = contents(sessions["classic"], name)
+                if attempt == 0:
+                    outputs[kind] = output
+                elif output != outputs[kind]:
+                    raise SystemExit(f"{case.title}: {kind} gave another output on run {attempt}: {output} "
+                                     f"(first: {outputs[kind]})")
+                if attempt >= args.warmup:
+                    runs[kind].append(seconds)
+                if case.check:
+                    sql(sessions["classic"], f"DROP TABLE IF EXISTS {CATALOG}.db.{name} PURGE")
+            if attempt == 0 and len({json.dumps(o, sort_keys=True, default=str) for o in outputs.values()}) > 1:
+                raise SystemExit(f"{case.title}: outputs differ between the session kinds: "
+                                 + json.dumps(outputs, indent=1, default=str))
+        results[case.title] = {"outputs": outputs, "runs": runs, "errors": errors}
+        print(f"  {case.title}: " + ", ".join(f"{k} {min(v):.3f} s" if v else f"{k} {errors.get(k)}"
+                                              for k, v in runs.items()), file=sys.stderr)
+    return results
+
+
+def baseline(rev: str, args: argparse.Namespace) -> dict:
+    """The classic cases run on the package as of ``rev`` (a ``git archive`` of it), in a subprocess."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    try:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, "procedures"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+        out = folder / "results.json"
+        command = [sys.executable, str(Path(__file__).resolve()), "--kinds", "classic", "--json", str(out),
+                   "--rows", str(args.rows), "--commits", str(args.commits), "--orphans", str(args.orphans),
+                   "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--cores", str(args.cores)]
+        if args.local_gc:
+            command.append("--local-gc")
+        env = {**os.environ, "BENCH_PROCEDURES_ROOT": str(folder), "PYTHONPATH": str(folder)}
+        print(f"baseline: the classic cases on {rev} ({folder})", file=sys.stderr)
+        # run from the baseline's folder: Spark's Python workers put their working directory first on
+        # sys.path (``python -m pyspark.daemon``), so a checkout as the working directory would win
+        subprocess.run(command, env=env, check=True, cwd=folder)
+        return json.loads(out.read_text())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def table(results: dict, base: dict | None, repeat: int) -> str:
+    """The figures: each case's fastest classic and Connect run and their ratio (and the baseline's)."""
+    header = ["case", "classic s", "connect s", "connect/classic"]
+    if base is not None:
+        header += ["baseline classic s", "classic/baseline"]
+    lines = []
+    for title, r in results.items():
+        classic = min(r["runs"]["classic"])
+        connect = min(r["runs"]["connect"]) if r["runs"].get("connect") else None
+        failed = r.get("errors", {}).get("connect")
+        row = [title, f"{classic:.3f}", "failed" if failed else "-" if connect is None else f"{connect:.3f}",
+               "-" if connect is None else f"{connect / classic:.2f}x" + (" !" if connect / classic > GOAL else "")]
+        if base is not None:
+            b = base.get(title)
+            before = min(b["runs"]["classic"]) if b else None
+            row += ["-" if before is None else f"{before:.3f}", "-" if before is None else f"{classic / before:.2f}x"]
+            if b and b["outputs"].get("classic") != r["outputs"].get("classic"):
+                row[0] += " (output differs from baseline)"
+        lines.append(row)
+    widths = [max(len(str(x[i])) for x in [header, *lines]) for i in range(len(header))]
+    text = ["  ".join(h.ljust(w) for h, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
+    text += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+             for row in lines]
+    return "\n".join(text) + f"\n(min of {repeat} runs; goal: connect/classic <= {GOAL}x, '!' marks a miss)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=200_000, help="rows of the write, read and rewrite cases")
+    p.add_argument("--commits", type=int, default=20, help="snapshots / manifests / small commits per table")
+    p.add_argument("--orphans", type=int, default=200, help="orphan files planted for remove_orphan_files")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per kind")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs per kind first")
+    p.add_argument("--cores", type=int, default=2, help="local[N] of the shared JVM")
+    p.add_argument("--kinds", default="classic,connect", help="session kinds to run: classic,connect")
+    p.add_argument("--local-gc", action="store_true", help="leave the GC size rules as they are (driver steps)")
+    p.add_argument("--baseline-commit", metavar="REV", help="also run the classic cases at git revision REV")
+    p.add_argument("--json", type=Path, help="write the results as JSON")
+    p.add_argument("--warehouse", type=Path, help="warehouse folder (default: a temporary one)")
+    args = p.parse_args(argv)
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    if not set(kinds) <= set(KINDS) or "classic" not in kinds:
+        p.error("--kinds: classic, or classic,connect")
+    base = baseline(args.baseline_commit, args) if args.baseline_commit else None
+    warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="bench-connect-"))
+    sessions = start_sessions(warehouse, kinds, args.cores)
+    try:
+        results = measure(sessions, warehouse, args)
+    finally:
+        for session in reversed(list(sessions.values())):
+            session.stop()
+        if args.warehouse is None:
+            shutil.rmtree(warehouse, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, default=str))
+    print(table(results, base, args.repeat))
+    for title, r in results.items():
+        for kind, error in r.get("errors", {}).items():
+            print(f"{title}: {kind} failed: {error}")
+    return 1 if any(r.get("errors") for r in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
