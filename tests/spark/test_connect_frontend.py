@@ -1,10 +1,7 @@
 """The package on Spark Connect the way a user runs it (issue 33): a fresh Python process with
 pyspark 4's own local Connect server (``SparkSession.builder.remote("local[2]")``), the console's
 ``--remote`` (``local[N]`` and ``sc://host:port``), the maintenance planner over ``--remote``, and a
-Connect server in front of a standalone cluster.  pyspark 4 only (3.5 ships no Connect server).
-
-Marked ``xfail(strict=False)`` where the flow writes or reads table data: those steps pass once the
-Spark layer's conversion to the DataFrame API is merged (the lead removes the marks then)."""
+Connect server in front of a standalone cluster.  pyspark 4 only (3.5 ships no Connect server)."""
 
 from __future__ import annotations
 
@@ -23,8 +20,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.connect, pytest.mark.slow,
               pytest.mark.skipif(not SPARK4, reason="Spark Connect needs pyspark 4")]
 
 REPO = Path(__file__).resolve().parents[2]
-#: the steps that need the Spark layer's write/read paths on Connect
-NEEDS_CONVERSION = pytest.mark.xfail(reason="needs the spark-layer conversion", strict=False)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -77,7 +72,6 @@ spark.stop()
 '''
 
 
-@NEEDS_CONVERSION
 def test_a_user_script_on_pyspark_local_connect_server(tmp_path):
     """A fresh process, pyspark's own ``builder.remote("local[2]")``: create, insert, two procedures
     (procedures.call and procedures.sql), read back."""
@@ -96,7 +90,6 @@ def test_a_user_script_on_pyspark_local_connect_server(tmp_path):
     assert out["rows"] == [[1, "a"], [2, "b"], [3, "c"]]
 
 
-@NEEDS_CONVERSION
 def test_console_remote_local_runs_a_script_with_progress(tmp_path):
     """``procedures-sql --remote local[2] -e ...``: pyspark's local Connect server in the console's
     process; progress lines come from the server's progress messages."""
@@ -152,7 +145,6 @@ def test_console_on_a_running_connect_server_keeps_the_servers_settings(connect_
     assert both.returncode == 2 and "either --master or --remote" in both.stderr
 
 
-@NEEDS_CONVERSION
 def test_console_on_a_running_connect_server_runs_a_procedure(connect_server, tmp_path):
     """A table in a catalog of the user's (``--conf``), rows, a procedure, on a running Connect server."""
     warehouse = tmp_path / "wh"
@@ -168,7 +160,6 @@ def test_console_on_a_running_connect_server_runs_a_procedure(connect_server, tm
     assert lines[-1] == {"s": 6}
 
 
-@NEEDS_CONVERSION
 def test_planner_on_spark_connect_plans_and_executes(tmp_path):
     """The quickstart and the scheduled maintenance script, then ``plan --execute``, all over
     ``--remote local[2]`` (the planner and its console on Spark Connect)."""
@@ -184,7 +175,6 @@ def test_planner_on_spark_connect_plans_and_executes(tmp_path):
     assert "Fetched 0 row(s)" in plan.stderr
 
 
-@NEEDS_CONVERSION
 def test_connect_server_in_front_of_a_standalone_cluster_runs_a_procedure(spark_cluster, java_warehouse, tmp_path):
     """A Connect server whose master is a standalone cluster (executors in their own JVMs, Python
     workers of the cluster's worker): a table, rows and one procedure through procedures.call."""

@@ -1,9 +1,6 @@
 """The SQL wrapper (``procedures.sql``: our DDL/DML, temporary views of our tables and their refresh
 after a procedure) on both session kinds.  The tables are set up on the classic session (the catalog
-and warehouse are shared with the Connect server); the steps under test run on ``spark``.
-
-The ``[connect]`` runs of tests that read or write table data are expected to fail until the Spark
-layer's conversion is merged (``needs_conversion``: a non-strict xfail the lead removes then)."""
+and warehouse are shared with the Connect server); the steps under test run on ``spark``."""
 
 from __future__ import annotations
 
@@ -11,16 +8,10 @@ import pytest
 
 import procedures
 from procedures.frontend.sqlddl import cached_views_on
-from procedures.spark.dataframes import is_connect
 
 pytestmark = pytest.mark.both_sessions
 
 CATALOG = "sqlw"
-
-
-def needs_conversion(request: pytest.FixtureRequest, spark) -> None:
-    if is_connect(spark):
-        request.applymarker(pytest.mark.xfail(reason="needs the spark-layer conversion", strict=False))
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +60,6 @@ def test_cached_views_are_found_by_their_plan(spark):
 
 @pytest.mark.parametrize("cached", [False, True], ids=["view", "cached"])
 def test_a_view_of_our_table_follows_a_rollback(spark, classic_spark, ours, request, cached):
-    needs_conversion(request, spark)
     name = f"sw_view_{'c' if cached else 'p'}"
     first = _two_snapshots(classic_spark, name)
     procedures.sql(spark, f"CREATE OR REPLACE TEMP VIEW sw_v AS SELECT * FROM {ours}.db.{name}")
@@ -87,7 +77,6 @@ def test_a_view_of_our_table_follows_a_rollback(spark, classic_spark, ours, requ
 def test_insert_select_from_our_table(spark, classic_spark, ours, request):
     """``INSERT INTO ours SELECT ... FROM ours`` casts the query's columns with the session's own
     functions module (a process holding both kinds has two)."""
-    needs_conversion(request, spark)
     _two_snapshots(classic_spark, "sw_src")
     procedures.sql(classic_spark, f"DROP TABLE IF EXISTS {ours}.db.sw_dst PURGE")
     procedures.sql(classic_spark, f"CREATE TABLE {ours}.db.sw_dst (id bigint, data string) USING iceberg")

@@ -95,10 +95,6 @@ def test_missing_required_column_is_refused(spark):
 
 
 def test_dv_delete_keeps_neighbour_vectors_of_a_shared_puffin(spark, request):
-    # a merge-on-read delete reads the matching rows' positions through procedures.spark.read, whose
-    # DataFrame-only conversion is another change of issue 33
-    request.applymarker(pytest.mark.xfail(is_connect(spark), reason="the read path still needs a classic session",
-                                          strict=False))
     # one delete writes DVs for both partitions into one Puffin; a later delete touching only
     # partition 'a' must carry 'b''s vector over, or b's deleted rows would come back
     t = _table(spark, "wr_dv_carry", fv=3, props={"write.delete.mode": "merge-on-read"})

@@ -372,38 +372,20 @@ KEEP_SPARK_INTERNALS: dict[str, set[str]] = {
     # tracker of its progress (Connect: a progress handler instead)
     "procedures.frontend.cli": {"sparkContext"},
     "procedures.frontend.progress": {"sparkContext", "statusTracker"},
+    # the hive catalog on a classic session's own embedded metastore (no uri): that metastore lives in the
+    # session's JVM and only py4j reaches it; on Connect the catalog asks for uri=thrift://... instead
+    # (docs/spark-connect.md, "What needs a classic session")
+    "procedures.catalog.hive_jvm": {"_jvm", "_jsparkSession"},
+    # the catalog layer never imports pyspark: it finds the running session (classic or Connect) through
+    # sys.modules, tells a classic one by its JVM, and on pyspark 3.5 reads the static conf from the
+    # classic session's SparkContext (a Connect session lists it with SET)
+    "procedures.catalog.config": {"sparkContext", "_jvm", "pyspark.sql.session", "pyspark.sql.connect",
+                                  "pyspark.sql.connect.session"},
 }
 #: The offenders the Spark-layer conversion (issue 33) removes.  The lead empties this list when the
 #: conversions are merged; an entry that is no longer needed fails
 #: ``test_allowed_spark_internals_are_still_used``, so the list only shrinks.
-PENDING_CONNECT_CONVERSION: dict[str, set[str]] = {
-    # reads of the catalog config and the hive catalog's metastore client through the session's JVM
-    # (metastore/imports): a Connect session has no ``_jvm``; if the JVM metastore client stays
-    # classic-only, move its entry to KEEP_SPARK_INTERNALS with that reason
-    "procedures.catalog.config": {"sparkContext", "_jvm", "pyspark.sql.session"},
-    "procedures.catalog.hive": {"_jvm", "_jsparkSession"},
-    # migrate/snapshot/add_files read Spark's session catalog through the JVM (metastore/imports)
-    "procedures.spark.actions.migrate": {"_jvm", "_jsparkSession"},
-    "procedures.spark.actions.add_files": {"_jvm", "_jsparkSession", "sparkContext", "defaultParallelism",
-                                           "parallelize", "mapPartitions"},
-    # GC / manifests
-    "procedures.spark.actions.rewrite_manifests": {"sparkContext", "defaultParallelism", "parallelize", "flatMap",
-                                                   "mapPartitions", "partitionBy", "reduceByKey"},
-    "procedures.spark.listing": {"sparkContext", "defaultParallelism", "parallelize", "mapPartitions",
-                                 "pyspark.sql.functions"},
-    "procedures.spark.actions.remove_orphan_files": {"pyspark.sql.functions"},
-    # read
-    "procedures.spark.read": {"sparkContext", "defaultParallelism", "emptyRDD", "parallelize", "_jvm", "_jrdd",
-                              "rdd", "_jsparkSession"},
-    "procedures.spark.scan_planning": {"sparkContext", "defaultParallelism", "parallelize", "mapPartitions"},
-    "procedures.spark.datasource": {"sparkContext", "defaultParallelism"},
-    "procedures.spark.actions.changelog": {"sparkContext", "defaultParallelism", "emptyRDD"},
-    # write / rewrite
-    "procedures.spark.write": {"sparkContext", "accumulator", "pyspark.accumulators", "pyspark.sql.functions"},
-    "procedures.spark.group_writes": {"sparkContext"},
-    "procedures.spark.rewrite": {"sparkContext", "defaultParallelism", "pyspark.sql.functions"},
-    "procedures.spark.actions.rewrite_position_delete_files": {"sparkContext", "defaultParallelism"},
-}
+PENDING_CONNECT_CONVERSION: dict[str, set[str]] = {}
 
 
 def _receiver_text(node: ast.Attribute) -> str:
