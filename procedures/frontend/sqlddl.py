@@ -30,7 +30,7 @@ from procedures.frontend.parser import Parser, Token, tokenize
 from procedures.spark.dataframes import functions
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
-from procedures.spec import types as IT
+from procedures.spec import types as spec_types
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
@@ -40,10 +40,10 @@ __all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table
 _VIEWS = itertools.count(1)
 
 _PRIMS = {
-    "BOOLEAN": IT.BOOLEAN, "TINYINT": IT.INT, "BYTE": IT.INT, "SMALLINT": IT.INT, "SHORT": IT.INT,
-    "INT": IT.INT, "INTEGER": IT.INT, "BIGINT": IT.LONG, "LONG": IT.LONG, "FLOAT": IT.FLOAT, "REAL": IT.FLOAT,
-    "DOUBLE": IT.DOUBLE, "STRING": IT.STRING, "VARCHAR": IT.STRING, "CHAR": IT.STRING, "BINARY": IT.BINARY,
-    "DATE": IT.DATE, "TIMESTAMP": IT.TIMESTAMPTZ, "TIMESTAMP_LTZ": IT.TIMESTAMPTZ, "TIMESTAMP_NTZ": IT.TIMESTAMP,
+    "BOOLEAN": spec_types.BOOLEAN, "TINYINT": spec_types.INT, "BYTE": spec_types.INT, "SMALLINT": spec_types.INT, "SHORT": spec_types.INT,
+    "INT": spec_types.INT, "INTEGER": spec_types.INT, "BIGINT": spec_types.LONG, "LONG": spec_types.LONG, "FLOAT": spec_types.FLOAT, "REAL": spec_types.FLOAT,
+    "DOUBLE": spec_types.DOUBLE, "STRING": spec_types.STRING, "VARCHAR": spec_types.STRING, "CHAR": spec_types.STRING, "BINARY": spec_types.BINARY,
+    "DATE": spec_types.DATE, "TIMESTAMP": spec_types.TIMESTAMPTZ, "TIMESTAMP_LTZ": spec_types.TIMESTAMPTZ, "TIMESTAMP_NTZ": spec_types.TIMESTAMP,
 }
 
 
@@ -66,7 +66,7 @@ class _DDL(Parser):
             self.next()
         return True
 
-    def spark_type(self, depth: int = 0) -> IT.IcebergType:
+    def spark_type(self, depth: int = 0) -> spec_types.IcebergType:
         if self.tok.kind not in ("IDENT", "QIDENT"):
             raise self.error("expected a column type")
         tok = self.next()
@@ -83,7 +83,7 @@ class _DDL(Parser):
                     self.next()
                     s = int(self.next().text)
                 self.expect_op(")", "')' after the decimal precision and scale")
-            return IT.DecimalType(p, s)
+            return spec_types.DecimalType(p, s)
         if name in ("VARCHAR", "CHAR") and self.op("("):
             self.next()
             self.next()
@@ -92,14 +92,14 @@ class _DDL(Parser):
             self.expect_op("<", "'<' after ARRAY")
             element = self.spark_type(depth + 1)
             self.expect_op(">", "'>' closing ARRAY<...>")
-            return IT.ListType(next(self._ids), element, False)
+            return spec_types.ListType(next(self._ids), element, False)
         if name == "MAP":
             self.expect_op("<", "'<' after MAP")
             key = self.spark_type(depth + 1)
             self.expect_op(",", "',' between the MAP key and value types")
             value = self.spark_type(depth + 1)
             self.expect_op(">", "'>' closing MAP<...>")
-            return IT.MapType(next(self._ids), key, next(self._ids), value, False)
+            return spec_types.MapType(next(self._ids), key, next(self._ids), value, False)
         if name == "STRUCT":
             self.expect_op("<", "'<' after STRUCT")
             fields = []
@@ -113,12 +113,12 @@ class _DDL(Parser):
                     continue
                 break
             self.expect_op(">", "'>' closing STRUCT<...>")
-            return IT.StructType(tuple(fields))
+            return spec_types.StructType(tuple(fields))
         if name in _PRIMS:
             return _PRIMS[name]
         raise self.error(f"unsupported column type {tok.text}", tok)
 
-    def field(self, name: str, depth: int = 0) -> IT.NestedField:
+    def field(self, name: str, depth: int = 0) -> spec_types.NestedField:
         ftype = self.spark_type(depth)
         required = self.take_keywords("NOT", "NULL")
         doc = None
@@ -126,7 +126,7 @@ class _DDL(Parser):
             if self.tok.kind != "STRING":
                 raise self.error("expected a 'comment' string")
             doc = self.next().value
-        return IT.NestedField(next(self._ids), name, ftype, required, doc)
+        return spec_types.NestedField(next(self._ids), name, ftype, required, doc)
 
     def end(self) -> None:
         if self.tok.kind != "EOF":
@@ -138,7 +138,7 @@ class _DDL(Parser):
         return self.next().value
 
 
-def parse_spark_type(text: str) -> IT.IcebergType:
+def parse_spark_type(text: str) -> spec_types.IcebergType:
     """Iceberg type of a Spark SQL type string (``bigint``, ``array<string>``, ``struct<a: int>``)."""
     p = _DDL(text)
     t = p.spark_type()
@@ -146,15 +146,15 @@ def parse_spark_type(text: str) -> IT.IcebergType:
     return t
 
 
-def iceberg_to_spark_ddl(t: IT.IcebergType) -> str:
+def iceberg_to_spark_ddl(t: spec_types.IcebergType) -> str:
     """The Spark SQL type a column of Iceberg type ``t`` reads as (for casts before writes)."""
-    if isinstance(t, IT.DecimalType):
+    if isinstance(t, spec_types.DecimalType):
         return f"decimal({t.precision},{t.scale})"
-    if isinstance(t, IT.ListType):
+    if isinstance(t, spec_types.ListType):
         return f"array<{iceberg_to_spark_ddl(t.element_type)}>"
-    if isinstance(t, IT.MapType):
+    if isinstance(t, spec_types.MapType):
         return f"map<{iceberg_to_spark_ddl(t.key_type)},{iceberg_to_spark_ddl(t.value_type)}>"
-    if isinstance(t, IT.StructType):
+    if isinstance(t, spec_types.StructType):
         return "struct<" + ",".join(f"`{f.name}`:{iceberg_to_spark_ddl(f.field_type)}" for f in t.fields) + ">"
     return {
         "boolean": "boolean", "int": "int", "long": "bigint", "float": "float", "double": "double",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import pickle
 from typing import Any, Iterable, Iterator, Sequence, TypeVar
 
-from procedures.core.gc import reachability as R
+from procedures.core.gc import reachability
 from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, read_entries_on_driver
 from procedures.errors import ScanPlanningError
 from procedures.io.sandbox_fileio import file_io
@@ -73,7 +73,7 @@ class SparkEntryReader:
             return False
         if self.min_manifests is not None:
             return len(manifests) >= self.min_manifests
-        return len(manifests) > DRIVER_MAX_SCAN_MANIFESTS or R.use_spark(self.spark, manifests)
+        return len(manifests) > DRIVER_MAX_SCAN_MANIFESTS or reachability.use_spark(self.spark, manifests)
 
     def __call__(self, plan: ScanManifests) -> Iterable[list[ScanEntry]]:
         """One list of matching entries per data manifest of ``plan``, in order."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from procedures import errors as E
+from procedures import errors
 
 __all__ = ["typed_task_error"]
 
@@ -21,10 +21,10 @@ _RAISED = re.compile(r"^procedures\.errors\.(\w+): (.*)$", re.MULTILINE)
 _WRAPPERS = frozenset({"Py4JJavaError", "PythonException"})
 
 
-def typed_task_error(error: BaseException) -> E.IcebergError | None:
+def typed_task_error(error: BaseException) -> errors.IcebergError | None:
     """Our error a Spark task raised, rebuilt from the job failure ``error`` wrapping it (its
     message, with "(in a Spark task)"); None when ``error`` is not such a failure or names none."""
-    if isinstance(error, E.IcebergError) or not any(c.__name__ in _WRAPPERS for c in type(error).__mro__):
+    if isinstance(error, errors.IcebergError) or not any(c.__name__ in _WRAPPERS for c in type(error).__mro__):
         return None
     try:
         text = str(error)
@@ -34,8 +34,8 @@ def typed_task_error(error: BaseException) -> E.IcebergError | None:
     if not found:
         return None
     name, message = found[-1]
-    cls = getattr(E, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, E.IcebergError)):
+    cls = getattr(errors, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.IcebergError)):
         return None
     try:
         return cls(f"{message.strip()} (in a Spark task)")

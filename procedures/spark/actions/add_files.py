@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import unquote
 
 from procedures.catalog.base import split_dotted
-from procedures.core import add_files as A
+from procedures.core import add_files as core_add_files
 from procedures.core.paths import local_path
 from procedures.core.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.transaction import commit
@@ -83,7 +83,7 @@ class ImportSource:
 
     description: str
     columns: tuple[str, ...]
-    partitions: list[A.SourcePartition]
+    partitions: list[core_add_files.SourcePartition]
     path_import: bool
     partitioned: bool
 
@@ -109,7 +109,7 @@ def _path_source(io: FileIO, fmt: str, path: str) -> ImportSource:
     if not io.is_dir(root):
         if not io.exists(root):
             raise NotFoundError(f"Unable to list files in partition: {path} (no such file or directory)")
-        return ImportSource(f"`{fmt}`.`{path}`", (), [A.SourcePartition((), root, fmt)], True, False)
+        return ImportSource(f"`{fmt}`.`{path}`", (), [core_add_files.SourcePartition((), root, fmt)], True, False)
     leaves: list[tuple[str, tuple[tuple[str, str], ...]]] = []
     queue: list[tuple[str, tuple[tuple[str, str], ...]]] = [(root, ())]
     while queue:
@@ -134,7 +134,7 @@ def _path_source(io: FileIO, fmt: str, path: str) -> ImportSource:
         listed = "\n\t".join(f"Partition column name list #{i}: {', '.join(c)}" for i, c in enumerate(sorted(layouts)))
         raise ValidationError(f"Conflicting partition column names detected:\n\t{listed}")
     columns = next(iter(layouts)) if layouts else ()
-    partitions = [A.SourcePartition(values, directory, fmt) for directory, values in leaves]
+    partitions = [core_add_files.SourcePartition(values, directory, fmt) for directory, values in leaves]
     return ImportSource(f"`{fmt}`.`{path}`", tuple(columns), partitions, True, bool(columns))
 
 
@@ -157,19 +157,19 @@ def catalog_source(spark: Any, parts: Sequence[str]) -> ImportSource:
     columns = table.partition_columns
     if not columns:
         location = _qualified(table.location or "")
-        return ImportSource(description, (), [A.SourcePartition((), location, A.file_format(table_format))], False, False)
+        return ImportSource(description, (), [core_add_files.SourcePartition((), location, core_add_files.file_format(table_format))], False, False)
     partitions = []
     for p in list_partitions(spark, table):
         values = dict(p.values)
         if p.location is None:
             raise ValidationError(f"Partition URI should be defined ({description} {values})")
         ordered = tuple((c, values.get(c)) for c in columns)
-        partitions.append(A.SourcePartition(ordered, _qualified(p.location), A.file_format(p.serde or table_format)))
+        partitions.append(core_add_files.SourcePartition(ordered, _qualified(p.location), core_add_files.file_format(p.serde or table_format)))
     return ImportSource(description, columns, partitions, False, True)
 
 
 # ------------------------------------------------------------------------------ footers
-def _list_partition(io: FileIO, partition: A.SourcePartition) -> list[str]:
+def _list_partition(io: FileIO, partition: core_add_files.SourcePartition) -> list[str]:
     """Files directly in a partition directory, hidden ones skipped (not recursive); a partition
     location naming a file lists that file (Hadoop's ``listStatus`` of a file, hidden-file filter
     included)."""
@@ -217,7 +217,7 @@ def _describe_in_spark(spark: Any, target: ImportTarget, items: list[ImportItem]
     return [f for _, files in sorted(run_slices(spark, _slices(items, n), read), key=lambda r: r[0]) for f in files]
 
 
-def import_data_files(spark: Any, io: FileIO, md: Any, spec: Any, partitions: Sequence[A.SourcePartition],
+def import_data_files(spark: Any, io: FileIO, md: Any, spec: Any, partitions: Sequence[core_add_files.SourcePartition],
                       parallelism: int, job: str) -> list[DataFile]:
     """The ``DataFile`` of every file directly in ``partitions`` for a table with metadata ``md``
     under ``spec``: footers read on the driver for a few files, as a Spark job (description ``job``,
@@ -225,10 +225,10 @@ def import_data_files(spark: Any, io: FileIO, md: Any, spec: Any, partitions: Se
     and ORC footers, Avro block headers; :mod:`procedures.io.data_import`)."""
     items = []
     for p in partitions:
-        values = A.partition_tuple(spec, md, p.as_dict())
+        values = core_add_files.partition_tuple(spec, md, p.as_dict())
         items.extend((path, spec.spec_id, values, p.file_format) for path in _list_partition(io, p))
     target = ImportTarget(
-        schema=md.schema(), mapping=A.table_name_mapping(md),
+        schema=md.schema(), mapping=core_add_files.table_name_mapping(md),
         metrics=MetricsConfig.from_properties(dict(md.properties), md.schema()),
         io_properties=dict(io.properties),
     )
@@ -246,7 +246,7 @@ def _resolve_source(spark: Any, io: FileIO, text: str) -> ImportSource:
         parts = split_dotted(text.strip())
     except ValidationError:
         raise ValidationError(f"Cannot parse identifier for parameter 'source_table': {text}") from None
-    fmt = A.source_kind(parts)
+    fmt = core_add_files.source_kind(parts)
     if fmt is not None:
         return _path_source(io, fmt, parts[1])
     return catalog_source(spark, parts)
@@ -264,10 +264,10 @@ def add_files(table: Any, params: AddFilesParams, *, spark: Any = None,
         raise ValidationError("Parallelism should be larger than 0")
     md = table.metadata
     name = getattr(table, "name", "table")
-    A.check_partition_filter(name, md.spec(), params.partition_filter)
+    core_add_files.check_partition_filter(name, md.spec(), params.partition_filter)
     source = _resolve_source(spark, table.io, params.source_table)
-    spec = A.match_identity_spec(md, source.columns, name)
-    partitions = A.filter_partitions(source.partitions, params.partition_filter)
+    spec = core_add_files.match_identity_spec(md, source.columns, name)
+    partitions = core_add_files.filter_partitions(source.partitions, params.partition_filter)
     if source.path_import and source.partitioned and not partitions:
         raise ValidationError(f"Cannot find any matching partitions in table {name}")
     files = import_data_files(spark, table.io, md, spec, partitions, params.parallelism or 1,
@@ -276,12 +276,12 @@ def add_files(table: Any, params: AddFilesParams, *, spark: Any = None,
         live = {e.data_file.file_path for e in live_entries(table.io, md, snapshot_manifests(table.io, md.current_snapshot()))}
         duplicates = sorted(f.file_path for f in files if f.file_path in live)
         if duplicates:
-            raise A.duplicate_error(duplicates)
+            raise core_add_files.duplicate_error(duplicates)
     ops: list[Any] = []
-    change = A.name_mapping_change(md)
+    change = core_add_files.name_mapping_change(md)
     if change is not None:
         ops.append(change)
-    op = A.AddFiles(files, through_manifests=source.path_import or source.partitioned)
+    op = core_add_files.AddFiles(files, through_manifests=source.path_import or source.partitioned)
     ops.append(op)
     with optional_job(spark, f"add_files: commit {len(files)} file(s) of {source.description} to {name}"):
         (committer or commit)(table, ops)

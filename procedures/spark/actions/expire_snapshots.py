@@ -25,7 +25,7 @@ from itertools import chain
 from typing import Any, Callable, Sequence
 
 from procedures.catalog.overlap import neighbours
-from procedures.core.gc import reachability as R
+from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.expire import (
     ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files, expired_files,
@@ -34,7 +34,7 @@ from procedures.core.builder import MetadataBuilder
 from procedures.core.manage import ExpireSnapshots
 from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.core.transaction import CommitContext, commit
-from procedures.spark import listing as L
+from procedures.spark import listing as spark_listing
 from procedures.spark.session import optional_job
 
 __all__ = ["expire_snapshots"]
@@ -42,17 +42,17 @@ __all__ = ["expire_snapshots"]
 log = logging.getLogger(__name__)
 
 
-def _unreached_in_spark(spark: Any, io: Any, keep: L.FrameKeeper) -> UnreachedStep:
+def _unreached_in_spark(spark: Any, io: Any, keep: spark_listing.FrameKeeper) -> UnreachedStep:
     """The engine step of :func:`~procedures.core.gc.expire.expired_files`: a Spark job when the
     manifests pass the driver's limits (:func:`procedures.core.gc.reachability.use_spark`).  The
     manifests are read once (``keep`` persists what the plan reads twice)."""
 
     def step(candidates: Sequence[Any], retained: Sequence[Any]) -> Any:
-        if not R.use_spark(spark, chain(candidates, retained)):
+        if not reachability.use_spark(spark, chain(candidates, retained)):
             return None
         props = dict(io.properties)
-        return L.unreached_paths(keep(L.manifest_content_dataframe(spark, props, list(candidates))),
-                                 keep(L.manifest_content_dataframe(spark, props, list(retained))))
+        return spark_listing.unreached_paths(keep(spark_listing.manifest_content_dataframe(spark, props, list(candidates))),
+                                 keep(spark_listing.manifest_content_dataframe(spark, props, list(retained))))
 
     return step
 
@@ -64,7 +64,7 @@ def _as_planned(current: Any, planned: Any, base: Any, after: Any) -> bool:
         return {s.snapshot_id for s in md.snapshots}
 
     def stats(md: Any) -> set[str]:
-        return set(R.statistics_paths(md))
+        return set(reachability.statistics_paths(md))
 
     return ids(base) == ids(current) and ids(after) == ids(planned) and stats(after) == stats(planned) \
         and stats(base) == stats(current)
@@ -91,7 +91,7 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
     expiring = preview.plan.expired_snapshot_ids if preview.plan else ()
     name = getattr(table, "name", "table")
     with optional_job(spark, f"expire_snapshots: files of {len(expiring)} expired snapshot(s) of {name}"), \
-            L.FrameKeeper() as keep:
+            spark_listing.FrameKeeper() as keep:
         unreached = _unreached_in_spark(spark, table.io, keep) if spark is not None else None
         found = expired_files(table.io, current, planned, expiring, unreached=unreached) if expiring else None
         if found is not None and found.content_frame is not None:
@@ -118,8 +118,8 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
     log.info("expire_snapshots on %s: expired %d snapshot(s), deleted %d file(s)", name,
              len(plan.expired_snapshot_ids), sum(counts.values()))
     return ExpireSnapshotsResult(
-        counts[R.DATA], counts[R.POSITION_DELETE], counts[R.EQUALITY_DELETE], counts[R.MANIFEST],
-        counts[R.MANIFEST_LIST], counts[R.STATISTICS], plan.expired_snapshot_ids, plan.removed_refs,
+        counts[reachability.DATA], counts[reachability.POSITION_DELETE], counts[reachability.EQUALITY_DELETE], counts[reachability.MANIFEST],
+        counts[reachability.MANIFEST_LIST], counts[reachability.STATISTICS], plan.expired_snapshot_ids, plan.removed_refs,
         files.content_frame is not None, tuple(guard.report.outside), tuple(guard.report.reachable),
         tuple(guard.report.foreign),
     )

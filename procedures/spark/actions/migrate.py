@@ -33,8 +33,8 @@ from typing import Any, Mapping, Sequence
 from procedures.catalog.base import delete_quietly, staged_create
 from procedures.catalog.overlap import check_table_folders, check_table_location
 from procedures.catalog.sandbox import sandboxed
-from procedures.core import add_files as A
-from procedures.core import migrate as M
+from procedures.core import add_files as core_add_files
+from procedures.core import migrate as core_migrate
 from procedures.core.builder import new_table_metadata
 from procedures.core.snapshot_producer import snapshot_manifests
 from procedures.core.transaction import commit
@@ -70,18 +70,18 @@ class MigrateParams:
     dry_run: bool = False
 
 
-def read_source(spark: Any, parts: Sequence[str]) -> M.SourceTable:
+def read_source(spark: Any, parts: Sequence[str]) -> core_migrate.SourceTable:
     """The session-catalog table ``parts`` as :class:`~procedures.core.migrate.SourceTable`
     (NoSuchTableError when missing), read through Spark SQL statements."""
     table = session_table(spark, parts)
-    return M.SourceTable(
+    return core_migrate.SourceTable(
         database=table.database, name=table.name, provider=table.provider, location=table.location,
         schema_json=dict(table.schema_json), partition_columns=table.partition_columns,
         properties=dict(table.properties), bucketed=table.bucket_spec, table_type=table.table_type,
     )
 
 
-def _checked_partitions(spark: Any, source: M.SourceTable) -> list[A.SourcePartition]:
+def _checked_partitions(spark: Any, source: core_migrate.SourceTable) -> list[core_add_files.SourcePartition]:
     """The source's partitions; a partition in an unknown format is refused (UnsupportedFileFormatError)
     before anything changes."""
     return catalog_source(spark, (source.database, source.name)).partitions
@@ -93,24 +93,24 @@ def _check_parallelism(parallelism: int | None) -> int:
     return parallelism or 1
 
 
-def _create(spark: Any, catalog: Any, ident: tuple[str, ...], source: M.SourceTable,
-            partitions: Sequence[A.SourcePartition], location: str, properties: dict[str, str],
+def _create(spark: Any, catalog: Any, ident: tuple[str, ...], source: core_migrate.SourceTable,
+            partitions: Sequence[core_add_files.SourcePartition], location: str, properties: dict[str, str],
             parallelism: int, what: str) -> Any:
     """Create ``ident`` in ``catalog`` over the source's files, with its first snapshot, in one commit."""
-    schema = M.spark_schema(source.schema_json)
+    schema = core_migrate.spark_schema(source.schema_json)
     md, _ = new_table_metadata(schema=schema, location=location,
-                               spec=M.identity_spec(schema, source.partition_columns),
-                               properties=M.table_properties(properties))
+                               spec=core_migrate.identity_spec(schema, source.partition_columns),
+                               properties=core_migrate.table_properties(properties))
     name = ".".join((catalog.name, *ident))
     # refused before any footer is read (the catalog's create checks again, against what it sees then)
     check_table_folders(catalog, ident, md, action=f"{what} into table {'.'.join(ident)}")
     files = import_data_files(spark, catalog.io, md, md.spec(), partitions, parallelism,
                               f"{what}: read the footers of {{n}} file(s) of {source.qualified} for {name}")
     ops: list[Any] = []
-    change = A.name_mapping_change(md)
+    change = core_add_files.name_mapping_change(md)
     if change is not None:
         ops.append(change)
-    ops.append(A.AddFiles(files, through_manifests=bool(source.partition_columns)))
+    ops.append(core_add_files.AddFiles(files, through_manifests=bool(source.partition_columns)))
     with optional_job(spark, f"{what}: create {name} over {len(files)} file(s) of {source.qualified}"):
         return commit(staged_create(catalog, ident, md), ops)
 
@@ -125,13 +125,13 @@ def snapshot_table(spark: Any, catalog: Any, ident: tuple[str, ...], params: Sna
     returns ``imported_files_count``.  Nothing changes on any refusal."""
     parallelism = _check_parallelism(params.parallelism)
     source = read_source(spark, params.source)
-    M.check_source(source)
+    core_migrate.check_source(source)
     partitions = _checked_partitions(spark, source)
     if catalog.table_exists(ident):
         raise TableAlreadyExistsError(f"Cannot create table {'.'.join(ident)} as it already exists")
     location = params.location or catalog.default_table_location(ident)
-    M.check_snapshot_location(location, source.location)
-    props = M.snapshot_properties(source.properties, dict(params.properties or {}))
+    core_migrate.check_snapshot_location(location, source.location)
+    props = core_migrate.snapshot_properties(source.properties, dict(params.properties or {}))
     table = _create(spark, catalog, ident, source, partitions, location, props, parallelism, "snapshot")
     count = _total_files(table)
     log.info("snapshot of %s as %s: %d file(s)", source.qualified, table.name, count)
@@ -174,15 +174,15 @@ def migrate_table(spark: Any, catalog: Any, params: MigrateParams) -> int:
             f"Cannot migrate into catalog {catalog.name}: migrate keeps the table's name in the Hive metastore, "
             "so the CALL's catalog must be a hive catalog on Spark's metastore")
     source = read_source(spark, params.source)
-    M.check_source(source)
+    core_migrate.check_source(source)
     partitions = _checked_partitions(spark, source)
     db, name = source.database, source.name
-    backup = M.backup_name(name, params.backup_table_name)
+    backup = core_migrate.backup_name(name, params.backup_table_name)
     if table_exists(spark, db, backup):
         raise TableAlreadyExistsError(
             f"Cannot rename {source.qualified} as {db}.{backup} for backup. The backup table already exists.")
     ident = (db, name)
-    props = M.migrate_properties(source.properties, dict(params.properties or {}))
+    props = core_migrate.migrate_properties(source.properties, dict(params.properties or {}))
     location = props.pop("location", None) or source.location
     # refused before the rename: the Iceberg table would share folders with another table
     check_table_location(catalog, ident, location, props, action=f"migrate into table {db}.{name}")

@@ -24,7 +24,7 @@ import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from procedures.catalog.overlap import neighbours
-from procedures.core.gc import reachability as R
+from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.expire import delete_files
 from procedures.core.gc.orphans import (
@@ -37,7 +37,7 @@ from procedures.core.properties import require_gc_enabled
 from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.io.directory_walk import list_with_prefix, modified_before, walk
-from procedures.spark import listing as L
+from procedures.spark import listing as spark_listing
 from procedures.spark.dataframes import functions
 from procedures.spark.session import optional_job
 from procedures.spec.manifest.avro_container import GONE_FILE
@@ -69,14 +69,14 @@ def _content_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[
     they pass the driver's limits, else None."""
 
     def step(manifests: Sequence[Any]) -> Any:
-        if not R.use_spark(spark, manifests):
+        if not reachability.use_spark(spark, manifests):
             return None
-        return L.valid_keys_dataframe(spark, dict(io.properties), list(manifests), schemes, auths)
+        return spark_listing.valid_keys_dataframe(spark, dict(io.properties), list(manifests), schemes, auths)
 
     return step
 
 
-def _lists_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[str, str], keep: L.FrameKeeper
+def _lists_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[str, str], keep: spark_listing.FrameKeeper
                     ) -> Callable[[Any], EngineManifests | None]:
     """The engine step reading the manifest lists of :func:`~procedures.core.gc.orphans.valid_paths`:
     for many or large lists (:func:`~procedures.core.gc.reachability.lists_in_engine`) the manifests
@@ -84,15 +84,15 @@ def _lists_in_spark(spark: Any, io: Any, schemes: dict[str, str], auths: dict[st
     table changes during the run, the delete guard; else None."""
 
     def step(md: Any) -> EngineManifests | None:
-        if not R.lists_in_engine(io, md):
+        if not reachability.lists_in_engine(io, md):
             return None
         props = dict(io.properties)
-        manifests = keep(L.manifest_rows_dataframe(spark, props, md))
+        manifests = keep(spark_listing.manifest_rows_dataframe(spark, props, md))
 
         def manifest_paths() -> Iterator[str]:
             return (r[0] for r in manifests.select("manifest_path").toLocalIterator())
 
-        return EngineManifests(L.manifest_keys_dataframe(manifests, props, schemes, auths), manifest_paths)
+        return EngineManifests(spark_listing.manifest_keys_dataframe(manifests, props, schemes, auths), manifest_paths)
 
     return step
 
@@ -157,7 +157,7 @@ def _remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, spark: Any
     deferred = params.file_list_view is None and not params.prefix_listing and local_path(location) is not None
     listing_cutoff = None if deferred else older_than
     with optional_job(spark, f"remove_orphan_files: {name} older_than={older_than} location={location}"), \
-            L.FrameKeeper() as keep:
+            spark_listing.FrameKeeper() as keep:
         actual_list, pending, view_df = _actual_files(table, params, location, listing_cutoff, path_filter, spark)
         engine = spark is not None
         valid = valid_paths(table.io, md, table.metadata_location,
@@ -170,9 +170,9 @@ def _remove_orphan_files(table: Any, params: RemoveOrphanFilesParams, spark: Any
                                                   equal_authorities=auths, mode=mode, old_enough=old_enough)
         else:
             if view_df is not None:
-                actual = L.uri_frame(keep(view_df), "file_path", schemes, auths)
+                actual = spark_listing.uri_frame(keep(view_df), "file_path", schemes, auths)
             else:
-                actual = L.listed_keys_dataframe(spark, actual_list, pending, listing_cutoff,
+                actual = spark_listing.listed_keys_dataframe(spark, actual_list, pending, listing_cutoff,
                                                  path_filter.partition_prefixes,
                                                  dict(getattr(table.io, "properties", {}) or {}), schemes, auths)
             del actual_list  # the driver's part of the listing is in the frame now
@@ -230,16 +230,16 @@ def _view_files(spark: Any, view: str, location: str, older_than: int) -> Any:
             raise ValidationError(f"Invalid {col} column: {fields[col].simpleString()} is not a {kind}")
     young = df.where(F.col("last_modified") < F.expr(f"timestamp_micros({int(older_than) * 1000})"))
     # the view may list any spelling of any folder: keep what lies inside the location once normalised
-    return L.within_dataframe(young.select("file_path"), "file_path", location)
+    return spark_listing.within_dataframe(young.select("file_path"), "file_path", location)
 
 
 def _find_orphans_spark(spark: Any, actual: Any, valid_list: list[str], valid_df: Any, schemes: dict[str, str],
-                        auths: dict[str, str], mode: str, stream: bool, keep: L.FrameKeeper,
+                        auths: dict[str, str], mode: str, stream: bool, keep: spark_listing.FrameKeeper,
                         older_than: int | None) -> Iterator[str]:
-    valid = L.driver_keys_dataframe(spark, valid_list, schemes, auths, actual=False)
+    valid = spark_listing.driver_keys_dataframe(spark, valid_list, schemes, auths, actual=False)
     if valid_df is not None:
         valid = valid.unionByName(valid_df)
-    orphans, conflicts = L.find_orphans_dataframe(actual, valid, mode, keep, older_than)
+    orphans, conflicts = spark_listing.find_orphans_dataframe(actual, valid, mode, keep, older_than)
     if conflicts:
         raise ValidationError(CONFLICTS.format(format_pairs(conflicts)))
     rows = orphans.toLocalIterator() if stream else iter(orphans.collect())

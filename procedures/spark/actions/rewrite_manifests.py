@@ -40,8 +40,8 @@ from array import array
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from procedures.core.gc import reachability as R
-from procedures.core import rewrite_manifests_op as RM
+from procedures.core.gc import reachability
+from procedures.core import rewrite_manifests_op
 from procedures.core.rewrite_manifests_op import (
     ManifestSlice, RewriteJob, assign_chunks, chunk_of_position, copy_slice, live_copies, live_entry_counts, order_key,
     plan_write_tasks, uniform_partition, write_copy,
@@ -125,8 +125,8 @@ class SparkManifestRewriter:
     def wants(self, manifests: Sequence[ManifestFile]) -> bool:
         """True when the manifests pass the driver's reading limits or hold more live entries than
         the driver should sort (:data:`~procedures.core.rewrite_manifests_op.DRIVER_MAX_REWRITE_ENTRIES`)."""
-        return (R.use_spark(self.spark, manifests)
-                or sum(live_entry_counts(manifests)) > RM.DRIVER_MAX_REWRITE_ENTRIES)
+        return (reachability.use_spark(self.spark, manifests)
+                or sum(live_entry_counts(manifests)) > rewrite_manifests_op.DRIVER_MAX_REWRITE_ENTRIES)
 
     def rewrite(self, job: RewriteJob) -> tuple[list[ManifestFile], int]:
         """Write the job's chunks on the executors; returns the new manifests and entries written.
@@ -202,7 +202,7 @@ class SparkManifestRewriter:
             n_chunks = 1 + chunk_of_position(max(total - 1, 0), total, job.n)
         slots = self.slots or parallelism(self.spark)
         task_items, plan = plan_write_tasks(groups, counts, loose, n_chunks, slots,
-                                            self.min_part_entries or RM.MIN_PART_ENTRIES)
+                                            self.min_part_entries or rewrite_manifests_op.MIN_PART_ENTRIES)
         groups.clear()
         counts.clear()
         entry_routes = (entry_chunks, plan.routes)
