@@ -13,18 +13,18 @@ which keeps the entries off the driver, as Java's ``RewriteManifestsSparkAction`
    position, :func:`~procedures.core.rewrite_manifests_op.chunk_of_position`);
 2. a manifest that falls in one chunk, or a run of positions of one, travels to its chunk's task as
    its encoded manifest-list row (the planning holds the list as
-   :class:`~procedures.spec.manifest.ManifestRows`, per manifest only its count and key), which the
+   :class:`~procedures.spec.manifest.manifest_list.ManifestRows`, per manifest only its count and key), which the
    task decodes into a :class:`~procedures.core.rewrite_manifests_op.ManifestSlice` and reads itself; the
    entries of mixed manifests are read on the executors and sent to their chunks' tasks.  Each task
    sorts its items (key, manifest, position) and writes one manifest, copying every entry's
    ``data_file`` bytes unchanged where the schemas allow
-   (:func:`~procedures.spec.manifest.existing_records`).  Every entry is read once and pickled at
+   (:func:`~procedures.core.rewrite_manifests_copy.existing_records`).  Every entry is read once and pickled at
    most once (by Spark's shuffle, mixed manifests only);
 3. when the chunks are fewer than the task slots (a table rewritten into one manifest), a large
    chunk is cut into runs of its sorted items (:func:`~procedures.core.rewrite_manifests_op.plan_write_tasks`):
    each run's task encodes and compresses its entries into Avro blocks framed with a sync marker
    the driver chose for the job, and one task per chunk joins the blocks behind the header
-   (:meth:`~procedures.spec.manifest.ManifestWriter.close_parts`), so every core copies entries.
+   (:meth:`~procedures.spec.manifest.writer.ManifestWriter.close_parts`), so every core copies entries.
 
 The manifests written are the driver's, entry for entry; only their file names differ.  A retried
 task writes under a new name (the attempt number is part of it); files of failed attempts are
