@@ -24,7 +24,7 @@ import threading
 from typing import Any
 
 from procedures.errors import PythonWorkerError, UnsupportedVersionError
-from procedures.spark.dataframes import is_connect, session_key
+from procedures.spark.dataframes import functions, is_connect, session_key
 
 __all__ = [
     "SUPPORTED_PYSPARK", "SUPPORTED_JAVA", "check_session", "check_versions", "check_pyspark_version",
@@ -60,12 +60,9 @@ def probe(_=None):
     return info
 
 
-def probe_batches(batches):
+def probe_json(_):
     import json
-    import pyarrow as pa
-    for _ in batches:
-        pass
-    yield pa.RecordBatch.from_pydict({{"report": [json.dumps(probe())]}})
+    return json.dumps(probe())
 '''
 _PROBE_NAMESPACE: dict[str, Any] = {"__name__": "procedures_worker_probe"}
 exec(compile(_PROBE_SOURCE, "<procedures worker probe>", "exec"), _PROBE_NAMESPACE)  # noqa: S102
@@ -260,8 +257,9 @@ def _failure(exc: BaseException, executable: str, driver: dict) -> PythonWorkerE
 
 def check_python_workers(spark: Any) -> None:
     """Run the probe as a one-partition Spark job (once per application and worker executable) and
-    raise PythonWorkerError when the workers cannot run the package's Python tasks.  The job is a
-    ``mapInArrow`` over one row, so it runs on classic and Spark Connect sessions alike."""
+    raise PythonWorkerError when the workers cannot run the package's Python tasks.  The job is a plain
+    (pickled, not Arrow) Python UDF over one row: it runs on classic and Spark Connect sessions alike,
+    and on a worker without pyarrow, which it then reports missing."""
     if spark is None or _skipped() or not hasattr(spark, "range"):
         return
     executable = worker_python(spark)
@@ -270,7 +268,9 @@ def check_python_workers(spark: Any) -> None:
         return
     driver = driver_info()
     try:
-        rows = spark.range(0, 1, 1, 1).mapInArrow(_PROBE_NAMESPACE["probe_batches"], "report string").collect()
+        fns = functions(spark)
+        probe = fns.udf(_PROBE_NAMESPACE["probe_json"], "string", useArrow=False)
+        rows = spark.range(0, 1, 1, 1).select(probe(fns.col("id")).alias("report")).collect()
     except Exception as e:  # noqa: BLE001 -- any failure of the probe is a worker set-up problem
         raise _failure(e, executable, driver) from e
     reports = [json.loads(row[0]) for row in rows]

@@ -31,6 +31,7 @@ from procedures.core.splits import spread_weights
 from procedures.errors import IcebergError
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.dataframes import map_slices, slices_frame
+from procedures.spark.environment import check_python_workers
 from procedures.spark.write import WrittenFiles
 from procedures.spec.manifest.model import DataFile
 
@@ -89,6 +90,7 @@ def write_groups(spark: Any, io: Any, groups: Sequence[Any], weights: Sequence[i
     """
     if not groups:
         return []
+    check_python_workers(spark)
     written = WrittenFiles(io, data_path)
     journal = written.journal
     attempts = task_attempts(spark)

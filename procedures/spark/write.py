@@ -289,6 +289,7 @@ def write_payloads(spark: Any, io: Any, payloads: Sequence[Any],
     """
     if not payloads:
         return []
+    check_python_workers(spark)
     written = WrittenFiles(io, data_path)
     journal = written.journal
 
