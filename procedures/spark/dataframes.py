@@ -125,7 +125,8 @@ def parallelism(spark: Any) -> int:
     if known:
         return known
     fns = functions(spark)
-    row = spark.range(0, _PROBE_ROWS).select(fns.max(fns.spark_partition_id()).alias("p")).first()
+    # the partition id is projected first: Spark 4 refuses a non-deterministic argument of an aggregate
+    row = spark.range(0, _PROBE_ROWS).select(fns.spark_partition_id().alias("p")).agg(fns.max("p").alias("p")).first()
     measured = max(1, int(row["p"]) + 1) if row is not None and row["p"] is not None else 1
     with _LOCK:
         _measured[key] = measured

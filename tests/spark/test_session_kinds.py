@@ -59,3 +59,13 @@ def test_job_labels_restore(spark):
                 assert in_caller_context(spark, lambda: set(spark.getTags()))() >= {"grp-1"}
     if is_connect(spark):
         assert not spark.getTags()
+
+
+def test_parallelism_measured_when_the_conf_says_nothing(spark, monkeypatch):
+    """Without any parallelism key the session's default parallelism is measured by a JVM-only job
+    (Spark 4 refuses the partition id inside an aggregate: it is projected first)."""
+    from procedures.spark import dataframes
+
+    monkeypatch.setattr(dataframes, "_SPARK_PARALLELISM_KEYS", ())
+    monkeypatch.setattr(dataframes, "_measured", {})
+    assert parallelism(spark) == 2  # local[2] on both fixtures
