@@ -174,7 +174,7 @@ def _connect_session(url: str, conf: dict[str, str], defaults: Sequence[str]):
             f"--remote / SPARK_REMOTE needs pyspark 4 (Spark Connect); pyspark {pyspark.__version__} is installed: "
             "pip install 'iceberg-procedures[connect]', or run without --remote on a classic session")
     try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession  # noqa: PLC0415
+        import pyspark.sql.connect.session  # noqa: F401,PLC0415 -- the Connect client is installed
     except ImportError as e:  # pyspark names the missing module (grpcio, grpcio-status, googleapis...)
         raise ValidationError(f"the Spark Connect client is not installed ({e}): "
                               "pip install 'iceberg-procedures[connect]'") from e
@@ -196,7 +196,11 @@ def _connect_session(url: str, conf: dict[str, str], defaults: Sequence[str]):
 
         SparkContext.getOrCreate().setLogLevel(level)
         return spark
-    spark = ConnectSession.builder.remote(url).getOrCreate()
+    # pyspark's own builder: it also turns on the process's Connect mode, under which pyspark parses
+    # DDL type strings (a mapInArrow schema) without a classic SparkContext
+    from pyspark.sql import SparkSession  # noqa: PLC0415
+
+    spark = SparkSession.builder.remote(url).getOrCreate()
     own = {k: v for k, v in sent.items() if k not in defaults}
     for key, value in {**connect_session_defaults(conf_from_spark(spark), {k: sent[k] for k in defaults
                                                                           if k in sent}), **own}.items():

@@ -268,8 +268,12 @@ def check_python_workers(spark: Any) -> None:
         return
     driver = driver_info()
     try:
+        from pyspark.sql.types import StringType  # noqa: PLC0415 -- the package loads without pyspark
+
         fns = functions(spark)
-        probe = fns.udf(_PROBE_NAMESPACE["probe_json"], "string", useArrow=False)
+        # a DataType, not "string": a Connect client without the Connect mode flag parses type strings
+        # through a classic SparkContext, which a process holding only a Connect session lacks
+        probe = fns.udf(_PROBE_NAMESPACE["probe_json"], StringType(), useArrow=False)
         rows = spark.range(0, 1, 1, 1).select(probe(fns.col("id")).alias("report")).collect()
     except Exception as e:  # noqa: BLE001 -- any failure of the probe is a worker set-up problem
         raise _failure(e, executable, driver) from e

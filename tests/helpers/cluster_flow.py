@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import procedures
+from procedures.spark.dataframes import run_slices
 from procedures.core.gc import reachability
 from procedures.spark.actions import remove_orphan_files as orphans_action
 
@@ -96,7 +97,10 @@ def run_flow(spark: Any, warehouse: str, catalog: str = CATALOG) -> dict:
 
 def _executor_report(_: Any) -> Any:
     """One row per partition: the Python worker's pid, the pid of the JVM it serves and that JVM's main
-    class, and where it imported ``procedures`` from."""
+    class, and where it imported ``procedures`` from.  It imports the package's write path itself, as a
+    task of the flow does, so that the modules it reports are the package's and not only its root."""
+    import procedures.spark.write  # noqa: F401,PLC0415 -- loaded in the worker to see where it comes from
+
     pid = os.getpid()
     jvm_pid, jvm_cmd = None, ""
     parent = os.getppid()
@@ -125,7 +129,8 @@ def where_code_runs(spark: Any) -> dict:
     """Pids of the driver (Python and JVM) and of the executors' Python workers, and the ``procedures``
     modules each imported."""
     sc = spark.sparkContext
-    executors = sc.parallelize(range(2), 2).mapPartitions(_executor_report).collect()
+    # through the DataFrame API, as the package's own tasks run (their Python workers)
+    executors = run_slices(spark, [0, 1], _executor_report)
     return {"driver_pid": os.getpid(), "driver_jvm_pid": int(sc._jvm.java.lang.ProcessHandle.current().pid()),
             "driver_modules": loaded_modules(), "master": sc.master, "executors": executors}
 

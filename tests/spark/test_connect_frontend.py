@@ -60,7 +60,8 @@ procedures.sql(spark, "CREATE NAMESPACE IF NOT EXISTS demo.db")
 procedures.sql(spark, "CREATE TABLE demo.db.t (id bigint NOT NULL, data string) USING iceberg")
 procedures.sql(spark, "INSERT INTO demo.db.t VALUES (1, 'a'), (2, 'b')")
 procedures.sql(spark, "INSERT INTO demo.db.t VALUES (3, 'c')")
-rows = procedures.call("demo.system.rewrite_data_files", spark=spark, table="db.t").collect()
+rows = procedures.call("demo.system.rewrite_data_files", spark=spark, table="db.t",
+                       options={"min-input-files": "2"}).collect()
 out["rewrite"] = [r.asDict() for r in rows]
 rows = procedures.sql(spark, "CALL demo.system.expire_snapshots(table => 'db.t', retain_last => 1, "
                              "older_than => TIMESTAMP '2999-01-01 00:00:00')").collect()
@@ -99,7 +100,7 @@ def test_console_remote_local_runs_a_script_with_progress(tmp_path):
                   "CREATE TABLE local.db.t (id bigint NOT NULL, data string) USING iceberg; "
                   "INSERT INTO local.db.t VALUES (1, 'a'), (2, 'b'); "
                   "INSERT INTO local.db.t VALUES (3, 'c'); "
-                  "CALL local.system.rewrite_data_files('db.t'); "
+                  "CALL local.system.rewrite_data_files(table => 'db.t', options => map('min-input-files', '2')); "
                   "SELECT count(*) AS n FROM local.db.t")
     assert run.returncode == 0, run.stderr[-4000:]
     lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
@@ -153,7 +154,8 @@ def test_console_on_a_running_connect_server_runs_a_procedure(connect_server, tm
                   "-e", "CREATE NAMESPACE IF NOT EXISTS mine.db; "
                         "CREATE TABLE mine.db.t (id bigint) USING iceberg; "
                         "INSERT INTO mine.db.t VALUES (1), (2); INSERT INTO mine.db.t VALUES (3); "
-                        "CALL mine.system.rewrite_data_files('db.t'); SELECT sum(id) AS s FROM mine.db.t")
+                        "CALL mine.system.rewrite_data_files(table => 'db.t', options => map('min-input-files', '2')); "
+                        "SELECT sum(id) AS s FROM mine.db.t")
     assert run.returncode == 0, run.stderr[-4000:]
     lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
     assert lines[-2]["rewritten_data_files_count"] >= 2 and lines[-2]["added_data_files_count"] == 1
@@ -200,7 +202,8 @@ def test_connect_server_in_front_of_a_standalone_cluster_runs_a_procedure(spark_
             procedures.sql(spark, "CREATE TABLE cl.db.t (id bigint) USING iceberg")
             procedures.sql(spark, "INSERT INTO cl.db.t VALUES (1), (2)")
             procedures.sql(spark, "INSERT INTO cl.db.t VALUES (3)")
-            row = procedures.call("cl.system.rewrite_data_files", spark=spark, table="db.t").first()
+            row = procedures.call("cl.system.rewrite_data_files", spark=spark, table="db.t",
+                                  options={"min-input-files": "2"}).first()
             assert row["rewritten_data_files_count"] >= 2 and row["added_data_files_count"] == 1
             assert procedures.sql(spark, "SELECT sum(id) AS s FROM cl.db.t").first()["s"] == 6
         finally:
