@@ -25,10 +25,10 @@ SHARED="$(cd "$REPO/.." && pwd)/shared"
 # module -> the unit tests that exercise it (keep each selection small: it runs once per mutant)
 MODULES=(
     "procedures/spec/deletion_vector.py|tests/unit/test_roaring_encoding.py tests/unit/test_puffin.py"
-    "procedures/core/paths.py|tests/unit/test_paths.py tests/unit/test_fileio.py tests/unit/test_gc_confinement.py tests/unit/test_remove_orphan_files.py"
+    "procedures/core/kernel/paths.py|tests/unit/test_paths.py tests/unit/test_fileio.py tests/unit/test_gc_confinement.py tests/unit/test_remove_orphan_files.py"
     "procedures/core/gc/delete_guard.py|tests/unit/test_gc_confinement.py tests/unit/test_expire_snapshots.py tests/unit/test_remove_orphan_files.py"
     "procedures/core/gc/reachability.py|tests/unit/test_reachability.py tests/unit/test_expire_snapshots.py tests/unit/test_remove_orphan_files.py tests/unit/test_gc_pruning.py"
-    "procedures/core/transaction.py|tests/unit/test_commit_retries.py tests/unit/test_core_commit.py tests/unit/test_fault_points.py"
+    "procedures/core/kernel/transaction.py|tests/unit/test_commit_retries.py tests/unit/test_core_commit.py tests/unit/test_fault_points.py"
     "procedures/spec/transforms.py|tests/unit/test_transforms.py tests/unit/test_partitioning.py"
     "procedures/spec/evaluators.py|tests/unit/test_evaluators.py"
     "procedures/spec/projection.py|tests/unit/test_evaluators.py"

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import commit
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import commit
 from procedures.framework.context import open_catalog
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.reader import read_manifest

@@ -53,7 +53,7 @@ from _common import (  # noqa: E402
     scratch_dir, start_spark, time_call, time_pair, timing_figures, worker_peak_rss_mb,
 )
 
-from procedures.core.paths import local_path  # noqa: E402
+from procedures.core.kernel.paths import local_path  # noqa: E402
 from procedures.frontend import runner  # noqa: E402
 
 CASES = ("binpack", "sort", "posdeletes")

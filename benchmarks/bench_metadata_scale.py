@@ -37,10 +37,10 @@ from _common import (  # noqa: E402
 )
 
 import procedures  # noqa: E402
-from procedures.core.operations import DeleteFiles  # noqa: E402
-from procedures.core.paths import local_path  # noqa: E402
-from procedures.core.snapshot_producer import SnapshotProducer, snapshot_manifests  # noqa: E402
-from procedures.core.transaction import commit  # noqa: E402
+from procedures.core.kernel.operations import DeleteFiles  # noqa: E402
+from procedures.core.kernel.paths import local_path  # noqa: E402
+from procedures.core.kernel.snapshot_producer import SnapshotProducer, snapshot_manifests  # noqa: E402
+from procedures.core.kernel.transaction import commit  # noqa: E402
 from procedures.framework.context import open_catalog  # noqa: E402
 from procedures.spark.scan_planning import iter_scan_tasks  # noqa: E402
 from procedures.spec.conversions import to_bytes  # noqa: E402

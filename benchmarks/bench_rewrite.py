@@ -23,9 +23,9 @@ from _common import (  # noqa: E402
 )
 
 from procedures.catalog.config import load_catalog  # noqa: E402
-from procedures.core.operations import FastAppend  # noqa: E402
-from procedures.core.scan import iter_file_scan_tasks  # noqa: E402
-from procedures.core.transaction import commit  # noqa: E402
+from procedures.core.kernel.operations import FastAppend  # noqa: E402
+from procedures.core.kernel.scan import iter_file_scan_tasks  # noqa: E402
+from procedures.core.kernel.transaction import commit  # noqa: E402
 from procedures.frontend import runner  # noqa: E402
 
 

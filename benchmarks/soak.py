@@ -37,7 +37,7 @@ import pyarrow as pa  # noqa: E402
 
 import procedures  # noqa: E402
 from procedures.core.gc import reachability as R  # noqa: E402
-from procedures.core.paths import normalize_path  # noqa: E402
+from procedures.core.kernel.paths import normalize_path  # noqa: E402
 from procedures.spark.dml import append, delete_where  # noqa: E402
 from procedures.spark.read import read_table  # noqa: E402
 from procedures.spark.session import catalog_for  # noqa: E402

@@ -3,7 +3,7 @@ cherrypick_snapshot, publish_changes, fast_forward, ancestors_of and register_ta
 
 Parameters, output columns and error texts follow Iceberg's Spark procedures (procedures.md §3.1-§3.6,
 §3.14, §3.15).  They are metadata-only: each one is a single commit of an operation from
-:mod:`procedures.core.manage` (which re-validates on every retry) or, for ``ancestors_of``, a read.
+:mod:`procedures.core.kernel.manage` (which re-validates on every retry) or, for ``ancestors_of``, a read.
 The six that move refs take ``dry_run`` (beyond Java): the same commit, planned on a sandbox
 table (:mod:`procedures.catalog.sandbox`) and never made.
 The eight share their table parameter and output columns and have no action of their own, so they
@@ -12,7 +12,7 @@ stay together in one module instead of eight near-identical ones.
 
 from __future__ import annotations
 
-from procedures.core.manage import (
+from procedures.core.kernel.manage import (
     CherryPick, FastForward, RollbackTo, RollbackToTime, SetCurrentSnapshot, ancestor_ids, wap_snapshot,
 )
 from procedures.errors import ValidationError

@@ -19,10 +19,10 @@ from typing import Iterable, Mapping, Sequence, Union
 
 from procedures.core.gc.delete_guard import table_roots
 from procedures.core.gc.purge import PurgePlan, PurgeResult, execute_purge, plan_purge
-from procedures.core.ownership import Ownership
-from procedures.core.properties import METADATA_COMPRESSION, METADATA_DELETE_AFTER_COMMIT_ENABLED
-from procedures.core.snapshot_producer import metadata_dir
-from procedures.core.updates import MetadataUpdate
+from procedures.core.kernel.ownership import Ownership
+from procedures.core.kernel.properties import METADATA_COMPRESSION, METADATA_DELETE_AFTER_COMMIT_ENABLED
+from procedures.core.kernel.snapshot_producer import metadata_dir
+from procedures.core.kernel.updates import MetadataUpdate
 from procedures.errors import CommitFailedError, IcebergError, NoSuchTableError, ValidationError
 from procedures.io.fileio import FileIO, join_path
 from procedures.spec.metadata import TableMetadata, metadata_file_data
@@ -373,7 +373,7 @@ def next_metadata_location(md: "TableMetadata", previous_location: str | None) -
 def removed_metadata_files(base: "TableMetadata | None", new: "TableMetadata") -> list[str]:
     """Previous metadata files that ``new``'s log dropped (``write.metadata.previous-versions-max``),
     when ``write.metadata.delete-after-commit.enabled`` is on, and that belong to the table
-    (:class:`procedures.core.ownership.Ownership` over its folders): a log entry naming another
+    (:class:`procedures.core.kernel.ownership.Ownership` over its folders): a log entry naming another
     table's file, a path outside the table or a symlink is kept and logged."""
     if base is None or not METADATA_DELETE_AFTER_COMMIT_ENABLED.read(new.properties):
         return []

@@ -19,7 +19,7 @@ from procedures.catalog.hive_jvm import JvmMetastoreClient
 from procedures.catalog.hive_thrift import ThriftMetastoreClient, parse_thrift_uris
 from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
 from procedures.catalog.rest import RestCatalog
-from procedures.core.properties import RETRY_PROPERTIES
+from procedures.core.kernel.properties import RETRY_PROPERTIES
 from procedures.errors import REDACTED, CatalogConfigError, NoSuchCatalogError, ValidationError, is_secret_key
 
 __all__ = [

@@ -33,7 +33,7 @@ from procedures.catalog.base import (
 )
 from procedures.catalog.overlap import check_commit_folders, check_table_folders
 from procedures.core.gc.purge import METADATA, PurgePlan, execute_purge
-from procedures.core.properties import WRITE_METADATA_LOCATION
+from procedures.core.kernel.properties import WRITE_METADATA_LOCATION
 from procedures.errors import (
     CommitFailedError,
     CommitStateUnknownError,

@@ -52,7 +52,7 @@ from procedures.catalog.base import (
     purge_table_files,
 )
 from procedures.catalog.overlap import check_commit_folders, check_table_folders
-from procedures.core.properties import HIVE_LOCK_ENABLED
+from procedures.core.kernel.properties import HIVE_LOCK_ENABLED
 from procedures.errors import (
     CatalogConfigError,
     CommitFailedError,

@@ -1,4 +1,4 @@
-"""The overlap rule (:mod:`procedures.core.table_overlap`) applied to a catalog's tables.
+"""The overlap rule (:mod:`procedures.core.kernel.table_overlap`) applied to a catalog's tables.
 
 The catalogs call :func:`check_table_folders` before they create or register a table and
 :func:`check_commit_folders` before a commit that moves one of its folders (``SetLocation``, a
@@ -16,7 +16,7 @@ import logging
 from typing import Any, Iterable, Mapping
 
 from procedures.catalog.base import Catalog, Identifier, identifier_to_string
-from procedures.core.table_overlap import TableFolders, check_no_overlap, table_folders, write_paths
+from procedures.core.kernel.table_overlap import TableFolders, check_no_overlap, table_folders, write_paths
 from procedures.errors import IcebergError, NoSuchNamespaceError, NoSuchTableError
 
 __all__ = ["table_identifiers", "known_table_folders", "warehouse_root", "check_table_folders",
@@ -59,7 +59,7 @@ def table_identifiers(catalog: Catalog) -> list[Identifier]:
 
 
 def known_table_folders(catalog: Catalog, *, exclude: Iterable[Identifier] = ()) -> list[TableFolders]:
-    """:class:`~procedures.core.table_overlap.TableFolders` of every table of ``catalog`` but
+    """:class:`~procedures.core.kernel.table_overlap.TableFolders` of every table of ``catalog`` but
     ``exclude``, named ``<namespace>.<table>``."""
     skip = {tuple(e) for e in exclude}
     out: list[TableFolders] = []

@@ -42,7 +42,7 @@ from procedures.catalog.rest_messages import (
     namespace_path,
     table_identifier_json,
 )
-from procedures.core import updates as metadata_updates
+from procedures.core.kernel import updates as metadata_updates
 from procedures.errors import (
     CatalogConfigError,
     CommitFailedError,
@@ -306,7 +306,7 @@ class RestCatalog(Catalog):
         """A REST commit needs the change as updates: the core's transaction calls
         :meth:`commit_changes`; a bare metadata swap cannot be sent."""
         raise CommitFailedError(f"Cannot commit to {table.name} without its updates: commit through the "
-                                "transaction (procedures.core.transaction.commit)", table=table.name, retryable=False)
+                                "transaction (procedures.core.kernel.transaction.commit)", table=table.name, retryable=False)
 
     def commit_changes(self, table: Table, base: TableMetadata, new: TableMetadata,
                        updates: Sequence[metadata_updates.MetadataUpdate]) -> Table:

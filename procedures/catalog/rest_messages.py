@@ -2,7 +2,7 @@
 metadata updates and table requirements as a commit sends them, the updates that build a table from
 nothing (a staged create's commit), and identifiers/namespaces as URLs and bodies spell them.
 
-Pure functions over the core's update and requirement values (:mod:`procedures.core.updates`), which
+Pure functions over the core's update and requirement values (:mod:`procedures.core.kernel.updates`), which
 every catalog shares: the file-swap catalogs apply those updates locally, the REST catalog sends them.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 from urllib.parse import quote
 
-from procedures.core import updates as metadata_updates
+from procedures.core.kernel import updates as metadata_updates
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import spec_to_json
 from procedures.spec.schema import schema_to_json

@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from procedures.core import updates as metadata_updates
-from procedures.core.operations import MergeAppend
-from procedures.core.properties import DEFAULT_NAME_MAPPING, SNAPSHOT_ID_INHERITANCE_ENABLED
-from procedures.core.summary import SummaryBuilder
-from procedures.core.transaction import CommitContext, MetadataChange
+from procedures.core.kernel import updates as metadata_updates
+from procedures.core.kernel.operations import MergeAppend
+from procedures.core.kernel.properties import DEFAULT_NAME_MAPPING, SNAPSHOT_ID_INHERITANCE_ENABLED
+from procedures.core.kernel.summary import SummaryBuilder
+from procedures.core.kernel.transaction import CommitContext, MetadataChange
 from procedures.errors import DuplicateFilesError, UnsupportedFileFormatError, ValidationError
 from procedures.spec.manifest.model import DataFile, ManifestFile
 from procedures.spec.metadata import TableMetadata

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from procedures.core.scan import DeleteFileEntry, DeleteFileIndex
+from procedures.core.kernel.scan import DeleteFileEntry, DeleteFileIndex
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, ManifestContent, ManifestEntryStatus, ManifestFile

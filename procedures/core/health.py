@@ -21,14 +21,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from procedures.core.manage import plan_expiration
-from procedures.core.properties import (
+from procedures.core.kernel.manage import plan_expiration
+from procedures.core.kernel.properties import (
     DELETE_TARGET_FILE_SIZE_BYTES, GC_ENABLED, MANIFEST_MIN_MERGE_COUNT, MANIFEST_TARGET_SIZE_BYTES, MAX_SNAPSHOT_AGE_MS,
     METADATA_DELETE_AFTER_COMMIT_ENABLED, METADATA_PREVIOUS_VERSIONS_MAX, MIN_SNAPSHOTS_TO_KEEP,
     WRITE_TARGET_FILE_SIZE_BYTES,
 )
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
-from procedures.core.summary import is_dv
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.summary import is_dv
 from procedures.errors import IcebergError
 from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, ManifestFile
 from procedures.spec.metadata import TableMetadata

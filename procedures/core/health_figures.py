@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from procedures.core.health import HealthThresholds, partition_text
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import IcebergError
 from procedures.spec.manifest.model import FileContent, ManifestContent
 from procedures.spec.metadata import TableMetadata

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from procedures.core.properties import GC_ENABLED, PARQUET_COMPRESSION, WRITE_PATH_PROPERTIES
+from procedures.core.kernel.properties import GC_ENABLED, PARQUET_COMPRESSION, WRITE_PATH_PROPERTIES
 from procedures.errors import ValidationError
 from procedures.spec import types as spec_types
 from procedures.spec.partitioning import PartitionSpec, PartitionSpecBuilder

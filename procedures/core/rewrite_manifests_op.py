@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from procedures.core.rewrite_manifests_copy import existing_records
-from procedures.core.snapshot_producer import SnapshotProducer, manifest_list_rows, snapshot_manifest_rows
-from procedures.core.summary import SummaryBuilder
-from procedures.core.transaction import CommitContext
-from procedures.core.properties import MANIFEST_TARGET_SIZE_BYTES
+from procedures.core.kernel.snapshot_producer import SnapshotProducer, manifest_list_rows, snapshot_manifest_rows
+from procedures.core.kernel.summary import SummaryBuilder
+from procedures.core.kernel.transaction import CommitContext
+from procedures.core.kernel.properties import MANIFEST_TARGET_SIZE_BYTES
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import manifest_entry_avro_schema
 from procedures.spec.conversions import from_bytes

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from procedures.core.gc.reachability import is_table_metadata_file
-from procedures.core.ownership import resolved
-from procedures.core.paths import PathSet, is_within
-from procedures.core.properties import WRITE_PATH_PROPERTIES
+from procedures.core.kernel.ownership import resolved
+from procedures.core.kernel.paths import PathSet, is_within
+from procedures.core.kernel.properties import WRITE_PATH_PROPERTIES
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.conversions import from_bytes, to_bytes
 from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list

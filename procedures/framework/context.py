@@ -2,7 +2,7 @@
 
 Python counterpart of Iceberg's ``BaseProcedure`` helpers: the context resolves table arguments
 relative to the CALL's catalog exactly as Spark does (procedures.md §1.5), refuses other catalogs,
-loads tables and commits only through :func:`procedures.core.transaction.commit`.
+loads tables and commits only through :func:`procedures.core.kernel.transaction.commit`.
 :func:`open_catalog` caches our catalogs per configuration.  Nothing here imports pyspark.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 from procedures.catalog.base import Catalog, Table, split_dotted
 from procedures.catalog.config import SPARK_PREFIX, catalog_names, catalog_properties, load_catalog
 from procedures.catalog.sandbox import is_sandboxed, sandboxed
-from procedures.core.transaction import commit
+from procedures.core.kernel.transaction import commit
 from procedures.errors import CatalogConfigError, NoSuchTableError, ValidationError
 from procedures.framework.declaration import Procedure
 from procedures.spark.session import record_engine

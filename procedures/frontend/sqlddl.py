@@ -23,7 +23,7 @@ import uuid
 from typing import Mapping
 
 from procedures.catalog.config import catalog_names
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.errors import NoSuchTableError, TableAlreadyExistsError, NamespaceAlreadyExistsError, ValidationError
 from procedures.framework.context import open_catalog
 from procedures.frontend.parser import Parser, Token, tokenize

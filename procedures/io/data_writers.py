@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procedures.core.properties import AVRO_COMPRESSION, AVRO_COMPRESSION_LEVEL, DEFAULT_FILE_FORMAT, ORC_COMPRESSION
+from procedures.core.kernel.properties import AVRO_COMPRESSION, AVRO_COMPRESSION_LEVEL, DEFAULT_FILE_FORMAT, ORC_COMPRESSION
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.avro_data import AVRO_CODECS, avro_table_bytes
 from procedures.io.fileio import FileIO

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 
-from procedures.core.properties import DELETE_GRANULARITY
+from procedures.core.kernel.properties import DELETE_GRANULARITY
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO, join_path

@@ -26,7 +26,7 @@ from typing import Any, Protocol, Sequence
 
 import pyarrow.fs as pafs
 
-from procedures.core.paths import local_path, relative_path
+from procedures.core.kernel.paths import local_path, relative_path
 from procedures.io.fileio import FileIO
 
 __all__ = ["PathFilter", "walk", "list_with_prefix", "modified_before"]

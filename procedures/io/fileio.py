@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from procedures.core import fault_points
-from procedures.core.paths import join_path, local_path
+from procedures.core.kernel import fault_points
+from procedures.core.kernel.paths import join_path, local_path
 from procedures.errors import AlreadyExistsError, NotFoundError
 from procedures.io.storage import HADOOP_SCHEMES, OBJECT_STORE_SCHEMES, check_bucket, filesystem_for, redacted
 

@@ -1,7 +1,7 @@
 """Reading one planned data file into Arrow (spec "Column Projection", "Row-level Deletes", "Row
 Lineage"; on-disk notes sections 8-10 and 12).
 
-:func:`read_task` turns a :class:`~procedures.core.scan.FileScanTask` into record batches of a
+:func:`read_task` turns a :class:`~procedures.core.kernel.scan.FileScanTask` into record batches of a
 requested Iceberg schema, matching columns **by field id**:
 
 * renamed, reordered and dropped columns follow the ids; nested structs, lists and maps too;
@@ -351,7 +351,7 @@ def read_dv_positions(io: Any, dv: DataFile) -> np.ndarray:
 
 def deleted_positions(io: Any, data_file_path: str, deletes: Iterable[Any]) -> np.ndarray:
     """Sorted unique positions deleted from a data file by its position deletes and DVs
-    (``deletes`` are :class:`~procedures.core.scan.DeleteFileEntry` or DataFile objects)."""
+    (``deletes`` are :class:`~procedures.core.kernel.scan.DeleteFileEntry` or DataFile objects)."""
     parts = []
     for d in deletes:
         df = getattr(d, "data_file", d)
@@ -535,7 +535,7 @@ def read_task(
     batch_size: int = DEFAULT_BATCH_SIZE,
     apply_deletes: bool = True,
 ) -> Iterator[pa.RecordBatch]:
-    """Read one :class:`~procedures.core.scan.FileScanTask` as record batches of
+    """Read one :class:`~procedures.core.kernel.scan.FileScanTask` as record batches of
     :func:`output_schema` (``projected_schema`` defaults to the task's schema).
 
     Deleted rows are dropped, unless ``_deleted`` is requested: then every row is returned and

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from procedures.core import properties as table_properties
+from procedures.core.kernel import properties as table_properties
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import cast_to_schema, primitive_to_arrow, schema_to_arrow
 from procedures.io.fileio import FileIO, join_path

@@ -26,8 +26,8 @@ from typing import Iterator, Mapping
 
 import pyarrow as pa
 
-from procedures.core.paths import join_path
-from procedures.core.properties import parse_bool
+from procedures.core.kernel.paths import join_path
+from procedures.core.kernel.properties import parse_bool
 from procedures.io.fileio import (
     FileAlreadyExistsError, FileInfo, FileIO, FileNotFoundInStorageError, InputFile, OutputFile,
 )

@@ -11,8 +11,8 @@ Python process, so nothing here can reach the SparkSession.  Registration theref
 the worker needs from the session (the ``spark.sql.catalog.*`` keys, the default catalog, case
 sensitivity, the default parallelism) in a per-session subclass that Spark pickles by value.
 
-Reading plans with :mod:`procedures.core.scan` when Spark plans the query: one Spark partition per
-task group of :mod:`procedures.core.splits`, each read with :class:`procedures.spark.read.TaskReader`
+Reading plans with :mod:`procedures.core.kernel.scan` when Spark plans the query: one Spark partition per
+task group of :mod:`procedures.core.kernel.splits`, each read with :class:`procedures.spark.read.TaskReader`
 (deletes and deletion vectors applied as in ``read_table``).  Spark hands pushed filters to
 ``pushFilters`` (Spark 4.1+): the ones we can translate prune manifests and files; all of them go
 back to Spark, which still applies them to the rows, since file pruning is not row filtering.
@@ -24,7 +24,7 @@ Writing: each Spark task writes Parquet data files with :func:`procedures.spark.
 (target file size, partitioning, metrics as every other write) and returns their ``DataFile``\\s in
 its commit message; ``commit`` appends them (``MergeAppend``, as Java's DataFrame append) or
 replaces every row (``overwrite``: an overwrite by the filter ``true``, Java's truncate) through
-:func:`procedures.core.transaction.commit` (optimistic concurrency and retries); ``abort`` deletes
+:func:`procedures.core.kernel.transaction.commit` (optimistic concurrency and retries); ``abort`` deletes
 the files of the tasks that finished, unless a commit whose outcome was unknown put them in the table.
 
 The module imports on pyspark 3.5 (and with no pyspark at all); there the classes are inert and
@@ -51,10 +51,10 @@ from procedures.catalog.config import (
     load_catalog,
     resolve_identifier,
 )
-from procedures.core.operations import MergeAppend, OverwriteFiles
-from procedures.core.scan import iter_file_scan_tasks, select_snapshot
-from procedures.core.summary import set_engine
-from procedures.core.transaction import commit
+from procedures.core.kernel.operations import MergeAppend, OverwriteFiles
+from procedures.core.kernel.scan import iter_file_scan_tasks, select_snapshot
+from procedures.core.kernel.summary import set_engine
+from procedures.core.kernel.transaction import commit
 from procedures.errors import CatalogConfigError, ExpressionError, UnsupportedVersionError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.parquet_writer import WriteSettings

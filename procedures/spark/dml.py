@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from procedures.catalog.base import Table
-from procedures.core.operations import MergeAppend, OverwriteFiles, ReplacePartitions, RowDelta
-from procedures.core.properties import DELETE_MODE
-from procedures.core.scan import iter_file_scan_tasks
-from procedures.core.transaction import commit
+from procedures.core.kernel.operations import MergeAppend, OverwriteFiles, ReplacePartitions, RowDelta
+from procedures.core.kernel.properties import DELETE_MODE
+from procedures.core.kernel.scan import iter_file_scan_tasks
+from procedures.core.kernel.transaction import commit
 from procedures.errors import ValidationError
 from procedures.io.delete_writers import DeleteTarget, merge_positions, read_position_deletes, write_deletes
 from procedures.spark.read import read_files

@@ -27,7 +27,7 @@ import re
 import traceback
 from typing import Any, Callable, Iterator, Sequence
 
-from procedures.core.splits import spread_weights
+from procedures.core.kernel.splits import spread_weights
 from procedures.errors import IcebergError
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.dataframes import map_slices, slices_frame
@@ -81,7 +81,7 @@ def write_groups(spark: Any, io: Any, groups: Sequence[Any], weights: Sequence[i
     that ran, in group order.
 
     The groups (picklable) are dealt over the tasks balanced by ``weights``
-    (:func:`~procedures.core.splits.spread_weights`); a task calls ``write_group(index, group)`` for
+    (:func:`~procedures.core.kernel.splits.spread_weights`); a task calls ``write_group(index, group)`` for
     each of its groups in turn.  A group that fails on its task's last attempt gets an outcome with
     ``error`` (the module docstring says why this never fails the job); with ``stop_on_failure`` the
     rest of that task's groups are skipped and get no outcome.  ``write_group`` must leave no file

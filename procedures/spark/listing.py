@@ -26,8 +26,8 @@ from procedures.core.gc.orphans import HiddenPathFilter
 from procedures.core.gc.reachability import (
     manifest_content_paths, manifest_from_row, manifest_list_chunks, manifest_row, read_chunk_manifests,
 )
-from procedures.core.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
-from procedures.core.splits import spread_weights
+from procedures.core.kernel.paths import DEFAULT_EQUAL_SCHEMES, keys_within, path_keys
+from procedures.core.kernel.splits import spread_weights
 from procedures.io.sandbox_fileio import file_io
 from procedures.io.directory_walk import modified_before, walk
 from procedures.spark.dataframes import functions, parallelism, slices_frame
@@ -142,7 +142,7 @@ def _key_batch(paths: Iterable[str], schemes: dict[str, str], auths: dict[str, s
 def driver_keys_dataframe(spark: Any, paths: Sequence[str], equal_schemes: dict[str, str],
                           equal_authorities: dict[str, str], *, actual: bool) -> Any:
     """Paths held by the driver as a frame of :data:`ACTUAL_KEYS` (``actual``) or :data:`VALID_KEYS`,
-    normalised (:func:`procedures.core.paths.path_keys`) in Spark tasks, a slice of the paths each."""
+    normalised (:func:`procedures.core.kernel.paths.path_keys`) in Spark tasks, a slice of the paths each."""
     check_python_workers(spark)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
     with_uri = bool(actual)
@@ -303,7 +303,7 @@ def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manife
 
 def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """``(scheme, authority, path, uri)`` of the paths in ``df[column]``: one row per normalised
-    reading of each path (:func:`procedures.core.paths.path_keys`), so a join on ``path`` matches
+    reading of each path (:func:`procedures.core.kernel.paths.path_keys`), so a join on ``path`` matches
     any spelling."""
     check_python_workers(df.sparkSession)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
@@ -343,7 +343,7 @@ def _mapped(F: Any, column: Any, mapping: dict[str, str]) -> Any:
 
 def _plain_uri_frame(df: Any, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
     """``(scheme, authority, path, uri)`` of plain paths in ``df.path``, in the JVM: the same values as
-    the literal reading of :func:`procedures.core.paths.path_keys` (the only reading a plain path has)."""
+    the literal reading of :func:`procedures.core.kernel.paths.path_keys` (the only reading a plain path has)."""
     F = functions(df.sparkSession)
 
     raw_scheme = F.lower(F.regexp_extract(F.col("path"), "^([A-Za-z][A-Za-z0-9+.-]+):", 1))
@@ -392,7 +392,7 @@ def _modified_before(df: Any, column: str, older_than_ms: int) -> Any:
 
 
 def within_dataframe(df: Any, column: str, location: str) -> Any:
-    """The rows of ``df`` whose ``column`` lies inside ``location`` (:func:`procedures.core.paths.is_within`)."""
+    """The rows of ``df`` whose ``column`` lies inside ``location`` (:func:`procedures.core.kernel.paths.is_within`)."""
     check_python_workers(df.sparkSession)
     outer = path_keys(str(location))
     fields = df.schema.fields

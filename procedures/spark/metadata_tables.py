@@ -30,7 +30,7 @@ from procedures.spec.types import (
     TimestamptzType,
     UUIDType,
 )
-from procedures.core.snapshot_producer import snapshot_manifests
+from procedures.core.kernel.snapshot_producer import snapshot_manifests
 from procedures.spark.read import load_table, spark_type, unified_partition_type
 
 __all__ = ["METADATA_TABLES", "metadata_table", "metadata_table_rows", "metadata_table_schema"]

@@ -1,6 +1,6 @@
 """Reading Iceberg tables into Spark DataFrames (the read half of Spark I/O).
 
-Planning runs on the driver (:func:`procedures.core.scan.iter_file_scan_tasks`; the data manifests of a
+Planning runs on the driver (:func:`procedures.core.kernel.scan.iter_file_scan_tasks`; the data manifests of a
 large scan are read on the executors, :mod:`procedures.spark.scan_planning`); only file metadata
 travels to the executors, one serialized task per row, and ``mapInArrow`` reads the data there
 with :func:`procedures.io.parquet_reader.read_task`.
@@ -39,9 +39,9 @@ import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
 from procedures.catalog.config import load_catalog, resolve_identifier
-from procedures.core.properties import DEFAULT_NAME_MAPPING
-from procedures.core.scan import FileScanTask, select_snapshot, unified_partition_type
-from procedures.core.splits import plan_spread_groups, plan_task_groups, SplitOptions
+from procedures.core.kernel.properties import DEFAULT_NAME_MAPPING
+from procedures.core.kernel.scan import FileScanTask, select_snapshot, unified_partition_type
+from procedures.core.kernel.splits import plan_spread_groups, plan_task_groups, SplitOptions
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import type_to_arrow
 from procedures.io.sandbox_fileio import file_io
@@ -310,7 +310,7 @@ def read_tasks(
     ``projected`` is the Iceberg schema of the output columns; ``scan_schema`` is the schema the
     tasks were planned with (equality deletes are resolved in it; defaults to ``projected``).
 
-    Tasks become Spark partitions as Iceberg Java's scans do (:mod:`procedures.core.splits`): large
+    Tasks become Spark partitions as Iceberg Java's scans do (:mod:`procedures.core.kernel.splits`): large
     files are split at row groups and small ones packed together, by the table's
     ``read.split.target-size`` / ``read.split.open-file-cost`` / ``read.split.planning-lookback``
     unless ``split_size`` / ``open_file_cost`` are given.  Without an explicit ``split_size`` a

@@ -38,7 +38,7 @@ from procedures.core.rewrite.arrow_sort import arrow_sortable, column_at
 from procedures.core.rewrite.external_sort import SORT_MEMORY_BYTES, BatchCursor, ExternalSorter
 from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup
 from procedures.core.rewrite.zorder import Z_COLUMN, zorder_values
-from procedures.core.splits import spread_groups
+from procedures.core.kernel.splits import spread_groups
 from procedures.errors import ValidationError
 from procedures.io.prefetch import read_ahead
 from procedures.spark.dataframes import functions, parallelism

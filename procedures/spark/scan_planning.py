@@ -1,14 +1,14 @@
 """Scan planning with the data manifests read on the executors, past a size.
 
-:func:`procedures.core.scan.iter_file_scan_tasks` reads every data manifest on the driver, where
+:func:`procedures.core.kernel.scan.iter_file_scan_tasks` reads every data manifest on the driver, where
 decoding the entries of a large table (10k manifests, 1M files) is most of a filtered scan's time.
 When more than :data:`DRIVER_MAX_SCAN_MANIFESTS` data manifests remain after pruning, or they pass
 the driver's reading limits of the garbage-collection procedures
 (:func:`procedures.core.gc.reachability.use_spark`), :class:`SparkEntryReader` reads them in Spark tasks, a contiguous group of
 manifests per task, each task applying the scan's partition and metrics filter
-(:class:`~procedures.core.scan.EntryFilter`) and sending back only the matching entries, one pickled
+(:class:`~procedures.core.kernel.scan.EntryFilter`) and sending back only the matching entries, one pickled
 list per manifest.  The driver reads the delete manifests and builds the tasks from those lists in
-manifest order (:func:`~procedures.core.scan.tasks_from_entries`), so the tasks are the driver
+manifest order (:func:`~procedures.core.kernel.scan.tasks_from_entries`), so the tasks are the driver
 path's, in the same order.
 
 :func:`plan_scan_tasks` returns the tasks as a list (the job's results collected at once, every
@@ -24,7 +24,7 @@ import pickle
 from typing import Any, Iterable, Iterator, Sequence, TypeVar
 
 from procedures.core.gc import reachability
-from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, read_entries_on_driver
+from procedures.core.kernel.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, read_entries_on_driver
 from procedures.errors import ScanPlanningError
 from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import map_slices, parallelism, slices_frame, unpickle_rows
@@ -203,7 +203,7 @@ def iter_scan_tasks(spark: Any, table: Any, *, min_manifests: int | None = None,
 
 
 def plan_scan_tasks(spark: Any, table: Any, *, min_manifests: int | None = None, **scan: Any) -> list[FileScanTask]:
-    """:func:`~procedures.core.scan.iter_file_scan_tasks` of a loaded table (``scan`` are its keyword
+    """:func:`~procedures.core.kernel.scan.iter_file_scan_tasks` of a loaded table (``scan`` are its keyword
     arguments), reading the data manifests on the executors past a size (:class:`SparkEntryReader`)."""
     reader = SparkEntryReader(spark, table.io, str(table.name), min_manifests)
     return list(iter_file_scan_tasks(table.metadata, table.io, read_entries=reader, **scan))

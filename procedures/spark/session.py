@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from procedures.catalog.base import Catalog, Identifier, Table
 from procedures.catalog.config import default_catalog_name, load_catalog, resolve_identifier
-from procedures.core.summary import set_engine
+from procedures.core.kernel.summary import set_engine
 from procedures.errors import ValidationError
 from procedures.spark.dataframes import is_connect
 from procedures.spark.environment import check_session

@@ -23,7 +23,7 @@ data; together they made an empty Python task take about 60 ms against 2 ms for 
 With all three an empty task takes about 20 ms.
 
 It also installs, or drops, the fault plan a test attached to the job
-(:data:`procedures.core.fault_points.PLAN_PROPERTY`); without one that is a dictionary lookup.
+(:data:`procedures.core.kernel.fault_points.PLAN_PROPERTY`); without one that is a dictionary lookup.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import socket
 import zipimport
 from typing import Any
 
-from procedures.core import fault_points
+from procedures.core.kernel import fault_points
 
 __all__ = ["prepare_python_worker"]
 

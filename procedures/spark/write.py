@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from procedures.catalog.base import Table
-from procedures.core.paths import join_path
+from procedures.core.kernel.paths import join_path
 from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
 from procedures.io.parquet_writer import WriteSettings

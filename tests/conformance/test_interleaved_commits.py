@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.manage import CherryPick, RollbackTo
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import commit
+from procedures.core.kernel.manage import CherryPick, RollbackTo
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import commit
 from procedures.spec.manifest.model import DataFile, FileFormat
 from tests.oracles import assert_rows_equal, read_all
 

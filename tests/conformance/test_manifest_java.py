@@ -14,7 +14,7 @@ import fastavro
 import pytest
 
 from procedures.core.gc.live_paths import manifest_live_paths
-from procedures.core.scan import EntryFilter
+from procedures.core.kernel.scan import EntryFilter
 from procedures.io.fileio import FileIO
 from procedures.spec.avro_scan import SkimField, compile_skimmer
 from procedures.spec.avro_schemas import manifest_entry_avro_schema, manifest_list_avro_schema

@@ -89,7 +89,7 @@ def test_every_transform_with_pruning_filters(spark):
         ours = _ours(spark, ident, filter=where)
         assert_rows_equal(java, ours, key="id", label=where)
     # pruning really happens: a bucket + identity filter plans fewer files than the table has
-    from procedures.core.scan import plan_files
+    from procedures.core.kernel.scan import plan_files
     from procedures.spark.read import load_table
 
     t = load_table(spark, ident)
@@ -120,8 +120,8 @@ def test_merge_on_read_deletes_at_every_snapshot(spark, version):
 
 def test_equality_deletes_written_by_us_read_by_java_and_us(spark, java_warehouse: Path):
     from procedures.catalog.config import load_catalog
-    from procedures.core.operations import RowDelta
-    from procedures.core.transaction import commit
+    from procedures.core.kernel.operations import RowDelta
+    from procedures.core.kernel.transaction import commit
     from procedures.io.arrow_schema import schema_to_arrow
     from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
     from procedures.spec.schema import Schema

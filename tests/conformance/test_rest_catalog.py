@@ -16,10 +16,10 @@ import pytest
 from procedures.catalog.config import load_catalog
 from procedures.catalog.rest import DEFAULT_ENDPOINTS
 from procedures.catalog.rest_client import RestAuthError, RestClient
-from procedures.core import updates as U
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import (
     CatalogConfigError,
     CommitFailedError,

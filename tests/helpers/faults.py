@@ -1,5 +1,5 @@
 """Fault injection for tests: a fault-injecting catalog wrapper for commit tests (no mocks: it wraps
-a real catalog), and :func:`armed`, which applies a :class:`~procedures.core.fault_points.FaultPlan`
+a real catalog), and :func:`armed`, which applies a :class:`~procedures.core.kernel.fault_points.FaultPlan`
 on the driver and in Spark tasks."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import contextlib
 from typing import Callable, Iterator
 
 from procedures.catalog.base import Catalog, Table
-from procedures.core import fault_points
-from procedures.core.fault_points import FaultPlan
+from procedures.core.kernel import fault_points
+from procedures.core.kernel.fault_points import FaultPlan
 from procedures.errors import CommitFailedError, CommitStateUnknownError
 
 
@@ -74,7 +74,7 @@ def armed(spark, plan: FaultPlan, plan_file: str) -> Iterator[None]:
 
 
 def count_points(log: list[tuple[str, str, int, str]]) -> dict[str, int]:
-    """How many points of each kind a plan's log (:func:`~procedures.core.fault_points.read_log`) holds."""
+    """How many points of each kind a plan's log (:func:`~procedures.core.kernel.fault_points.read_log`) holds."""
     counts: dict[str, int] = {}
     for kind, _, _, _ in log:
         counts[kind] = counts.get(kind, 0) + 1

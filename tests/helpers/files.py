@@ -8,7 +8,7 @@ import os
 import time
 
 from procedures.core.gc import reachability as R
-from procedures.core.paths import normalize_path
+from procedures.core.kernel.paths import normalize_path
 
 #: five days ago: older than the default ``older_than`` of remove_orphan_files
 OLD = time.time() - 5 * 24 * 3600

@@ -15,8 +15,8 @@ import json
 import os
 import sys
 
-from procedures.core import fault_points
-from procedures.core.fault_points import FaultPlan
+from procedures.core.kernel import fault_points
+from procedures.core.kernel.fault_points import FaultPlan
 from procedures.frontend import runner
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from procedures.core.builder import new_table_metadata
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.spark.dml import append, delete_where
 from procedures.spark.session import catalog_for
 from procedures.spec.manifest.model import FileContent, ManifestContent

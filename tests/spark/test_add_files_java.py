@@ -16,7 +16,7 @@ import math
 import pytest
 
 import procedures
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import (
     DuplicateFilesError, NoSuchTableError, NotFoundError, UnsupportedFileFormatError, ValidationError,
 )

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.transaction import commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.transaction import commit
 from procedures.io.parquet_writer import WriteSettings, write_data_files
 from procedures.spark.actions.changelog import ChangelogRequest, create_changelog_view
 from procedures.spec.schema import Schema

@@ -19,8 +19,8 @@ import pytest
 from pyspark.errors import AnalysisException, IllegalArgumentException
 
 from procedures.catalog.config import load_catalog
-from procedures.core.operations import RowDelta
-from procedures.core.transaction import commit
+from procedures.core.kernel.operations import RowDelta
+from procedures.core.kernel.transaction import commit
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.frontend import runner
 from procedures.io.arrow_schema import schema_to_arrow

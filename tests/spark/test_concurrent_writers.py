@@ -25,9 +25,9 @@ import pytest
 import procedures
 import procedures.spark.actions.rewrite_data_files as rewrite_action  # where run_rewrite looks rewrite_group up
 from procedures.core.gc import reachability as R
-from procedures.core.operations import FastAppend
-from procedures.core.paths import normalize_path
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.paths import normalize_path
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.session import catalog_for
 from procedures.spec.conversions import to_bytes

@@ -17,7 +17,7 @@ import pytest
 
 import procedures
 from procedures.catalog.config import load_catalog
-from procedures.core.paths import normalize_path
+from procedures.core.kernel.paths import normalize_path
 from procedures.errors import UnsupportedVersionError
 from procedures.spark import datasource as ds
 from procedures.spark.dml import append, delete_where
@@ -355,8 +355,8 @@ def test_overwrite_with_no_rows_empties_the_table(spark4, name):
 def test_equality_deletes_apply_also_when_their_column_is_not_read(spark4, name):
     import pyarrow.parquet as pq
 
-    from procedures.core.operations import RowDelta
-    from procedures.core.transaction import commit
+    from procedures.core.kernel.operations import RowDelta
+    from procedures.core.kernel.transaction import commit
     from procedures.io.arrow_schema import schema_to_arrow
     from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
     from procedures.spec.schema import Schema

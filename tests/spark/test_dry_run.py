@@ -26,7 +26,7 @@ import pytest
 
 import procedures
 from procedures.core.gc import reachability as R
-from procedures.core.paths import local_path
+from procedures.core.kernel.paths import local_path
 from procedures.framework.context import open_catalog
 from procedures.frontend import runner
 from procedures.io.storage import s3_options

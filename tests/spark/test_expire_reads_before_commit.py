@@ -8,11 +8,11 @@ import os
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc import reachability as R
 from procedures.core.gc.expire import ExpireSnapshotsParams
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.transaction import commit
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.transaction import commit
 from procedures.spark.actions.expire_snapshots import expire_snapshots
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileFormat

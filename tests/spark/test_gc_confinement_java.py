@@ -11,7 +11,7 @@ import os
 import pytest
 
 import procedures
-from procedures.core.paths import normalize_path
+from procedures.core.kernel.paths import normalize_path
 from procedures.errors import ValidationError
 from procedures.core.gc import reachability as R
 from procedures.core.gc.orphans import CONFLICTS, find_orphans, format_pairs
@@ -175,7 +175,7 @@ def test_expire_keeps_files_add_files_brought_from_another_folder(spark, catalog
 def test_unreached_paths_on_spark_matches_the_path_set(spark):
     """The Spark anti-join of expire_snapshots keeps a candidate exactly when the driver's PathSet
     would: plain paths are keyed in the JVM, odd ones ('.', '..', '%', '//') in Python."""
-    from procedures.core.paths import PathSet
+    from procedures.core.kernel.paths import PathSet
     from procedures.spark.listing import unreached_paths
 
     valid = ["file:/wh/t/data/a.parquet", "/wh/t/data/b%20c.parquet", "s3a://bkt/wh/t/d.parquet",

@@ -25,7 +25,7 @@ from procedures.framework.context import open_catalog
 from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.spark.actions.expire_snapshots import expire_snapshots
 from procedures.core.gc.reachability import metadata_file_paths
-from procedures.core.paths import normalize_path
+from procedures.core.kernel.paths import normalize_path
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spec.manifest.manifest_list import read_manifest_list

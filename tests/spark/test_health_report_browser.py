@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.frontend.report import health_report
 from procedures.spark.dml import append, delete_where
 from procedures.spark.metadata_tables import metadata_table

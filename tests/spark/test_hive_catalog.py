@@ -15,8 +15,8 @@ import pytest
 import procedures
 from procedures.catalog.config import load_catalog
 from procedures.catalog.hive import HiveCatalog
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import (
     CatalogConfigError, CommitFailedError, NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError,
     ValidationError,

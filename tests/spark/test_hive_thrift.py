@@ -13,9 +13,9 @@ from procedures.catalog.config import load_catalog
 from procedures.catalog.hive import HiveCatalog
 from procedures.catalog.hive_jvm import JvmMetastoreClient
 from procedures.catalog.hive_thrift import ThriftMetastoreClient
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import (
     CatalogConfigError, CommitFailedError, NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError,
 )

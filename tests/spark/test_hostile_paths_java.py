@@ -15,7 +15,7 @@ import pytest
 
 import procedures
 from procedures.core.gc import reachability as R
-from procedures.core.paths import normalize_path
+from procedures.core.kernel.paths import normalize_path
 from procedures.errors import ValidationError
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.dml import append

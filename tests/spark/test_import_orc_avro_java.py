@@ -20,7 +20,7 @@ import fastavro
 import pytest
 
 import procedures
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.spark.actions import add_files as AF
 from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.oracles import (

@@ -14,7 +14,7 @@ import fastavro
 import pytest
 
 import procedures
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import ValidationError
 from procedures.spark.session import catalog_for
 from tests.helpers.catalogs import java_twins, ours_on_java_warehouse

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import procedures
-from procedures.core.snapshot_producer import snapshot_manifests
+from procedures.core.kernel.snapshot_producer import snapshot_manifests
 from procedures.spec.manifest.model import ManifestContent
 from tests.helpers.catalogs import ours_on_java_warehouse
 

@@ -2,7 +2,7 @@
 delete and commit points.
 
 For each case a tiny table is built once with Iceberg Java and its folder saved.  A first run of our
-procedure counts the points it reaches (:class:`procedures.core.fault_points.FaultPlan` with
+procedure counts the points it reaches (:class:`procedures.core.kernel.fault_points.FaultPlan` with
 ``action="count"``, on the driver and in Spark tasks alike).  Then, for every kind and every N, the
 folder is restored and the procedure runs again with an :class:`InjectedFault` raised at the N-th
 point of that kind.  After each failure:
@@ -40,13 +40,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from procedures.core import fault_points as FP
+from procedures.core.kernel import fault_points as FP
 from procedures.catalog.config import conf_from_spark
-from procedures.core.fault_points import FaultPlan
+from procedures.core.kernel.fault_points import FaultPlan
 from procedures.core import rewrite_manifests_op as RM
 from procedures.core.gc import reachability as R
 from procedures.core.gc.reachability import metadata_file_paths, statistics_paths
-from procedures.core.paths import local_path
+from procedures.core.kernel.paths import local_path
 from procedures.errors import IcebergError
 from procedures.framework.context import open_catalog
 from procedures.frontend import runner

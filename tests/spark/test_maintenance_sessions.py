@@ -14,15 +14,15 @@ import fastavro
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc import reachability as R
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.paths import normalize_path
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.paths import normalize_path
 from procedures.core.rewrite_manifests_op import RewriteManifests
 from procedures.core.table_path import RewriteTablePathParams
-from procedures.core.transaction import CommitContext, MetadataChange, RetryPolicy, commit
-from procedures.core.updates import SetProperties
+from procedures.core.kernel.transaction import CommitContext, MetadataChange, RetryPolicy, commit
+from procedures.core.kernel.updates import SetProperties
 from procedures.spark import listing as L
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter

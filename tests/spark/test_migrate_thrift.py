@@ -20,7 +20,7 @@ import pytest
 
 from procedures.catalog.hive_jvm import JvmMetastoreClient
 from procedures.catalog.hive_thrift import ThriftMetastoreClient
-from procedures.core.paths import local_path
+from procedures.core.kernel.paths import local_path
 from procedures.spark.actions import migrate as MG
 from procedures.spark.session import catalog_for
 from tests import connect_server as server_module

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import procedures
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.spark.dml import append
 from procedures.spark.session import load_table
 from procedures.spec.manifest.model import FileFormat

@@ -10,14 +10,14 @@ import re
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc import reachability as R
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
-from procedures.core.manage import ManageRef
-from procedures.core.operations import DeleteFiles, FastAppend, MergeAppend
-from procedures.core.paths import normalize_path
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
-from procedures.core.updates import SetProperties
+from procedures.core.kernel.manage import ManageRef
+from procedures.core.kernel.operations import DeleteFiles, FastAppend, MergeAppend
+from procedures.core.kernel.paths import normalize_path
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel.updates import SetProperties
 from procedures.errors import InvalidMetadataError
 from procedures.spark import listing as L
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files

@@ -13,11 +13,11 @@ import procedures.spark.dataframes as dataframes
 import procedures.spark.scan_planning as scan_planning
 from oracles import spark_df_to_arrow
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import commit
 from procedures.errors import NoSuchRefError, ValidationError
-from procedures.core.scan import iter_file_scan_tasks
+from procedures.core.kernel.scan import iter_file_scan_tasks
 from procedures.io.parquet_writer import WriteSettings, write_data_files
 from procedures.spark.dataframes import functions
 from procedures.spark.read import load_table, read_files, read_table, read_tasks

@@ -69,7 +69,7 @@ def test_rewrite_manifests_on_executors_writes_what_the_driver_writes(spark, jav
     from procedures.core.gc import reachability as R
     from procedures.core.rewrite_manifests_copy import existing_records
     from procedures.core.rewrite_manifests_op import RewriteManifests, uniform_partition
-    from procedures.core.transaction import CommitContext
+    from procedures.core.kernel.transaction import CommitContext
     from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
     from procedures.spec.manifest.writer import ManifestWriter
 

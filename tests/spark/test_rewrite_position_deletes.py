@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from procedures.core import updates as U
-from procedures.core.transaction import MetadataChange, commit
-from procedures.core.summary import is_dv
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.transaction import MetadataChange, commit
+from procedures.core.kernel.summary import is_dv
 from procedures.frontend import runner
 from procedures.io.delete_writers import read_position_deletes
 from procedures.spark.dataframes import is_connect

@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
-from procedures.core.summary import is_dv
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.summary import is_dv
 from procedures.io.delete_writers import read_position_deletes
 from procedures.frontend import runner
 from procedures.spark.write import JOURNAL_PREFIX
@@ -169,7 +169,7 @@ def test_failing_group_in_a_shared_task(spark, java_warehouse, tmp_path, partial
     fails, in the last group after it wrote its other files.  Without partial progress every file
     written goes and the table is unchanged; with it the three other groups are committed and the
     failed group's delete files stay live.  Either way one Spark job ran and no file is left over."""
-    from procedures.core import fault_points as FP
+    from procedures.core.kernel import fault_points as FP
     from tests.helpers.faults import armed
 
     name = f"rpd_fail_{'partial' if partial else 'all'}"

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.scan import FileScanTask
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.scan import FileScanTask
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.frontend import runner
 from procedures.io.parquet_reader import read_task_table
 from procedures.spark import rewrite as spark_rewrite

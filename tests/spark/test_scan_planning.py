@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core import updates as U
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc import reachability as R
-from procedures.core.operations import FastAppend, RowDelta
-from procedures.core.scan import iter_file_scan_tasks
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel.operations import FastAppend, RowDelta
+from procedures.core.kernel.scan import iter_file_scan_tasks
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
 from procedures.spark.read import read_table
 from procedures.spark.scan_planning import SparkEntryReader, iter_scan_tasks, plan_scan_tasks
 from procedures.spec.conversions import to_bytes

@@ -14,9 +14,9 @@ import os
 import pytest
 
 from procedures.core import migrate as M
-from procedures.core.builder import new_table_metadata
-from procedures.core.paths import local_path
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.paths import local_path
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import NoSuchTableError, ValidationError
 from procedures.spark.actions import add_files as AF
 from procedures.spark.actions import migrate as MG

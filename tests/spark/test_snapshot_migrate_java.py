@@ -19,8 +19,8 @@ import pytest
 
 import procedures
 from procedures.catalog.hive import HiveCatalog
-from procedures.core.paths import local_path
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.paths import local_path
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import (
     NoSuchTableError, TableAlreadyExistsError, ValidationError,
 )

@@ -8,8 +8,8 @@ import pytest
 
 import procedures
 from procedures.catalog.config import load_catalog
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import commit
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import commit
 from procedures.errors import ValidationError
 from procedures.io.parquet_writer import WriteSettings, write_data_files
 

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.frontend import runner
 from procedures.spark.dml import append, delete_where
 from procedures.spark.session import catalog_for

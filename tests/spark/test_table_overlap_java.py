@@ -16,9 +16,9 @@ import pytest
 
 import procedures
 from procedures.core.gc import reachability as R
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.paths import normalize_path
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.paths import normalize_path
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.dml import append
@@ -232,8 +232,8 @@ def _data_file(path: str):
 
 
 def _set(key: str, value: str):
-    from procedures.core import updates as U
-    from procedures.core.transaction import MetadataChange
+    from procedures.core.kernel import updates as U
+    from procedures.core.kernel.transaction import MetadataChange
 
     return MetadataChange((U.SetProperties(((key, value),)),))
 

@@ -7,8 +7,8 @@ import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core import add_files as A
-from procedures.core.builder import new_table_metadata
-from procedures.core.transaction import commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.transaction import commit
 from procedures.errors import DuplicateFilesError, UnsupportedFileFormatError, ValidationError
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, parse_name_mapping

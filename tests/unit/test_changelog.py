@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.changelog import (
     DELETE,
     INSERT,
@@ -26,8 +26,8 @@ from procedures.core.changelog import (
     row_key,
     unorderable_columns,
 )
-from procedures.core.operations import DeleteFiles, FastAppend, RewriteFiles, RowDelta
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.operations import DeleteFiles, FastAppend, RewriteFiles, RowDelta
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.schema import Schema

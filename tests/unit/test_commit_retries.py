@@ -1,4 +1,4 @@
-"""The commit loop's retry policy (procedures/core/transaction.py): the ``commit.retry.*`` properties
+"""The commit loop's retry policy (procedures/core/kernel/transaction.py): the ``commit.retry.*`` properties
 and Java's defaults, the exponential backoff with jitter, the total-timeout deadline and the attempt
 count, and old metadata files kept unless delete-after-commit is on.  Time and jitter are stand-ins
 (no test waits or depends on a clock); written against the survivors of mutation testing
@@ -11,11 +11,11 @@ import os
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core import transaction as T
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import RetryPolicy, commit
-from procedures.core.updates import SetProperties
+from procedures.core.kernel import transaction as T
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import RetryPolicy, commit
+from procedures.core.kernel.updates import SetProperties
 from procedures.errors import CommitFailedError, ValidationError
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.schema import Schema

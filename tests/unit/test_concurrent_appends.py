@@ -12,9 +12,9 @@ import os
 import pytest
 
 from procedures.catalog.config import load_catalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileFormat, ManifestEntryStatus
 from procedures.spec.manifest.reader import read_manifest

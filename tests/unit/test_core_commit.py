@@ -8,13 +8,13 @@ import pytest
 
 from procedures.catalog.base import Table
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core import updates as U
-from procedures.core.builder import MetadataBuilder, new_table_metadata
-from procedures.core.manage import CherryPick, FastForward, ManageRef, RollbackTo, RollbackToTime, SetCurrentSnapshot
-from procedures.core.operations import (
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.builder import MetadataBuilder, new_table_metadata
+from procedures.core.kernel.manage import CherryPick, FastForward, ManageRef, RollbackTo, RollbackToTime, SetCurrentSnapshot
+from procedures.core.kernel.operations import (
     DeleteFiles, FastAppend, MergeAppend, OverwriteFiles, ReplacePartitions, RewriteFiles, RowDelta,
 )
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import (
     CommitFailedError, CommitStateUnknownError, NoSuchSnapshotError, ValidationError,
 )
@@ -413,7 +413,7 @@ def test_removing_one_dv_keeps_its_neighbours_in_the_shared_puffin_file(catalog)
 
 
 def test_expiration_treats_tags_as_referencing_only_their_head(catalog):
-    from procedures.core.manage import plan_expiration
+    from procedures.core.kernel.manage import plan_expiration
 
     t = make_table(catalog)
     for i in range(3):

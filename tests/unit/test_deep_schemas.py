@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.frontend.sqlddl import execute
 from procedures.spec.metadata import metadata_from_json, metadata_to_json

@@ -20,10 +20,10 @@ import pytest
 
 from procedures.catalog.config import load_catalog
 from procedures.catalog.sandbox import SandboxCatalog, is_sandboxed
-from procedures.core.builder import new_table_metadata
-from procedures.core.manage import ManageRef
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.manage import ManageRef
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import IcebergError, ValidationError
 from procedures.frontend import runner
 from procedures.io.fileio import FileIO, FileNotFoundInStorageError

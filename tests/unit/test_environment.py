@@ -13,7 +13,7 @@ import pytest
 
 from procedures.catalog.config import load_catalog
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.errors import (
     CatalogConfigError, IcebergError, MissingParameterError, NoSuchCatalogError, PythonWorkerError,
     SparkEnvironmentError, UnsupportedVersionError,

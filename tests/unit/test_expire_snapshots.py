@@ -16,11 +16,11 @@ import threading
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core import updates as U
-from procedures.core.builder import new_table_metadata
-from procedures.core.manage import CherryPick, ManageRef
-from procedures.core.operations import DeleteFiles, FastAppend, RewriteFiles, RowDelta
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.manage import CherryPick, ManageRef
+from procedures.core.kernel.operations import DeleteFiles, FastAppend, RewriteFiles, RowDelta
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.core.gc import reachability as R
 from procedures.frontend import runner

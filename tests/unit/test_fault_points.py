@@ -1,4 +1,4 @@
-"""Fault points (``procedures.core.fault_points``): the hook itself, plans counted across processes,
+"""Fault points (``procedures.core.kernel.fault_points``): the hook itself, plans counted across processes,
 and what the commit loop does when a fault comes from inside the catalog's metadata swap."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import pytest
 
 from procedures.catalog.base import staged_create
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core import fault_points as FP
-from procedures.core.builder import new_table_metadata
-from procedures.core.fault_points import FaultPlan, InjectedFault
-from procedures.core.operations import FastAppend
+from procedures.core.kernel import fault_points as FP
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.fault_points import FaultPlan, InjectedFault
+from procedures.core.kernel.operations import FastAppend
 from procedures.core.rewrite.data_files import RewriteDataFilesAction
 from procedures.core.rewrite.planner import parse_rewrite_options, plan_rewrite
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import CommitFailedError, CommitStateUnknownError
 from procedures.io.fileio import FileIO
 from procedures.spec.manifest.manifest_list import read_manifest_list

@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.paths import (
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.paths import (
     PathSet, is_within, normalize_path, path_keys, plain_prefix, plainly_within, relative_path,
 )
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.actions import expire_snapshots as E
 from procedures.core.gc import reachability as R

@@ -18,14 +18,14 @@ from procedures.catalog.base import metadata_file_bytes
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.catalog.jdbc import JdbcCatalog
 from procedures.catalog.sandbox import sandboxed
-from procedures.core import updates as U
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc import reachability as R
 from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.paths import normalize_path
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.paths import normalize_path
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.actions.expire_snapshots import expire_snapshots
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files

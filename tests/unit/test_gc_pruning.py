@@ -10,14 +10,14 @@ from dataclasses import replace
 
 import pytest
 
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc import pruning as P
 from procedures.core.gc import reachability as R
 from procedures.core.gc.live_paths import manifest_live_paths
-from procedures.core.manage import ManageRef
-from procedures.core.operations import DeleteFiles, FastAppend, MergeAppend
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
-from procedures.core.updates import SetProperties
+from procedures.core.kernel.manage import ManageRef
+from procedures.core.kernel.operations import DeleteFiles, FastAppend, MergeAppend
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel.updates import SetProperties
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.spec.conversions import to_bytes
 from procedures.spec.manifest.manifest_list import read_manifest_list

@@ -10,14 +10,14 @@ import sys
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.health import (
     MIN_SMALL_MANIFESTS, Finding, HealthThresholds, MaintenanceStep, analyze, orphan_finding, plan_steps, render_call, sql_literal,
     table_reference,
 )
 from procedures.core.fleet import parse_duration
-from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.operations import DeleteFiles, FastAppend, RowDelta
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.builtin import plan_maintenance as plan_maintenance_module
 from procedures.errors import CommitFailedError, MissingParameterError, NoSuchTableError, ValidationError
 from procedures.framework.context import ProcedureContext

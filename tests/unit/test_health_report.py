@@ -9,10 +9,10 @@ import re
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.health_figures import health_figures
-from procedures.core.operations import FastAppend, RowDelta
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.operations import FastAppend, RowDelta
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.frontend.report import TableReport, render_html
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec

@@ -13,10 +13,10 @@ import os
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import RetryPolicy, commit
-from procedures.core.manage import ManageRef
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import RetryPolicy, commit
+from procedures.core.kernel.manage import ManageRef
 from procedures.errors import (
     IcebergError, MissingParameterError, NoSuchCatalogError, NoSuchProcedureError, NoSuchRefError,
     NoSuchSnapshotError, NoSuchTableError, SqlSyntaxError, ValidationError,

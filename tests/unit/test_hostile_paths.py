@@ -23,16 +23,16 @@ import pytest
 
 from procedures.catalog.base import removed_metadata_files
 from procedures.spec.metadata import MetadataLogEntry
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
-from procedures.core.operations import FastAppend, RowDelta
-from procedures.core.ownership import Ownership, is_link, is_within_resolved, resolved
-from procedures.core.paths import normalize_path
+from procedures.core.kernel.operations import FastAppend, RowDelta
+from procedures.core.kernel.ownership import Ownership, is_link, is_within_resolved, resolved
+from procedures.core.kernel.paths import normalize_path
 from procedures.core.stats.table_stats import RegisterStatistics
 from procedures.core.table_path import RewriteTablePathParams
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import InvalidMetadataError, NoSuchTableError, ValidationError
 from procedures.io.delete_writers import write_position_delete_file
 from procedures.io.fileio import FileAlreadyExistsError, FileIO

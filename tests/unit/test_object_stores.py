@@ -184,7 +184,7 @@ def _jdbc_catalog(tmp_path, warehouse: str, props: dict[str, str]):
 
 
 def _new_metadata(cat, ident):
-    from procedures.core.builder import new_table_metadata
+    from procedures.core.kernel.builder import new_table_metadata
     from procedures.spec.schema import Schema
     from procedures.spec.types import LONG, NestedField
 

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.orc as po
 import pytest
 
-from procedures.core.builder import new_table_metadata
-from procedures.core.scan import FileScanTask
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.scan import FileScanTask
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.io.avro_data import avro_record_count, avro_table_bytes, read_avro_batches
 from procedures.io.data_import import ImportTarget, imported_data_file

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from procedures.core.scan import DeleteFileEntry, FileScanTask
+from procedures.core.kernel.scan import DeleteFileEntry, FileScanTask
 from procedures.errors import ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.data_writers import write_data_files

@@ -1,4 +1,4 @@
-"""procedures/core/paths.py on the spellings that decide what garbage collection may delete: how a
+"""procedures/core/kernel/paths.py on the spellings that decide what garbage collection may delete: how a
 location splits into scheme, authority and path, the scheme and authority maps, both readings of a
 percent-escape, and the local-path and join helpers.  Written against the survivors of mutation
 testing (docs/testing.md): each case pins a decision a plausible slip would get wrong."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from procedures.core.paths import (
+from procedures.core.kernel.paths import (
     NormalizedPath, is_within, join_path, local_path, normalize_path, path_keys, relative_path,
 )
 from procedures.errors import ValidationError

@@ -14,12 +14,12 @@ from dataclasses import replace
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc import reachability as R
-from procedures.core.manage import ManageRef
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
-from procedures.core.updates import SetPartitionStatistics, SetStatistics
+from procedures.core.kernel.manage import ManageRef
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel.updates import SetPartitionStatistics, SetStatistics
 from procedures.errors import InvalidMetadataError
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestContent, ManifestFile
 from procedures.spec.partitioning import PartitionField, PartitionSpec

@@ -8,9 +8,9 @@ import datetime as dt
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import NoSuchProcedureError, NoSuchTableError, TableAlreadyExistsError, ValidationError
 from procedures.frontend import runner
 from procedures.frontend.binding import bind

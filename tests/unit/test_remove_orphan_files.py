@@ -14,13 +14,13 @@ import pyarrow.fs as pafs
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import DeleteFiles, FastAppend
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.spark.actions import remove_orphan_files as O
-from procedures.core.paths import flatten_equal_map, normalize_path
+from procedures.core.kernel.paths import flatten_equal_map, normalize_path
 from procedures.core.gc.orphans import HiddenPathFilter, RemoveOrphanFilesParams, find_orphans
 from procedures.io.directory_walk import modified_before, walk
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files

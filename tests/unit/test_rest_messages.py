@@ -11,8 +11,8 @@ from procedures.catalog.rest_messages import (
     requirement_to_json,
     update_to_json,
 )
-from procedures.core import updates as U
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SnapshotRef, SnapshotRefType
 from procedures.spec.types import LONG, NestedField

@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import DeleteFiles, FastAppend, RowDelta
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.core.rewrite.data_files import (
     RewriteDataFilesAction, find_dangling_deletes, parse_strategy, remove_dangling_deletes,

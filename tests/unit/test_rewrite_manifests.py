@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend, RowDelta
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend, RowDelta
 from procedures.core.rewrite_manifests_op import ListedManifests, RewriteManifests, _chunks, target_manifest_count
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.spec.manifest.manifest_list import ManifestRows, read_manifest_list
@@ -163,7 +163,7 @@ def test_concurrent_append_is_kept_and_concurrent_rewrite_fails(setup):
     op = RewriteManifests()
     base = t.refresh()
     # plan against the current state, then let another writer append before the commit
-    from procedures.core.transaction import CommitContext
+    from procedures.core.kernel.transaction import CommitContext
     op._plan(base.metadata, base.metadata.current_snapshot(), CommitContext(base))
     extra = _file(t, 99, "z")
     commit(t.refresh(), [FastAppend([extra])], policy=FAST)
@@ -216,7 +216,7 @@ class _RecordingEngine:
 
 
 def test_an_engine_is_handed_the_manifests_as_encoded_rows(setup):
-    from procedures.core.transaction import CommitContext
+    from procedures.core.kernel.transaction import CommitContext
     cat, _ = setup
     t, _ = _append_many(_table(cat), n=5)
     engine = _RecordingEngine()
@@ -230,7 +230,7 @@ def test_an_engine_is_handed_the_manifests_as_encoded_rows(setup):
 def test_a_rewrite_whose_planned_manifest_list_is_gone_fails_cleanly(setup):
     """A retry reads the replaced manifests' paths from the list it planned on: when a concurrent
     expire_snapshots removed that list, the commit fails with a message saying to rerun."""
-    from procedures.core.transaction import CommitContext
+    from procedures.core.kernel.transaction import CommitContext
     cat, _ = setup
     t, _ = _append_many(_table(cat), n=3)
     stale = RewriteManifests()

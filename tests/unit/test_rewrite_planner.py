@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from procedures.core.scan import DeleteFileEntry, FileScanTask
+from procedures.core.kernel.scan import DeleteFileEntry, FileScanTask
 from procedures.errors import ValidationError
 from procedures.core.rewrite.planner import (
     BIN_PACK, SORT, Z_ORDER, RewriteOptions, expected_output_files, input_split_size, pack,
@@ -201,7 +201,7 @@ def test_other_spec_files_share_one_bucket_and_job_order_and_max_files():
 
 
 def test_plan_rewrite_on_empty_table():
-    from procedures.core.builder import new_table_metadata
+    from procedures.core.kernel.builder import new_table_metadata
     from procedures.spec.schema import Schema
     from procedures.spec.types import LONG, NestedField
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core import updates as U
-from procedures.core.builder import new_table_metadata
-from procedures.core.manage import ManageRef
-from procedures.core.operations import FastAppend, RowDelta
-from procedures.core.scan import (
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.manage import ManageRef
+from procedures.core.kernel.operations import FastAppend, RowDelta
+from procedures.core.kernel.scan import (
     DeleteFileIndex,
     EntryFilter,
     partition_key,
@@ -19,7 +19,7 @@ from procedures.core.scan import (
     select_snapshot,
     snapshot_id_as_of_time,
 )
-from procedures.core.transaction import MetadataChange, RetryPolicy, commit
+from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import ExpressionError, NoSuchRefError, NoSuchSnapshotError, ValidationError
 from procedures.spec.conversions import to_bytes
 from procedures.spec.evaluators import InclusiveMetricsEvaluator
@@ -269,7 +269,7 @@ def test_empty_table_plans_nothing(catalog):
 def test_scan_manifests_prunes_by_summaries_and_entry_filter_travels_pickled(catalog):
     import pickle
 
-    from procedures.core.scan import iter_file_scan_tasks, scan_manifests
+    from procedures.core.kernel.scan import iter_file_scan_tasks, scan_manifests
 
     t = _table(catalog)
     t = commit(t, [FastAppend([_file(t, "a1", ("a",), 0, 9), _file(t, "a2", ("a",), 10, 19)])], policy=FAST)

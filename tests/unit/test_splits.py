@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from procedures.core.scan import DeleteFileEntry, FileScanTask
-from procedures.core.splits import (
+from procedures.core.kernel.scan import DeleteFileEntry, FileScanTask
+from procedures.core.kernel.splits import (
     SplitOptions,
     plan_spread_groups,
     plan_task_groups,
@@ -160,7 +160,7 @@ def test_split_options():
 
 
 def test_spread_groups_balances_by_weight_and_keeps_every_group_once():
-    from procedures.core.splits import spread_groups
+    from procedures.core.kernel.splits import spread_groups
 
     groups = [[_task(_file(f"g{i}", w * MIB))] for i, w in enumerate([8, 1, 1, 1, 1, 4, 4])]
     slots = spread_groups(groups, 2)
@@ -175,7 +175,7 @@ def test_spread_groups_balances_by_weight_and_keeps_every_group_once():
 
 
 def test_spread_weights_deals_items_by_weight():
-    from procedures.core.splits import spread_weights
+    from procedures.core.kernel.splits import spread_weights
 
     weights = [8, 1, 1, 1, 1, 4, 4]
     slots = spread_weights(weights, 2)

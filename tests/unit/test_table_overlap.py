@@ -1,11 +1,11 @@
-"""Issue 30 (part B): the pure overlap rule of :mod:`procedures.core.table_overlap` -- which table folders
+"""Issue 30 (part B): the pure overlap rule of :mod:`procedures.core.kernel.table_overlap` -- which table folders
 may be used, which folders garbage collection may delete in, and which files belong to another table."""
 
 from __future__ import annotations
 
 import pytest
 
-from procedures.core.table_overlap import (
+from procedures.core.kernel.table_overlap import (
     ForeignFolders, TableFolders, check_no_overlap, gc_roots, is_storage_root, overlap_problems, write_paths,
 )
 from procedures.errors import ValidationError

@@ -11,13 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import FastAppend, RowDelta
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import FastAppend, RowDelta
 from procedures.core.stats.table_stats import RegisterStatistics
 from procedures.core.table_path import (
     RewriteTablePathParams, file_list_text, new_path, relativize, replace_paths, staging_path,
 )
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.io.delete_writers import write_deletion_vectors, write_position_delete_file

@@ -1,4 +1,4 @@
-"""Table properties (procedures/core/properties.py): every property the package reads is declared
+"""Table properties (procedures/core/kernel/properties.py): every property the package reads is declared
 once, with Iceberg Java's default and a typed accessor, and read nowhere else by its key.
 
 Parsing follows Java's ``PropertyUtil``: a boolean is ``Boolean.parseBoolean`` (``true`` in any case,
@@ -18,14 +18,14 @@ import pytest
 
 from procedures.catalog.base import metadata_dir as catalog_metadata_dir
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core import properties as P
-from procedures.core import updates as U
-from procedures.core.builder import new_table_metadata
+from procedures.core.kernel import properties as P
+from procedures.core.kernel import updates as U
+from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
-from procedures.core.manage import ExpireSnapshots
-from procedures.core.snapshot_producer import metadata_dir
-from procedures.core.transaction import MetadataChange, commit
+from procedures.core.kernel.manage import ExpireSnapshots
+from procedures.core.kernel.snapshot_producer import metadata_dir
+from procedures.core.kernel.transaction import MetadataChange, commit
 from procedures.errors import ValidationError
 from procedures.io.parquet_writer import WriteSettings
 from procedures.spec.partitioning import UNPARTITIONED_SPEC
@@ -226,7 +226,7 @@ def test_malformed_writer_property_is_a_validation_error_naming_it():
 
 # ------------------------------------------------------------------------------------ no inline reads
 #: spec/ is the format itself (metadata JSON fields named like reserved properties) and below core
-EXEMPT = ("procedures/core/properties.py", "procedures/spec/")
+EXEMPT = ("procedures/core/kernel/properties.py", "procedures/spec/")
 #: legacy names of property keys that must be read through their declaration
 KEY_CONSTANTS = {"DEFAULT_NAME_MAPPING_PROPERTY"}
 
@@ -271,7 +271,7 @@ def inline_property_reads(package: Path = ROOT / "procedures") -> list[str]:
 
 
 def test_no_property_is_read_by_its_key_outside_the_properties_module():
-    assert inline_property_reads() == [], "read table properties through procedures.core.properties"
+    assert inline_property_reads() == [], "read table properties through procedures.core.kernel.properties"
 
 
 def test_the_scan_finds_inline_reads(tmp_path):

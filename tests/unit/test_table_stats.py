@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core.builder import new_table_metadata
-from procedures.core.operations import DeleteFiles, FastAppend, RowDelta
-from procedures.core.scan import unified_partition_type
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import DeleteFiles, FastAppend, RowDelta
+from procedures.core.kernel.scan import unified_partition_type
 from procedures.core.stats.partition_stats import aggregate_entries, compute_partition_stats as counts
 from procedures.core.stats.partition_stats import partition_stats_schema
 from procedures.core.stats.table_stats import stats_columns
-from procedures.core.transaction import RetryPolicy, commit
+from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import MissingDependencyError, NoSuchSnapshotError, ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO

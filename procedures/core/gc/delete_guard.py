@@ -6,11 +6,11 @@ they read at the start; the deletes happen later, and another writer may commit 
 point) and removes from the batch:
 
 * every file outside the table's own folders (:func:`table_roots`, or the folders
-  :func:`procedures.core.table_overlap.gc_roots` leaves), also once local symlinks are resolved, and
-  every symlink (:class:`procedures.core.ownership.Ownership`): a file brought in from another folder
+  :func:`procedures.core.kernel.table_overlap.gc_roots` leaves), also once local symlinks are resolved, and
+  every symlink (:class:`procedures.core.kernel.ownership.Ownership`): a file brought in from another folder
   (add_files, a shared warehouse) is reported, never deleted -- Iceberg Java would delete it;
 * every file inside a folder of another table the catalog shows (``others``,
-  :class:`procedures.core.table_overlap.ForeignFolders`): tables never overlap, but one made before
+  :class:`procedures.core.kernel.table_overlap.ForeignFolders`): tables never overlap, but one made before
   that rule, or by another engine, must not lose its files to its neighbour's garbage collection;
 * every file the retained metadata names itself: the current metadata file and its log, the
   statistics and partition-statistics files, the manifest lists of every retained snapshot and
@@ -22,7 +22,7 @@ point) and removes from the batch:
   metadata changed since the collector's view it reads the new manifest lists, the manifests it
   has not seen yet, their statistics and metadata files, and keeps anything they name.
 
-Paths are compared by their normalised path under both readings (:func:`procedures.core.paths.path_keys`),
+Paths are compared by their normalised path under both readings (:func:`procedures.core.kernel.paths.path_keys`),
 ignoring scheme and authority, so any spelling of a reachable file keeps it.
 """
 
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from procedures.core.gc import reachability
-from procedures.core.ownership import Ownership
-from procedures.core.paths import PathSet, keys_within, path_keys, plain_prefix, plainly_within
-from procedures.core.table_overlap import WRITE_PATH_PROPERTIES, ForeignFolders
+from procedures.core.kernel.ownership import Ownership
+from procedures.core.kernel.paths import PathSet, keys_within, path_keys, plain_prefix, plainly_within
+from procedures.core.kernel.table_overlap import WRITE_PATH_PROPERTIES, ForeignFolders
 from procedures.spec.metadata import TableMetadata
 
 __all__ = ["DeleteGuard", "table_roots", "GuardReport"]
@@ -125,7 +125,7 @@ class DeleteGuard:
 
     def inside(self, path: str) -> bool:
         """Whether ``path`` lies in one of the allowed folders, and for a local path also once symlinks
-        are resolved, without being one (:class:`procedures.core.ownership.Ownership`)."""
+        are resolved, without being one (:class:`procedures.core.kernel.ownership.Ownership`)."""
         if any(plainly_within(p, path) for p in self._prefixes):
             return self._owned.resolves_inside(path)
         keys = path_keys(path)

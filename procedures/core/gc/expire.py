@@ -3,7 +3,7 @@ expired snapshots alone reached, and the guarded delete loop (procedures.md §3.
 ``ExpireSnapshotsSparkAction``).
 
 The action that runs it (:mod:`procedures.spark.actions.expire_snapshots`) commits the metadata
-change through the core -- :class:`~procedures.core.manage.ExpireSnapshots` (Java's
+change through the core -- :class:`~procedures.core.kernel.manage.ExpireSnapshots` (Java's
 ``RemoveSnapshots`` retention rules, recomputed on every retry) and, with
 ``clean_expired_metadata``, :class:`CleanExpiredMetadata` dropping the partition specs and schemas
 no retained snapshot uses -- and only after that commit succeeded deletes what
@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from procedures.core import updates as metadata_updates
+from procedures.core.kernel import updates as metadata_updates
 from procedures.core.gc import pruning
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
-from procedures.core.paths import PathSet, path_keys
-from procedures.core.transaction import CommitContext
+from procedures.core.kernel.paths import PathSet, path_keys
+from procedures.core.kernel.transaction import CommitContext
 from procedures.errors import ValidationError
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata

@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from procedures.core.gc import reachability
 from procedures.core.gc.expire import check_max_concurrent_deletes
-from procedures.core.ownership import resolve_local
-from procedures.core.paths import join_path, normalize_path, path_keys, relative_path
+from procedures.core.kernel.ownership import resolve_local
+from procedures.core.kernel.paths import join_path, normalize_path, path_keys, relative_path
 from procedures.errors import ValidationError
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
@@ -69,7 +69,7 @@ MIN_INTERVAL_MS = 24 * 60 * 60 * 1000
 # ------------------------------------------------------------------------------------ location
 def listing_location(table_location: str, location: str | None) -> str:
     """The folder to list: ``location`` re-spelled under the table location, after checking that it
-    is the table location or a folder below it (:func:`procedures.core.paths.is_within`).
+    is the table location or a folder below it (:func:`procedures.core.kernel.paths.is_within`).
 
     Raises :class:`ValidationError` naming both locations otherwise -- Iceberg Java lists any
     location it is given, which lets one call delete other tables' files.
@@ -134,7 +134,7 @@ def find_orphans(actual: Iterable[str], valid: Iterable[str], *, equal_schemes: 
                  old_enough: Callable[[list[str]], Sequence[bool]] | None = None) -> list[str]:
     """Orphans among ``actual`` (driver implementation of Java's ``findOrphanFiles``).
 
-    Both sides are compared under every normalised reading (:func:`procedures.core.paths.path_keys`):
+    Both sides are compared under every normalised reading (:func:`procedures.core.kernel.paths.path_keys`):
     a file is valid when any reading of it matches a valid path on scheme and authority.  Raises
     :class:`ValidationError` listing the conflicting ``(valid, actual)`` schemes and authorities when
     ``mode`` is ``ERROR`` and some file matched a valid path only under another scheme or authority.

@@ -11,7 +11,7 @@ anywhere.  Here:
 * :func:`plan_purge` reads everything first (:mod:`procedures.core.gc.reachability`): a missing or
   corrupt manifest list or manifest fails the purge with :class:`~procedures.errors.InvalidMetadataError`
   before anything is dropped or deleted (drop without ``PURGE`` to unregister such a table);
-* a reached file is deleted only when it is the table's (:class:`procedures.core.ownership.Ownership`
+* a reached file is deleted only when it is the table's (:class:`procedures.core.kernel.ownership.Ownership`
   over :func:`procedures.core.gc.delete_guard.table_roots`: inside the table location or a
   ``write.*.path`` folder, also once local symlinks are resolved, and not a symlink itself); a file
   elsewhere (add_files, a snapshot table reading another table's files) is kept and reported --
@@ -30,9 +30,9 @@ from typing import Any, Iterable
 
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import table_roots
-from procedures.core.ownership import Ownership
-from procedures.core.paths import is_within, local_path
-from procedures.core.properties import require_gc_enabled
+from procedures.core.kernel.ownership import Ownership
+from procedures.core.kernel.paths import is_within, local_path
+from procedures.core.kernel.properties import require_gc_enabled
 from procedures.errors import InvalidMetadataError
 from procedures.spec.metadata import TableMetadata
 

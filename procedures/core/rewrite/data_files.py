@@ -30,11 +30,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from procedures.core.operations import RewriteFiles
+from procedures.core.kernel.operations import RewriteFiles
 from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup, RewriteOptions, RewritePlan
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
-from procedures.core.summary import is_dv
-from procedures.core.transaction import Table, commit
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.summary import is_dv
+from procedures.core.kernel.transaction import Table, commit
 from procedures.errors import CommitFailedError, CommitStateUnknownError, IcebergError, ValidationError
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import bind
@@ -234,7 +234,7 @@ class RewriteDataFilesAction:
 
     ``rewrite(group, plan) -> list[DataFile]`` writes a group's new files (the Spark action passes
     :func:`procedures.spark.rewrite.rewrite_group`).  ``committer(table, operations)`` commits
-    (default :func:`procedures.core.transaction.commit`).
+    (default :func:`procedures.core.kernel.transaction.commit`).
     """
 
     def __init__(

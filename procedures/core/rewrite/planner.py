@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from procedures.core.properties import DELETE_TARGET_FILE_SIZE_BYTES, WRITE_TARGET_FILE_SIZE_BYTES
-from procedures.core.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, partition_key
-from procedures.core.summary import content_size
+from procedures.core.kernel.properties import DELETE_TARGET_FILE_SIZE_BYTES, WRITE_TARGET_FILE_SIZE_BYTES
+from procedures.core.kernel.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, partition_key
+from procedures.core.kernel.summary import content_size
 from procedures.errors import ValidationError
 from procedures.spec.manifest.model import FileContent, FileFormat
 from procedures.spec.metadata import TableMetadata

@@ -17,8 +17,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from procedures.core.scan import partition_key, unified_partition_type
-from procedures.core.snapshot_producer import metadata_dir
+from procedures.core.kernel.scan import partition_key, unified_partition_type
+from procedures.core.kernel.snapshot_producer import metadata_dir
 from procedures.core.stats.table_stats import stats_snapshot
 from procedures.errors import ValidationError
 from procedures.spec.manifest.manifest_list import read_manifest_list

@@ -14,9 +14,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Sequence
 
-from procedures.core import updates as metadata_updates
-from procedures.core.snapshot_producer import metadata_dir
-from procedures.core.transaction import CommitContext
+from procedures.core.kernel import updates as metadata_updates
+from procedures.core.kernel.snapshot_producer import metadata_dir
+from procedures.core.kernel.transaction import CommitContext
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.schema import Schema

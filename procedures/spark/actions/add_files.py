@@ -30,9 +30,9 @@ from urllib.parse import unquote
 
 from procedures.catalog.base import split_dotted
 from procedures.core import add_files as core_add_files
-from procedures.core.paths import local_path
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
-from procedures.core.transaction import commit
+from procedures.core.kernel.paths import local_path
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.transaction import commit
 from procedures.errors import NotFoundError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.data_import import ImportTarget, imported_data_file

@@ -38,7 +38,7 @@ from procedures.core.changelog import (
     row_key,
     unorderable_columns,
 )
-from procedures.core.scan import FileScanTask
+from procedures.core.kernel.scan import FileScanTask
 from procedures.errors import ValidationError
 from procedures.spark.dataframes import empty_frame, parallelism
 from procedures.spark.read import TaskReader, light_task, spark_type, tasks_frame, to_spark_arrow

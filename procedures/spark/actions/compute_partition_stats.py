@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from procedures.catalog.base import Table
-from procedures.core.scan import unified_partition_type
+from procedures.core.kernel.scan import unified_partition_type
 from procedures.core.stats.partition_stats import (
     compute_partition_stats as compute_stats,
     latest_stats_file,
@@ -22,7 +22,7 @@ from procedures.core.stats.partition_stats import (
     partition_stats_snapshot,
 )
 from procedures.core.stats.table_stats import RegisterStatistics
-from procedures.core.transaction import commit
+from procedures.core.kernel.transaction import commit
 from procedures.io.stats_files import write_partition_stats
 from procedures.spec.statistics import PartitionStatisticsFile
 

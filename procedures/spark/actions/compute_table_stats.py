@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
-from procedures.core.scan import iter_file_scan_tasks
+from procedures.core.kernel.scan import iter_file_scan_tasks
 from procedures.core.stats.table_stats import (
     RegisterStatistics,
     StatsColumn,
@@ -26,7 +26,7 @@ from procedures.core.stats.table_stats import (
     stats_columns,
     stats_snapshot,
 )
-from procedures.core.transaction import commit
+from procedures.core.kernel.transaction import commit
 from procedures.errors import MissingDependencyError
 from procedures.io.stats_files import ThetaBlob, write_statistics_file
 from procedures.spark.dataframes import parallelism, slices_frame

@@ -3,12 +3,12 @@
 Order of work (Java commits before it reads what to delete; here the reads come first):
 
 1. validate the arguments (``max_concurrent_deletes`` > 0 when the parameters are made, then
-   ``gc.enabled`` and ``retain_last`` >= 1 by :class:`~procedures.core.manage.ExpireSnapshots` planned
+   ``gc.enabled`` and ``retain_last`` >= 1 by :class:`~procedures.core.kernel.manage.ExpireSnapshots` planned
    on the table as loaded) -- nothing is read or written before that;
 2. find the files only the expired snapshots reached (:func:`procedures.core.gc.expire.expired_files`)
    on the expiration planned against the table as loaded, so that a manifest list or manifest that
    cannot be read fails the call before anything is committed;
-3. commit the metadata change through the core: :class:`~procedures.core.manage.ExpireSnapshots`
+3. commit the metadata change through the core: :class:`~procedures.core.kernel.manage.ExpireSnapshots`
    and, with ``clean_expired_metadata``, :class:`~procedures.core.gc.expire.CleanExpiredMetadata`;
    when the commit expired other snapshots than planned, or another commit landed, the files are
    found again on the metadata as committed;
@@ -30,10 +30,10 @@ from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.expire import (
     ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files, expired_files,
 )
-from procedures.core.builder import MetadataBuilder
-from procedures.core.manage import ExpireSnapshots
-from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
-from procedures.core.transaction import CommitContext, commit
+from procedures.core.kernel.builder import MetadataBuilder
+from procedures.core.kernel.manage import ExpireSnapshots
+from procedures.core.kernel.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
+from procedures.core.kernel.transaction import CommitContext, commit
 from procedures.spark import listing as spark_listing
 from procedures.spark.session import optional_job
 
@@ -74,7 +74,7 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
                      committer: Callable[[Any, Sequence[Any]], Any] | None = None) -> ExpireSnapshotsResult:
     """Expire snapshots of ``table`` and delete the files only they reached.
 
-    ``committer(table, operations)`` defaults to :func:`procedures.core.transaction.commit`.
+    ``committer(table, operations)`` defaults to :func:`procedures.core.kernel.transaction.commit`.
     Raises :class:`ValidationError` (table unchanged) for bad arguments, ``gc.enabled=false`` and
     an explicit snapshot id that a kept branch or tag still points at.
     """
@@ -127,7 +127,7 @@ def expire_snapshots(table: Any, params: ExpireSnapshotsParams, *, spark: Any = 
 
 def _delete_scope(table: Any, md: Any, name: str, others: Sequence[TableFolders], warehouse: str | None
                   ) -> tuple[tuple[str, ...], ForeignFolders]:
-    """The folders expire may delete in (:func:`~procedures.core.table_overlap.gc_roots`) and the
+    """The folders expire may delete in (:func:`~procedures.core.kernel.table_overlap.gc_roots`) and the
     other tables' folders it keeps out of, given the catalog's other tables."""
     own = table_folders(".".join(getattr(table, "identifier", ()) or ()), md)
     roots, dropped = gc_roots(own, others, warehouse)

@@ -35,9 +35,9 @@ from procedures.catalog.overlap import check_table_folders, check_table_location
 from procedures.catalog.sandbox import sandboxed
 from procedures.core import add_files as core_add_files
 from procedures.core import migrate as core_migrate
-from procedures.core.builder import new_table_metadata
-from procedures.core.snapshot_producer import snapshot_manifests
-from procedures.core.transaction import commit
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.snapshot_producer import snapshot_manifests
+from procedures.core.kernel.transaction import commit
 from procedures.errors import TableAlreadyExistsError, ValidationError
 from procedures.spark.actions.add_files import catalog_source, import_data_files, session_table
 from procedures.spark.session import optional_job

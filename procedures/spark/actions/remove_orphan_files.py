@@ -32,9 +32,9 @@ from procedures.core.gc.orphans import (
     HiddenPathFilter,
     RemoveOrphanFilesParams, RemoveOrphanFilesResult, find_orphans, format_pairs, listing_location, valid_paths,
 )
-from procedures.core.paths import flatten_equal_map, local_path
-from procedures.core.properties import require_gc_enabled
-from procedures.core.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
+from procedures.core.kernel.paths import flatten_equal_map, local_path
+from procedures.core.kernel.properties import require_gc_enabled
+from procedures.core.kernel.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as spark_listing

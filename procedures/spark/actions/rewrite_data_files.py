@@ -13,7 +13,7 @@ from procedures.core.rewrite.data_files import (
     RewriteDataFilesAction, RewriteResult, Strategy, remove_dangling_deletes, sort_order_id,
 )
 from procedures.core.rewrite.planner import SORT, FileGroup, RewriteOptions, RewritePlan, plan_rewrite
-from procedures.core.scan import partition_key
+from procedures.core.kernel.scan import partition_key
 from procedures.spark.rewrite import RewriteSpec, group_description, rewrite_group
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import in_caller_context

@@ -29,9 +29,9 @@ from typing import Any
 
 from procedures.core.rewrite.data_files import compaction_rewrite
 from procedures.core.rewrite.planner import FileGroup, parse_position_delete_options, plan_groups
-from procedures.core.snapshot_producer import live_entries, snapshot_manifests
-from procedures.core.summary import content_size, is_dv
-from procedures.core.transaction import commit
+from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.summary import content_size, is_dv
+from procedures.core.kernel.transaction import commit
 from procedures.errors import CommitStateUnknownError, IcebergError, ValidationError
 from procedures.io.delete_writers import (
     DeleteTarget, merged_positions, read_position_arrays, write_deletion_vectors, write_position_delete_files,

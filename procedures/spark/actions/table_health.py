@@ -9,7 +9,7 @@ from typing import Any
 
 from procedures.core.gc.orphans import DEFAULT_OLDER_THAN_MS, RemoveOrphanFilesParams
 from procedures.core.health import Finding, analyze, orphan_finding
-from procedures.core.properties import GC_ENABLED
+from procedures.core.kernel.properties import GC_ENABLED
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spark.session import optional_job
 

@@ -25,7 +25,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from procedures.core.summary import is_dv
+from procedures.core.kernel.summary import is_dv
 from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
 from procedures.spec.evaluators import Evaluator, InclusiveMetricsEvaluator, ManifestEvaluator
 from procedures.spec.expression_parser import parse_filter

@@ -1,6 +1,6 @@
 """Fault points: the places where a change to a table writes a file, deletes one, or commits.
 
-Storage (:mod:`procedures.io.fileio`) and the commit loop (:mod:`procedures.core.transaction`) call
+Storage (:mod:`procedures.io.fileio`) and the commit loop (:mod:`procedures.core.kernel.transaction`) call
 :func:`reached` at each such place.  Nothing happens there unless a test installed an injector, so
 production pays one global lookup per file operation.  No configuration key, property or
 environment variable turns injection on: the driver installs an injector in code

@@ -3,7 +3,7 @@
 A change is a list of *operations*.  Each attempt loads the table, lets every operation compute its
 metadata updates against that base (operations may write manifests and manifest lists, which they
 register with the :class:`CommitContext`), builds the new metadata with the
-:class:`~procedures.core.builder.MetadataBuilder` and asks the catalog to swap it in atomically.
+:class:`~procedures.core.kernel.builder.MetadataBuilder` and asks the catalog to swap it in atomically.
 
 On a lost race (``CommitFailedError`` from the catalog) the loop waits, reloads and replays,
 honouring ``commit.retry.num-retries`` / ``min-wait-ms`` / ``max-wait-ms`` / ``total-timeout-ms``.
@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
-from procedures.core import fault_points
-from procedures.core import updates as metadata_updates
-from procedures.core.builder import MetadataBuilder
-from procedures.core.properties import (
+from procedures.core.kernel import fault_points
+from procedures.core.kernel import updates as metadata_updates
+from procedures.core.kernel.builder import MetadataBuilder
+from procedures.core.kernel.properties import (
     COMMIT_MAX_RETRY_WAIT_MS, COMMIT_MIN_RETRY_WAIT_MS, COMMIT_NUM_RETRIES, COMMIT_TOTAL_RETRY_TIME_MS,
 )
 from procedures.errors import CommitFailedError, CommitStateUnknownError, IcebergError

@@ -1,6 +1,6 @@
 """The one place new table metadata is made.
 
-:class:`MetadataBuilder` applies :mod:`~procedures.core.updates` to a base
+:class:`MetadataBuilder` applies :mod:`~procedures.core.kernel.updates` to a base
 :class:`~procedures.spec.metadata.TableMetadata` and refuses changes the spec forbids (a ref to a
 missing snapshot, a sequence number that does not advance, a format downgrade ...).  It also keeps
 the bookkeeping every commit needs: ``last-updated-ms``, the snapshot log, the metadata log and its
@@ -14,8 +14,8 @@ import time
 import uuid as uuidlib
 from typing import Iterable
 
-from procedures.core import updates as metadata_updates
-from procedures.core.properties import FORMAT_VERSION, METADATA_PREVIOUS_VERSIONS_MAX
+from procedures.core.kernel import updates as metadata_updates
+from procedures.core.kernel.properties import FORMAT_VERSION, METADATA_PREVIOUS_VERSIONS_MAX
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec

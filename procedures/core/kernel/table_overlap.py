@@ -17,7 +17,7 @@ So:
   that table's (so an outer table never deletes in an inner one, and an inner table still cleans
   its own folder).
 
-Paths are compared lexically after :func:`procedures.core.paths.is_within`'s normalisation (scheme
+Paths are compared lexically after :func:`procedures.core.kernel.paths.is_within`'s normalisation (scheme
 and authority, ``.``/``..``, doubled slashes, both readings of percent-escapes).  Nothing here
 touches storage.
 """
@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from procedures.core import properties as table_properties
-from procedures.core.paths import NormalizedPath, is_within, keys_within, path_keys
+from procedures.core.kernel import properties as table_properties
+from procedures.core.kernel.paths import NormalizedPath, is_within, keys_within, path_keys
 from procedures.errors import ValidationError
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Which paths a table may write or delete: the one containment rule of every writer and deleter.
 
-:mod:`procedures.core.paths` decides containment lexically (``.``/``..``, doubled slashes, ``file:``
+:mod:`procedures.core.kernel.paths` decides containment lexically (``.``/``..``, doubled slashes, ``file:``
 spellings and percent-escapes), without touching storage.  That is not enough on a file system with
 symbolic links: ``<table>/data/link/x`` is lexically inside the table, but when ``link`` points at a
 folder elsewhere, deleting it deletes a file outside the table.  Here a local location (``/x``,
@@ -13,7 +13,7 @@ Other schemes are compared lexically only: object stores have no links, and Hado
 symlinks by default (``fs.client.resolve.remote.symlinks`` aside, pyarrow's HDFS listing reports
 none), so there is nothing to resolve.
 
-Unlike :mod:`procedures.core.paths`, this module reads the local file system (``lstat`` and
+Unlike :mod:`procedures.core.kernel.paths`, this module reads the local file system (``lstat`` and
 ``readlink`` through ``realpath``); it never writes.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from procedures.core.paths import is_within, keys_within, local_path, path_keys
+from procedures.core.kernel.paths import is_within, keys_within, local_path, path_keys
 from procedures.errors import ValidationError
 
 __all__ = ["resolve_local", "resolved", "is_within_resolved", "is_link", "Ownership"]
@@ -45,7 +45,7 @@ def resolved(path: str) -> str:
 
 
 def is_within_resolved(location: str, path: str) -> bool:
-    """Whether ``path`` lies inside ``location`` both as written (:func:`procedures.core.paths.is_within`)
+    """Whether ``path`` lies inside ``location`` both as written (:func:`procedures.core.kernel.paths.is_within`)
     and once both are resolved: a symlink on the way cannot lead a path out of the folder, and one
     leading in from outside does not make a path belong to it."""
     return is_within(location, path) and is_within(resolved(location), resolved(path))

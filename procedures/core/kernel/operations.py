@@ -10,7 +10,7 @@
   starting snapshot that nothing it replaces was deleted or received new deletes meanwhile.
 * :class:`RowDelta` adds data and delete files together (merge-on-read DML).
 
-All are :class:`~procedures.core.snapshot_producer.SnapshotProducer` subclasses: they recompute
+All are :class:`~procedures.core.kernel.snapshot_producer.SnapshotProducer` subclasses: they recompute
 their manifests and validations on every commit attempt and reuse files written before.
 """
 
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from procedures.core.properties import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_MERGE_COUNT, MANIFEST_TARGET_SIZE_BYTES
-from procedures.core.snapshot_producer import (
+from procedures.core.kernel.properties import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_MERGE_COUNT, MANIFEST_TARGET_SIZE_BYTES
+from procedures.core.kernel.snapshot_producer import (
     ManifestRewriter,
     SnapshotProducer,
     live_entries,
     snapshot_manifests,
 )
-from procedures.core.summary import SummaryBuilder, is_dv
-from procedures.core.transaction import CommitContext
+from procedures.core.kernel.summary import SummaryBuilder, is_dv
+from procedures.core.kernel.transaction import CommitContext
 from procedures.errors import ValidationError
 from procedures.spec.manifest.model import (
     DataFile, FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,

@@ -1,6 +1,6 @@
 """Snapshot management: refs, rollback, set-current, cherry-pick, fast-forward and expiration.
 
-Every class here is a replayable :class:`~procedures.core.transaction.Operation`: on each commit
+Every class here is a replayable :class:`~procedures.core.kernel.transaction.Operation`: on each commit
 attempt it re-reads the fresh base and re-checks its preconditions (an ancestor is still an
 ancestor, a WAP id is still unpublished ...), so a concurrent commit can never make it apply to
 a state it did not validate.  Error messages follow Iceberg Java's where users may know them.
@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
-from procedures.core import updates as metadata_updates
-from procedures.core.builder import MAIN_BRANCH
-from procedures.core.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, require_gc_enabled
-from procedures.core.operations import FastAppend, ReplacePartitions, snapshots_since
-from procedures.core.snapshot_producer import snapshot_manifests
-from procedures.core.transaction import CommitContext
+from procedures.core.kernel import updates as metadata_updates
+from procedures.core.kernel.builder import MAIN_BRANCH
+from procedures.core.kernel.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, require_gc_enabled
+from procedures.core.kernel.operations import FastAppend, ReplacePartitions, snapshots_since
+from procedures.core.kernel.snapshot_producer import snapshot_manifests
+from procedures.core.kernel.transaction import CommitContext
 from procedures.errors import NoSuchRefError, NoSuchSnapshotError, ValidationError
 from procedures.spec.manifest.model import ManifestEntryStatus
 from procedures.spec.manifest.reader import read_manifest

@@ -19,12 +19,12 @@ import uuid as uuidlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
-from procedures.core import updates as metadata_updates
-from procedures.core.builder import MAIN_BRANCH
-from procedures.core.paths import join_path
-from procedures.core.properties import WRITE_METADATA_LOCATION
-from procedures.core.summary import SummaryBuilder, summary_with_totals
-from procedures.core.transaction import CommitContext
+from procedures.core.kernel import updates as metadata_updates
+from procedures.core.kernel.builder import MAIN_BRANCH
+from procedures.core.kernel.paths import join_path
+from procedures.core.kernel.properties import WRITE_METADATA_LOCATION
+from procedures.core.kernel.summary import SummaryBuilder, summary_with_totals
+from procedures.core.kernel.transaction import CommitContext
 from procedures.errors import ValidationError
 from procedures.spec.manifest.manifest_list import (
     ManifestRows, read_manifest_list, read_manifest_list_where, write_manifest_list,

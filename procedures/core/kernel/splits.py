@@ -4,7 +4,7 @@ A scan engine should neither start one task per tiny file nor read a huge file i
 Iceberg Java solves both with the table properties ``read.split.target-size`` (bytes per engine
 task), ``read.split.open-file-cost`` (the minimum weight a file counts for, so many tiny files do not
 pile into one task) and ``read.split.planning-lookback`` (how many partly filled bins stay open).
-This module does the same on plain :class:`~procedures.core.scan.FileScanTask` objects:
+This module does the same on plain :class:`~procedures.core.kernel.scan.FileScanTask` objects:
 
 * :func:`split_task` cuts a data file at its ``split_offsets`` (row-group starts) into byte ranges of
   about the target size; a reader keeps a row group when its first byte lies in the range, so
@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Mapping, Sequence
 
-from procedures.core.properties import SPLIT_LOOKBACK, SPLIT_OPEN_FILE_COST, SPLIT_SIZE
-from procedures.core.scan import FileScanTask
+from procedures.core.kernel.properties import SPLIT_LOOKBACK, SPLIT_OPEN_FILE_COST, SPLIT_SIZE
+from procedures.core.kernel.scan import FileScanTask
 from procedures.errors import ValidationError
 from procedures.spec.manifest.model import FileFormat
 

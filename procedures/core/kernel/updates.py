@@ -1,7 +1,7 @@
 """Metadata updates and commit requirements (the vocabulary of the spec's REST commit model).
 
 Every change to a table is expressed as a list of :class:`MetadataUpdate` values that the
-:class:`~procedures.core.builder.MetadataBuilder` applies.  The requirements a commit must hold on
+:class:`~procedures.core.kernel.builder.MetadataBuilder` applies.  The requirements a commit must hold on
 the table it lands on are *derived* from those updates by :func:`requirements_for`, never written
 by hand: an update that reads the current schema asserts the schema id, one that moves a branch
 asserts the branch head, and so on.  On a retry the transaction checks them against the freshly
