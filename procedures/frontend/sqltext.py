@@ -1,0 +1,81 @@
+"""Spark SQL text read with sqlglot: one statement parsed, and the tables of OUR catalogs it names.
+
+Statements on our tables (DML, Iceberg's DDL, reads with time travel or metadata tables) are read
+with `sqlglot <https://github.com/tobymao/sqlglot>`_'s Spark dialect rather than a grammar of our own:
+it knows Spark's statements, quoting and expressions, and gives back a tree whose table references
+can be found and replaced whatever construct holds them (joins, CTEs, subqueries, MERGE sources).
+Our own grammar (:mod:`procedures.frontend.parser`) is kept for ``CALL`` with named arguments, which
+sqlglot does not parse, and for the Iceberg extensions sqlglot reads only as an opaque command.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from procedures.errors import SqlSyntaxError
+from procedures.frontend.parser import syntax_error
+
+__all__ = ["parse_statement", "table_parts", "our_table_refs", "is_opaque"]
+
+DIALECT = "spark"
+
+# sqlglot warns on its logger for each statement it reads only as a Command; those are expected here
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+
+def _offset(text: str, line: int, col: int) -> int:
+    lines = text.split("\n")
+    return sum(len(x) + 1 for x in lines[: max(line - 1, 0)]) + max(col - 1, 0)
+
+
+def parse_statement(text: str) -> exp.Expression:
+    """The one statement in ``text`` as a sqlglot tree (Spark dialect).
+
+    Raises :class:`~procedures.errors.SqlSyntaxError` locating the error (line, column, token), as
+    the CALL parser does, when sqlglot cannot read it or when ``text`` holds more than one statement.
+    """
+    try:
+        trees = [t for t in sqlglot.parse(text, read=DIALECT) if t is not None]
+    except ParseError as e:
+        first = e.errors[0] if e.errors else {}
+        line, col = first.get("line") or 1, first.get("col") or 1
+        token = first.get("highlight") or None
+        # sqlglot reports the column after the token; point at its start as our parser does
+        pos = _offset(text, line, col) - (len(token) - 1 if token else 0)
+        reason = str(first.get("description") or e).split("\n")[0].split(" but got <Token")[0]
+        raise syntax_error(text, max(pos, 0), reason, token) from None
+    except TokenError as e:
+        raise SqlSyntaxError(f"Syntax error: {e}") from None
+    if len(trees) != 1:
+        raise SqlSyntaxError(f"Syntax error: expected one statement, found {len(trees)}")
+    return trees[0]
+
+
+def table_parts(table: exp.Table) -> tuple[str, ...]:
+    """The name parts of a table reference as written, unquoted: ``local.db.t.snapshots`` is four."""
+    return tuple(p.name for p in table.parts)
+
+
+def our_table_refs(statement: exp.Expression, catalogs: Iterable[str]) -> list[exp.Table]:
+    """Every table reference in ``statement`` whose first part names one of ``catalogs``.
+
+    A reference needs at least ``catalog.namespace.table``; names defined by the statement's own CTEs
+    are never ours (a CTE cannot have a dotted name).
+    """
+    ours = set(catalogs)
+    return [t for t in statement.find_all(exp.Table)
+            if len(t.parts) >= 3 and t.parts[0].name in ours]
+
+
+def is_opaque(statement: exp.Expression) -> bool:
+    """True when sqlglot read the statement only as an uninterpreted command (``exp.Command``).
+
+    It does so for Iceberg's extensions (``ALTER TABLE ... ADD PARTITION FIELD``, ``WRITE ORDERED BY``,
+    branches and tags) and a few Spark statements (``SHOW TABLES``); those are read by our grammar.
+    """
+    return isinstance(statement, exp.Command)
