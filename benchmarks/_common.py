@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import json
 import os
 import resource
 import shutil
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -383,7 +384,8 @@ def print_figures(figures: Iterable[Figure], title: str = "", file: Any = None) 
     """
     header = ("case", "metric", "ours", "reference", "ours/ref", "unit")
     rows = []
-    for f in figures:
+    figures_list = list(figures)
+    for f in figures_list:
         if not isinstance(f, Figure):
             raise TypeError(f"print_figures takes Figure objects, got {type(f).__name__}")
         ratio = f.ours / f.reference if f.ours is not None and f.reference else None
@@ -398,7 +400,19 @@ def print_figures(figures: Iterable[Figure], title: str = "", file: Any = None) 
         lines.append("  ".join(str(c).rjust(w) if i >= 2 else str(c).ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
     text = "\n".join(lines)
     print(text, file=file or sys.stdout, flush=True)
+    _record(figures_list, title)
     return text
+
+
+def _record(figures: list[Figure], title: str) -> None:
+    """Append the figures as JSON lines to ``$BENCH_FIGURES`` when set: how ``run_all.py`` collects
+    every script's figures without parsing their tables."""
+    target = os.environ.get("BENCH_FIGURES")
+    if not target:
+        return
+    with open(target, "a", encoding="utf-8") as out:
+        for f in figures:
+            out.write(json.dumps({"title": title, **asdict(f)}) + "\n")
 
 
 # --------------------------------------------------------------------------------------------- tables

@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> list[Figure]:
             floor = time_call(plain_copy(case, args, k, out_dir), name="plain", repeat=args.repeat, warmup=0)
             label = f"{case} ({size})"
             figures += timing_figures(label, ours, java)
-            figures += timing_figures(f"{label} vs plain copy", ours, floor)
+            figures += timing_figures(f"{label} (plain spark)", ours, floor)
             figures.append(Figure(label, "python driver peak RSS", memory[(case, "ours")]["py"],
                                   memory[(case, "java")]["py"], "MiB"))
             figures.append(Figure(label, "JVM driver peak RSS", memory[(case, "ours")]["jvm"],

@@ -1,9 +1,16 @@
-"""Full scan of a 5M-row (x --scale) v2 table with 5% of its rows deleted by position deletes: our
-``read_table`` (driver planning + ``mapInArrow`` Parquet reads) beside Iceberg Java's Spark scan of the
-same table in the same session, plus driver peak RSS.
+"""Table scans of a 5M-row (x --scale) table: our ``read_table`` (driver planning + ``mapInArrow``
+Parquet reads) beside Iceberg Java's Spark scan of the same table in the same session, and beside
+Spark's plain Parquet reader on the same data files (the floor: no deletes applied, no planning).
 
-Both sides compute the same aggregate over every column, and the script checks they agree before
-printing figures.
+Cases (``--cases``):
+
+* ``posdel``: a v2 table with 5% of its rows deleted by position delete files, every column aggregated;
+* ``dv``: the same rows in a v3 table, the 5% deleted by deletion vectors;
+* ``filter``: the v2 table with a selective filter (1% of the ids; files hold id ranges, so metrics prune);
+* ``columns``: a 20-column v2 table with the same deletes, 3 of its columns read.
+
+Both sides compute the same aggregate, and the script checks they agree before printing figures; the
+floor's rows differ by the deleted ones and are not compared.  Driver peak RSS is printed for ``posdel``.
 """
 
 from __future__ import annotations
@@ -22,49 +29,95 @@ from _common import (  # noqa: E402
     print_figures,
     reset_peak_rss,
     start_spark,
+    time_call,
     time_pair,
     timing_figures,
 )
 
+from procedures.spark.read import read_table  # noqa: E402
+
+CASES = ("posdel", "dv", "filter", "columns")
 AGG = ["count(*) AS n", "sum(id) AS s_id", "sum(v) AS s_v", "sum(length(s)) AS s_len"]
+WIDE_AGG = ["count(*) AS n", "sum(id) AS s_id", "sum(c7) AS s_7", "sum(length(c13)) AS s_13"]
+
+
+def _create(spark, ident: str, rows: int, version: int, wide: bool) -> None:
+    spark.sql(f"DROP TABLE IF EXISTS {ident} PURGE")
+    if wide:
+        cols = ", ".join(f"c{i} {'string' if i % 2 else 'double'}" for i in range(1, 20))
+        exprs = ", ".join(f"concat('c{i}-', id) AS c{i}" if i % 2 else f"id * {i}.5 AS c{i}" for i in range(1, 20))
+        spark.sql(f"CREATE TABLE {ident} (id bigint, {cols}) USING iceberg "
+                  f"TBLPROPERTIES ('format-version'='{version}', 'write.delete.mode'='merge-on-read')")
+        spark.sql(f"INSERT INTO {ident} SELECT id, {exprs} FROM range({rows})")
+    else:
+        spark.sql(f"CREATE TABLE {ident} (id bigint, v double, s string) USING iceberg "
+                  f"TBLPROPERTIES ('format-version'='{version}', 'write.delete.mode'='merge-on-read')")
+        spark.sql(f"INSERT INTO {ident} SELECT id, id * 0.5, concat('row-', id) FROM range({rows})")
+    spark.sql(f"DELETE FROM {ident} WHERE id % 20 = 7")  # 5% of rows, as position deletes or DVs
 
 
 def main() -> None:
-    args = arg_parser(__doc__.splitlines()[0]).parse_args()
+    parser = arg_parser(__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
+    args = parser.parse_args()
     rows = 5_000_000 * args.scale
     spark = start_spark(args.warehouse)
-    from procedures.spark.read import read_table
+    figures: list[Figure] = []
+    built: set[str] = set()
 
-    ident = "jcat.db.bench_scan"
-    spark.sql(f"DROP TABLE IF EXISTS {ident}")
-    spark.sql(f"""CREATE TABLE {ident} (id bigint, v double, s string) USING iceberg
-        TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')""")
-    spark.sql(f"INSERT INTO {ident} SELECT id, id * 0.5, concat('row-', id) FROM range({rows})")
-    spark.sql(f"DELETE FROM {ident} WHERE id % 20 = 7")  # 5% of rows, as position delete files
+    def table(version: int, wide: bool) -> str:
+        ident = f"jcat.db.bench_scan_v{version}{'_wide' if wide else ''}"
+        if ident not in built:
+            _create(spark, ident, rows, version, wide)
+            built.add(ident)
+        return ident
 
-    def ours():
-        return read_table(spark, ident).selectExpr(*AGG).collect()[0]
+    for case in args.cases.split(","):
+        if case not in CASES:
+            raise SystemExit(f"unknown case {case!r}; choose from {', '.join(CASES)}")
+        ident = table(3 if case == "dv" else 2, case == "columns")
+        agg, where = (WIDE_AGG if case == "columns" else AGG), None
+        if case == "filter":
+            where = f"id < {rows // 100}"
+        data_files = [r[0] for r in spark.sql(f"SELECT file_path FROM {ident}.data_files").collect()]
 
-    def java():
-        return spark.table(ident).selectExpr(*AGG).collect()[0]
+        # our API's projection and filter are read_table's ``columns`` and ``filter`` (a mapInArrow
+        # DataFrame cannot see a later select or where); Java's and the floor's come from the plan
+        columns = ["id", "c7", "c13"] if case == "columns" else None
 
-    # Memory first, each side alone (peak RSS covers a whole phase); then timings in alternation.
-    reset_peak_rss(spark)
-    java()
-    jvm_ref = jvm_peak_rss_mb(spark)
-    rss_before = driver_peak_rss_mb()
-    reset_peak_rss(spark)
-    ours()
-    jvm_ours = jvm_peak_rss_mb(spark)
-    rss_ours = driver_peak_rss_mb()
-    t_ours, t_ref = time_pair(ours, java, repeat=args.repeat, warmup=args.warmup)
-    if t_ours.result != t_ref.result or t_ours.result["n"] != rows - rows // 20:
-        raise SystemExit(f"results differ: ours {t_ours.result} vs Java {t_ref.result}")
-    case = f"scan {rows // 1_000_000}M, 5% pos-deleted"
-    figures = timing_figures(case, t_ours, t_ref)
-    figures.append(Figure(case, "driver (py) peak RSS", rss_ours, rss_before, "MiB"))
-    figures.append(Figure(case, "JVM peak RSS", jvm_ours, jvm_ref, "MiB"))
-    print_figures(figures, title="Full table scan with position deletes")
+        def ours(ident=ident, agg=agg, where=where, columns=columns):
+            return read_table(spark, ident, filter=where, columns=columns).selectExpr(*agg).collect()[0]
+
+        def java(ident=ident, agg=agg, where=where):
+            df = spark.table(ident)
+            return (df.where(where) if where else df).selectExpr(*agg).collect()[0]
+
+        def floor(agg=agg, where=where, files=data_files):
+            df = spark.read.parquet(*files)
+            return (df.where(where) if where else df).selectExpr(*agg).collect()[0]
+
+        label = {"posdel": "5% pos-deleted, all columns", "dv": "v3, 5% deleted by DVs, all columns",
+                 "filter": "5% pos-deleted, 1% of ids", "columns": "20 columns, 3 read, 5% pos-deleted"}[case]
+        label = f"scan {rows / 1e6:g}M, {label}"
+        if case == "posdel":
+            # memory first, each side alone (peak RSS covers a whole phase); then timings in alternation
+            reset_peak_rss(spark)
+            java()
+            jvm_ref, rss_before = jvm_peak_rss_mb(spark), driver_peak_rss_mb()
+            reset_peak_rss(spark)
+            ours()
+            jvm_ours, rss_ours = jvm_peak_rss_mb(spark), driver_peak_rss_mb()
+        t_ours, t_ref = time_pair(ours, java, repeat=args.repeat, warmup=args.warmup)
+        expected = rows - rows // 20 if where is None else None
+        if t_ours.result != t_ref.result or (expected is not None and t_ours.result["n"] != expected):
+            raise SystemExit(f"{label}: results differ: ours {t_ours.result} vs Java {t_ref.result}")
+        t_floor = time_call(floor, name="plain parquet", repeat=args.repeat, warmup=args.warmup)
+        figures += timing_figures(label, t_ours, t_ref)
+        figures += timing_figures(f"{label} (plain spark)", t_ours, t_floor)
+        if case == "posdel":
+            figures.append(Figure(label, "driver (py) peak RSS", rss_ours, rss_before, "MiB"))
+            figures.append(Figure(label, "JVM peak RSS", jvm_ours, jvm_ref, "MiB"))
+    print_figures(figures, title="Table scans: ours vs Iceberg Java (reference); (plain spark): ours vs Spark's Parquet reader")
     spark.stop()
 
 

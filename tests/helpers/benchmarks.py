@@ -4,6 +4,7 @@ package)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,5 +15,7 @@ def load_benchmark(name: str) -> ModuleType:
     """``benchmarks/<name>.py`` loaded as module ``name``."""
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    # registered first: dataclasses resolve string annotations through sys.modules[cls.__module__]
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
