@@ -52,14 +52,26 @@ from procedures.catalog.config import (
     resolve_identifier,
 )
 from procedures.core.kernel.operations import MergeAppend, OverwriteFiles
-from procedures.core.kernel.scan import iter_file_scan_tasks, select_snapshot
+from procedures.core.kernel.scan import (
+    DeleteFileIndex,
+    EntryFilter,
+    ScanManifests,
+    delete_index,
+    iter_file_scan_tasks,
+    read_entries_on_driver,
+    scan_manifests,
+    select_snapshot,
+    tasks_from_entries,
+)
 from procedures.core.kernel.summary import set_engine
 from procedures.core.kernel.transaction import commit
 from procedures.errors import CatalogConfigError, ExpressionError, UnsupportedVersionError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.parquet_writer import WriteSettings
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import parallelism
 from procedures.spark.read import TaskReader, as_of_ms, group_tasks, light_task, spark_schema, to_spark_arrow
+from procedures.spark.scan_planning import DRIVER_MAX_SCAN_MANIFESTS
 from procedures.spark.session import active_session
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import check_columns, delete_quietly, write_in_task, write_settings
@@ -79,7 +91,7 @@ from procedures.spec.expressions import (
     not_null,
     starts_with,
 )
-from procedures.spec.manifest.model import DataFile
+from procedures.spec.manifest.model import DataFile, ManifestFile
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SPARK_APP_ID
 
@@ -109,6 +121,7 @@ __all__ = [
     "IcebergReader",
     "IcebergWriter",
     "ScanPartition",
+    "ManifestPartition",
     "WrittenFilesMessage",
     "translate_filter",
     "load_named_table",
@@ -120,7 +133,8 @@ __all__ = [
 #: the format name of ``spark.read.format(...)`` / ``df.write.format(...)``
 FORMAT = "iceberg-procedures"
 #: read options, named as Iceberg Java's Spark read options
-READ_OPTIONS = ("snapshot-id", "as-of-timestamp", "branch", "tag", "split-size", "file-open-cost")
+READ_OPTIONS = ("snapshot-id", "as-of-timestamp", "branch", "tag", "split-size", "file-open-cost",
+                "planning-min-manifests")
 #: write options, named as Iceberg Java's Spark write options (plus ``snapshot-property.<key>``)
 WRITE_OPTIONS = ("target-file-size-bytes", "write-format")
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
@@ -285,6 +299,23 @@ class ScanPartition(InputPartition):
     tasks: list = field(default_factory=list)
 
 
+@dataclass
+class ManifestPartition(InputPartition):
+    """One Spark partition of a read planned in its task: a contiguous group of the scan's data
+    manifests, the filter for their entries and the scan's delete index (read on the planning worker)."""
+
+    manifests: list[ManifestFile]
+    entry_filter: EntryFilter
+    schema: Schema
+    deletes: DeleteFileIndex
+
+    def plan_tasks(self, io: Any) -> Iterator[Any]:
+        """The scan tasks of this partition's manifests, deletes attached, in manifest order."""
+        plan = ScanManifests(schema=self.schema, entry_filter=self.entry_filter, delete_manifests=(),
+                             data_manifests=self.manifests)
+        return tasks_from_entries(plan, self.deletes, read_entries_on_driver(io, plan))
+
+
 def _spark_names(schema: Any) -> list[str]:
     return [f.name for f in schema.fields]
 
@@ -325,8 +356,17 @@ class IcebergReaderBase(DataSourceReader):
         state["_table"] = None
         return state
 
-    def partitions(self) -> list[ScanPartition]:
-        """The scan planned with the pushed filters, cut and packed into read groups."""
+    def partitions(self) -> list[ScanPartition] | list[ManifestPartition]:
+        """The scan planned with the pushed filters, cut and packed into read groups.
+
+        Past ``planning-min-manifests`` data manifests after pruning (default: more than
+        :data:`~procedures.spark.scan_planning.DRIVER_MAX_SCAN_MANIFESTS`, read_table's limit for
+        reading them on the driver) the data manifests are read in the read tasks instead: one
+        partition per contiguous group of manifests (four per core), each planning and reading its
+        own files.  The planning worker then reads only the manifest list and the delete manifests,
+        so planning is spread over the cluster as read_table's is -- a Python data source cannot
+        start a Spark job of its own.  Partitions are then balanced by manifest, not by bytes.
+        """
         if self.snapshot_id is None:
             return []  # a table without snapshots has no rows
         table = self._table
@@ -334,19 +374,36 @@ class IcebergReaderBase(DataSourceReader):
             table = load_named_table(self.options, self.session_conf)
         md = table.metadata
         expr = and_(*self.filters) if self.filters else None
-        tasks = [light_task(t) for t in iter_file_scan_tasks(
-            md, table.io, snapshot_id=self.snapshot_id, filter=expr, case_sensitive=self.case_sensitive)]
+        plan = scan_manifests(md, table.io, snapshot_id=self.snapshot_id, filter=expr,
+                              case_sensitive=self.case_sensitive)
+        if plan is None:
+            return []
+        deletes = delete_index(table.io, plan)
+        manifests = plan.data_manifests
+        cores = int(self.session_conf.get(PARALLELISM_KEY, "1") or 1)
+        threshold = _int_option(self.options, "planning-min-manifests")
+        if threshold is not None and threshold < 1:
+            raise ValidationError(f"Invalid {FORMAT} option planning-min-manifests={threshold}: expected at least 1")
+        if len(manifests) >= (threshold or DRIVER_MAX_SCAN_MANIFESTS + 1):
+            slices = max(1, min(len(manifests), cores * 4))
+            cuts = [len(manifests) * k // slices for k in range(slices + 1)]
+            return [ManifestPartition(list(manifests[a:b]), plan.entry_filter, plan.schema, deletes)
+                    for a, b in zip(cuts, cuts[1:]) if b > a]
+        tasks = [light_task(t) for t in tasks_from_entries(plan, deletes, read_entries_on_driver(table.io, plan))]
         groups = group_tasks(md, tasks, _int_option(self.options, "split-size"),
-                             _int_option(self.options, "file-open-cost"),
-                             int(self.session_conf.get(PARALLELISM_KEY, "1") or 1))
+                             _int_option(self.options, "file-open-cost"), cores)
         return [ScanPartition(list(g)) for g in groups]
 
     def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
         """The rows of one partition's tasks, deletes applied, as Arrow batches of the reader's schema."""
         prepare_python_worker()
         target = spark_arrow_schema(self.spark_schema)
-        # Spark reads one InputPartition(None) when planning returned none
-        for batch in self.task_reader.batches(getattr(partition, "tasks", None) or []):
+        if isinstance(partition, ManifestPartition):
+            tasks = partition.plan_tasks(file_io(self.task_reader.io_properties))
+        else:
+            # Spark reads one InputPartition(None) when planning returned none
+            tasks = getattr(partition, "tasks", None) or []
+        for batch in self.task_reader.batches(tasks):
             out = to_spark_arrow(batch, self.projected.fields)
             columns = [out.column(out.schema.get_field_index(f.name)) for f in self.fields]
             cast = [c if c.type == t.type else c.cast(t.type) for c, t in zip(columns, target)]

@@ -412,3 +412,31 @@ def test_pyspark_40_reads_without_pushdown(spark4, name):
     append(spark4, ident, _rows(spark4, 0, 30))
     assert ds.register_data_source(spark4).reader_class is ds.IcebergReaderBase
     assert sorted(r.id for r in _read(spark4, ident).where("cat = 'b'").collect()) == list(range(1, 30, 3))
+
+
+@needs_spark4
+def test_many_manifests_are_planned_in_the_read_tasks(spark4, name):
+    """Past planning-min-manifests data manifests, each Spark partition reads a group of manifests and
+    plans its own files: the same rows as driver planning, deletes applied, pushed filters pruning."""
+    ident = _create(spark4, name)
+    for i in range(6):  # one manifest per append
+        append(spark4, ident, _rows(spark4, i * 100, i * 100 + 90, parts=1))
+    gone = [i * 100 + 5 for i in range(6)] + [i * 100 + 50 for i in range(6)]
+    delete_where(spark4, ident, f"id IN ({', '.join(map(str, gone))})", mode="merge-on-read")
+    source_cls = ds.register_data_source(spark4)
+    schema = _read(spark4, ident).schema
+    reader = source_cls({"path": ident, "planning-min-manifests": "2"}).reader(schema)
+    parts = reader.partitions()
+    assert parts and all(isinstance(p, ds.ManifestPartition) for p in parts)
+    assert sum(len(p.manifests) for p in parts) == 6
+    driver_parts = source_cls({"path": ident}).reader(schema).partitions()
+    assert all(isinstance(p, ds.ScanPartition) for p in driver_parts)
+    distributed = _read(spark4, ident, **{"planning-min-manifests": 2})
+    assert sorted(r.id for r in distributed.collect()) == sorted(r.id for r in _read(spark4, ident).collect())
+    assert distributed.count() == 6 * 90 - len(gone)
+    _check_references(spark4, ident, distributed)
+    if ds.HAS_FILTER_PUSHDOWN:
+        filtered = _read(spark4, ident, **{"planning-min-manifests": 2}).where("cat = 'a' AND id >= 500")
+        assert sorted(r.id for r in filtered.collect()) == [i for i in range(500, 590) if i % 3 == 0 and i not in gone]
+    with pytest.raises(Exception, match="planning-min-manifests=0"):
+        _read(spark4, ident, **{"planning-min-manifests": 0}).collect()
