@@ -10,9 +10,9 @@ min of ``--repeat`` runs (default 3); the median is in each script's own output.
 rewrites at data scale); it takes well over an hour here.  ``--only bench_scan,bench_expire`` runs a
 subset.  A script that fails or times out is reported in the table, and the others still run.
 
-``bench_connect`` compares our own code on a Spark Connect session with a classic one: it needs
-pyspark 4 with the ``connect`` extra; pass that environment's Python as ``--connect-python`` (it is
-skipped otherwise, and says so).
+``bench_connect`` (our own code on a Spark Connect session beside a classic one) and ``bench_datasource``
+(the Spark 4 data source beside ``read_table``) need pyspark 4 with the ``connect`` extra: pass that
+environment's Python as ``--spark4-python`` (they are skipped otherwise, and say so).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class Bench:
     #: the reference's name in the table's heading sense (Iceberg Java unless said)
     reference: str = "Java"
     timeout_s: int = 900
-    python: str | None = None
+    #: runs on pyspark 4 (``--spark4-python``) rather than this interpreter's pyspark 3.5
+    spark4: bool = False
 
 
 BENCHES = (
@@ -62,7 +63,9 @@ BENCHES = (
     Bench("bench_deletion_vectors.py", (), (), goal=None, reference="former codec"),
     Bench("bench_avro_codecs.py", (), (), goal=None, reference="fastavro"),
     Bench("bench_orc_footer.py", (), (), goal=None, reference="former decoder"),
-    Bench("bench_connect.py", ("--rows", "100000"), ("--rows", "1000000"), goal=1.15, reference="classic"),
+    Bench("bench_connect.py", ("--rows", "100000"), ("--rows", "1000000"), goal=1.15, reference="classic", spark4=True),
+    Bench("bench_datasource.py", ("--files", "20000"), ("--files", "1000000"), goal=1.0, reference="read_table",
+          spark4=True, timeout_s=1800),
 )
 
 
@@ -107,10 +110,10 @@ def _rows(bench: Bench, figures: list[dict]) -> list[Row]:
     return out
 
 
-def _run(bench: Bench, full: bool, repeat: int, connect_python: str | None) -> tuple[list[Row], str | None]:
-    python = connect_python if bench.script == "bench_connect.py" else sys.executable
-    if bench.script == "bench_connect.py" and not python:
-        return [], "skipped: needs pyspark 4 with the connect extra (--connect-python)"
+def _run(bench: Bench, full: bool, repeat: int, spark4_python: str | None) -> tuple[list[Row], str | None]:
+    python = spark4_python if bench.spark4 else sys.executable
+    if not python:
+        return [], "skipped: needs pyspark 4 with the connect extra (--spark4-python)"
     args = list(bench.full if full else bench.quick)
     results_json = Path(tempfile.mkdtemp(prefix="run-all-")) / "connect.json"
     if bench.script == "bench_connect.py":
@@ -174,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="the sizes issue 37's goals name (over an hour)")
     parser.add_argument("--only", default="", help="comma-separated script names (with or without .py)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per side (default 3)")
-    parser.add_argument("--connect-python", default=None, help="a Python with pyspark 4 and its connect extra")
+    parser.add_argument("--spark4-python", default=None, help="a Python with pyspark 4 and its connect extra")
     args = parser.parse_args(argv)
     wanted = {n if n.endswith(".py") else f"{n}.py" for n in args.only.split(",") if n}
     unknown = wanted - {b.script for b in BENCHES}
@@ -187,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         if wanted and bench.script not in wanted:
             continue
         t0 = time.monotonic()
-        found, problem = _run(bench, args.full, args.repeat, args.connect_python)
+        found, problem = _run(bench, args.full, args.repeat, args.spark4_python)
         rows += found
         if problem:
             problems[bench.script] = problem
