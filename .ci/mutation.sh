@@ -32,6 +32,13 @@ MODULES=(
     "procedures/spec/transforms.py|tests/unit/test_transforms.py tests/unit/test_partitioning.py"
     "procedures/spec/evaluators.py|tests/unit/test_evaluators.py"
     "procedures/spec/projection.py|tests/unit/test_evaluators.py"
+    "procedures/spec/puffin.py|tests/unit/test_puffin.py tests/unit/test_table_stats.py"
+    "procedures/spec/theta.py|tests/unit/test_table_stats.py"
+    "procedures/spec/manifest/avro_container.py|tests/unit/test_manifest.py tests/unit/test_corrupt_files.py"
+    "procedures/spec/manifest/model.py|tests/unit/test_manifest.py tests/unit/test_manifest_skim.py"
+    "procedures/spec/manifest/writer.py|tests/unit/test_manifest.py tests/unit/test_manifest_skim.py tests/unit/test_corrupt_files.py"
+    "procedures/spec/manifest/reader.py|tests/unit/test_manifest.py tests/unit/test_manifest_skim.py tests/unit/test_corrupt_files.py"
+    "procedures/spec/manifest/manifest_list.py|tests/unit/test_manifest.py tests/unit/test_manifest_list_skim.py tests/unit/test_corrupt_files.py"
 )
 
 if ! python -c 'import mutmut' 2>/dev/null; then
