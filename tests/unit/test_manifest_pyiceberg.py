@@ -1,0 +1,180 @@
+"""Manifests and manifest lists PyIceberg writes, read by every one of our read paths and compared
+with what PyIceberg reads of them (inheritance applied): the outside oracle for
+procedures.spec.manifest.reader and manifest_list (mutation testing, docs/testing.md)."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+import pytest
+
+from procedures.io.fileio import FileIO
+from procedures.spec.manifest.manifest_list import (
+    ManifestRows, decode_manifest_list_head, read_encoded_manifest_list, read_manifest_list, read_manifest_list_where,
+)
+from procedures.spec.manifest.model import FieldSummary
+from procedures.spec.manifest.reader import read_manifest, read_manifest_where
+from procedures.spec.partitioning import PartitionField as OurField, PartitionSpec as OurSpec
+from procedures.spec.transforms import parse_transform
+from tests.helpers.references import import_reference
+
+pm = import_reference("pyiceberg.manifest", "PyIceberg not installed: pip install -e '.[test]'")
+pio_module = import_reference("pyiceberg.io.pyarrow", "PyIceberg not installed: pip install -e '.[test]'")
+from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
+from pyiceberg.schema import Schema  # noqa: E402
+from pyiceberg.transforms import IdentityTransform  # noqa: E402
+from pyiceberg.typedef import Record  # noqa: E402
+from pyiceberg.types import DateType, DecimalType, LongType, NestedField, StringType, UUIDType  # noqa: E402
+
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType()),
+                NestedField(3, "d", DecimalType(9, 2)), NestedField(4, "u", UUIDType()),
+                NestedField(5, "dt", DateType()))
+SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "s"), PartitionField(3, 1001, IdentityTransform(), "d"),
+                     PartitionField(5, 1002, IdentityTransform(), "dt"), spec_id=3)
+# the same spec, its fields in another order than the file's: specs= orders our tuples by it
+OUR_SPEC = OurSpec(3, (OurField(5, 1002, parse_transform("identity"), "dt"),
+                       OurField(2, 1000, parse_transform("identity"), "s"),
+                       OurField(3, 1001, parse_transform("identity"), "d")))
+U1 = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
+
+
+def _data_file(path: str, partition: tuple, rows: int, content=None, **extra):
+    return pm.DataFile.from_args(
+        _table_format_version=2, content=content or pm.DataFileContent.DATA, file_path=path,
+        file_format=pm.FileFormat.PARQUET, partition=Record(*partition), record_count=rows,
+        file_size_in_bytes=rows * 10, **extra)
+
+
+def _entries(content):
+    """ADDED (sequence numbers inherited), EXISTING and DELETED entries of ``content``."""
+    extra = {} if content == pm.DataFileContent.DATA else {"equality_ids": [1]} if content == pm.DataFileContent.EQUALITY_DELETES else {}
+    metrics = {"value_counts": {1: 5, 2: 4}, "null_value_counts": {2: 1}, "nan_value_counts": {},
+               "lower_bounds": {1: (1).to_bytes(8, "little"), 2: b"a"},
+               "upper_bounds": {1: (9).to_bytes(8, "little"), 2: b"z"},
+               "column_sizes": {1: 40, 2: 30}, "split_offsets": [4, 100], "sort_order_id": 0,
+               "key_metadata": b"km"}
+    return [
+        pm.ManifestEntry.from_args(status=pm.ManifestEntryStatus.ADDED, snapshot_id=None, data_file=_data_file(
+            "s3://b/a.parquet", ("x", Decimal("1.25"), 19000), 5, content, **metrics, **extra)),
+        pm.ManifestEntry.from_args(status=pm.ManifestEntryStatus.ADDED, snapshot_id=77, sequence_number=4,
+                                   data_file=_data_file("s3://b/a2.parquet", ("y", Decimal("-3.50"), 0), 6, content, **extra)),
+        pm.ManifestEntry.from_args(status=pm.ManifestEntryStatus.EXISTING, snapshot_id=5, sequence_number=2,
+                                   file_sequence_number=3,
+                                   data_file=_data_file("s3://b/b.parquet", (None, None, None), 7, content, **extra)),
+        pm.ManifestEntry.from_args(status=pm.ManifestEntryStatus.DELETED, snapshot_id=77, sequence_number=1,
+                                   file_sequence_number=1,
+                                   data_file=_data_file("s3://b/c.parquet", ("z", Decimal("0.01"), 1), 8, content, **extra)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """Two manifests (data, position deletes) and a manifest list of sequence number 6, by PyIceberg."""
+    d = tmp_path_factory.mktemp("pyi")
+    io = pio_module.PyArrowFileIO()
+    manifests = []
+    for name, content in (("data", pm.DataFileContent.DATA), ("deletes", pm.DataFileContent.POSITION_DELETES)):
+        if content == pm.DataFileContent.DATA:
+            writer = pm.write_manifest(2, SPEC, SCHEMA, io.new_output(f"{d}/{name}.avro"), 77, "deflate")
+        else:
+            writer = pm.ManifestWriterV2(SPEC, SCHEMA, io.new_output(f"{d}/{name}.avro"), 77, "deflate")
+            writer.content = lambda: pm.ManifestContent.DELETES  # PyIceberg writes delete manifests this way too
+        with writer as w:
+            for e in _entries(content):
+                w.add_entry(e)
+        manifests.append(w.to_manifest_file())
+    with pm.write_manifest_list(2, io.new_output(f"{d}/list.avro"), 77, 70, 6, "deflate") as lw:
+        lw.add_manifests(manifests)
+    return io, str(d)
+
+
+def _theirs_entries(io, manifest):
+    return [(e.status.value, e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file)
+            for e in manifest.fetch_manifest_entry(io, discard_deleted=False)]
+
+
+def _same_file(ours, theirs, reordered: bool) -> None:
+    part = tuple(theirs.partition)
+    if reordered:
+        part = (part[2], part[0], part[1])
+    assert (ours.file_path, ours.file_format.value, ours.partition, ours.record_count, ours.file_size_in_bytes,
+            int(ours.content)) == (theirs.file_path, theirs.file_format.value, part, theirs.record_count,
+                                   theirs.file_size_in_bytes, theirs.content.value)
+    assert (ours.column_sizes, ours.value_counts, ours.null_value_counts, ours.nan_value_counts, ours.lower_bounds,
+            ours.upper_bounds) == (theirs.column_sizes, theirs.value_counts, theirs.null_value_counts,
+                                   theirs.nan_value_counts, theirs.lower_bounds, theirs.upper_bounds)
+    assert (ours.key_metadata, ours.split_offsets, ours.equality_ids, ours.sort_order_id) == (
+        theirs.key_metadata, None if theirs.split_offsets is None else tuple(theirs.split_offsets),
+        None if theirs.equality_ids is None else tuple(theirs.equality_ids), theirs.sort_order_id)
+    assert ours.spec_id == 3
+
+
+def test_our_list_reads_answer_as_pyiceberg(written) -> None:
+    io, d = written
+    path = f"{d}/list.avro"
+    theirs = list(pm.read_manifest_list(io.new_input(path)))
+    ours = read_manifest_list(FileIO(), path)
+    assert [(m.manifest_path, m.manifest_length, m.partition_spec_id, int(m.content), m.sequence_number,
+             m.min_sequence_number, m.added_snapshot_id, m.added_files_count, m.existing_files_count,
+             m.deleted_files_count, m.added_rows_count, m.existing_rows_count, m.deleted_rows_count, m.key_metadata)
+            for m in ours] == [
+        (m.manifest_path, m.manifest_length, m.partition_spec_id, m.content.value, m.sequence_number,
+         m.min_sequence_number, m.added_snapshot_id, m.added_files_count, m.existing_files_count,
+         m.deleted_files_count, m.added_rows_count, m.existing_rows_count, m.deleted_rows_count, m.key_metadata)
+        for m in theirs]
+    assert [m.sequence_number for m in ours] == [6, 6] and [int(m.content) for m in ours] == [0, 1]
+    assert [m.partitions for m in ours] == [
+        tuple(FieldSummary(s.contains_null, s.contains_nan, s.lower_bound, s.upper_bound) for s in m.partitions)
+        for m in theirs]
+    # the skimming reader, the encoded list and its head decode give the same rows
+    where = read_manifest_list_where(FileIO(), path, None)
+    assert isinstance(where, ManifestRows) and list(where) == ours
+    assert list(read_manifest_list_where(FileIO(), path, lambda spec_id, parts: spec_id == 3)) == ours
+    assert list(read_manifest_list_where(FileIO(), path, lambda spec_id, parts: spec_id != 3)) == []
+    encoded = read_encoded_manifest_list(FileIO(), path)
+    assert encoded.count == 2 and decode_manifest_list_head(encoded, len(encoded.records), 2) == ours
+
+
+@pytest.mark.parametrize("specs", [None, {3: OUR_SPEC}], ids=["file order", "table spec order"])
+def test_our_manifest_reads_answer_as_pyiceberg(written, specs) -> None:
+    io, d = written
+    for theirs_list in pm.read_manifest_list(io.new_input(f"{d}/list.avro")):
+        theirs = _theirs_entries(io, theirs_list)
+        [ours_list] = [m for m in read_manifest_list(FileIO(), f"{d}/list.avro")
+                       if m.manifest_path == theirs_list.manifest_path]
+        reads = {
+            "full": list(read_manifest(FileIO(), ours_list, specs=specs)),
+            "live": list(read_manifest(FileIO(), ours_list, specs=specs, skip_deleted=True)),
+            "where all": list(read_manifest_where(FileIO(), ours_list, [1, 2], None, specs=specs)),
+            "where kept": list(read_manifest_where(FileIO(), ours_list, [1, 2], lambda m: True, specs=specs)),
+            "where some": list(read_manifest_where(FileIO(), ours_list, [1, 2],
+                                                   lambda m: m.record_count != 6, specs=specs)),
+        }
+        live = [t for t in theirs if t[0] != 2]
+        expected = {"full": theirs, "live": live, "where all": live, "where kept": live,
+                    "where some": [t for t in live if t[4].record_count != 6]}
+        for name, entries in reads.items():
+            want = expected[name]
+            assert [(int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number) for e in entries] == [
+                t[:4] for t in want], name
+            for e, t in zip(entries, want):
+                _same_file(e.data_file, t[4], specs is not None)
+        # inheritance: the first ADDED entry takes the list's snapshot and sequence numbers
+        assert reads["full"][0].snapshot_id == 77 and reads["full"][0].sequence_number == 6
+        assert reads["full"][1].sequence_number == 4  # an explicit older data sequence number stays
+
+
+def test_metrics_a_filter_sees_are_the_files_own(written) -> None:
+    """read_manifest_where hands ``keep`` the entry's record count and only the asked-for ids."""
+    io, d = written
+    [data, _] = read_manifest_list(FileIO(), f"{d}/list.avro")
+    seen = []
+
+    def keep(m):
+        seen.append((m.record_count, m.value_counts, m.null_value_counts, m.lower_bounds, m.upper_bounds))
+        return False
+
+    assert list(read_manifest_where(FileIO(), data, [2], keep)) == []
+    assert seen[0] == (5, {2: 4}, {2: 1}, {2: b"a"}, {2: b"z"})
+    assert [s[0] for s in seen] == [5, 6, 7]  # live entries only
