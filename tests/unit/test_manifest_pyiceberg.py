@@ -178,3 +178,91 @@ def test_metrics_a_filter_sees_are_the_files_own(written) -> None:
     assert list(read_manifest_where(FileIO(), data, [2], keep)) == []
     assert seen[0] == (5, {2: 4}, {2: 1}, {2: b"a"}, {2: b"z"})
     assert [s[0] for s in seen] == [5, 6, 7]  # live entries only
+
+
+# ------------------------------------------------------------------------ what we write, PyIceberg reads
+def _our_schema_and_spec():
+    from procedures.spec.schema import Schema as OurSchema
+    from procedures.spec.types import DATE, DOUBLE, LONG, STRING, UUID, DecimalType as OurDecimal
+    from procedures.spec.types import NestedField as OurNested
+
+    schema = OurSchema((OurNested(1, "id", LONG, True), OurNested(2, "s", STRING), OurNested(3, "d", OurDecimal(9, 2)),
+                        OurNested(4, "u", UUID), OurNested(5, "dt", DATE), OurNested(6, "f", DOUBLE)), schema_id=0)
+    spec = OurSpec(1, tuple(OurField(i, 999 + i, parse_transform("identity"), n)
+                            for i, n in ((1, "id"), (2, "s"), (3, "d"), (4, "u"), (5, "dt"), (6, "f"))))
+    return schema, spec
+
+
+PYI_SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType()),
+                    NestedField(3, "d", DecimalType(9, 2)), NestedField(4, "u", UUIDType()),
+                    NestedField(5, "dt", DateType()), NestedField(6, "f", __import__("pyiceberg.types").types.DoubleType()))
+PYI_SPEC = PartitionSpec(*(PartitionField(i, 999 + i, IdentityTransform(), n)
+                           for i, n in ((1, "id"), (2, "s"), (3, "d"), (4, "u"), (5, "dt"), (6, "f"))), spec_id=1)
+
+
+def _random_partitions(rng, n: int) -> list[tuple]:
+    def pick(values):
+        return rng.choice(values + [None])
+
+    # doubles: no signed zeros (PyIceberg's summary keeps the first of -0.0 and 0.0), and only values
+    # a float32 holds (PyIceberg 0.12 hands back a manifest entry's double partition value through a float32)
+    return [(rng.randrange(-50, 50), pick(["", "a", "ab", "b", "é", "z" * 5]),
+             pick([Decimal("0.00"), Decimal("-1.28"), Decimal("14.20"), Decimal("9999999.99")]),
+             pick([U1, uuid.UUID(int=rng.getrandbits(128))]), pick([-3, 0, 19000, 17486]),
+             pick([1.5, -2.25, 3.0, 2.0 ** 100, -0.5, float("nan")]))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_pyiceberg_reads_what_we_write_and_summarises_as_we_do(tmp_path, seed: int) -> None:
+    import random
+
+    from procedures.spec.manifest.manifest_list import write_manifest_list
+    from procedures.spec.manifest.model import DataFile, FileFormat, ManifestContent
+    from procedures.spec.manifest.writer import ManifestWriter
+
+    rng = random.Random(seed)
+    schema, spec = _our_schema_and_spec()
+    partitions = _random_partitions(rng, rng.randrange(1, 30))
+    files = [DataFile(f"s3://b/{i}.parquet", FileFormat.PARQUET, p, rng.randrange(1, 100), rng.randrange(1, 10**6),
+                      value_counts={1: 3}, lower_bounds={1: (i).to_bytes(8, "little")}, split_offsets=(4,))
+             for i, p in enumerate(partitions)]
+    w = ManifestWriter(FileIO(), str(tmp_path / "m.avro"), spec, schema, 2, ManifestContent.DATA, 9)
+    statuses = []
+    for i, f in enumerate(files):
+        kind = rng.choice(["add", "existing", "delete"])
+        statuses.append(kind)
+        if kind == "add":
+            w.add(f)
+        elif kind == "existing":
+            w.existing(f, 8, 2 + i, 3 + i)
+        else:
+            w.delete(f, 1, 1)
+    written, _ = write_manifest_list(FileIO(), str(tmp_path / "l.avro"), 2, 9, 8, 50, None, [w.close()])
+    io = pio_module.PyArrowFileIO()
+    [theirs] = list(pm.read_manifest_list(io.new_input(str(tmp_path / "l.avro"))))
+    expected = pm.construct_partition_summaries(PYI_SPEC, PYI_SCHEMA, [Record(*p) for p in partitions])
+    assert [(s.contains_null, s.contains_nan, s.lower_bound, s.upper_bound) for s in theirs.partitions] == [
+        (s.contains_null, s.contains_nan, s.lower_bound, s.upper_bound) for s in expected]
+    counts = {k: sum(1 for s in statuses if s == k) for k in ("add", "existing", "delete")}
+    rows = {k: sum(f.record_count for f, s in zip(files, statuses) if s == k) for k in ("add", "existing", "delete")}
+    assert (theirs.added_files_count, theirs.existing_files_count, theirs.deleted_files_count) == (
+        counts["add"], counts["existing"], counts["delete"])
+    assert (theirs.added_rows_count, theirs.existing_rows_count, theirs.deleted_rows_count) == (
+        rows["add"], rows["existing"], rows["delete"])
+    live_seqs = [50 if s == "add" else 2 + i for i, s in enumerate(statuses) if s != "delete"]
+    assert theirs.min_sequence_number == (min(live_seqs) if live_seqs else 50)
+    assert (theirs.sequence_number, theirs.added_snapshot_id, theirs.manifest_length) == (
+        50, 9, written[0].manifest_length)
+    entries = theirs.fetch_manifest_entry(io, discard_deleted=False)
+    assert [e.status.name for e in entries] == [{"add": "ADDED", "existing": "EXISTING", "delete": "DELETED"}[s]
+                                                 for s in statuses]
+    for e, f, s, i in zip(entries, files, statuses, range(len(files))):
+        want = {"add": (9, 50, 50), "existing": (8, 2 + i, 3 + i), "delete": (9, 1, 1)}[s]
+        assert (e.snapshot_id, e.sequence_number, e.file_sequence_number) == want
+        got = tuple(e.data_file.partition)
+        assert [("nan" if isinstance(v, float) and v != v else v) for v in got] == [
+            ("nan" if isinstance(v, float) and v != v else v) for v in f.partition]
+        assert (e.data_file.file_path, e.data_file.record_count, e.data_file.file_size_in_bytes,
+                e.data_file.value_counts, e.data_file.lower_bounds, list(e.data_file.split_offsets)) == (
+            f.file_path, f.record_count, f.file_size_in_bytes, f.value_counts, f.lower_bounds, [4])
