@@ -36,7 +36,7 @@ MODULES=(
     "procedures/spec/theta.py|tests/unit/test_table_stats.py"
     "procedures/spec/manifest/avro_container.py|tests/unit/test_avro_container.py tests/unit/test_manifest.py tests/unit/test_corrupt_files.py"
     "procedures/spec/manifest/model.py|tests/unit/test_manifest_model.py tests/unit/test_manifest.py tests/unit/test_manifest_skim.py"
-    "procedures/spec/manifest/writer.py|tests/unit/test_manifest.py tests/unit/test_manifest_skim.py tests/unit/test_corrupt_files.py"
+    "procedures/spec/manifest/writer.py|tests/unit/test_manifest_pyiceberg.py tests/unit/test_manifest.py tests/unit/test_manifest_skim.py tests/unit/test_corrupt_files.py"
     "procedures/spec/manifest/reader.py|tests/unit/test_manifest_pyiceberg.py tests/unit/test_manifest.py tests/unit/test_manifest_skim.py tests/unit/test_corrupt_files.py"
     "procedures/spec/manifest/manifest_list.py|tests/unit/test_manifest_pyiceberg.py tests/unit/test_manifest.py tests/unit/test_manifest_list_skim.py tests/unit/test_corrupt_files.py"
 )
