@@ -10,7 +10,8 @@
 # the unit tests that cover it, so a mutant costs about a second.  mutmut changes one thing at a time
 # (an operator, a constant, a string, a call's argument...) and runs the tests; a mutant that no test
 # notices "survived".  Survivors are printed with their diff and listed in $OUT/<module>.survivors;
-# the summary line of each module is what docs/testing.md records.  Kill a survivor with a test, or
+# the summary line of each module is what docs/testing.md records.  PROCEDURES_MUTATION=1 makes the unit
+# tests start with empty manifest read-plan caches (tests/unit/conftest.py), so every test reaches the plan builders.  Kill a survivor with a test, or
 # list it in docs/testing.md as equivalent (no input tells it apart) with the reason.
 #
 # Needs the shared reference folder at ../shared (the golden files), like the test suite; the run
@@ -93,7 +94,7 @@ for entry in "${selected[@]}"; do
     printf '\n=== %s (tests: %s) %s\n' "$module" "${tests[*]}" "$(date -u +%H:%M:%S)"
     started=$(date +%s)
     # PYTHONPATH must not point at the checkout: the mutated copy under mutants/ is the one to import
-    (cd "$scratch" && env -u PYTHONPATH CI=true python -m mutmut run >"$OUT/$name.log" 2>&1) || {
+    (cd "$scratch" && env -u PYTHONPATH CI=true PROCEDURES_MUTATION=1 python -m mutmut run >"$OUT/$name.log" 2>&1) || {
         echo "mutmut failed for $module; see $OUT/$name.log" >&2
         tail -20 "$OUT/$name.log" >&2
         exit 1
