@@ -14,6 +14,7 @@ from procedures.spec.manifest.manifest_list import (
     ManifestRows, decode_manifest_list_head, read_encoded_manifest_list, read_manifest_list, read_manifest_list_where,
 )
 from procedures.spec.manifest.model import FieldSummary
+import procedures.spec.manifest.reader as manifest_reader
 from procedures.spec.manifest.reader import read_manifest, read_manifest_where
 from procedures.spec.partitioning import PartitionField as OurField, PartitionSpec as OurSpec
 from procedures.spec.transforms import parse_transform
@@ -136,8 +137,25 @@ def test_our_list_reads_answer_as_pyiceberg(written) -> None:
     assert encoded.count == 2 and decode_manifest_list_head(encoded, len(encoded.records), 2) == ours
 
 
+def _without(monkeypatch, mode: str) -> None:
+    """Take away the generated readers (``mode``): the entry decoder alone, or the metrics skimmer
+    too (a manifest schema the generator does not handle): the reads fall back on fastavro."""
+    if mode == "skimmed":
+        return
+    real = manifest_reader.compile_skimmer
+
+    def compile_some(schema, fields):
+        decoding = any(f.kind == "string" for f in fields)  # only the entry decoder reads strings
+        return None if mode == "no skimmer" or decoding else real(schema, fields)
+
+    monkeypatch.setattr(manifest_reader, "compile_skimmer", compile_some)
+    monkeypatch.setattr(manifest_reader, "_SKIM_PLANS", {})
+
+
+@pytest.mark.parametrize("mode", ["skimmed", "no decoder", "no skimmer"])
 @pytest.mark.parametrize("specs", [None, {3: OUR_SPEC}], ids=["file order", "table spec order"])
-def test_our_manifest_reads_answer_as_pyiceberg(written, specs) -> None:
+def test_our_manifest_reads_answer_as_pyiceberg(written, specs, mode: str, monkeypatch) -> None:
+    _without(monkeypatch, mode)
     io, d = written
     for theirs_list in pm.read_manifest_list(io.new_input(f"{d}/list.avro")):
         theirs = _theirs_entries(io, theirs_list)
@@ -165,8 +183,10 @@ def test_our_manifest_reads_answer_as_pyiceberg(written, specs) -> None:
         assert reads["full"][1].sequence_number == 4  # an explicit older data sequence number stays
 
 
-def test_metrics_a_filter_sees_are_the_files_own(written) -> None:
+@pytest.mark.parametrize("mode", ["skimmed", "no decoder"])
+def test_metrics_a_filter_sees_are_the_files_own(written, mode: str, monkeypatch) -> None:
     """read_manifest_where hands ``keep`` the entry's record count and only the asked-for ids."""
+    _without(monkeypatch, mode)
     io, d = written
     [data, _] = read_manifest_list(FileIO(), f"{d}/list.avro")
     seen = []
