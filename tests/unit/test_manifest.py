@@ -31,7 +31,7 @@ from procedures.spec.manifest.model import (
     DEFAULT_BLOCK_SIZE, UNASSIGNED_SEQ, DataFile, FieldSummary, FileContent, FileFormat, ManifestContent,
     ManifestEntry, ManifestEntryStatus, ManifestFile,
 )
-from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.reader import read_manifest, read_manifest_where
 from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.partitioning import PartitionField, PartitionSpec, UNPARTITIONED_SPEC
 from procedures.spec.schema import Schema
@@ -906,3 +906,34 @@ def test_a_failure_inside_the_with_block_writes_no_manifest() -> None:
     with ManifestWriter(mio, "s3://b/ok.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1) as w:
         w.add(_full_file(FileContent.DATA, 2, PARTITION))
     assert "s3://b/ok.avro" in mio.files
+
+
+def _one_record_short(data: bytes) -> tuple[bytes, int]:
+    """``data`` (an uncompressed manifest of one block of 2 entries) with the block's count lowered to
+    1, and the byte length of its second entry: what a reader trusting the count would leave."""
+    reader = fastavro.reader(io.BytesIO(data))
+    parsed = fastavro.parse_schema(reader.writer_schema)
+    head = data.index(data[-16:]) + 16  # the header ends with the sync marker every block ends with
+    assert data[head] == 4  # zigzag 2: the count of the only block
+    [block] = fastavro.block_reader(io.BytesIO(data))
+    buf = block.bytes_.getvalue()
+    fo = io.BytesIO(buf)
+    fastavro.schemaless_reader(fo, parsed, None)
+    return data[:head] + b"\x02" + data[head + 1:], len(buf) - fo.tell()
+
+
+def test_a_block_with_more_bytes_than_its_count_is_corrupt() -> None:
+    """The skimming reads check that a block's records end where its bytes do, and say by how much
+    they do not (a count that lost an entry would otherwise drop it silently), once: the error is
+    not wrapped again on its way out."""
+    mio = MemIO()
+    f = _full_file(FileContent.DATA, 2, PARTITION)
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1, codec="null")
+    w.add(f)
+    w.add(_with(f, file_path="s3://b/other.parquet"))
+    m = replace_seq(w.close(), 3)
+    mio.files[m.manifest_path], rest = _one_record_short(mio.files[m.manifest_path])
+    message = rf"^s3://b/m.avro: corrupt manifest \(ValueError: a block holds {rest} bytes past its 1 records\)$"
+    for keep in (None, lambda metrics: True, lambda metrics: False):
+        with pytest.raises(InvalidMetadataError, match=message):
+            list(read_manifest_where(mio, m, [1], keep))

@@ -60,7 +60,8 @@ def _entries(content):
             "s3://b/a.parquet", ("x", Decimal("1.25"), 19000), 5, content, **metrics, **extra)),
         pm.ManifestEntry.from_args(status=pm.ManifestEntryStatus.ADDED, snapshot_id=77, sequence_number=4,
                                    data_file=_data_file("s3://b/a2.parquet", ("y", Decimal("-3.50"), 0), 6, content, **extra)),
-        pm.ManifestEntry.from_args(status=pm.ManifestEntryStatus.EXISTING, snapshot_id=5, sequence_number=2,
+        # snapshot id 2, the DELETED status's value: the decoder must tell status and snapshot apart
+        pm.ManifestEntry.from_args(status=pm.ManifestEntryStatus.EXISTING, snapshot_id=2, sequence_number=2,
                                    file_sequence_number=3,
                                    data_file=_data_file("s3://b/b.parquet", (None, None, None), 7, content, **extra)),
         pm.ManifestEntry.from_args(status=pm.ManifestEntryStatus.DELETED, snapshot_id=77, sequence_number=1,
