@@ -31,7 +31,7 @@ from procedures.spec.manifest.model import (
     DEFAULT_BLOCK_SIZE, UNASSIGNED_SEQ, DataFile, FieldSummary, FileContent, FileFormat, ManifestContent,
     ManifestEntry, ManifestEntryStatus, ManifestFile,
 )
-from procedures.spec.manifest.reader import read_manifest, read_manifest_where
+from procedures.spec.manifest.reader import partition_tuple_getter, read_manifest, read_manifest_where
 from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.partitioning import PartitionField, PartitionSpec, UNPARTITIONED_SPEC
 from procedures.spec.schema import Schema
@@ -937,3 +937,18 @@ def test_a_block_with_more_bytes_than_its_count_is_corrupt() -> None:
     for keep in (None, lambda metrics: True, lambda metrics: False):
         with pytest.raises(InvalidMetadataError, match=message):
             list(read_manifest_where(mio, m, [1], keep))
+
+
+def test_partition_values_in_the_logical_types_other_writers_use() -> None:
+    """Avro's decimal scale defaults to 0 when the schema leaves it out, and a uuid may be a
+    ``string`` (its text) as well as a ``fixed[16]``: both read as our values."""
+    partition = {"type": "record", "name": "r102", "fields": [
+        {"name": "d", "field-id": 1000, "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 9}]},
+        {"name": "u", "field-id": 1001, "type": ["null", {"type": "string", "logicalType": "uuid"}]},
+        {"name": "f", "field-id": 1002, "type": ["null", "fx16"]}]}
+    df_schema = {"type": "record", "name": "r2", "fields": [{"name": "partition", "field-id": 102, "type": partition}]}
+    get = partition_tuple_getter(df_schema, None, {"fx16": {"type": "fixed", "name": "fx16", "size": 16,
+                                                            "logicalType": "uuid"}})
+    assert get({"d": b"\x7d", "u": str(U1), "f": U1.bytes}) == (Decimal(125), U1, U1)
+    assert str(get({"d": b"\xff\x38", "u": None, "f": None})[0]) == "-200"
+    assert get({"d": None, "u": None, "f": None}) == (None, None, None)
