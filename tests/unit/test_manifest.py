@@ -952,3 +952,9 @@ def test_partition_values_in_the_logical_types_other_writers_use() -> None:
     assert get({"d": b"\x7d", "u": str(U1), "f": U1.bytes}) == (Decimal(125), U1, U1)
     assert str(get({"d": b"\xff\x38", "u": None, "f": None})[0]) == "-200"
     assert get({"d": None, "u": None, "f": None}) == (None, None, None)
+    # the partition struct is found by its field id whatever its name, or by its name without an id
+    renamed = {"type": "record", "name": "r2", "fields": [
+        {"name": "x", "field-id": 100, "type": "string"}, {"name": "p", "field-id": 102, "type": partition}]}
+    assert partition_tuple_getter(renamed, None, {})({"d": b"\x01", "u": None, "f": None}) == (Decimal(1), None, None)
+    unnumbered = {"type": "record", "name": "r2", "fields": [{"name": "partition", "type": partition}]}
+    assert partition_tuple_getter(unnumbered, None, {})({"d": b"\x01", "u": None, "f": None}) == (Decimal(1), None, None)
