@@ -958,3 +958,39 @@ def test_partition_values_in_the_logical_types_other_writers_use() -> None:
     assert partition_tuple_getter(renamed, None, {})({"d": b"\x01", "u": None, "f": None}) == (Decimal(1), None, None)
     unnumbered = {"type": "record", "name": "r2", "fields": [{"name": "partition", "type": partition}]}
     assert partition_tuple_getter(unnumbered, None, {})({"d": b"\x01", "u": None, "f": None}) == (Decimal(1), None, None)
+
+
+def _rewritten(mio: MemIO, path: str, change) -> None:
+    """Rewrite the manifest at ``path`` through fastavro with ``change`` applied to its first record."""
+    reader = fastavro.reader(io.BytesIO(mio.files[path]))
+    records = list(reader)
+    change(records[0])
+    buf = io.BytesIO()
+    fastavro.writer(buf, reader.writer_schema, records, metadata={k: v for k, v in reader.metadata.items()
+                                                                  if not k.startswith("avro.")})
+    mio.files[path] = buf.getvalue()
+
+
+def test_entries_a_manifest_cannot_hold_name_the_file() -> None:
+    mio = MemIO()
+    m = _write(mio, 2, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, 2, PARTITION), None, None)])
+    m = replace_seq(m, 3)
+    _rewritten(mio, m.manifest_path, lambda r: r.update(status=7))
+    with pytest.raises(InvalidMetadataError, match=r"^s3://bucket/t/metadata/m.avro: corrupt manifest \(IndexError: "):
+        list(read_manifest(mio, m))
+    schema = {"type": "record", "name": "manifest_entry", "fields": [{"name": "status", "type": "int", "field-id": 0}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, [{"status": 1}])
+    mio.files["s3://b/odd.avro"] = buf.getvalue()
+    with pytest.raises(InvalidMetadataError, match=r"^s3://b/odd.avro: manifest schema has no data_file field \(id 2\)$"):
+        list(read_manifest(mio, ManifestFile("s3://b/odd.avro", 1, 0)))
+
+
+def test_delete_files_never_inherit_row_ids() -> None:
+    """First row ids are for data files: a delete manifest with a first_row_id (not one Java writes)
+    gives its files none."""
+    mio = MemIO()
+    dv = _full_file(FileContent.POSITION_DELETES, 3, PARTITION)
+    m = _write(mio, 3, ManifestContent.DELETES, [("add", dv, None, None)])
+    [e] = read_manifest(mio, replace(replace_seq(m, 3), first_row_id=100))
+    assert e.data_file.first_row_id is None
