@@ -994,3 +994,24 @@ def test_delete_files_never_inherit_row_ids() -> None:
     m = _write(mio, 3, ManifestContent.DELETES, [("add", dv, None, None)])
     [e] = read_manifest(mio, replace(replace_seq(m, 3), first_row_id=100))
     assert e.data_file.first_row_id is None
+
+
+def test_partition_fields_the_file_lacks_read_as_null() -> None:
+    """Ordered by a table spec with a field the file's partition struct lacks, that value is null."""
+    partition = {"type": "record", "name": "r102", "fields": [
+        {"name": "a", "field-id": 1000, "type": ["null", "int"]}, {"name": "b", "field-id": 1001, "type": ["null", "int"]}]}
+    df_schema = {"type": "record", "name": "r2", "fields": [{"name": "partition", "field-id": 102, "type": partition}]}
+    evolved = PartitionSpec(0, (_pf(1, 1001, "identity", "b"), _pf(1, 1005, "identity", "new"),
+                                _pf(1, 1000, "identity", "a")))
+    assert partition_tuple_getter(df_schema, evolved, {})({"a": 1, "b": 2}) == (2, None, 1)
+    only_new = PartitionSpec(0, (_pf(1, 1005, "identity", "new"),))
+    assert partition_tuple_getter(df_schema, only_new, {})({"a": 1, "b": 2}) == (None,)
+
+
+def test_unpartitioned_entries_read_back_with_an_empty_partition() -> None:
+    mio = MemIO()
+    w = ManifestWriter(mio, "s3://b/m.avro", UNPARTITIONED_SPEC, SCHEMA, 2, ManifestContent.DATA, 1)
+    w.add(DataFile("s3://b/x", FileFormat.PARQUET, (), 1, 1))
+    m = replace_seq(w.close(), 1)
+    assert [e.data_file.partition for e in read_manifest(mio, m)] == [()]
+    assert [e.data_file.partition for e in read_manifest_where(mio, m, [1], None)] == [()]
