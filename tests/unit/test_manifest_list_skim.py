@@ -4,11 +4,14 @@ same test, whatever the format version, the summaries (nulls, NaN, missing bound
 
 from __future__ import annotations
 
+import io
+import json
 import pickle
 import random
 import struct
 from dataclasses import replace
 
+import fastavro
 import pytest
 
 import procedures.spec.manifest.manifest_list as manifest_list_module
@@ -162,3 +165,35 @@ def test_taken_rows_and_a_row_decoded_alone_are_the_full_reads(version):
     assert [ManifestRows.decode_one(rows.path, rows.schema, rows.rows[i]) for i in at] == [full[i] for i in at]
     with pytest.raises(InvalidMetadataError, match="read as"):
         ManifestRows.decode_one(rows.path, rows.schema, rows.rows[3] + b"\x00")
+
+
+# ------------------------------------------------------------------ edges found by mutation testing
+def test_encoded_lists_join_every_block_and_decode_their_head():
+    from procedures.spec.manifest.manifest_list import decode_manifest_list_head, read_encoded_manifest_list
+
+    mio, path = _written(2)
+    encoded = read_encoded_manifest_list(mio, path)
+    full = read_manifest_list(mio, path)
+    assert encoded.path == path and encoded.count == len(full) == 3000  # several blocks
+    assert decode_manifest_list_head(encoded, len(encoded.records), 3000) == full
+    # the head: the first rows alone, which must end where they are said to
+    buf = io.BytesIO(encoded.records)
+    parsed = fastavro.parse_schema(json.loads(encoded.schema))
+    for _ in range(2):
+        fastavro.schemaless_reader(buf, parsed, None)
+    assert decode_manifest_list_head(encoded, buf.tell(), 2) == full[:2]
+
+
+def test_encoded_list_errors_name_the_file():
+    from procedures.spec.manifest.manifest_list import decode_manifest_list_head, read_encoded_manifest_list
+
+    mio, path = _written(2)
+    encoded = read_encoded_manifest_list(mio, path)
+    with pytest.raises(InvalidMetadataError, match=rf"^{path}: manifest list rows end at byte \d+, expected 7$"):
+        decode_manifest_list_head(encoded, 7, 0)
+    with pytest.raises(InvalidMetadataError, match=rf"^{path}: corrupt manifest list \((EOFError|IndexError|ValueError|"
+                                                   r"UnicodeDecodeError|StopIteration|TypeError): "):
+        decode_manifest_list_head(encoded, 3, 1)
+    mio.files["s3://b/bad.avro"] = b"Obj\x01garbage"
+    with pytest.raises(InvalidMetadataError, match=r"^s3://b/bad.avro: not a readable Avro file \(\w+Error: "):
+        read_encoded_manifest_list(mio, "s3://b/bad.avro")
