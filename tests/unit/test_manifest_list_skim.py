@@ -197,3 +197,19 @@ def test_encoded_list_errors_name_the_file():
     mio.files["s3://b/bad.avro"] = b"Obj\x01garbage"
     with pytest.raises(InvalidMetadataError, match=r"^s3://b/bad.avro: not a readable Avro file \(\w+Error: "):
         read_encoded_manifest_list(mio, "s3://b/bad.avro")
+
+
+def test_kept_rows_compare_as_their_rows_and_name_the_list_in_errors():
+    mio, path = _written(2)
+    rows = read_manifest_list_where(mio, path, None)
+    assert isinstance(rows, ManifestRows)
+    assert rows == rows.take(range(len(rows))) and rows == list(rows) and rows[:5] == list(rows)[:5]
+    assert rows[:5] != rows[1:6] and rows[:5] != list(rows)[1:6] and rows != 5
+    bad = b"\xff\xff\xff\xff"  # a negative string length: no row
+    corrupt = ManifestRows(path, rows.schema, [bad, rows.rows[1]], [0, 1])
+    message = rf"^{path}: corrupt manifest list \("
+    for read in (lambda: corrupt[0], lambda: list(corrupt), lambda: corrupt[0:1][0], lambda: corrupt.take([0])[0],
+                 lambda: corrupt.with_content(ManifestContent.DATA)[0],
+                 lambda: ManifestRows.decode_one(path, rows.schema, bad)):
+        with pytest.raises(InvalidMetadataError, match=message):
+            read()
