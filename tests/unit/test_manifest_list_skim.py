@@ -213,3 +213,15 @@ def test_kept_rows_compare_as_their_rows_and_name_the_list_in_errors():
                  lambda: ManifestRows.decode_one(path, rows.schema, bad)):
         with pytest.raises(InvalidMetadataError, match=message):
             read()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_truncated_or_foreign_list_names_the_file(version):
+    mio, path = _written(version)
+    mio.files["s3://b/cut.avro"] = mio.files[path][:len(mio.files[path]) // 2]
+    with pytest.raises(InvalidMetadataError, match=r"^s3://b/cut.avro: corrupt manifest list \(EOFError: "):
+        read_manifest_list(mio, "s3://b/cut.avro")
+    mio.files["s3://b/bad.avro"] = b"Obj\x01garbage"
+    for read in (read_manifest_list, lambda io, p: read_manifest_list_where(io, p, None)):
+        with pytest.raises(InvalidMetadataError, match=r"^s3://b/bad.avro: not a readable Avro file \(ValueError: "):
+            read(mio, "s3://b/bad.avro")
