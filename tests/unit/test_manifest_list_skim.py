@@ -225,3 +225,47 @@ def test_a_truncated_or_foreign_list_names_the_file(version):
     for read in (read_manifest_list, lambda io, p: read_manifest_list_where(io, p, None)):
         with pytest.raises(InvalidMetadataError, match=r"^s3://b/bad.avro: not a readable Avro file \(ValueError: "):
             read(mio, "s3://b/bad.avro")
+
+
+def _old_writer_list(mio: MemIO, path: str, drop_partitions: bool, drop_nan: bool) -> None:
+    """A v1 list as older writers wrote it: without the partitions field, or with field summaries
+    that have no contains_nan (written through fastavro with that schema)."""
+    import copy
+
+    from procedures.spec.avro_schemas import manifest_list_avro_schema
+
+    schema = copy.deepcopy(manifest_list_avro_schema(1))
+    if drop_partitions:
+        schema["fields"] = [f for f in schema["fields"] if f.get("field-id") != 507]
+    if drop_nan:
+        parts = next(f for f in schema["fields"] if f.get("field-id") == 507)
+        items = parts["type"][1]["items"]
+        items["fields"] = [f for f in items["fields"] if f["name"] != "contains_nan"]
+    records = []
+    for row in _rows(1, 300):
+        rec = {"manifest_path": row.manifest_path, "manifest_length": row.manifest_length,
+               "partition_spec_id": row.partition_spec_id, "added_snapshot_id": row.added_snapshot_id,
+               "added_files_count": row.added_files_count, "existing_files_count": row.existing_files_count,
+               "deleted_files_count": row.deleted_files_count}
+        if not drop_partitions:
+            rec["partitions"] = None if row.partitions is None else [
+                {"contains_null": s.contains_null, "contains_nan": s.contains_nan, "lower_bound": s.lower_bound,
+                 "upper_bound": s.upper_bound} for s in row.partitions]
+        records.append(rec)
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, records, metadata={"format-version": "1"})
+    mio.files[path] = buf.getvalue()
+
+
+@pytest.mark.parametrize("drop_partitions,drop_nan", [(True, False), (False, True)],
+                         ids=["no partitions field", "no contains_nan"])
+def test_lists_of_older_writers_keep_the_rows_a_full_read_keeps(drop_partitions, drop_nan):
+    mio, path = MemIO(), "s3://b/old.avro"
+    _old_writer_list(mio, path, drop_partitions, drop_nan)
+    full = read_manifest_list(mio, path)
+    if drop_nan:
+        assert all(s.contains_nan is None for m in full for s in (m.partitions or ()))
+    for live_only in (False, True):
+        kept = read_manifest_list_where(mio, path, _keep_low, live_only=live_only)
+        assert list(kept) == [m for m in full if _keep_low(m.partition_spec_id, m.partitions)
+                              and not (live_only and m.added_files_count == 0 and m.existing_files_count == 0)]
