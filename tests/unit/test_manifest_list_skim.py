@@ -15,7 +15,7 @@ import fastavro
 import pytest
 
 import procedures.spec.manifest.manifest_list as manifest_list_module
-from procedures.errors import InvalidMetadataError
+from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.manifest.manifest_list import (
     ManifestRows, read_manifest_list, read_manifest_list_where, write_manifest_list,
 )
@@ -148,7 +148,8 @@ def test_a_row_that_decodes_to_another_length_is_corrupt():
     mio, path = _written(2)
     rows = read_manifest_list_where(mio, path, lambda s, p: True)
     longer = ManifestRows(rows.path, rows.schema, [rows.rows[0] + b"\x00"], [0])
-    with pytest.raises(InvalidMetadataError, match="read as"):
+    with pytest.raises(InvalidMetadataError, match=rf"^{path}: a row read as {len(rows.rows[0])} bytes and as "
+                                                   rf"{len(rows.rows[0]) + 1}$"):
         list(longer)
 
 
@@ -207,7 +208,7 @@ def test_kept_rows_compare_as_their_rows_and_name_the_list_in_errors():
     assert rows[:5] != rows[1:6] and rows[:5] != list(rows)[1:6] and rows != 5
     bad = b"\xff\xff\xff\xff"  # a negative string length: no row
     corrupt = ManifestRows(path, rows.schema, [bad, rows.rows[1]], [0, 1])
-    message = rf"^{path}: corrupt manifest list \("
+    message = rf"^{path}: corrupt manifest list \(IndexError: "
     for read in (lambda: corrupt[0], lambda: list(corrupt), lambda: corrupt[0:1][0], lambda: corrupt.take([0])[0],
                  lambda: corrupt.with_content(ManifestContent.DATA)[0],
                  lambda: ManifestRows.decode_one(path, rows.schema, bad)):
@@ -269,3 +270,64 @@ def test_lists_of_older_writers_keep_the_rows_a_full_read_keeps(drop_partitions,
         kept = read_manifest_list_where(mio, path, _keep_low, live_only=live_only)
         assert list(kept) == [m for m in full if _keep_low(m.partition_spec_id, m.partitions)
                               and not (live_only and m.added_files_count == 0 and m.existing_files_count == 0)]
+
+
+def _listed(version: int, **kw) -> ManifestFile:
+    base = dict(sequence_number=-1, min_sequence_number=-1, added_snapshot_id=55, added_files_count=1,
+                existing_files_count=2, deleted_files_count=0, added_rows_count=10, existing_rows_count=20,
+                deleted_rows_count=0)
+    base.update(kw)
+    return ManifestFile(kw.pop("manifest_path", "s3://b/m.avro"), 100, 0, **{k: v for k, v in base.items()
+                                                                           if k != "manifest_path"})
+
+
+def test_list_headers_and_refusals_as_java_writes_them():
+    from procedures.spec.manifest.avro_container import read_manifest_metadata
+
+    mio = MemIO()
+    expected = {1: {"snapshot-id": "55", "parent-snapshot-id": "54", "format-version": "1"},
+                2: {"snapshot-id": "55", "parent-snapshot-id": "54", "sequence-number": "7", "format-version": "2"},
+                3: {"snapshot-id": "55", "parent-snapshot-id": "54", "sequence-number": "7", "first-row-id": "100",
+                    "format-version": "3"}}
+    for version, meta in expected.items():
+        write_manifest_list(mio, f"s3://b/l{version}.avro", version, 55, 54, 7, 100 if version >= 3 else None,
+                            [_listed(version)])
+        assert read_manifest_metadata(mio, f"s3://b/l{version}.avro") == meta
+    # v1 rows may leave their counts unknown; v2 and v3 rows may not
+    write_manifest_list(mio, "s3://b/v1-counts.avro", 1, 55, None, 7, None, [_listed(1, added_files_count=None)])
+    for version in (2, 3):
+        with pytest.raises(ValidationError, match=rf"^s3://b/x.avro: manifest s3://b/m.avro lacks added_files_count, "
+                                                  rf"deleted_rows_count required in v{version}$"):
+            write_manifest_list(mio, "s3://b/x.avro", version, 55, None, 7, 1,
+                                [_listed(version, added_files_count=None, deleted_rows_count=None)])
+    with pytest.raises(ValidationError, match="^s3://b/x.avro: a v3 manifest list needs the snapshot's first-row-id$"):
+        write_manifest_list(mio, "s3://b/x.avro", 3, 55, None, 7, None, [_listed(3)])
+    with pytest.raises(ValidationError, match="^s3://b/x.avro: delete manifest s3://b/m.avro cannot be listed in "
+                                              "format version 1$"):
+        write_manifest_list(mio, "s3://b/x.avro", 1, 55, None, 7, None, [_listed(1, content=ManifestContent.DELETES)])
+    asked = []
+    mio.write = lambda path, data, overwrite=False: asked.append(overwrite)
+    write_manifest_list(mio, "s3://b/y.avro", 2, 55, 54, 7, None, [_listed(2)])
+    assert asked == [False]  # never written over another file
+    assert "s3://b/x.avro" not in mio.files
+
+
+def test_v3_row_ids_go_to_data_manifests_only():
+    mio = MemIO()
+    rows = [_listed(3, manifest_path="s3://b/d.avro"),
+            _listed(3, manifest_path="s3://b/del.avro", content=ManifestContent.DELETES, first_row_id=5),
+            _listed(3, manifest_path="s3://b/kept.avro", first_row_id=7)]
+    out, next_row_id = write_manifest_list(mio, "s3://b/l.avro", 3, 55, None, 9, 1000, rows)
+    assert [m.first_row_id for m in out] == [1000, None, 7] and next_row_id == 1030
+    assert [m.first_row_id for m in read_manifest_list(mio, "s3://b/l.avro")] == [1000, None, 7]
+
+
+def test_the_list_codec_level_is_used():
+    mio = MemIO()
+    rows = _rows(2, 2000)
+    sizes = []
+    for level in (1, 19):
+        write_manifest_list(mio, f"s3://b/{level}.avro", 2, 55, 54, 3000, None, rows, codec="zstd",
+                            compression_level=level)
+        sizes.append(len(mio.files[f"s3://b/{level}.avro"]))
+    assert sizes[1] < sizes[0]
