@@ -48,8 +48,9 @@ def _fastavro(records, codec: str, level: int | None) -> bytes:
     return buf.getvalue()
 
 
-# 98-character strings encode as 100 bytes: 160 of them fill a block exactly (fastavro's 16,000 bytes)
-@pytest.mark.parametrize("n,width", [(160, 98), (161, 98), (500, 98), (1000, 30), (3, 20_000), (0, 1)])
+# 98-character strings encode as 100 bytes: 160 of them fill a block exactly (fastavro's 16,000 bytes);
+# 5331-character ones as 5333: three come one byte short of it
+@pytest.mark.parametrize("n,width", [(160, 98), (161, 98), (500, 98), (1000, 30), (3, 20_000), (0, 1), (8, 5331)])
 @pytest.mark.parametrize("codec,level", [("null", None), ("zstd", 1), ("zstd", 19)])
 def test_encoded_files_are_the_files_fastavro_writes(n: int, width: int, codec: str, level: int | None) -> None:
     """Blocks cut where fastavro cuts them, the given sync marker, the codec at the given level: the same
