@@ -110,14 +110,12 @@ class HashSketch:
         self.k = 1 << lg_k
         self.theta = MAX_THETA
         self.hashes: set[int] = set()
-        self.seen = False
 
     def update(self, value: Any, type_: IcebergType) -> None:
         """Add one value (None is skipped, as Java skips nulls)."""
         if value is None:
             return
         data = sketch_input(value, type_)
-        self.seen = True
         if data:  # an empty byte string is rejected by the sketch, as in Java
             self.update_hash(value_hash(data))
 

@@ -31,7 +31,7 @@ from procedures.spec.manifest.model import (
     DEFAULT_BLOCK_SIZE, UNASSIGNED_SEQ, DataFile, FieldSummary, FileContent, FileFormat, ManifestContent,
     ManifestEntry, ManifestEntryStatus, ManifestFile,
 )
-from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.reader import partition_tuple_getter, read_manifest, read_manifest_where
 from procedures.spec.manifest.writer import ManifestWriter
 from procedures.spec.partitioning import PartitionField, PartitionSpec, UNPARTITIONED_SPEC
 from procedures.spec.schema import Schema
@@ -767,3 +767,251 @@ def test_avro_block_compression_keeps_each_level_apart() -> None:
     assert avro_codecs.compress_block("zstandard", block, 1) == fast
     for payload in (fast, small, avro_codecs.compress_block("zstandard", block, None)):
         assert avro_codecs.zstd_decompress(payload) == block
+
+
+# ------------------------------------------------------------------ edges found by mutation testing
+ONE_FIELD = PartitionSpec(0, (_pf(5, 1000, "identity", "f"),))
+
+
+def _one(i: int, value, rows: int = 1) -> DataFile:
+    return DataFile(f"s3://b/{i}.parquet", FileFormat.PARQUET, (value,), rows, 1)
+
+
+def test_parts_join_flags_counts_and_bounds_of_every_part() -> None:
+    """Parts that differ from each other: a null and a NaN only in the first part, the bounds in
+    the middle one, existing files only in one part."""
+    mio = MemIO()
+    sync = bytes(range(16))
+    runs = [[("add", _one(0, None), None, None), ("add", _one(1, float("nan")), None, None)],
+            [("existing", _one(2, -3.0, 5), 4, 4), ("existing", _one(3, 9.0, 6), 2, 3)],
+            [("add", _one(4, 1.0, 7), None, None), ("delete", _one(5, 100.0, 8), 1, 1)]]
+    parts = []
+    for i, run in enumerate(runs):
+        w = ManifestWriter(mio, f"s3://b/p{i}.avro", ONE_FIELD, SCHEMA, 2, ManifestContent.DATA, 55, sync_marker=sync)
+        _write_into(w, run)
+        parts.append(w.close_part())
+    assert [(p.files, p.rows) for p in parts] == [((0, 2, 0), (0, 2, 0)), ((2, 0, 0), (11, 0, 0)),
+                                                  ((0, 1, 1), (0, 7, 8))]
+    joined = ManifestWriter(mio, "s3://b/j.avro", ONE_FIELD, SCHEMA, 2, ManifestContent.DATA, 55,
+                            sync_marker=sync).close_parts(parts)
+    whole = ManifestWriter(mio, "s3://b/w.avro", ONE_FIELD, SCHEMA, 2, ManifestContent.DATA, 55)
+    _write_into(whole, [e for run in runs for e in run])
+    expected = whole.close()
+    assert joined.partitions == expected.partitions == (
+        FieldSummary(True, True, struct.pack("<d", -3.0), struct.pack("<d", 100.0)),)
+    assert (joined.added_files_count, joined.existing_files_count, joined.deleted_files_count, joined.added_rows_count,
+            joined.existing_rows_count, joined.deleted_rows_count, joined.min_sequence_number) == (3, 2, 1, 9, 11, 8, 2)
+    # the last part without a null or NaN does not clear the flags of the first
+    rev = ManifestWriter(mio, "s3://b/r.avro", ONE_FIELD, SCHEMA, 2, ManifestContent.DATA, 55,
+                         sync_marker=sync).close_parts([parts[0], parts[2]])
+    assert rev.partitions[0].contains_null and rev.partitions[0].contains_nan
+
+
+def test_the_writer_keeps_its_codec_level_and_sync_marker() -> None:
+    mio = MemIO()
+    files = _entries_spread(600)
+    sizes = {}
+    for sync in (None, bytes(range(16))):
+        for level in (1, 19):
+            path = f"s3://b/{level}-{sync is None}.avro"
+            w = ManifestWriter(mio, path, SPEC, SCHEMA, 2, ManifestContent.DATA, 55, codec="zstd",
+                               compression_level=level, sync_marker=sync)
+            _write_into(w, files)
+            sizes[(sync is None, level)] = w.close().manifest_length
+            if sync is not None:
+                assert mio.files[path][-16:] == sync  # every block ends with the given marker
+    assert sizes[(True, 19)] < sizes[(True, 1)] and sizes[(False, 19)] < sizes[(False, 1)]
+    part_sizes = []
+    for level in (1, 19):
+        w = ManifestWriter(mio, "s3://b/x.avro", SPEC, SCHEMA, 2, codec="zstd", compression_level=level,
+                           sync_marker=bytes(16))
+        _write_into(w, files)
+        part_sizes.append(len(w.close_part().blocks))
+        joiner = ManifestWriter(mio, f"s3://b/j{level}.avro", SPEC, SCHEMA, 2, codec="zstd", compression_level=level,
+                                sync_marker=bytes(16))
+        _write_into(joiner, files)
+        part_sizes.append(joiner.close_parts([]).manifest_length)
+    assert part_sizes[2] < part_sizes[0] and part_sizes[3] < part_sizes[1]
+
+
+def test_what_java_writes_into_entries_and_header() -> None:
+    mio = MemIO()
+    f = _full_file(FileContent.DATA, 2, PARTITION)
+    m = _write(mio, 2, ManifestContent.DATA, [("add", f, None, None), ("delete", _with(f, file_path="s3://b/d"), 2, 2)],
+               snapshot_id=55)
+    raw = fastavro.reader(io.BytesIO(mio.files[m.manifest_path]))
+    assert [r["snapshot_id"] for r in raw] == [55, 55]  # written, not left to inheritance
+    assert raw.metadata["content"] == "data"
+    for key in ("schema", "partition-spec"):  # compact JSON, as Java's parsers write it
+        assert raw.metadata[key] == json.dumps(json.loads(raw.metadata[key]), separators=(",", ":"))
+    m1 = _write(mio, 1, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, 1, PARTITION), None, None)],
+                path="s3://b/v1.avro")
+    assert "content" not in read_manifest_metadata(mio, m1.manifest_path)
+    # v3: a delete file's first_row_id is not written (Java keeps it for data files only)
+    dv = _full_file(FileContent.POSITION_DELETES, 3, PARTITION, first_row_id=5)
+    m3 = _write(mio, 3, ManifestContent.DELETES, [("add", dv, None, None)], path="s3://b/v3.avro")
+    [rec] = fastavro.reader(io.BytesIO(mio.files[m3.manifest_path]))
+    assert rec["data_file"]["first_row_id"] is None
+
+
+def test_key_metadata_reaches_the_manifest_list_row() -> None:
+    mio = MemIO()
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1, key_metadata=b"\x07key")
+    w.add(_full_file(FileContent.DATA, 2, PARTITION))
+    m = w.close()
+    assert m.key_metadata == b"\x07key"
+    write_manifest_list(mio, "s3://b/l.avro", 2, 1, None, 3, None, [m])
+    assert read_manifest_list(mio, "s3://b/l.avro")[0].key_metadata == b"\x07key"
+
+
+def test_writer_refusals_say_what_is_wrong() -> None:
+    mio = MemIO()
+    with pytest.raises(ValidationError, match="^s3://b/m.avro: format version 1 has no delete manifests$"):
+        ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 1, ManifestContent.DELETES)
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1)
+    f = _full_file(FileContent.DATA, 2, PARTITION)
+    with pytest.raises(ValidationError, match="^s3://b/m.avro: DELETED entry for s3://bucket/t/data/a.parquet needs an "
+                                              "explicit data sequence number; only ADDED entries may inherit it$"):
+        w.delete(f, None, None)
+    with pytest.raises(ValidationError, match=r"^s3://b/m.avro: partition \(1,\) of s3://bucket/t/data/a.parquet has "
+                                              r"1 values, spec 2 has 11 fields$"):
+        w.add(_with(f, partition=(1,)))
+    with pytest.raises(ValidationError, match=r"^s3://b/m.avro: partition \(1,\) of an encoded entry has 1 values"):
+        w.existing_encoded(b"", (1,), 1, 3)
+    with pytest.raises(ValidationError, match="^s3://b/m.avro: an EXISTING entry needs an explicit data sequence number$"):
+        w.existing_encoded(b"", PARTITION, 1, None)
+    # v1 has no sequence numbers: an encoded EXISTING entry needs none
+    v1 = ManifestWriter(mio, "s3://b/v1.avro", ONE_FIELD, SCHEMA, 1, ManifestContent.DATA, 1)
+    v1.existing_encoded(b"", (1.0,), 1, None)
+    assert v1.close().existing_files_count == 1
+
+
+def test_a_manifest_is_never_written_over_an_existing_file() -> None:
+    mio = MemIO()
+    mio.files["s3://b/m.avro"] = b"someone else's"
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1)
+    w.add(_full_file(FileContent.DATA, 2, PARTITION))
+    with pytest.raises(FileExistsError):
+        w.close()
+    assert mio.files["s3://b/m.avro"] == b"someone else's"
+
+
+def test_a_failure_inside_the_with_block_writes_no_manifest() -> None:
+    mio = MemIO()
+    with pytest.raises(RuntimeError, match="task failed"):
+        with ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1) as w:
+            w.add(_full_file(FileContent.DATA, 2, PARTITION))
+            raise RuntimeError("task failed")
+    assert mio.files == {}
+    with ManifestWriter(mio, "s3://b/ok.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1) as w:
+        w.add(_full_file(FileContent.DATA, 2, PARTITION))
+    assert "s3://b/ok.avro" in mio.files
+
+
+def _one_record_short(data: bytes) -> tuple[bytes, int]:
+    """``data`` (an uncompressed manifest of one block of 2 entries) with the block's count lowered to
+    1, and the byte length of its second entry: what a reader trusting the count would leave."""
+    reader = fastavro.reader(io.BytesIO(data))
+    parsed = fastavro.parse_schema(reader.writer_schema)
+    head = data.index(data[-16:]) + 16  # the header ends with the sync marker every block ends with
+    assert data[head] == 4  # zigzag 2: the count of the only block
+    [block] = fastavro.block_reader(io.BytesIO(data))
+    buf = block.bytes_.getvalue()
+    fo = io.BytesIO(buf)
+    fastavro.schemaless_reader(fo, parsed, None)
+    return data[:head] + b"\x02" + data[head + 1:], len(buf) - fo.tell()
+
+
+def test_a_block_with_more_bytes_than_its_count_is_corrupt() -> None:
+    """The skimming reads check that a block's records end where its bytes do, and say by how much
+    they do not (a count that lost an entry would otherwise drop it silently), once: the error is
+    not wrapped again on its way out."""
+    mio = MemIO()
+    f = _full_file(FileContent.DATA, 2, PARTITION)
+    w = ManifestWriter(mio, "s3://b/m.avro", SPEC, SCHEMA, 2, ManifestContent.DATA, 1, codec="null")
+    w.add(f)
+    w.add(_with(f, file_path="s3://b/other.parquet"))
+    m = replace_seq(w.close(), 3)
+    mio.files[m.manifest_path], rest = _one_record_short(mio.files[m.manifest_path])
+    message = rf"^s3://b/m.avro: corrupt manifest \(ValueError: a block holds {rest} bytes past its 1 records\)$"
+    for keep in (None, lambda metrics: True, lambda metrics: False):
+        with pytest.raises(InvalidMetadataError, match=message):
+            list(read_manifest_where(mio, m, [1], keep))
+
+
+def test_partition_values_in_the_logical_types_other_writers_use() -> None:
+    """Avro's decimal scale defaults to 0 when the schema leaves it out, and a uuid may be a
+    ``string`` (its text) as well as a ``fixed[16]``: both read as our values."""
+    partition = {"type": "record", "name": "r102", "fields": [
+        {"name": "d", "field-id": 1000, "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 9}]},
+        {"name": "u", "field-id": 1001, "type": ["null", {"type": "string", "logicalType": "uuid"}]},
+        {"name": "f", "field-id": 1002, "type": ["null", "fx16"]}]}
+    df_schema = {"type": "record", "name": "r2", "fields": [{"name": "partition", "field-id": 102, "type": partition}]}
+    get = partition_tuple_getter(df_schema, None, {"fx16": {"type": "fixed", "name": "fx16", "size": 16,
+                                                            "logicalType": "uuid"}})
+    assert get({"d": b"\x7d", "u": str(U1), "f": U1.bytes}) == (Decimal(125), U1, U1)
+    assert str(get({"d": b"\xff\x38", "u": None, "f": None})[0]) == "-200"
+    assert get({"d": None, "u": None, "f": None}) == (None, None, None)
+    # the partition struct is found by its field id whatever its name, or by its name without an id
+    renamed = {"type": "record", "name": "r2", "fields": [
+        {"name": "x", "field-id": 100, "type": "string"}, {"name": "p", "field-id": 102, "type": partition}]}
+    assert partition_tuple_getter(renamed, None, {})({"d": b"\x01", "u": None, "f": None}) == (Decimal(1), None, None)
+    unnumbered = {"type": "record", "name": "r2", "fields": [{"name": "partition", "type": partition}]}
+    assert partition_tuple_getter(unnumbered, None, {})({"d": b"\x01", "u": None, "f": None}) == (Decimal(1), None, None)
+
+
+def _rewritten(mio: MemIO, path: str, change) -> None:
+    """Rewrite the manifest at ``path`` through fastavro with ``change`` applied to its first record."""
+    reader = fastavro.reader(io.BytesIO(mio.files[path]))
+    records = list(reader)
+    change(records[0])
+    buf = io.BytesIO()
+    fastavro.writer(buf, reader.writer_schema, records, metadata={k: v for k, v in reader.metadata.items()
+                                                                  if not k.startswith("avro.")})
+    mio.files[path] = buf.getvalue()
+
+
+def test_entries_a_manifest_cannot_hold_name_the_file() -> None:
+    mio = MemIO()
+    m = _write(mio, 2, ManifestContent.DATA, [("add", _full_file(FileContent.DATA, 2, PARTITION), None, None)])
+    m = replace_seq(m, 3)
+    _rewritten(mio, m.manifest_path, lambda r: r.update(status=7))
+    with pytest.raises(InvalidMetadataError, match=r"^s3://bucket/t/metadata/m.avro: corrupt manifest \(IndexError: "):
+        list(read_manifest(mio, m))
+    schema = {"type": "record", "name": "manifest_entry", "fields": [{"name": "status", "type": "int", "field-id": 0}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, [{"status": 1}])
+    mio.files["s3://b/odd.avro"] = buf.getvalue()
+    with pytest.raises(InvalidMetadataError, match=r"^s3://b/odd.avro: manifest schema has no data_file field \(id 2\)$"):
+        list(read_manifest(mio, ManifestFile("s3://b/odd.avro", 1, 0)))
+
+
+def test_delete_files_never_inherit_row_ids() -> None:
+    """First row ids are for data files: a delete manifest with a first_row_id (not one Java writes)
+    gives its files none."""
+    mio = MemIO()
+    dv = _full_file(FileContent.POSITION_DELETES, 3, PARTITION)
+    m = _write(mio, 3, ManifestContent.DELETES, [("add", dv, None, None)])
+    [e] = read_manifest(mio, replace(replace_seq(m, 3), first_row_id=100))
+    assert e.data_file.first_row_id is None
+
+
+def test_partition_fields_the_file_lacks_read_as_null() -> None:
+    """Ordered by a table spec with a field the file's partition struct lacks, that value is null."""
+    partition = {"type": "record", "name": "r102", "fields": [
+        {"name": "a", "field-id": 1000, "type": ["null", "int"]}, {"name": "b", "field-id": 1001, "type": ["null", "int"]}]}
+    df_schema = {"type": "record", "name": "r2", "fields": [{"name": "partition", "field-id": 102, "type": partition}]}
+    evolved = PartitionSpec(0, (_pf(1, 1001, "identity", "b"), _pf(1, 1005, "identity", "new"),
+                                _pf(1, 1000, "identity", "a")))
+    assert partition_tuple_getter(df_schema, evolved, {})({"a": 1, "b": 2}) == (2, None, 1)
+    only_new = PartitionSpec(0, (_pf(1, 1005, "identity", "new"),))
+    assert partition_tuple_getter(df_schema, only_new, {})({"a": 1, "b": 2}) == (None,)
+
+
+def test_unpartitioned_entries_read_back_with_an_empty_partition() -> None:
+    mio = MemIO()
+    w = ManifestWriter(mio, "s3://b/m.avro", UNPARTITIONED_SPEC, SCHEMA, 2, ManifestContent.DATA, 1)
+    w.add(DataFile("s3://b/x", FileFormat.PARQUET, (), 1, 1))
+    m = replace_seq(w.close(), 1)
+    assert [e.data_file.partition for e in read_manifest(mio, m)] == [()]
+    assert [e.data_file.partition for e in read_manifest_where(mio, m, [1], None)] == [()]

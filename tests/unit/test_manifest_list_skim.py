@@ -4,15 +4,18 @@ same test, whatever the format version, the summaries (nulls, NaN, missing bound
 
 from __future__ import annotations
 
+import io
+import json
 import pickle
 import random
 import struct
 from dataclasses import replace
 
+import fastavro
 import pytest
 
 import procedures.spec.manifest.manifest_list as manifest_list_module
-from procedures.errors import InvalidMetadataError
+from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.manifest.manifest_list import (
     ManifestRows, read_manifest_list, read_manifest_list_where, write_manifest_list,
 )
@@ -106,8 +109,18 @@ def test_a_block_whose_count_disagrees_with_its_bytes_is_corrupt(count_change):
     if count_change == 0:
         assert read_manifest_list_where(mio, path, lambda s, p: True) == expected
         return
-    with pytest.raises(InvalidMetadataError, match="corrupt manifest list"):
+    message = rf"^{path}: corrupt manifest list \((EOFError|IndexError|ValueError): "
+    if count_change < 0:  # one row fewer counted than the bytes hold: the last row's bytes are left
+        rows = read_manifest_list_where(_memio_with(path, _written(2)[0].files[path]), path, None).rows
+        message += rf"a block holds {len(rows[-1])} bytes past its {len(expected) - 1} rows\)$"
+    with pytest.raises(InvalidMetadataError, match=message):
         read_manifest_list_where(mio, path, lambda s, p: True)
+
+
+def _memio_with(path: str, data: bytes) -> MemIO:
+    mio = MemIO()
+    mio.files[path] = data
+    return mio
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
@@ -145,7 +158,8 @@ def test_a_row_that_decodes_to_another_length_is_corrupt():
     mio, path = _written(2)
     rows = read_manifest_list_where(mio, path, lambda s, p: True)
     longer = ManifestRows(rows.path, rows.schema, [rows.rows[0] + b"\x00"], [0])
-    with pytest.raises(InvalidMetadataError, match="read as"):
+    with pytest.raises(InvalidMetadataError, match=rf"^{path}: a row read as {len(rows.rows[0])} bytes and as "
+                                                   rf"{len(rows.rows[0]) + 1}$"):
         list(longer)
 
 
@@ -162,3 +176,174 @@ def test_taken_rows_and_a_row_decoded_alone_are_the_full_reads(version):
     assert [ManifestRows.decode_one(rows.path, rows.schema, rows.rows[i]) for i in at] == [full[i] for i in at]
     with pytest.raises(InvalidMetadataError, match="read as"):
         ManifestRows.decode_one(rows.path, rows.schema, rows.rows[3] + b"\x00")
+
+
+# ------------------------------------------------------------------ edges found by mutation testing
+def test_encoded_lists_join_every_block_and_decode_their_head():
+    from procedures.spec.manifest.manifest_list import decode_manifest_list_head, read_encoded_manifest_list
+
+    mio, path = _written(2)
+    encoded = read_encoded_manifest_list(mio, path)
+    full = read_manifest_list(mio, path)
+    assert encoded.path == path and encoded.count == len(full) == 3000  # several blocks
+    assert decode_manifest_list_head(encoded, len(encoded.records), 3000) == full
+    # the head: the first rows alone, which must end where they are said to
+    buf = io.BytesIO(encoded.records)
+    parsed = fastavro.parse_schema(json.loads(encoded.schema))
+    for _ in range(2):
+        fastavro.schemaless_reader(buf, parsed, None)
+    assert decode_manifest_list_head(encoded, buf.tell(), 2) == full[:2]
+
+
+def test_encoded_list_errors_name_the_file():
+    from procedures.spec.manifest.manifest_list import decode_manifest_list_head, read_encoded_manifest_list
+
+    mio, path = _written(2)
+    encoded = read_encoded_manifest_list(mio, path)
+    with pytest.raises(InvalidMetadataError, match=rf"^{path}: manifest list rows end at byte \d+, expected 7$"):
+        decode_manifest_list_head(encoded, 7, 0)
+    with pytest.raises(InvalidMetadataError, match=rf"^{path}: corrupt manifest list \((EOFError|IndexError|ValueError|"
+                                                   r"UnicodeDecodeError|StopIteration|TypeError): "):
+        decode_manifest_list_head(encoded, 3, 1)
+    mio.files["s3://b/bad.avro"] = b"Obj\x01garbage"
+    with pytest.raises(InvalidMetadataError, match=r"^s3://b/bad.avro: not a readable Avro file \(\w+Error: "):
+        read_encoded_manifest_list(mio, "s3://b/bad.avro")
+
+
+def test_kept_rows_compare_as_their_rows_and_name_the_list_in_errors():
+    mio, path = _written(2)
+    rows = read_manifest_list_where(mio, path, None)
+    assert isinstance(rows, ManifestRows)
+    assert rows == rows.take(range(len(rows))) and rows == list(rows) and rows[:5] == list(rows)[:5]
+    assert rows[:5] != rows[1:6] and rows[:5] != list(rows)[1:6] and rows != 5
+    bad = b"\xff\xff\xff\xff"  # a negative string length: no row
+    corrupt = ManifestRows(path, rows.schema, [bad, rows.rows[1]], [0, 1])
+    message = rf"^{path}: corrupt manifest list \(IndexError: "
+    for read in (lambda: corrupt[0], lambda: list(corrupt), lambda: corrupt[0:1][0], lambda: corrupt.take([0])[0],
+                 lambda: corrupt.with_content(ManifestContent.DATA)[0],
+                 lambda: ManifestRows.decode_one(path, rows.schema, bad)):
+        with pytest.raises(InvalidMetadataError, match=message):
+            read()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_truncated_or_foreign_list_names_the_file(version):
+    mio, path = _written(version)
+    mio.files["s3://b/cut.avro"] = mio.files[path][:len(mio.files[path]) // 2]
+    with pytest.raises(InvalidMetadataError, match=r"^s3://b/cut.avro: corrupt manifest list \(EOFError: "):
+        read_manifest_list(mio, "s3://b/cut.avro")
+    mio.files["s3://b/bad.avro"] = b"Obj\x01garbage"
+    for read in (read_manifest_list, lambda io, p: read_manifest_list_where(io, p, None)):
+        with pytest.raises(InvalidMetadataError, match=r"^s3://b/bad.avro: not a readable Avro file \(ValueError: "):
+            read(mio, "s3://b/bad.avro")
+
+
+def _old_writer_list(mio: MemIO, path: str, drop_partitions: bool, drop_nan: bool, drop_added: bool) -> None:
+    """A v1 list as older writers wrote it: without the partitions field, or with field summaries
+    that have no contains_nan (written through fastavro with that schema)."""
+    import copy
+
+    from procedures.spec.avro_schemas import manifest_list_avro_schema
+
+    schema = copy.deepcopy(manifest_list_avro_schema(1))
+    if drop_partitions:
+        schema["fields"] = [f for f in schema["fields"] if f.get("field-id") != 507]
+    if drop_added:
+        schema["fields"] = [f for f in schema["fields"] if f.get("field-id") != 504]
+    if drop_nan:
+        parts = next(f for f in schema["fields"] if f.get("field-id") == 507)
+        items = parts["type"][1]["items"]
+        items["fields"] = [f for f in items["fields"] if f["name"] != "contains_nan"]
+    records = []
+    for row in _rows(1, 300):
+        rec = {"manifest_path": row.manifest_path, "manifest_length": row.manifest_length,
+               "partition_spec_id": row.partition_spec_id, "added_snapshot_id": row.added_snapshot_id,
+               "existing_files_count": row.existing_files_count,
+               "deleted_files_count": row.deleted_files_count}
+        if not drop_added:
+            rec["added_files_count"] = row.added_files_count
+        if not drop_partitions:
+            rec["partitions"] = None if row.partitions is None else [
+                {"contains_null": s.contains_null, "contains_nan": s.contains_nan, "lower_bound": s.lower_bound,
+                 "upper_bound": s.upper_bound} for s in row.partitions]
+        records.append(rec)
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, records, metadata={"format-version": "1"})
+    mio.files[path] = buf.getvalue()
+
+
+@pytest.mark.parametrize("drop_partitions,drop_nan,drop_added", [(True, False, False), (False, True, False),
+                                                                (False, False, True)],
+                         ids=["no partitions field", "no contains_nan", "no added_files_count"])
+def test_lists_of_older_writers_keep_the_rows_a_full_read_keeps(drop_partitions, drop_nan, drop_added):
+    mio, path = MemIO(), "s3://b/old.avro"
+    _old_writer_list(mio, path, drop_partitions, drop_nan, drop_added)
+    full = read_manifest_list(mio, path)
+    if drop_nan:
+        assert all(s.contains_nan is None for m in full for s in (m.partitions or ()))
+    for live_only in (False, True):
+        kept = read_manifest_list_where(mio, path, _keep_low, live_only=live_only)
+        assert list(kept) == [m for m in full if _keep_low(m.partition_spec_id, m.partitions)
+                              and not (live_only and m.added_files_count == 0 and m.existing_files_count == 0)]
+        assert len(kept) > 0
+
+
+def _listed(version: int, **kw) -> ManifestFile:
+    base = dict(sequence_number=-1, min_sequence_number=-1, added_snapshot_id=55, added_files_count=1,
+                existing_files_count=2, deleted_files_count=0, added_rows_count=10, existing_rows_count=20,
+                deleted_rows_count=0)
+    base.update(kw)
+    return ManifestFile(kw.pop("manifest_path", "s3://b/m.avro"), 100, 0, **{k: v for k, v in base.items()
+                                                                           if k != "manifest_path"})
+
+
+def test_list_headers_and_refusals_as_java_writes_them():
+    from procedures.spec.manifest.avro_container import read_manifest_metadata
+
+    mio = MemIO()
+    expected = {1: {"snapshot-id": "55", "parent-snapshot-id": "54", "format-version": "1"},
+                2: {"snapshot-id": "55", "parent-snapshot-id": "54", "sequence-number": "7", "format-version": "2"},
+                3: {"snapshot-id": "55", "parent-snapshot-id": "54", "sequence-number": "7", "first-row-id": "100",
+                    "format-version": "3"}}
+    for version, meta in expected.items():
+        write_manifest_list(mio, f"s3://b/l{version}.avro", version, 55, 54, 7, 100 if version >= 3 else None,
+                            [_listed(version)])
+        assert read_manifest_metadata(mio, f"s3://b/l{version}.avro") == meta
+    # v1 rows may leave their counts unknown; v2 and v3 rows may not
+    write_manifest_list(mio, "s3://b/v1-counts.avro", 1, 55, None, 7, None, [_listed(1, added_files_count=None)])
+    for version in (2, 3):
+        with pytest.raises(ValidationError, match=rf"^s3://b/x.avro: manifest s3://b/m.avro lacks added_files_count, "
+                                                  rf"deleted_rows_count required in v{version}$"):
+            write_manifest_list(mio, "s3://b/x.avro", version, 55, None, 7, 1,
+                                [_listed(version, added_files_count=None, deleted_rows_count=None)])
+    with pytest.raises(ValidationError, match="^s3://b/x.avro: a v3 manifest list needs the snapshot's first-row-id$"):
+        write_manifest_list(mio, "s3://b/x.avro", 3, 55, None, 7, None, [_listed(3)])
+    with pytest.raises(ValidationError, match="^s3://b/x.avro: delete manifest s3://b/m.avro cannot be listed in "
+                                              "format version 1$"):
+        write_manifest_list(mio, "s3://b/x.avro", 1, 55, None, 7, None, [_listed(1, content=ManifestContent.DELETES)])
+    asked = []
+    mio.write = lambda path, data, overwrite=False: asked.append(overwrite)
+    write_manifest_list(mio, "s3://b/y.avro", 2, 55, 54, 7, None, [_listed(2)])
+    assert asked == [False]  # never written over another file
+    assert "s3://b/x.avro" not in mio.files
+
+
+def test_v3_row_ids_go_to_data_manifests_only():
+    mio = MemIO()
+    rows = [_listed(3, manifest_path="s3://b/d.avro"),
+            _listed(3, manifest_path="s3://b/del.avro", content=ManifestContent.DELETES, first_row_id=5),
+            _listed(3, manifest_path="s3://b/kept.avro", first_row_id=7)]
+    out, next_row_id = write_manifest_list(mio, "s3://b/l.avro", 3, 55, None, 9, 1000, rows)
+    assert [m.first_row_id for m in out] == [1000, None, 7] and next_row_id == 1030
+    assert [m.first_row_id for m in read_manifest_list(mio, "s3://b/l.avro")] == [1000, None, 7]
+
+
+def test_the_list_codec_level_is_used():
+    mio = MemIO()
+    rows = _rows(2, 2000)
+    sizes = []
+    for level in (1, 19):
+        write_manifest_list(mio, f"s3://b/{level}.avro", 2, 55, 54, 3000, None, rows, codec="zstd",
+                            compression_level=level)
+        sizes.append(len(mio.files[f"s3://b/{level}.avro"]))
+    assert sizes[1] < sizes[0]

@@ -87,6 +87,41 @@ def test_hash_sketch_matches_datasketches():
     assert sketch.get_lower_bound(3) <= 50_000 <= sketch.get_upper_bound(3)
 
 
+def test_seed_hash_matches_datasketches_for_any_seed():
+    ds = import_reference("datasketches")
+    for seed in (9001, 1, -5, -(1 << 63)):  # Java's seed is a long; the C++ library takes its 64 bits
+        ref = ds.update_theta_sketch(12, 1.0, seed % (1 << 64))
+        ref.update(1)
+        assert struct.unpack_from("<H", ref.compact().serialize(), 6)[0] == seed_hash(seed)
+
+
+def test_hash_sketch_keeps_the_k_smallest_like_a_trimmed_datasketches_sketch():
+    """At and just past k distinct values, and far past it: the k smallest hashes and the next one as
+    theta, as DataSketches keeps them once trimmed to its nominal k."""
+    ds = import_reference("datasketches")
+    for n in (4096, 4097, 20_000):
+        mine, ref = HashSketch(), ds.update_theta_sketch()
+        mine.update_all(range(n), LONG)
+        for v in range(n):
+            ref.update(v)
+        ref.trim()
+        assert mine.compact_bytes() == ref.compact().serialize()
+        assert ds.compact_theta_sketch.deserialize(mine.compact_bytes()).is_estimation_mode() == (n > 4096)
+
+
+def test_a_hash_at_theta_is_not_kept():
+    """DataSketches drops a hash equal to theta (no hash is ever at or above it)."""
+    sketch = HashSketch()
+    sketch.update_hash(MAX_THETA)
+    assert sketch.compact_bytes() == compact_sketch_bytes([], MAX_THETA, seed_hash())
+    small = HashSketch(lg_k=1)
+    for h in (5, 1, 4, 2, 3):
+        small.update_hash(h)
+    assert small.compact_bytes() == compact_sketch_bytes([1, 2], 3, seed_hash())
+    small.update_hash(3)
+    assert small.compact_bytes() == compact_sketch_bytes([1, 2], 3, seed_hash())
+
+
 # ------------------------------------------------------------------------------ columns
 def test_stats_columns_rules():
     assert [c.name for c in stats_columns(SCHEMA, None)] == ["id", "data", "p"]

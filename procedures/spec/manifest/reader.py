@@ -372,5 +372,7 @@ def _entries(records: Iterable[dict | tuple[int, int | None]], schema: dict[str,
                 spec_id,
             )
             yield ManifestEntry(status, snap, seq, fseq, df)
+    except InvalidMetadataError:  # the records' own reader named the file and the fault already
+        raise
     except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
         raise InvalidMetadataError(f"corrupt manifest ({type(e).__name__}: {e})", location=path) from e
