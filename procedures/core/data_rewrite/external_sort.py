@@ -27,7 +27,7 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procedures.core.rewrite.arrow_sort import sort_keys
+from procedures.core.data_rewrite.arrow_sort import sort_keys
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortField
 

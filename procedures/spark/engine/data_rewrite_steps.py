@@ -1,6 +1,9 @@
-"""Rewriting one file group as a Spark job (the runner half of ``rewrite_data_files``, procedures.md §3.9).
+"""The Spark steps of the ``data_rewrite`` capability (:class:`DataRewriteSteps`, the Spark side of
+:class:`procedures.core.data_rewrite.engine.DataRewriteEngine`): planning reads manifests
+in Spark tasks, data file groups are rewritten as Spark jobs from a driver thread pool bounded by
+``max-concurrent-file-group-rewrites``, position delete groups in one Spark job.
 
-A group's data files are read with their deletes applied (:func:`procedures.spark.read.read_tasks`
+Rewriting one data file group (``rewrite_data_files``, procedures.md §3.9): a group's data files are read with their deletes applied (:func:`procedures.spark.read.read_tasks`
 on the tasks planned from the starting snapshot), optionally clustered, and written as new data
 files with the write half's writer (:func:`procedures.spark.write.write_dataframe`); nothing is
 committed here.  The three rewriters follow Iceberg Java 1.10's runners:
@@ -16,8 +19,8 @@ committed here.  The three rewriters follow Iceberg Java 1.10's runners:
   range partition anyway (one expected file, one shuffle partition per file) is instead read, sorted
   in Arrow and written by one Python task (no shuffle, one read, rows never in the JVM), cut into the
   same number of files; past a memory budget the task sorts in runs spilled to its local disk
-  (:mod:`procedures.core.rewrite.external_sort`), as Spark's sort spills;
-* Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.core.rewrite.zorder`).
+  (:mod:`procedures.core.data_rewrite.external_sort`), as Spark's sort spills;
+* Z-ORDER: as SORT on the interleaved z-value of the chosen columns (:mod:`procedures.core.data_rewrite.zorder`).
 
 Writers roll files at the group's ``max_output_file_size`` (target plus half the way to max).
 On a v3 table every path reads each row's ``_row_id`` and ``_last_updated_sequence_number`` (stored,
@@ -27,26 +30,40 @@ else inherited) and writes them into the new files, so rows keep their lineage (
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import uuid
-from typing import Any, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
 from procedures.catalog.base import Table
-from procedures.core.rewrite.arrow_sort import arrow_sortable, column_at
-from procedures.core.rewrite.external_sort import SORT_MEMORY_BYTES, BatchCursor, ExternalSorter
-from procedures.core.rewrite.planner import BIN_PACK, SORT, Z_ORDER, FileGroup
-from procedures.core.rewrite.zorder import Z_COLUMN, zorder_values
+from procedures.core.data_rewrite.arrow_sort import arrow_sortable, column_at
+from procedures.core.data_rewrite.engine import EntryReader
+from procedures.core.data_rewrite.external_sort import SORT_MEMORY_BYTES, BatchCursor, ExternalSorter
+from procedures.core.data_rewrite.grouping import DeleteGroup, FileGroup, GroupRewrite, RewritePlan
+from procedures.core.data_rewrite.options import BIN_PACK, SORT, Z_ORDER, PositionDeleteRewriteOptions, RewriteOptions
+from procedures.core.data_rewrite.rewriter import Rewriter
+from procedures.core.data_rewrite.zorder import Z_COLUMN, zorder_values
+from procedures.core.kernel.scan import partition_key
 from procedures.core.kernel.splits import spread_groups
+from procedures.core.kernel.summary import content_size
 from procedures.errors import ValidationError
 from procedures.io.prefetch import read_ahead
+from procedures.io.delete_writers import (
+    DeleteTarget, merged_positions, read_position_arrays, write_deletion_vectors, write_position_delete_files,
+)
+from procedures.io.parquet_writer import data_location
+from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import functions, parallelism
 from procedures.spark.environment import check_python_workers
+from procedures.spark.group_writes import write_groups
 from procedures.spark.read import TaskReader, group_tasks, light_task, read_tasks
-from procedures.spark.session import job_description, map_in_arrow
+from procedures.spark.scan_planning import SparkEntryReader
+from procedures.spark.session import in_caller_context, job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
-from procedures.spark.write import write_dataframe, write_in_task, write_payloads, write_settings
+from procedures.spark.write import task_ids, write_dataframe, write_in_task, write_payloads, write_settings
 from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.partitioning import PartitionSpec
@@ -54,7 +71,9 @@ from procedures.spec.sorting import NullOrder, SortDirection, SortField, SortOrd
 from procedures.spec.transforms import IdentityTransform
 from procedures.spec.types import BinaryType, BooleanType, DecimalType, DoubleType, FixedType, FloatType, StringType
 
-__all__ = ["rewrite_group", "group_description", "RewriteSpec", "IN_TASK_SORT_MAX_BYTES"]
+__all__ = ["DataRewriteSteps", "rewrite_group", "rewrite_delete_group", "group_description", "IN_TASK_SORT_MAX_BYTES"]
+
+log = logging.getLogger(__name__)
 
 #: Largest group (input file bytes) of several range partitions that SORT rewrites inside one Python
 #: task: past it, the partitions' sorts run in parallel through Spark's range shuffle.  A group of one
@@ -65,18 +84,8 @@ IN_TASK_SORT_MAX_BYTES = 64 * 1024 * 1024
 SORTED_BATCH_ROWS = 65_536
 
 
-@dataclasses.dataclass(frozen=True)
-class RewriteSpec:
-    """How to rewrite: the rewriter, a sort order (SORT) or z-order column names (Z-ORDER), the order
-    id new files record, and the z-order sizing options."""
-
-    rewriter: str = BIN_PACK
-    sort_order: SortOrder | None = None
-    zorder_columns: tuple[str, ...] = ()
-    sort_order_id: int = 0
-    shuffle_partitions_per_file: int = 1
-    var_length_contribution: int = 8
-    max_output_size: int | None = None
+#: the least a delete file weighs when groups are dealt over tasks (opening one costs a round trip)
+DELETE_OPEN_FILE_COST = 4 * 1024 * 1024
 
 
 def group_description(table: Table, group: FileGroup, total: int, rewriter: str, groups_in_partition: int) -> str:
@@ -271,7 +280,8 @@ def rewrite_group(
     spark: Any,
     table: Table,
     group: FileGroup,
-    how: RewriteSpec,
+    rewriter: Rewriter,
+    options: RewriteOptions,
     *,
     description: str | None = None,
 ) -> list[DataFile]:
@@ -288,43 +298,43 @@ def rewrite_group(
     tasks = [dataclasses.replace(t, schema=schema) for t in group.tasks]
     n_out = max(1, group.expected_output_files)
     repartition = any(t.data_file.spec_id != output_spec.spec_id for t in tasks)
-    text = description or f"Rewriting {len(tasks)} files ({how.rewriter}) in {table.name}"
+    text = description or f"Rewriting {len(tasks)} files ({rewriter.kind}) in {table.name}"
     # v3: every row keeps its _row_id and _last_updated_sequence_number (read as stored, else
     # inherited from its file) by writing them into the new files, as Java's rewrite does
     lineage = row_lineage_names(md.format_version)
     with job_description(spark, text):
         temp: list[str] = []
-        if how.rewriter == BIN_PACK and not _sort_fields(SortOrder(0, ()), output_spec, repartition):
+        if rewriter.kind == BIN_PACK and not _sort_fields(SortOrder(0, ()), output_spec, repartition):
             files = _bin_pack_splits(spark, table, tasks, group, output_spec.spec_id)
-            return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
-        if (how.rewriter == SORT and how.sort_order is not None and not repartition
-                and (group.input_size <= IN_TASK_SORT_MAX_BYTES or n_out * how.shuffle_partitions_per_file == 1)
-                and arrow_sortable(schema, how.sort_order.fields)):
-            files = _sort_in_task(spark, table, tasks, group, output_spec.spec_id, how.sort_order.fields)
-            return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
+            return [dataclasses.replace(f, sort_order_id=rewriter.sort_order_id) for f in files]
+        if (rewriter.kind == SORT and rewriter.sort_order is not None and not repartition
+                and (group.input_size <= IN_TASK_SORT_MAX_BYTES or n_out * options.shuffle_partitions_per_file == 1)
+                and arrow_sortable(schema, rewriter.sort_order.fields)):
+            files = _sort_in_task(spark, table, tasks, group, output_spec.spec_id, rewriter.sort_order.fields)
+            return [dataclasses.replace(f, sort_order_id=rewriter.sort_order_id) for f in files]
         # the read only feeds a shuffle: scan-sized splits (spread over the cores for a small group)
         # rather than one per output file; files are cheap to open here, so no open-file cost
         df = read_tasks(spark, table, tasks, schema, scan_schema=schema, open_file_cost=0, metadata_columns=lineage)
-        if how.rewriter == BIN_PACK:
+        if rewriter.kind == BIN_PACK:
             # Java's RANGE distribution when the data moves to another spec
             df, temp = _sorted_df(df, schema, _sort_fields(SortOrder(0, ()), output_spec, repartition), n_out)
-        elif how.rewriter == SORT:
-            if how.sort_order is None or how.sort_order.is_unsorted():
+        elif rewriter.kind == SORT:
+            if rewriter.sort_order is None or rewriter.sort_order.is_unsorted():
                 raise ValidationError("Cannot sort data without a valid sort order, the provided sort order is null or empty")
-            fields = _sort_fields(how.sort_order, output_spec, repartition)
-            df, temp = _sorted_df(df, schema, fields, n_out * how.shuffle_partitions_per_file)
-            if how.shuffle_partitions_per_file > 1:
+            fields = _sort_fields(rewriter.sort_order, output_spec, repartition)
+            df, temp = _sorted_df(df, schema, fields, n_out * options.shuffle_partitions_per_file)
+            if options.shuffle_partitions_per_file > 1:
                 df = df.coalesce(n_out)  # neighbouring range partitions stay in order
-        elif how.rewriter == Z_ORDER:
-            if not how.zorder_columns:
+        elif rewriter.kind == Z_ORDER:
+            if not rewriter.zorder_columns:
                 raise ValidationError("Cannot ZOrder when no columns are specified")
             fields = _sort_fields(SortOrder(0, ()), output_spec, repartition)
-            zorder = (list(how.zorder_columns), how.var_length_contribution, how.max_output_size)
-            df, temp = _sorted_df(df, schema, fields, n_out * how.shuffle_partitions_per_file, zorder)
-            if how.shuffle_partitions_per_file > 1:
+            zorder = (list(rewriter.zorder_columns), options.var_length_contribution, options.max_output_size)
+            df, temp = _sorted_df(df, schema, fields, n_out * options.shuffle_partitions_per_file, zorder)
+            if options.shuffle_partitions_per_file > 1:
                 df = df.coalesce(n_out)
         else:
-            raise ValidationError(f"Unknown rewriter {how.rewriter!r}; use {BIN_PACK}, {SORT} or {Z_ORDER}")
+            raise ValidationError(f"Unknown rewriter {rewriter.kind!r}; use {BIN_PACK}, {SORT} or {Z_ORDER}")
         if temp:
             df = df.drop(*temp)
         files = write_dataframe(
@@ -332,4 +342,155 @@ def rewrite_group(
             properties={"write.target-file-size-bytes": str(group.max_output_file_size)},
             description=text, row_lineage=bool(lineage),
         )
-    return [dataclasses.replace(f, sort_order_id=how.sort_order_id) for f in files]
+    return [dataclasses.replace(f, sort_order_id=rewriter.sort_order_id) for f in files]
+
+
+def _by_completion(futures: dict[Future, int], order: Sequence[int]) -> Iterator[Future]:
+    """Futures as they finish; those finishing together in the plan's group-number order."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        yield from sorted(done, key=lambda f: order[futures[f]])
+
+
+class DataRewriteSteps:
+    """The Spark steps of :class:`~procedures.core.data_rewrite.engine.DataRewriteEngine`.
+
+    A mixin of the Spark engine: it reads ``self.spark`` (a classic or Connect session, or None to
+    run on the driver alone) and commits through ``self.commit``."""
+
+    spark: Any
+    commit: Callable[[Any, Sequence[Any]], Any]
+
+    def manifest_entry_reader(self, table: Table) -> EntryReader | None:
+        """Data manifests read in Spark tasks (without a session: on the driver)."""
+        return SparkEntryReader(self.spark, table.io, table.name) if self.spark is not None else None
+
+    def rewrite_data_group(self, table: Table, rewriter: Rewriter, options: RewriteOptions, groups: RewritePlan,
+                           group: FileGroup) -> list[DataFile]:
+        """One group rewritten as Spark jobs named like Java's."""
+        text = group_description(table, group, groups.total_group_count, rewriter.kind,
+                                 groups.groups_in_partition.get(tuple(partition_key(0, tuple(group.partition))[1]), 0))
+        return rewrite_group(self.spark, table, group, rewriter, options, description=text)
+
+    def rewrite_groups(self, table: Table, rewriter: Rewriter, options: RewriteOptions, groups: RewritePlan, *,
+                       stop_on_failure: bool) -> Iterator[GroupRewrite]:
+        """Groups rewritten on a driver thread pool of ``max-concurrent-file-group-rewrites`` threads
+        (``Rewrite-Service``), each thread's Spark jobs in the caller's job group; outcomes in order of
+        completion.  After a failure with ``stop_on_failure`` the groups not yet started are cancelled
+        and the running ones still report, so their files can be cleaned up."""
+        rewrite = in_caller_context(self.spark, lambda g: self.rewrite_data_group(table, rewriter, options, groups, g))
+        order = [g.global_index for g in groups.groups]
+        with ThreadPoolExecutor(options.max_concurrent, thread_name_prefix="Rewrite-Service") as pool:
+            futures = {pool.submit(rewrite, g): i for i, g in enumerate(groups.groups)}
+            failed = False
+            for fut in _by_completion(futures, order):
+                index = futures[fut]
+                if fut.cancelled():
+                    continue
+                try:
+                    outcome = GroupRewrite(index, tuple(fut.result()))
+                except Exception as e:  # noqa: BLE001 - reported; the capability decides
+                    outcome = GroupRewrite(index, error=e)
+                except BaseException as e:  # an interrupt: without partial progress it fails the call too
+                    if not stop_on_failure:
+                        raise
+                    outcome = GroupRewrite(index, error=e)
+                if outcome.error is not None and stop_on_failure and not failed:
+                    failed = True
+                    for other in futures:
+                        other.cancel()
+                yield outcome
+
+    def rewrite_delete_groups(self, table: Table, groups: Sequence[DeleteGroup],
+                              options: PositionDeleteRewriteOptions, *, stop_on_failure: bool) -> list[GroupRewrite]:
+        """Every group rewritten by one Spark job (on the driver without a session)."""
+        if self.spark is None:
+            return _delete_groups_on_driver(table, list(groups), options.max_concurrent)
+        # groups in flight at once: one per task, so the tasks are capped by the option (and by
+        # twice the cores, which is enough to even out estimated weights)
+        slots = max(1, min(options.max_concurrent, 2 * parallelism(self.spark)))
+        outcomes = _delete_groups_in_spark(self.spark, table, list(groups), slots, stop_on_failure)
+        log.info("Rewrote %d of %d position delete file groups of %s in one Spark job",
+                 sum(1 for o in outcomes if o.error is None), len(groups), table.name)
+        return outcomes
+
+
+@dataclasses.dataclass(frozen=True)
+class ShippedDeleteGroup:
+    """A :class:`DeleteGroup` as a task receives it: the targets cut down to what a delete file
+    records of its data file (path, partition, spec), so the payload stays small."""
+
+    files: tuple[DataFile, ...]
+    targets: dict[str, DeleteTarget]
+    dvs: dict[str, DataFile]
+
+    @classmethod
+    def of(cls, group: DeleteGroup) -> "ShippedDeleteGroup":
+        """The payload of ``group``."""
+        return cls(group.files, {p: DeleteTarget.of(f) for p, f in group.targets.items()}, group.dvs)
+
+
+def _delete_groups_in_spark(spark: Any, table: Any, groups: list[DeleteGroup], slots: int,
+                            stop_on_failure: bool) -> list[GroupRewrite]:
+    """Every group rewritten by one Spark job of at most ``slots`` tasks, balanced by the bytes of
+    the groups' delete files (:func:`~procedures.spark.group_writes.write_groups`: a group that
+    fails is reported on its own, its files deleted, and the other groups of its task go on with
+    partial progress, or are skipped without)."""
+    md = table.metadata
+    io_props = dict(getattr(table.io, "properties", {}) or {})
+    operation_id = str(uuid.uuid4())
+
+    def rewrite(index: int, group: ShippedDeleteGroup) -> list[DataFile]:
+        partition_id, task_id = task_ids()
+        # one operation id per group keeps file names unique when a task rewrites several groups
+        return rewrite_delete_group(file_io(io_props), md, group, partition_id=partition_id, task_id=task_id,
+                                    operation_id=f"{operation_id}-{index}")
+
+    # reading a delete file costs at least a round trip however small it is
+    weights = [sum(max(content_size(f), DELETE_OPEN_FILE_COST) for f in g.files) for g in groups]
+    n_files = sum(len(g.files) for g in groups)
+    text = (f"rewrite_position_delete_files: {table.name}: rewrite {n_files} position delete files "
+            f"in {len(groups)} file groups")
+    with job_description(spark, text):
+        outcomes = write_groups(spark, table.io, [ShippedDeleteGroup.of(g) for g in groups], weights, slots, rewrite, stop_on_failure=stop_on_failure,
+                                data_path=data_location(md.location, md.properties))
+    return [GroupRewrite(o.index, tuple(o.files), o.error, o.task_traceback) for o in outcomes]
+
+
+def _delete_groups_on_driver(table: Any, groups: list[DeleteGroup], max_concurrent: int) -> list[GroupRewrite]:
+    """Every group rewritten on the driver, up to ``max_concurrent`` at once (no Spark session)."""
+    def run(index: int) -> GroupRewrite:
+        try:
+            added = rewrite_delete_group(table.io, table.metadata, ShippedDeleteGroup.of(groups[index]))
+        except Exception as e:  # noqa: BLE001 -- the capability decides by the partial-progress rules
+            return GroupRewrite(index, error=e)
+        log.info("Rewrote position delete file group %d/%d of %s", index + 1, len(groups), table.name)
+        return GroupRewrite(index, tuple(added))
+
+    with ThreadPoolExecutor(max_concurrent, thread_name_prefix="Rewrite-Position-Delete-Service") as pool:
+        return list(pool.map(run, range(len(groups))))
+
+
+def rewrite_delete_group(io: Any, md: Any, group: ShippedDeleteGroup, *, partition_id: int = 0, task_id: int = 0,
+                         operation_id: str | None = None) -> list[DataFile]:
+    """New delete files for a group; deletes of data files that are not live targets are dangling
+    and dropped.  On v3 each new DV absorbs the data file's current DV."""
+    found: dict[str, list[Any]] = {}
+    for f in group.files:
+        for path, pos in read_position_arrays(io, f).items():
+            if path in group.targets:
+                found.setdefault(path, []).append(pos)
+    positions = {path: merged_positions(*runs) for path, runs in found.items()}
+    if not positions:
+        return []
+    names = {"partition_id": partition_id, "task_id": task_id, "operation_id": operation_id}
+    if md.format_version >= 3:
+        merged = {}
+        for path, pos in positions.items():
+            old = group.dvs.get(path)
+            if old is not None:
+                pos = merged_positions(pos, read_position_arrays(io, old).get(path, ()))
+            merged[group.targets[path]] = pos
+        return write_deletion_vectors(io, md, merged, **names)
+    return write_position_delete_files(io, md, {group.targets[p]: pos for p, pos in positions.items()}, **names)
