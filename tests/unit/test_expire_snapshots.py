@@ -503,7 +503,7 @@ def test_an_unreadable_manifest_in_the_stream_leaves_its_files_and_the_rest_go(c
 
 
 def test_delete_files_closes_what_it_was_given_when_a_batch_fails(tmp_path):
-    from procedures.core.gc.expire import delete_files
+    from procedures.core.gc.deletes import delete_files
     from procedures.io.fileio import FileIO
 
     closed = []

@@ -21,7 +21,8 @@ from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.core.kernel.paths import flatten_equal_map, normalize_path
-from procedures.core.gc.orphans import HiddenPathFilter, RemoveOrphanFilesParams, find_orphans
+from procedures.core.gc.hidden_paths import HiddenPathFilter
+from procedures.core.gc.orphans import RemoveOrphanFilesParams, find_orphans
 from procedures.io.directory_walk import modified_before, walk
 from procedures.spark.actions.remove_orphan_files import remove_orphan_files
 from procedures.spec.manifest.model import DataFile, FileFormat

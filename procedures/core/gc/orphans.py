@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from procedures.core.gc import reachability
-from procedures.core.gc.expire import check_max_concurrent_deletes
+from procedures.core.gc.deletes import check_max_concurrent_deletes
+from procedures.core.gc.engine import EngineManifests, ValidFiles
+from procedures.core.gc.hidden_paths import HiddenPathFilter
 from procedures.core.kernel.ownership import resolve_local
 from procedures.core.kernel.paths import join_path, normalize_path, path_keys, relative_path
 from procedures.errors import ValidationError
@@ -108,26 +110,6 @@ def _check_no_link_between(table_location: str, rel: str, location: str) -> None
 
 
 # ------------------------------------------------------------------------------------ listing
-@dataclass(frozen=True)
-class HiddenPathFilter:
-    """Java's ``PartitionAwareHiddenPathFilter``: names starting with ``_`` or ``.`` are hidden,
-    except those starting with ``<partition field>=`` for partition fields named that way."""
-
-    partition_prefixes: tuple[str, ...] = ()
-
-    @classmethod
-    def for_metadata(cls, md: TableMetadata) -> "HiddenPathFilter":
-        """The filter for every partition spec of the table."""
-        names = {f"{f.name}=" for spec in md.partition_specs for f in spec.fields if f.name.startswith(("_", "."))}
-        return cls(tuple(sorted(names)))
-
-    def accept(self, name: str) -> bool:
-        """True when ``name`` (one path segment) is not hidden."""
-        if any(name.startswith(p) for p in self.partition_prefixes):
-            return True
-        return not name.startswith(("_", "."))
-
-
 # ------------------------------------------------------------------------------------ matching
 def find_orphans(actual: Iterable[str], valid: Iterable[str], *, equal_schemes: Mapping[str, str],
                  equal_authorities: Mapping[str, str], mode: str,
@@ -188,29 +170,6 @@ def format_pairs(pairs: Iterable[tuple[str | None, str | None]]) -> str:
         return "null" if x is None else x
 
     return "[" + ", ".join(f"({s(a)}, {s(b)})" for a, b in sorted(pairs, key=lambda p: (s(p[0]), s(p[1])))) + "]"
-
-
-@dataclass(frozen=True)
-class EngineManifests:
-    """Manifests an engine step read from the manifest lists in its own tasks: ``frame`` holds the
-    normalised paths of the manifests and of their live content files, ``manifests`` produces the
-    manifest paths when called (only :class:`~procedures.core.gc.delete_guard.DeleteGuard` asks,
-    when the table changed during the run)."""
-
-    frame: Any
-    manifests: Callable[[], Iterable[str]]
-
-
-@dataclass(frozen=True)
-class ValidFiles:
-    """Everything the metadata references: paths on the driver, content paths as a Spark DataFrame
-    for large metadata (else None), and the manifest lists and manifests that were read (the
-    manifests as a callable producing them when an engine read the lists)."""
-
-    paths: list[str]
-    content_frame: Any
-    manifest_lists: tuple[str, ...]
-    manifests: tuple[str, ...] | Callable[[], Iterable[str]]
 
 
 def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *,

@@ -27,8 +27,9 @@ from typing import Any, Callable, Sequence
 from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
+from procedures.core.gc.deletes import delete_files
 from procedures.core.gc.expire import (
-    ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, delete_files, expired_files,
+    ExpireSnapshotsParams, ExpireSnapshotsResult, CleanExpiredMetadata, UnreachedStep, expired_files,
 )
 from procedures.core.kernel.builder import MetadataBuilder
 from procedures.core.kernel.manage import ExpireSnapshots

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
-from procedures.core.gc.expire import delete_files
+from procedures.core.gc.deletes import delete_files
 from procedures.core.gc.orphans import (
     CONFLICTS, DEFAULT_OLDER_THAN_MS, DELETE_ORPHAN_FILES, INTERVAL_TOO_SHORT, MIN_INTERVAL_MS, EngineManifests,
     HiddenPathFilter,

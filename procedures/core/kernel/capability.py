@@ -1,0 +1,32 @@
+"""The shape every maintenance capability has (``procedures/core/<capability>/``).
+
+``plan(metadata, params)`` validates the typed parameters once and decides what to do from the
+metadata alone (a capability whose plan must read manifests says why in its docstring);
+``execute(table, plan, engine)`` does it through the engine steps the capability declares as a
+protocol in its own ``engine.py`` and returns the typed result.  ``execute`` takes the table beside
+the plan because it commits to it and reads through its FileIO.  The Spark layer runs every
+capability the same way (:class:`procedures.spark.engine.action.Action`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, TypeVar
+
+from procedures.spec.metadata import TableMetadata
+
+__all__ = ["Capability"]
+
+ParamsT = TypeVar("ParamsT")
+PlanT = TypeVar("PlanT")
+ResultT = TypeVar("ResultT")
+
+
+@dataclass(frozen=True)
+class Capability(Generic[ParamsT, PlanT, ResultT]):
+    """A maintenance capability: its name (job descriptions, messages), its pure ``plan`` and its
+    ``execute`` through an engine."""
+
+    name: str
+    plan: Callable[[TableMetadata, ParamsT], PlanT]
+    execute: Callable[[Any, PlanT, Any], ResultT]

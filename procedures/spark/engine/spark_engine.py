@@ -1,0 +1,22 @@
+"""The one engine of the package: every capability's steps on a Spark session
+(:class:`procedures.core.engine.Engine`), through the DataFrame API only, so the same steps run on a
+classic and a Spark Connect session; without a session, the steps that can run on the driver do."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from procedures.spark.engine.gc_steps import GcSteps
+from procedures.spark.listing import FrameKeeper
+
+__all__ = ["SparkEngine"]
+
+
+class SparkEngine(GcSteps):
+    """:class:`~procedures.core.engine.Engine` on ``spark`` (None: the driver alone); ``committer``
+    commits for the capability (the CALL's, which records the changed table; default the kernel's)."""
+
+    def __init__(self, spark: Any = None, *, committer: Callable[[Any, Sequence[Any]], Any] | None = None) -> None:
+        self.spark = spark
+        self.committer = committer
+        self.keep = FrameKeeper()
