@@ -1,14 +1,14 @@
 """``rewrite_data_files`` (procedures.md §3.9): the declaration, the CALL's arguments as
 :class:`~procedures.core.data_rewrite.compaction.RewriteDataFilesParams` (validated in the
-capability's ``plan``), the action, the output row."""
+capability's ``plan``), the uniform action, the output row."""
 
 from __future__ import annotations
 
-from procedures.core.data_rewrite.compaction import RewriteDataFilesParams
+from procedures.core.data_rewrite.compaction import REWRITE_DATA_FILES, RewriteDataFilesParams
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter
 from procedures.framework.registry import register
-from procedures.spark.actions.rewrite_data_files import run_rewrite_data_files
+from procedures.spark.engine.action import Action
 
 __all__ = ["rewrite_data_files"]
 
@@ -39,4 +39,4 @@ def rewrite_data_files(ctx: ProcedureContext, table: str, strategy: str | None, 
         table_name=f"{ctx.catalog_name}.{'.'.join(t.identifier)}", strategy=strategy, sort_order=sort_order,
         options=options or {}, where=where, case_sensitive=ctx.case_sensitive,
     )
-    return [run_rewrite_data_files(t, params, ctx.spark, committer=ctx.commit).row()]
+    return [Action(REWRITE_DATA_FILES, ctx.spark, committer=ctx.commit).run(t, params).row()]

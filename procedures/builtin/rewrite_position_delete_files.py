@@ -1,14 +1,14 @@
 """``rewrite_position_delete_files`` (procedures.md §3.17): the declaration, the CALL's arguments as
 :class:`~procedures.core.data_rewrite.position_deletes.RewritePositionDeletesParams` (validated in the
-capability's ``plan``), the action, the output row."""
+capability's ``plan``), the uniform action, the output row."""
 
 from __future__ import annotations
 
-from procedures.core.data_rewrite.position_deletes import RewritePositionDeletesParams
+from procedures.core.data_rewrite.position_deletes import REWRITE_POSITION_DELETE_FILES, RewritePositionDeletesParams
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter
 from procedures.framework.registry import register
-from procedures.spark.actions.rewrite_data_files import run_rewrite_position_deletes
+from procedures.spark.engine.action import Action
 
 __all__ = ["rewrite_position_delete_files"]
 
@@ -33,4 +33,4 @@ def rewrite_position_delete_files(ctx: ProcedureContext, table: str, options: di
     """Compact position delete files, dropping deletes of data files that are gone."""
     t = ctx.load_table(table, dry_run=dry_run)
     params = RewritePositionDeletesParams(options=options or {}, where=where, case_sensitive=ctx.case_sensitive)
-    return [run_rewrite_position_deletes(t, params, ctx.spark, committer=ctx.commit).row()]
+    return [Action(REWRITE_POSITION_DELETE_FILES, ctx.spark, committer=ctx.commit).run(t, params).row()]

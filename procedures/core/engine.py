@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from procedures.core.data_rewrite.engine import DataRewriteEngine
 from procedures.core.gc.engine import GcEngine
 
 __all__ = ["Engine"]
 
 
-class Engine(GcEngine, Protocol):
+class Engine(GcEngine, DataRewriteEngine, Protocol):
     """Every engine step of every capability."""

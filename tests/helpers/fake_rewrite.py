@@ -1,4 +1,4 @@
-"""The ``data_rewrite`` capability run on the Spark steps without a session and with a fake group
+"""The ``data_rewrite`` capability on the Spark engine without a session, and with a fake group
 rewrite, so its commit manager is tested without Spark."""
 
 from __future__ import annotations
@@ -9,10 +9,16 @@ from procedures.core.data_rewrite.compaction import RewriteDataFilesPlan, Rewrit
 from procedures.core.data_rewrite.grouping import RewritePlan
 from procedures.core.data_rewrite.options import RewriteOptions
 from procedures.core.data_rewrite.rewriter import Rewriter
-from procedures.spark.actions.rewrite_data_files import DataRewriteEngine
+from procedures.spark.engine.spark_engine import SparkEngine
 
 
-class FakeRewriteEngine(DataRewriteEngine):
+class DriverEngine(SparkEngine):
+    """The Spark engine without a session: every data rewrite step on the driver."""
+
+    on_driver = True
+
+
+class FakeRewriteEngine(DriverEngine):
     """The driver-only engine whose group rewrite is ``rewrite(group, groups)``."""
 
     def __init__(self, rewrite: Callable[[Any, RewritePlan], list], committer: Callable | None = None) -> None:

@@ -259,11 +259,11 @@ def test_position_delete_files_written_before_a_failure_are_deleted(tmp_path):
 def test_rewrite_position_delete_files_drops_dangling_positions(tmp_path):
     from procedures.io.delete_writers import DeleteTarget, read_position_deletes, write_position_delete_files
     from procedures.core.data_rewrite import position_deletes
-    from procedures.spark.actions.rewrite_data_files import DataRewriteEngine
+    from tests.helpers.fake_rewrite import DriverEngine
 
     def rewrite_position_deletes(t, options):
         params = position_deletes.RewritePositionDeletesParams(options=options)
-        return position_deletes.execute(t, position_deletes.plan(t.metadata, params), DataRewriteEngine(None)).row()
+        return position_deletes.execute(t, position_deletes.plan(t.metadata, params), DriverEngine()).row()
 
     t, files = _v2_table_and_three_files(tmp_path)
     t = commit(t, [FastAppend(files)], policy=FAST)

@@ -29,6 +29,7 @@ from procedures.core.data_rewrite.engine import DataRewriteEngine
 from procedures.core.data_rewrite.grouping import FileGroup, GroupRewrite, RewritePlan, plan_rewrite
 from procedures.core.data_rewrite.options import RewriteOptions, parse_rewrite_options, parse_where
 from procedures.core.data_rewrite.rewriter import Rewriter, choose_rewriter
+from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.operations import RewriteFiles
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.kernel.summary import is_dv
@@ -40,7 +41,7 @@ from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "RewriteDataFilesParams", "RewriteDataFilesPlan", "RewriteResult", "GroupOutcome", "plan", "execute",
-    "plan_file_groups", "execute_groups",
+    "plan_file_groups", "execute_groups", "REWRITE_DATA_FILES",
     "compaction_rewrite", "find_dangling_deletes", "remove_dangling_deletes", "delete_written",
 ]
 
@@ -171,6 +172,11 @@ def execute_groups(table: Table, plan: RewriteDataFilesPlan, groups: RewritePlan
         _, removed = remove_dangling_deletes(run.table.refresh(), engine.commit)
         result.removed_delete_files_count += removed
     return result
+
+
+#: the capability as the Spark action runs it
+REWRITE_DATA_FILES: Capability[RewriteDataFilesParams, RewriteDataFilesPlan, RewriteResult] = Capability(
+    "rewrite_data_files", plan, execute)
 
 
 # ------------------------------------------------------------------------------ commits

@@ -27,6 +27,7 @@ from procedures.core.data_rewrite.grouping import DeleteGroup, FileGroup, plan_g
 from procedures.core.data_rewrite.options import (
     PositionDeleteRewriteOptions, parse_position_delete_options, parse_where,
 )
+from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.kernel.summary import content_size, is_dv
 from procedures.core.kernel.transaction import Table
@@ -39,7 +40,7 @@ from procedures.spec.projection import inclusive_projection
 
 __all__ = [
     "RewritePositionDeletesParams", "RewritePositionDeletesPlan", "RewritePositionDeletesResult",
-    "DeleteGroups", "plan", "plan_delete_groups", "execute",
+    "DeleteGroups", "plan", "plan_delete_groups", "execute", "REWRITE_POSITION_DELETE_FILES",
 ]
 
 log = logging.getLogger(__name__)
@@ -216,3 +217,9 @@ def execute(table: Table, plan: RewritePositionDeletesPlan, engine: DataRewriteE
     added = [f for _, a in results for f in a]
     return RewritePositionDeletesResult(len(rewritten), len(added), sum(content_size(f) for f in rewritten),
                                         sum(content_size(f) for f in added))
+
+
+#: the capability as the Spark action runs it
+REWRITE_POSITION_DELETE_FILES: Capability[RewritePositionDeletesParams, RewritePositionDeletesPlan,
+                                          RewritePositionDeletesResult] = Capability(
+    "rewrite_position_delete_files", plan, execute)

@@ -61,7 +61,7 @@ from procedures.spark.environment import check_python_workers
 from procedures.spark.group_writes import write_groups
 from procedures.spark.read import TaskReader, group_tasks, light_task, read_tasks
 from procedures.spark.scan_planning import SparkEntryReader
-from procedures.spark.session import in_caller_context, job_description, map_in_arrow
+from procedures.spark.session import active_session, in_caller_context, job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import task_ids, write_dataframe, write_in_task, write_payloads, write_settings
 from procedures.spec.manifest.model import DataFile
@@ -356,22 +356,30 @@ def _by_completion(futures: dict[Future, int], order: Sequence[int]) -> Iterator
 class DataRewriteSteps:
     """The Spark steps of :class:`~procedures.core.data_rewrite.engine.DataRewriteEngine`.
 
-    A mixin of the Spark engine: it reads ``self.spark`` (a classic or Connect session, or None to
-    run on the driver alone) and commits through ``self.commit``."""
+    A mixin of the Spark engine: it runs on ``self.spark``, else the active session (resolved when a
+    step first needs one, so a call that fails validation or has nothing to do never asks for a
+    session), and commits through ``self.commit``.  ``on_driver`` runs everything on the driver
+    instead (no session at all)."""
 
     spark: Any
     commit: Callable[[Any, Sequence[Any]], Any]
+    #: rewrite without Spark: manifests read, delete groups rewritten on the driver
+    on_driver: bool = False
+
+    def rewrite_session(self) -> Any:
+        """The session the rewrite's jobs run on (raises when there is none)."""
+        return active_session(self.spark)
 
     def manifest_entry_reader(self, table: Table) -> EntryReader | None:
-        """Data manifests read in Spark tasks (without a session: on the driver)."""
-        return SparkEntryReader(self.spark, table.io, table.name) if self.spark is not None else None
+        """Data manifests read in Spark tasks (on the driver with ``on_driver``)."""
+        return None if self.on_driver else SparkEntryReader(self.rewrite_session(), table.io, table.name)
 
     def rewrite_data_group(self, table: Table, rewriter: Rewriter, options: RewriteOptions, groups: RewritePlan,
                            group: FileGroup) -> list[DataFile]:
         """One group rewritten as Spark jobs named like Java's."""
         text = group_description(table, group, groups.total_group_count, rewriter.kind,
                                  groups.groups_in_partition.get(tuple(partition_key(0, tuple(group.partition))[1]), 0))
-        return rewrite_group(self.spark, table, group, rewriter, options, description=text)
+        return rewrite_group(self.rewrite_session(), table, group, rewriter, options, description=text)
 
     def rewrite_groups(self, table: Table, rewriter: Rewriter, options: RewriteOptions, groups: RewritePlan, *,
                        stop_on_failure: bool) -> Iterator[GroupRewrite]:
@@ -379,7 +387,8 @@ class DataRewriteSteps:
         (``Rewrite-Service``), each thread's Spark jobs in the caller's job group; outcomes in order of
         completion.  After a failure with ``stop_on_failure`` the groups not yet started are cancelled
         and the running ones still report, so their files can be cleaned up."""
-        rewrite = in_caller_context(self.spark, lambda g: self.rewrite_data_group(table, rewriter, options, groups, g))
+        spark = None if self.on_driver else self.rewrite_session()
+        rewrite = in_caller_context(spark, lambda g: self.rewrite_data_group(table, rewriter, options, groups, g))
         order = [g.global_index for g in groups.groups]
         with ThreadPoolExecutor(options.max_concurrent, thread_name_prefix="Rewrite-Service") as pool:
             futures = {pool.submit(rewrite, g): i for i, g in enumerate(groups.groups)}
@@ -404,13 +413,14 @@ class DataRewriteSteps:
 
     def rewrite_delete_groups(self, table: Table, groups: Sequence[DeleteGroup],
                               options: PositionDeleteRewriteOptions, *, stop_on_failure: bool) -> list[GroupRewrite]:
-        """Every group rewritten by one Spark job (on the driver without a session)."""
-        if self.spark is None:
+        """Every group rewritten by one Spark job (on the driver with ``on_driver``)."""
+        if self.on_driver:
             return _delete_groups_on_driver(table, list(groups), options.max_concurrent)
+        spark = self.rewrite_session()
         # groups in flight at once: one per task, so the tasks are capped by the option (and by
         # twice the cores, which is enough to even out estimated weights)
-        slots = max(1, min(options.max_concurrent, 2 * parallelism(self.spark)))
-        outcomes = _delete_groups_in_spark(self.spark, table, list(groups), slots, stop_on_failure)
+        slots = max(1, min(options.max_concurrent, 2 * parallelism(spark)))
+        outcomes = _delete_groups_in_spark(spark, table, list(groups), slots, stop_on_failure)
         log.info("Rewrote %d of %d position delete file groups of %s in one Spark job",
                  sum(1 for o in outcomes if o.error is None), len(groups), table.name)
         return outcomes

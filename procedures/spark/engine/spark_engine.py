@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from procedures.spark.engine.data_rewrite_steps import DataRewriteSteps
 from procedures.spark.engine.gc_steps import GcSteps
 from procedures.spark.listing import FrameKeeper
 
 __all__ = ["SparkEngine"]
 
 
-class SparkEngine(GcSteps):
+class SparkEngine(GcSteps, DataRewriteSteps):
     """:class:`~procedures.core.engine.Engine` on ``spark`` (None: the driver alone); ``committer``
     commits for the capability (the CALL's, which records the changed table; default the kernel's)."""
 
