@@ -16,9 +16,10 @@ from typing import Protocol
 
 from procedures.core.data_rewrite.engine import DataRewriteEngine
 from procedures.core.gc.engine import GcEngine
+from procedures.core.table_stats.engine import TableStatsEngine
 
 __all__ = ["Engine"]
 
 
-class Engine(GcEngine, DataRewriteEngine, Protocol):
+class Engine(GcEngine, DataRewriteEngine, TableStatsEngine, Protocol):
     """Every engine step of every capability."""

@@ -231,7 +231,7 @@ def test_compute_table_stats_in_tasks(spark, tmp_path):
     import pyarrow.parquet as pq
 
     import_reference("datasketches", "Apache DataSketches not installed: pip install 'iceberg-procedures[stats]'")
-    from procedures.spark.actions.compute_table_stats import compute_table_stats
+    from tests.helpers.stats_actions import compute_table_stats
 
     cat = HadoopCatalog("local", str(tmp_path / "wh"))
     cat.create_namespace("db")

@@ -30,7 +30,7 @@ from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.core.kernel.operations import FastAppend, RowDelta
 from procedures.core.kernel.ownership import Ownership, is_link, is_within_resolved, resolved
 from procedures.core.kernel.paths import normalize_path
-from procedures.core.stats.table_stats import RegisterStatistics
+from procedures.core.table_stats.statistics_files import RegisterStatistics
 from procedures.core.table_path import RewriteTablePathParams
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import InvalidMetadataError, NoSuchTableError, ValidationError

@@ -13,7 +13,7 @@ import pytest
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.operations import FastAppend, RowDelta
-from procedures.core.stats.table_stats import RegisterStatistics
+from procedures.core.table_stats.statistics_files import RegisterStatistics
 from procedures.core.table_path import (
     RewriteTablePathParams, file_list_text, new_path, relativize, replace_paths, staging_path,
 )

@@ -1,5 +1,11 @@
-"""``compute_partition_stats`` without an engine: per-partition counts from a snapshot's manifests,
-the partition statistics file's schema (spec "Partition Statistics") and its rows in order.
+"""``compute_partition_stats`` as a capability (procedures.md §3.19): per-partition counts from a
+snapshot's manifests, the partition statistics file's schema (spec "Partition Statistics") and its
+rows in order, written by the engine (:meth:`TableStatsEngine.write_partition_statistics`) and
+registered in the table metadata (Iceberg Java 1.10's ``ComputePartitionStatsSparkAction``).
+
+As in Java, a snapshot that already has a partition statistics file gets it back unchanged, and an
+empty result (a branch without files) registers nothing.  Java computes incrementally from an
+ancestor's file when there is one; here the computation is always full, which gives the same counts.
 
 The counting follows Iceberg Java 1.10's ``PartitionStatsHandler`` (full computation): every
 manifest of the snapshot is read; a live entry adds its file to its partition's counters (data
@@ -17,9 +23,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
+from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.scan import partition_key, unified_partition_type
 from procedures.core.kernel.snapshot_producer import metadata_dir
-from procedures.core.stats.table_stats import stats_snapshot
+from procedures.core.kernel.transaction import Table
+from procedures.core.table_stats.engine import TableStatsEngine
+from procedures.core.table_stats.statistics_files import RegisterStatistics, stats_snapshot
 from procedures.errors import ValidationError
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestEntry
@@ -36,7 +45,13 @@ __all__ = [
     "partition_stats_snapshot",
     "latest_stats_file",
     "aggregate_entries",
-    "compute_partition_stats",
+    "count_partitions",
+    "PartitionStatsParams",
+    "PartitionStatsPlan",
+    "PartitionStatsResult",
+    "plan",
+    "execute",
+    "COMPUTE_PARTITION_STATS",
     "partition_stats_path",
     "PARTITION_STATS_COLUMNS",
 ]
@@ -172,7 +187,7 @@ def _entries(io: Any, md: TableMetadata, snapshot: Snapshot) -> Iterator[Manifes
         yield from read_manifest(io, m, specs=specs)
 
 
-def compute_partition_stats(io: Any, md: TableMetadata, snapshot: Snapshot) -> list[PartitionStats]:
+def count_partitions(io: Any, md: TableMetadata, snapshot: Snapshot) -> list[PartitionStats]:
     """Every partition's counters at ``snapshot``, read from its manifests on the driver."""
     return aggregate_entries(md, _entries(io, md, snapshot))
 
@@ -180,3 +195,62 @@ def compute_partition_stats(io: Any, md: TableMetadata, snapshot: Snapshot) -> l
 def partition_stats_path(md: TableMetadata, snapshot_id: int, extension: str = "parquet") -> str:
     """A new partition statistics file: ``<metadata dir>/partition-stats-<id>-<uuid>.<ext>``."""
     return f"{metadata_dir(md)}/partition-stats-{snapshot_id}-{uuid.uuid4()}.{extension}"
+
+
+@dataclass(frozen=True)
+class PartitionStatsParams:
+    """The arguments of ``compute_partition_stats``: the snapshot (default current)."""
+
+    snapshot_id: int | None = None
+
+
+@dataclass(frozen=True)
+class PartitionStatsPlan:
+    """The snapshot to count (None: an empty table) and the file it already has, if any."""
+
+    snapshot: Snapshot | None
+    existing: PartitionStatisticsFile | None = None
+
+
+@dataclass(frozen=True)
+class PartitionStatsResult:
+    """The registered (or already registered) partition statistics file, None when there is none."""
+
+    statistics_file: PartitionStatisticsFile | None = None
+
+    def rows(self) -> list[tuple]:
+        """The procedure's rows: the file's path, or none."""
+        return [] if self.statistics_file is None else [(self.statistics_file.statistics_path,)]
+
+
+def plan(metadata: TableMetadata, params: PartitionStatsParams) -> PartitionStatsPlan:
+    """The table must be partitioned; the snapshot and the file it already has."""
+    snapshot = partition_stats_snapshot(metadata, params.snapshot_id)
+    if snapshot is None:
+        return PartitionStatsPlan(None)
+    existing = latest_stats_file(metadata, snapshot.snapshot_id)
+    if existing is not None and existing.snapshot_id == snapshot.snapshot_id:
+        return PartitionStatsPlan(snapshot, existing)
+    return PartitionStatsPlan(snapshot)
+
+
+def execute(table: Table, plan: PartitionStatsPlan, engine: TableStatsEngine) -> PartitionStatsResult:
+    """Count the snapshot's partitions from its manifests (on the driver: manifests only, no data),
+    have the engine write the file and register it."""
+    if plan.snapshot is None or plan.existing is not None:
+        return PartitionStatsResult(plan.existing)
+    md = table.metadata
+    stats = count_partitions(table.io, md, plan.snapshot)
+    if not stats:
+        return PartitionStatsResult()
+    schema = partition_stats_schema(unified_partition_type(md), md.format_version)
+    path = partition_stats_path(md, plan.snapshot.snapshot_id)
+    size = engine.write_partition_statistics(table, path, schema, [s.row() for s in stats])
+    result = PartitionStatisticsFile(plan.snapshot.snapshot_id, path, size)
+    engine.commit(table, [RegisterStatistics(result)])
+    return PartitionStatsResult(result)
+
+
+#: the capability as the Spark action runs it
+COMPUTE_PARTITION_STATS: Capability[PartitionStatsParams, PartitionStatsPlan, PartitionStatsResult] = Capability(
+    "compute_partition_stats", plan, execute)

@@ -1,44 +1,39 @@
-"""``compute_table_stats``: theta sketches of columns of one snapshot, in a Puffin statistics file
-registered in the table metadata (Iceberg Java 1.10's ``ComputeTableStatsSparkAction``).
+"""The Spark steps of the ``table_stats`` capability (:class:`TableStatsSteps`, the Spark side of
+:class:`procedures.core.table_stats.engine.TableStatsEngine`).
 
-Every Spark partition of the snapshot's scan (deletes applied) reads its files in a Python task
+Column sketches (``compute_table_stats``): every Spark partition of the snapshot's scan (deletes applied) reads its files in a Python task
 and builds one KMV hash sketch per column (:class:`procedures.spec.theta.HashSketch`, hashing the
 values as Java's ``ThetaSketchAgg`` does); the driver unions the compact sketches with the
 ``datasketches`` library (the ``stats`` extra), writes one ``apache-datasketches-theta-v1`` blob per
-column with its ``ndv`` estimate and commits the file with one metadata update, replacing the
-statistics file the snapshot had.  Without a session the same steps run on the driver.
+column with its ``ndv`` estimate.  Without a session the same steps run on the driver.  The
+partition statistics file (``compute_partition_stats``) is written on the driver.
 """
 
 from __future__ import annotations
 
 import pickle
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
 from procedures.core.kernel.scan import iter_file_scan_tasks
-from procedures.core.stats.table_stats import (
-    RegisterStatistics,
-    StatsColumn,
-    statistics_path,
-    stats_columns,
-    stats_snapshot,
-)
-from procedures.core.kernel.transaction import commit
+from procedures.core.table_stats.statistics_files import StatsColumn
 from procedures.errors import MissingDependencyError
-from procedures.io.stats_files import ThetaBlob, write_statistics_file
+from procedures.io.stats_files import ThetaBlob, write_partition_stats, write_statistics_file
 from procedures.spark.dataframes import parallelism, slices_frame
 from procedures.spark.read import TaskReader, group_tasks, light_task
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
+from procedures.spec.schema import Schema
+from procedures.spec.snapshots import Snapshot
 from procedures.spec.statistics import StatisticsFile
 from procedures.spec.theta import NDV_PROPERTY, THETA_BLOB_TYPE, HashSketch
 from procedures.spec.types import DateType, IcebergType, TimestampType, TimestamptzType, TimeType
 
-__all__ = ["compute_table_stats", "require_datasketches", "sketch_batches", "STATS_EXTRA_HINT"]
+__all__ = ["TableStatsSteps", "require_datasketches", "sketch_batches", "STATS_EXTRA_HINT"]
 
 STATS_EXTRA_HINT = "pip install 'iceberg-procedures[stats]'"
 
@@ -104,42 +99,39 @@ def _sketch_on_spark(spark: Any, table: Table, tasks: list, reader: TaskReader,
     return per_column
 
 
-def compute_table_stats(
-    table: Table,
-    snapshot_id: int | None = None,
-    columns: Sequence[str] | None = None,
-    *,
-    spark: Any = None,
-    committer: Callable[[Table, list], Table] | None = None,
-) -> StatisticsFile | None:
-    """Compute and register the NDV sketches of ``columns`` at ``snapshot_id`` (default current);
-    returns the registered file, or None for a table without snapshots."""
-    md = table.metadata
-    snapshot = stats_snapshot(md, snapshot_id)
-    if snapshot is None:
-        return None
-    schema = md.schema_by_id(snapshot.schema_id) if snapshot.schema_id is not None else md.schema()
-    cols = stats_columns(schema, columns)
-    ds = require_datasketches()
-    projected = schema.select([c.name for c in cols])
-    reader = SparkEntryReader(spark, table.io, table.name) if spark is not None else None
-    tasks = list(iter_file_scan_tasks(md, table.io, snapshot_id=snapshot.snapshot_id, read_entries=reader))
-    reader = TaskReader.for_table(table, projected, schema)
-    if spark is None:
-        per_column = [[s] for s in sketch_batches(reader.batches(tasks), cols)]
-    else:
-        with job_description(spark, f"compute_table_stats: sketch {len(cols)} column(s) of {table.name}"):
-            per_column = _sketch_on_spark(spark, table, tasks, reader, cols)
-    blobs = []
-    for i, col in enumerate(cols):
-        union = ds.theta_union()
-        for raw in per_column[i] if per_column else ():
-            union.update(ds.compact_theta_sketch.deserialize(raw))
-        result = union.get_result()
-        blobs.append(ThetaBlob(col.field.field_id, result.serialize(), int(result.get_estimate())))
-    created_by = "iceberg-procedures" + (f" Spark {spark.version}" if spark is not None else "")
-    stats = write_statistics_file(table.io, statistics_path(md, snapshot.snapshot_id), snapshot.snapshot_id,
-                                  snapshot.sequence_number, blobs, blob_type=THETA_BLOB_TYPE,
-                                  ndv_property=NDV_PROPERTY, created_by=created_by)
-    (committer or commit)(table, [RegisterStatistics(stats)])
-    return stats
+class TableStatsSteps:
+    """:class:`~procedures.core.table_stats.engine.TableStatsEngine` on ``self.spark`` (None: on the driver)."""
+
+    spark: Any
+
+    def sketch_columns(self, table: Table, snapshot: Snapshot, schema: Schema, columns: Sequence[StatsColumn],
+                       path: str) -> StatisticsFile:
+        """The snapshot's scan sketched in Spark tasks (or on the driver), the sketches unioned on
+        the driver with ``datasketches``, the Puffin file written at ``path``."""
+        spark = self.spark
+        ds = require_datasketches()
+        md = table.metadata
+        cols = list(columns)
+        projected = schema.select([c.name for c in cols])
+        reader = SparkEntryReader(spark, table.io, table.name) if spark is not None else None
+        tasks = list(iter_file_scan_tasks(md, table.io, snapshot_id=snapshot.snapshot_id, read_entries=reader))
+        reader = TaskReader.for_table(table, projected, schema)
+        if spark is None:
+            per_column = [[s] for s in sketch_batches(reader.batches(tasks), cols)]
+        else:
+            with job_description(spark, f"compute_table_stats: sketch {len(cols)} column(s) of {table.name}"):
+                per_column = _sketch_on_spark(spark, table, tasks, reader, cols)
+        blobs = []
+        for i, col in enumerate(cols):
+            union = ds.theta_union()
+            for raw in per_column[i] if per_column else ():
+                union.update(ds.compact_theta_sketch.deserialize(raw))
+            result = union.get_result()
+            blobs.append(ThetaBlob(col.field.field_id, result.serialize(), int(result.get_estimate())))
+        created_by = "iceberg-procedures" + (f" Spark {spark.version}" if spark is not None else "")
+        return write_statistics_file(table.io, path, snapshot.snapshot_id, snapshot.sequence_number, blobs,
+                                     blob_type=THETA_BLOB_TYPE, ndv_property=NDV_PROPERTY, created_by=created_by)
+
+    def write_partition_statistics(self, table: Table, path: str, schema: Schema, rows: Sequence[tuple]) -> int:
+        """The Parquet file written on the driver (the rows are one per partition)."""
+        return write_partition_stats(table.io, path, schema, list(rows))
