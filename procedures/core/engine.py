@@ -16,10 +16,11 @@ from typing import Protocol
 
 from procedures.core.data_rewrite.engine import DataRewriteEngine
 from procedures.core.gc.engine import GcEngine
+from procedures.core.table_relocation.engine import TableRelocationEngine
 from procedures.core.table_stats.engine import TableStatsEngine
 
 __all__ = ["Engine"]
 
 
-class Engine(GcEngine, DataRewriteEngine, TableStatsEngine, Protocol):
+class Engine(GcEngine, DataRewriteEngine, TableStatsEngine, TableRelocationEngine, Protocol):
     """Every engine step of every capability."""

@@ -15,7 +15,7 @@ from procedures.core.data_rewrite.grouping import plan_rewrite
 from procedures.core.data_rewrite.options import parse_rewrite_options
 from procedures.core.kernel.transaction import commit
 from procedures.io.parquet_writer import WriteSettings, write_data_files
-from tests.helpers.stats_actions import compute_table_stats
+from tests.helpers.capability_actions import compute_table_stats
 from procedures.spark.dml import delete_where, match_files
 from procedures.spark.read import read_table
 from procedures.spark.scan_planning import SparkEntryReader

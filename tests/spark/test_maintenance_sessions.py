@@ -20,13 +20,13 @@ from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.paths import normalize_path
 from procedures.core.rewrite_manifests_op import RewriteManifests
-from procedures.core.table_path import RewriteTablePathParams
+from procedures.core.table_relocation.relocation import RewriteTablePathParams
 from procedures.core.kernel.transaction import CommitContext, MetadataChange, RetryPolicy, commit
 from procedures.core.kernel.updates import SetProperties
 from procedures.spark import listing as L
 from procedures.spark.actions import remove_orphan_files as O
 from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
-from procedures.spark.actions import rewrite_table_path as RTP
+from procedures.spark.engine import table_relocation_steps as RTP
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -35,6 +35,7 @@ from procedures.spec.transforms import parse_transform
 from procedures.spec.types import INT, LONG, NestedField
 from tests.helpers.files import age_everything, touch
 from tests.helpers.references import import_reference
+from tests.helpers.capability_actions import rewrite_table_path
 
 pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
@@ -170,7 +171,7 @@ def test_rewrite_table_path_in_tasks(spark, tmp_path, monkeypatch):
     """Manifests rewritten one per Spark task: the same copy plan and staged manifests as the driver's."""
     _, t = _table(tmp_path, "mixed")
     params = RewriteTablePathParams(source_prefix=t.location, target_prefix="file:/elsewhere/t")
-    driver = RTP.rewrite_table_path(t, params)
+    driver = rewrite_table_path(t, params)
     monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
     jobs = []
     real = getattr(RTP, "slices_frame", None)
@@ -180,7 +181,7 @@ def test_rewrite_table_path_in_tasks(spark, tmp_path, monkeypatch):
         return real(session, slices)
 
     monkeypatch.setattr(RTP, "slices_frame", spy, raising=False)
-    tasks = RTP.rewrite_table_path(t, params, spark=spark)
+    tasks = rewrite_table_path(t, params, spark=spark)
     assert jobs  # the manifests were rewritten in Spark tasks
     assert sorted(target for _, target in tasks.copy_plan) == sorted(target for _, target in driver.copy_plan)
     assert tasks.rewritten_manifest_file_paths_count == driver.rewritten_manifest_file_paths_count > 1
@@ -231,7 +232,7 @@ def test_compute_table_stats_in_tasks(spark, tmp_path):
     import pyarrow.parquet as pq
 
     import_reference("datasketches", "Apache DataSketches not installed: pip install 'iceberg-procedures[stats]'")
-    from tests.helpers.stats_actions import compute_table_stats
+    from tests.helpers.capability_actions import compute_table_stats
 
     cat = HadoopCatalog("local", str(tmp_path / "wh"))
     cat.create_namespace("db")

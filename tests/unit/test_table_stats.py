@@ -26,8 +26,8 @@ from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO
 from procedures.io.parquet_writer import ParquetFileWriter, WriteSettings
 from procedures.io.stats_files import ThetaBlob, write_partition_stats, write_statistics_file
-from tests.helpers import stats_actions as CTS
-from tests.helpers.stats_actions import compute_partition_stats
+from tests.helpers import capability_actions as CTS
+from tests.helpers.capability_actions import compute_partition_stats
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.puffin import read_puffin

@@ -8,13 +8,14 @@ from typing import Any, Callable, Sequence
 
 from procedures.spark.engine.data_rewrite_steps import DataRewriteSteps
 from procedures.spark.engine.gc_steps import GcSteps
+from procedures.spark.engine.table_relocation_steps import TableRelocationSteps
 from procedures.spark.engine.table_stats_steps import TableStatsSteps
 from procedures.spark.listing import FrameKeeper
 
 __all__ = ["SparkEngine"]
 
 
-class SparkEngine(GcSteps, DataRewriteSteps, TableStatsSteps):
+class SparkEngine(GcSteps, DataRewriteSteps, TableStatsSteps, TableRelocationSteps):
     """:class:`~procedures.core.engine.Engine` on ``spark`` (None: the driver alone); ``committer``
     commits for the capability (the CALL's, which records the changed table; default the kernel's)."""
 

@@ -1,12 +1,27 @@
-"""The engine-free half of ``rewrite_table_path`` (procedures.md §3.20; Iceberg Java's
-``RewriteTablePathUtil`` and ``RewriteTablePathSparkAction``): path prefix replacement, the choice
+"""``rewrite_table_path`` as a capability (procedures.md §3.20; Iceberg Java's
+``RewriteTablePathUtil`` and ``RewriteTablePathSparkAction``): :class:`RewriteTablePathParams` ->
+:func:`plan` (the parameters validated) -> :func:`execute` on a
+:class:`~procedures.core.table_relocation.engine.TableRelocationEngine`; path prefix replacement, the choice
 of metadata versions, snapshots and manifests to restage, the rewritten metadata objects, manifest
 and manifest-list rewriting, and the copy plan (``source,target`` pairs).
 
 Nothing here touches the table: every file is written below the staging location, and the caller
-copies them.  Position delete file *contents* are rewritten in :mod:`procedures.io.path_rewrite`
-(the action hands the sizes back in); everything else is metadata this module writes through the
-``io`` it is given.
+copies them.  Position delete file *contents* are rewritten by the engine
+(:meth:`TableRelocationEngine.rewrite_delete_files`, which hands the sizes back); everything else is
+metadata this module writes through the table's ``io``.
+
+Order of work in :func:`execute`: plan on the driver (versions, rewritten metadata, manifests;
+refusals here write nothing), stage the metadata files, rewrite the position delete files and DVs
+(their new sizes go into the manifests), rewrite the manifests (their new lengths go into the
+manifest lists), stage the manifest lists, write the file list.  The engine rewrites delete files
+and manifests in tasks when there are enough manifests to be worth it, otherwise on driver
+threads.  If anything fails, the files staged so far are removed.
+
+Staged files never replace anything: a staging_location the caller names must lie outside every
+table of the catalog, the source table's included however its location is spelled, and must hold
+no table metadata nor any file this run would stage (checked before the first write); every write
+is create-only (Iceberg Java overwrites).  So the failure cleanup removes only files this run
+created.
 
 Paths are compared as plain strings, as Java does: a path is under the source prefix when it
 starts with ``<prefix>/`` (or equals the prefix).  Where the staged files go is checked after
@@ -23,13 +38,17 @@ those added by snapshots still present in some metadata version of the range).
 from __future__ import annotations
 
 import dataclasses
+import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from procedures.core.gc.reachability import is_table_metadata_file
+from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.ownership import resolved
 from procedures.core.kernel.paths import PathSet, is_within
 from procedures.core.kernel.properties import WRITE_PATH_PROPERTIES
+from procedures.core.table_relocation.engine import TableRelocationEngine
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.conversions import from_bytes, to_bytes
 from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list
@@ -48,7 +67,10 @@ __all__ = [
     "default_staging_location", "resolve_version", "replace_paths", "plan_table_path",
     "write_version_files", "position_deletes_to_rewrite", "rewrite_manifest", "write_manifest_lists",
     "copy_plan", "file_list_text", "staged_paths", "check_staging", "check_staging_location", "check_staged_files",
+    "RelocationPlan", "check_params", "plan", "execute", "REWRITE_TABLE_PATH",
 ]
+
+log = logging.getLogger(__name__)
 
 #: name of the copy plan written below the staging location
 FILE_LIST = "file-list"
@@ -62,7 +84,7 @@ PATH_PROPERTIES = tuple(p.key for p in WRITE_PATH_PROPERTIES)
 # ----------------------------------------------------------------------------------------- parameters
 @dataclass(frozen=True, slots=True)
 class RewriteTablePathParams:
-    """The procedure's options; the constructor refuses what Java refuses, with Java's messages."""
+    """The procedure's options as the CALL gave them; :func:`plan` refuses what Java refuses."""
 
     source_prefix: str
     target_prefix: str
@@ -71,18 +93,20 @@ class RewriteTablePathParams:
     staging_location: str | None = None
     create_file_list: bool = True
 
-    def __post_init__(self) -> None:
-        if not self.source_prefix:
-            raise ValidationError(f"Source prefix('{self.source_prefix}') cannot be empty.")
-        if not self.target_prefix:
-            raise ValidationError(f"Target prefix('{self.target_prefix}') cannot be empty.")
-        if self.source_prefix == self.target_prefix:
-            raise ValidationError(f"Source prefix cannot be the same as target prefix ({self.source_prefix})")
-        for label, value in (("Start", self.start_version), ("End", self.end_version)):
-            if value is not None and not value.strip():
-                raise ValidationError(f"{label} version('{value}') cannot be empty.")
-        if self.staging_location is not None and not self.staging_location.strip():
-            raise ValidationError(f"Staging location('{self.staging_location}') cannot be empty.")
+
+def check_params(params: RewriteTablePathParams) -> None:
+    """Refuse what Java refuses, with Java's messages."""
+    if not params.source_prefix:
+        raise ValidationError(f"Source prefix('{params.source_prefix}') cannot be empty.")
+    if not params.target_prefix:
+        raise ValidationError(f"Target prefix('{params.target_prefix}') cannot be empty.")
+    if params.source_prefix == params.target_prefix:
+        raise ValidationError(f"Source prefix cannot be the same as target prefix ({params.source_prefix})")
+    for label, value in (("Start", params.start_version), ("End", params.end_version)):
+        if value is not None and not value.strip():
+            raise ValidationError(f"{label} version('{value}') cannot be empty.")
+    if params.staging_location is not None and not params.staging_location.strip():
+        raise ValidationError(f"Staging location('{params.staging_location}') cannot be empty.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,3 +517,92 @@ def file_list_text(pairs: Iterable[tuple[str, str]]) -> str:
     """The copy plan as Java writes it: ``source,target`` lines."""
     return "".join(f"{src},{dst}\n" for src, dst in pairs)
 
+
+# ----------------------------------------------------------------------------------------- capability
+@dataclass(frozen=True, slots=True)
+class RelocationPlan:
+    """The validated parameters.  What is restaged (:class:`TablePathPlan`) is planned in
+    :func:`execute`: it reads the metadata versions and manifest lists of the range."""
+
+    params: RewriteTablePathParams
+
+
+def plan(metadata: TableMetadata, params: RewriteTablePathParams) -> RelocationPlan:
+    """Validate the parameters once (:func:`check_params`)."""
+    check_params(params)
+    return RelocationPlan(params)
+
+
+def _staging(table: Any, params: RewriteTablePathParams) -> str:
+    if params.staging_location is None:
+        return default_staging_location(table.metadata_location, str(uuid.uuid4()))
+    staging = maybe_append_separator(params.staging_location)
+    bare = staging.rstrip("/")
+    if bare and table.io.exists(bare) and not table.io.is_dir(bare):
+        raise ValidationError(f"Staging location {params.staging_location} is a file; pass a folder")
+    return staging
+
+
+def _remove_staged(io: Any, paths: Sequence[str]) -> None:
+    for p in paths:
+        try:
+            io.delete(p)
+        except Exception as e:  # noqa: BLE001 -- cleanup after a failure must not hide it
+            log.warning("rewrite_table_path: could not remove staged file %s: %s", p, e)
+
+
+def execute(table: Any, plan: RelocationPlan, engine: TableRelocationEngine) -> RewriteTablePathResult:
+    """Stage ``table``'s metadata with paths moved from the source to the target prefix and write the
+    copy plan; see the module docstring for the order of work and the staging rules."""
+    params = plan.params
+    md, io = table.metadata, table.io
+    staging = _staging(table, params)
+    path_plan = plan_table_path(io, md, table.metadata_location, params, staging)
+    specs = md.specs_by_id
+    source, target = params.source_prefix, params.target_prefix
+    deletes = position_deletes_to_rewrite(io, path_plan, specs)
+    check_staging(path_plan, deletes)
+    existing: list[str] = []
+    if params.staging_location is not None:
+        # the default folder is new (a fresh uuid); a folder the caller names may be anything
+        check_staging_location(staging, engine.catalog_folders(table))
+        existing = [f.path for f in io.list_prefix(staging)]
+    check_staged_files(staging, staged_paths(path_plan, deletes), existing)
+    in_tasks = engine.relocate_in_tasks(list(path_plan.manifests.values()))
+    try:
+        with engine.described(f"rewrite_table_path: stage {len(path_plan.versions)} metadata files of "
+                              f"{table.identifier}"):
+            write_version_files(io, path_plan)
+        items = [(f, staging_path(f.file_path, source, staging), source, target)
+                 for f in {f.file_path: f for f in deletes}.values()]
+        sizes = engine.rewrite_delete_files(io, items, in_tasks)
+        kwargs = {"format_version": path_plan.end.format_version, "specs": specs, "schema": md.schema(),
+                  "source": source, "target": target, "staging": staging, "delta_ids": path_plan.delta_ids,
+                  "delete_sizes": sizes}
+        manifests = [(m, staging_path(p, source, staging), kwargs) for p, m in sorted(path_plan.manifests.items())]
+        rewrites = engine.rewrite_manifest_paths(io, manifests, in_tasks)
+        write_manifest_lists(io, path_plan, {r.manifest_path: r.length for r in rewrites})
+        pairs = copy_plan(path_plan, rewrites)
+        file_list = NOT_APPLICABLE
+        if params.create_file_list:
+            file_list = staging + FILE_LIST
+            io.write(file_list, file_list_text(pairs).encode("utf-8"), overwrite=False)
+    except BaseException as e:
+        # a file that appeared at a staged path after the checks (create-only refused it: the
+        # FileIO's FileExistsError names it) is not ours
+        clash = getattr(e, "path", None) if isinstance(e, FileExistsError) else None
+        _remove_staged(io, [p for p in staged_paths(path_plan, deletes) if p != clash])
+        raise
+    return RewriteTablePathResult(
+        latest_version=file_name(path_plan.end_location),
+        file_list_location=file_list,
+        staging_location=staging,
+        rewritten_manifest_file_paths_count=len(path_plan.manifests),
+        rewritten_delete_file_paths_count=len(deletes),
+        copy_plan=tuple(pairs),
+    )
+
+
+#: the capability as the Spark action runs it
+REWRITE_TABLE_PATH: Capability[RewriteTablePathParams, RelocationPlan, RewriteTablePathResult] = Capability(
+    "rewrite_table_path", plan, execute)
