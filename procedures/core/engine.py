@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from procedures.core.changelog.engine import ChangelogEngine
 from procedures.core.data_rewrite.engine import DataRewriteEngine
 from procedures.core.gc.engine import GcEngine
 from procedures.core.table_relocation.engine import TableRelocationEngine
@@ -22,5 +23,5 @@ from procedures.core.table_stats.engine import TableStatsEngine
 __all__ = ["Engine"]
 
 
-class Engine(GcEngine, DataRewriteEngine, TableStatsEngine, TableRelocationEngine, Protocol):
+class Engine(GcEngine, DataRewriteEngine, TableStatsEngine, TableRelocationEngine, ChangelogEngine, Protocol):
     """Every engine step of every capability."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from procedures.spark.engine.changelog_steps import ChangelogSteps
 from procedures.spark.engine.data_rewrite_steps import DataRewriteSteps
 from procedures.spark.engine.gc_steps import GcSteps
 from procedures.spark.engine.table_relocation_steps import TableRelocationSteps
@@ -15,7 +16,7 @@ from procedures.spark.listing import FrameKeeper
 __all__ = ["SparkEngine"]
 
 
-class SparkEngine(GcSteps, DataRewriteSteps, TableStatsSteps, TableRelocationSteps):
+class SparkEngine(GcSteps, DataRewriteSteps, TableStatsSteps, TableRelocationSteps, ChangelogSteps):
     """:class:`~procedures.core.engine.Engine` on ``spark`` (None: the driver alone); ``committer``
     commits for the capability (the CALL's, which records the changed table; default the kernel's)."""
 

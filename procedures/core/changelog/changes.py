@@ -1,6 +1,8 @@
-"""The engine-neutral half of ``create_changelog_view`` (procedures.md §3.16): which snapshots a
-changelog covers, which rows each of them inserted or deleted, and the row-stream rules that turn
-raw changes into the view (carry-over removal, net changes, update images).
+"""``create_changelog_view`` as a capability (procedures.md §3.16): :class:`ChangelogParams` ->
+:func:`plan` (the arguments checked, the snapshots chosen) -> :func:`execute` on a
+:class:`~procedures.core.changelog.engine.ChangelogEngine`; which snapshots a changelog covers,
+which rows each of them inserted or deleted, and the row-stream rules that turn raw changes into
+the view (carry-over removal, net changes, update images).
 
 Snapshot range (Iceberg Java's ``SparkScanBuilder.buildChangelogScan`` and
 ``BaseIncrementalChangelogScan``): ``start-snapshot-id`` is exclusive, ``end-snapshot-id`` inclusive
@@ -27,6 +29,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from procedures.core.changelog.change_model import (
+    CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID, DELETE, INSERT, METADATA_COLUMNS, UPDATE_AFTER, UPDATE_BEFORE,
+    ChangeRule, ChangeTask,
+)
+from procedures.core.changelog.engine import ChangelogEngine
+from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.scan import DeleteFileEntry, DeleteFileIndex
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.manifest.manifest_list import read_manifest_list
@@ -58,17 +66,14 @@ __all__ = [
     "remove_carryovers",
     "remove_net_carryovers",
     "compute_updates",
+    "ChangelogParams",
+    "ChangelogPlan",
+    "ChangelogResult",
+    "plan",
+    "execute",
+    "CREATE_CHANGELOG_VIEW",
 ]
 
-CHANGE_TYPE = "_change_type"
-CHANGE_ORDINAL = "_change_ordinal"
-COMMIT_SNAPSHOT_ID = "_commit_snapshot_id"
-METADATA_COLUMNS = (CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID)
-
-INSERT = "INSERT"
-DELETE = "DELETE"
-UPDATE_BEFORE = "UPDATE_BEFORE"
-UPDATE_AFTER = "UPDATE_AFTER"
 
 _RANGE_OPTIONS = ("start-snapshot-id", "end-snapshot-id", "start-timestamp", "end-timestamp")
 # point-in-time read options make no sense for a range of changes; Java refuses them
@@ -207,32 +212,6 @@ def changelog_snapshots(md: TableMetadata, opts: ChangelogOptions) -> list[Snaps
 
 
 # ------------------------------------------------------------------------------ change planning
-@dataclass(frozen=True, slots=True)
-class ChangeTask:
-    """One data file whose visible rows changed in a changelog snapshot.
-
-    ``before`` are the deletes that applied to the file in the snapshot's parent (None: the file
-    was not live there), ``after`` those that apply in the snapshot (None: the snapshot removed
-    it).  Rows visible only before are deletes, rows visible only after inserts.
-    """
-
-    data_file: DataFile
-    data_sequence_number: int
-    ordinal: int
-    snapshot_id: int
-    before: tuple[DeleteFileEntry, ...] | None
-    after: tuple[DeleteFileEntry, ...] | None
-
-    @property
-    def kind(self) -> str:
-        """``INSERT`` (file added), ``DELETE`` (file removed) or ``DIFF`` (its deletes changed)."""
-        if self.before is None:
-            return INSERT
-        if self.after is None:
-            return DELETE
-        return "DIFF"
-
-
 def _delete_index(md: TableMetadata, io: Any, manifests: Sequence[ManifestFile]) -> DeleteFileIndex | None:
     deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
     if not deletes:
@@ -440,3 +419,89 @@ def compute_updates(keys: Sequence[Any], id_keys: Sequence[Any], types: Sequence
         out.append((idx, typ))
         k += 1
     return out
+
+
+# ------------------------------------------------------------------------------ capability
+@dataclass(frozen=True)
+class ChangelogParams:
+    """The procedure's arguments as Java reads them (None = not given); ``table_name`` is the table's
+    name without namespace, for the default view name."""
+
+    table_name: str
+    view_name: str | None = None
+    options: Mapping[str, str] | None = None
+    compute_updates: bool | None = None
+    identifier_columns: tuple[str, ...] | None = None
+    net_changes: bool = False
+    case_sensitive: bool = False
+
+
+@dataclass(frozen=True)
+class ChangelogPlan:
+    """The view to register, the snapshots it covers and the row rule it applies."""
+
+    view_name: str
+    snapshots: tuple[Snapshot, ...]
+    rule: ChangeRule
+
+
+@dataclass(frozen=True)
+class ChangelogResult:
+    """The name of the view created."""
+
+    view_name: str
+
+    def row(self) -> tuple[str]:
+        """The procedure's output row."""
+        return (self.view_name,)
+
+
+def plan(metadata: TableMetadata, params: ChangelogParams) -> ChangelogPlan:
+    """Check the arguments once and choose the snapshots and the row rule.
+
+    Refusals (Java's, plus ours for options Java only rejects when the view is read): range
+    options, unorderable columns without identifier columns, net changes with update images,
+    update images without identifier columns, identifier columns that name no column.
+    """
+    md = metadata
+    opts = parse_changelog_options(params.options)
+    identifier = list(params.identifier_columns) if params.identifier_columns is not None else [
+        md.schema().find_column_name(i) for i in md.schema().identifier_field_ids]
+    unorderable = unorderable_columns(md.schema())
+    if not identifier and unorderable:
+        raise ValidationError(
+            f"Identifier field is required as table contains unorderable columns: [{', '.join(unorderable)}]; "
+            "pass identifier_columns or set the table's identifier fields")
+    updates = params.compute_updates if params.compute_updates is not None else (
+        params.identifier_columns is not None)
+    if updates and params.net_changes:
+        raise ValidationError("Not support net changes with update images: set compute_updates => false or "
+                              "net_changes => false")
+    if updates and not identifier:
+        raise ValidationError("Cannot compute the update images because identifier columns are not set: pass "
+                              "identifier_columns or set the table's identifier fields")
+    table_columns = [f.name for f in md.schema().fields]
+    if updates:
+        id_cols = resolve_columns(identifier, table_columns + list(METADATA_COLUMNS), params.case_sensitive)
+        part = [*id_cols, CHANGE_ORDINAL]
+        rule = ChangeRule("updates", tuple(part), (*part, CHANGE_TYPE), tuple(part))
+    elif params.net_changes:
+        rule = ChangeRule("net", tuple(table_columns), (*table_columns, CHANGE_ORDINAL, CHANGE_TYPE))
+    else:
+        # every column of the raw changes but the change type
+        part = [*table_columns, *(c for c in METADATA_COLUMNS if c != CHANGE_TYPE)]
+        rule = ChangeRule("carryovers", tuple(part), (*part, CHANGE_TYPE))
+    view = params.view_name if params.view_name is not None else default_view_name(params.table_name)
+    return ChangelogPlan(view, tuple(changelog_snapshots(md, opts)), rule)
+
+
+def execute(table: Any, plan: ChangelogPlan, engine: ChangelogEngine) -> ChangelogResult:
+    """Plan the changed files on the driver, then have the engine build and register the view."""
+    with engine.described(f"create_changelog_view: plan changes of {table.name}"):
+        tasks = plan_changelog(table.metadata, table.io, plan.snapshots)
+    return ChangelogResult(engine.register_changelog_view(table, tasks, plan.rule, plan.view_name))
+
+
+#: the capability as the Spark action runs it
+CREATE_CHANGELOG_VIEW: Capability[ChangelogParams, ChangelogPlan, ChangelogResult] = Capability(
+    "create_changelog_view", plan, execute)

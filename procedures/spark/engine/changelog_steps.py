@@ -1,64 +1,40 @@
-"""``create_changelog_view``: a session temporary view of a table's row changes between two
-snapshots (Iceberg Java 1.10's ``CreateChangelogViewProcedure`` over the ``changes`` table).
+"""The Spark steps of the ``changelog`` capability (:class:`ChangelogSteps`, the Spark side of
+:class:`procedures.core.changelog.engine.ChangelogEngine`): ``create_changelog_view``'s session
+temporary view of a table's row changes between two snapshots (Iceberg Java 1.10's
+``CreateChangelogViewProcedure`` over the ``changes`` table).
 
-The driver plans the changes (:mod:`procedures.core.changelog`); Python tasks read each changed
+The driver plans the changes (:mod:`procedures.core.changelog.changes`); Python tasks read each changed
 data file with the deletes that applied before and after its snapshot and emit the raw changes
 (the table's columns plus ``_change_type``, ``_change_ordinal``, ``_commit_snapshot_id``).  The
 view then goes through Java's steps with the same shuffles: rows repartitioned and sorted by the
 carry-over key (or the identifier columns and ordinal for update images) and each sorted partition
-filtered by the row rules of :mod:`procedures.core.changelog`.  The view is lazy: its files are
+filtered by the row rules of :mod:`procedures.core.changelog.changes`.  The view is lazy: its files are
 read each time it is queried; which files is fixed when the view is created.
 """
 
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from procedures.catalog.base import Table
-from procedures.core.changelog import (
-    CHANGE_ORDINAL,
-    CHANGE_TYPE,
-    COMMIT_SNAPSHOT_ID,
-    DELETE,
-    INSERT,
-    METADATA_COLUMNS,
-    ChangeTask,
-    changelog_snapshots,
-    compute_updates,
-    parse_changelog_options,
-    plan_changelog,
-    remove_carryovers,
-    remove_net_carryovers,
-    resolve_columns,
-    row_key,
-    unorderable_columns,
+from procedures.core.changelog.change_model import (
+    CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID, DELETE, INSERT, ChangeRule, ChangeTask,
 )
+from procedures.core.changelog.changes import compute_updates, remove_carryovers, remove_net_carryovers, row_key
 from procedures.core.kernel.scan import FileScanTask
 from procedures.errors import ValidationError
 from procedures.spark.dataframes import empty_frame, parallelism
 from procedures.spark.read import TaskReader, light_task, spark_type, tasks_frame, to_spark_arrow
-from procedures.spark.session import job_description, map_in_arrow
+from procedures.spark.session import map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expressions import ALWAYS_TRUE
 from procedures.spec.schema import Schema
 
-__all__ = ["ChangelogRequest", "changes_frame", "create_changelog_view"]
-
-
-@dataclass(frozen=True)
-class ChangelogRequest:
-    """The procedure's arguments, as Java reads them (None = not given)."""
-
-    options: dict[str, str] | None = None
-    compute_updates: bool | None = None
-    identifier_columns: tuple[str, ...] | None = None
-    net_changes: bool = False
-    case_sensitive: bool = False
+__all__ = ["ChangelogSteps", "changes_frame"]
 
 
 def _scan_task(t: ChangeTask, deletes: tuple, schema: Schema) -> FileScanTask:
@@ -178,50 +154,22 @@ def _apply_rule(df: Any, partition_cols: Sequence[str], sort_cols: Sequence[str]
     return map_in_arrow(ordered, run, df.schema)
 
 
-def create_changelog_view(spark: Any, table: Table, view_name: str, request: ChangelogRequest) -> str:
-    """Plan the changes, build the view's DataFrame, register it as ``view_name``; returns the name.
+class ChangelogSteps:
+    """:class:`~procedures.core.changelog.engine.ChangelogEngine` on ``self.spark``."""
 
-    Refusals (Java's, plus ours for options Java only rejects when the view is read): range
-    options, unorderable columns without identifier columns, net changes with update images,
-    update images without identifier columns, identifier columns that name no column.
-    """
-    md = table.metadata
-    opts = parse_changelog_options(request.options)
-    identifier = list(request.identifier_columns) if request.identifier_columns is not None else [
-        md.schema().find_column_name(i) for i in md.schema().identifier_field_ids]
-    unorderable = unorderable_columns(md.schema())
-    if not identifier and unorderable:
-        raise ValidationError(
-            f"Identifier field is required as table contains unorderable columns: [{', '.join(unorderable)}]; "
-            "pass identifier_columns or set the table's identifier fields")
-    updates = request.compute_updates if request.compute_updates is not None else (
-        request.identifier_columns is not None)
-    if updates and request.net_changes:
-        raise ValidationError("Not support net changes with update images: set compute_updates => false or "
-                              "net_changes => false")
-    if updates and not identifier:
-        raise ValidationError("Cannot compute the update images because identifier columns are not set: pass "
-                              "identifier_columns or set the table's identifier fields")
-    table_columns = [f.name for f in md.schema().fields]
-    id_cols = resolve_columns(identifier, table_columns + list(METADATA_COLUMNS), request.case_sensitive) \
-        if updates else []
+    spark: Any
 
-    with job_description(spark, f"create_changelog_view: plan changes of {table.name}"):
-        tasks = plan_changelog(md, table.io, changelog_snapshots(md, opts))
-    df = changes_frame(spark, table, tasks)
-    if updates:
-        part = [*id_cols, CHANGE_ORDINAL]
-        df = _apply_rule(df, part, [*part, CHANGE_TYPE], "updates", id_cols=part)
-    elif request.net_changes:
-        part = table_columns
-        df = _apply_rule(df, part, [*part, CHANGE_ORDINAL, CHANGE_TYPE], "net")
-    else:
-        part = [c for c in df.columns if c != CHANGE_TYPE]
-        df = _apply_rule(df, part, [*part, CHANGE_TYPE], "carryovers")
-    from pyspark.errors import AnalysisException  # noqa: PLC0415
+    def register_changelog_view(self, table: Table, tasks: Sequence[ChangeTask], rule: ChangeRule,
+                                view_name: str) -> str:
+        """The raw changes read lazily by Python tasks, the rule applied with Java's shuffles, the
+        result registered as ``view_name``."""
+        df = changes_frame(self.spark, table, tasks)
+        df = _apply_rule(df, list(rule.partition_columns), list(rule.sort_columns), rule.kind,
+                         id_cols=list(rule.id_columns))
+        from pyspark.errors import AnalysisException  # noqa: PLC0415
 
-    try:
-        df.createOrReplaceTempView(view_name)
-    except AnalysisException as e:
-        raise ValidationError(f"Cannot create the changelog view {view_name!r}: {e}") from None
-    return view_name
+        try:
+            df.createOrReplaceTempView(view_name)
+        except AnalysisException as e:
+            raise ValidationError(f"Cannot create the changelog view {view_name!r}: {e}") from None
+        return view_name

@@ -1,0 +1,25 @@
+"""The engine steps the ``changelog`` capability needs: a typed protocol, implemented once per
+engine (Spark: :class:`procedures.spark.engine.changelog_steps.ChangelogSteps`)."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, Sequence
+
+from procedures.core.changelog.change_model import ChangeRule, ChangeTask
+
+__all__ = ["ChangelogEngine"]
+
+
+class ChangelogEngine(Protocol):
+    """Engine steps of ``create_changelog_view``."""
+
+    def described(self, description: str) -> AbstractContextManager[None]:
+        """The engine's jobs inside run under ``description``."""
+        ...
+
+    def register_changelog_view(self, table: Any, tasks: Sequence[ChangeTask], rule: ChangeRule,
+                                view_name: str) -> str:
+        """Read the raw changes of ``tasks`` lazily, apply ``rule`` and register the result as the
+        session's temporary view ``view_name``; returns the name."""
+        ...
