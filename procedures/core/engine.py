@@ -16,6 +16,7 @@ from typing import Protocol
 
 from procedures.core.changelog.engine import ChangelogEngine
 from procedures.core.data_rewrite.engine import DataRewriteEngine
+from procedures.core.file_import.engine import FileImportEngine
 from procedures.core.gc.engine import GcEngine
 from procedures.core.table_relocation.engine import TableRelocationEngine
 from procedures.core.table_stats.engine import TableStatsEngine
@@ -23,5 +24,6 @@ from procedures.core.table_stats.engine import TableStatsEngine
 __all__ = ["Engine"]
 
 
-class Engine(GcEngine, DataRewriteEngine, TableStatsEngine, TableRelocationEngine, ChangelogEngine, Protocol):
+class Engine(GcEngine, DataRewriteEngine, TableStatsEngine, TableRelocationEngine, ChangelogEngine,
+             FileImportEngine, Protocol):
     """Every engine step of every capability."""

@@ -241,7 +241,7 @@ def _set(key: str, value: str):
 def test_migrate_refuses_a_source_folder_that_holds_an_iceberg_table(spark, cats):
     """An Iceberg table of the hive catalog lies inside the Parquet table's folder: migrating the
     Parquet table in place would put the new table around it.  Refused before the rename."""
-    from procedures.spark.actions.migrate import read_source
+    from procedures.spark.actions.session_table_import import read_source
 
     spark.sql("DROP TABLE IF EXISTS spark_catalog.ovsrc.mig")
     spark.sql("DROP TABLE IF EXISTS spark_catalog.ovsrc.mig_backup_")

@@ -8,6 +8,7 @@ from typing import Any, Callable, Sequence
 
 from procedures.spark.engine.changelog_steps import ChangelogSteps
 from procedures.spark.engine.data_rewrite_steps import DataRewriteSteps
+from procedures.spark.engine.file_import_steps import FileImportSteps
 from procedures.spark.engine.gc_steps import GcSteps
 from procedures.spark.engine.table_relocation_steps import TableRelocationSteps
 from procedures.spark.engine.table_stats_steps import TableStatsSteps
@@ -16,7 +17,8 @@ from procedures.spark.listing import FrameKeeper
 __all__ = ["SparkEngine"]
 
 
-class SparkEngine(GcSteps, DataRewriteSteps, TableStatsSteps, TableRelocationSteps, ChangelogSteps):
+class SparkEngine(GcSteps, DataRewriteSteps, TableStatsSteps, TableRelocationSteps, ChangelogSteps,
+                  FileImportSteps):
     """:class:`~procedures.core.engine.Engine` on ``spark`` (None: the driver alone); ``committer``
     commits for the capability (the CALL's, which records the changed table; default the kernel's)."""
 

@@ -5,9 +5,9 @@ session catalog, with one of our catalogs as the Iceberg side.
 Both read the source through Spark SQL statements (``DESCRIBE TABLE EXTENDED``, ``SHOW
 TBLPROPERTIES``, ``SHOW PARTITIONS``: schema, partition columns, location, provider, properties,
 buckets; :mod:`procedures.spark.session_catalog`), so they run on classic and Spark Connect sessions
-alike, build the new table's metadata (the source's schema, identity partitioning on its partition columns, the properties of :mod:`procedures.core.migrate`, the name
+alike, build the new table's metadata (the source's schema, identity partitioning on its partition columns, the properties of :mod:`procedures.core.file_import.table_creation`, the name
 mapping), read every source file's metrics as ``add_files`` does
-(:func:`procedures.spark.actions.add_files.import_data_files`), and create the table with its first
+(:func:`procedures.spark.engine.file_import_steps.import_data_files`), and create the table with its first
 snapshot in one commit (:func:`procedures.catalog.base.staged_create`: a failed import writes no
 metadata file).
 
@@ -33,13 +33,13 @@ from typing import Any, Mapping, Sequence
 from procedures.catalog.base import delete_quietly, staged_create
 from procedures.catalog.overlap import check_table_folders, check_table_location
 from procedures.catalog.sandbox import sandboxed
-from procedures.core import add_files as core_add_files
-from procedures.core import migrate as core_migrate
+from procedures.core.file_import import source_rules as core_add_files
+from procedures.core.file_import import table_creation as core_migrate
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.snapshot_producer import snapshot_manifests
 from procedures.core.kernel.transaction import commit
 from procedures.errors import TableAlreadyExistsError, ValidationError
-from procedures.spark.actions.add_files import catalog_source, import_data_files, session_table
+from procedures.spark.engine.file_import_steps import catalog_source, import_data_files, session_table
 from procedures.spark.session import optional_job
 from procedures.spark.session_catalog import rename_table, table_exists
 
@@ -71,7 +71,7 @@ class MigrateParams:
 
 
 def read_source(spark: Any, parts: Sequence[str]) -> core_migrate.SourceTable:
-    """The session-catalog table ``parts`` as :class:`~procedures.core.migrate.SourceTable`
+    """The session-catalog table ``parts`` as :class:`~procedures.core.file_import.table_creation.SourceTable`
     (NoSuchTableError when missing), read through Spark SQL statements."""
     table = session_table(spark, parts)
     return core_migrate.SourceTable(

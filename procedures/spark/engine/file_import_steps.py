@@ -1,38 +1,29 @@
-"""The ``add_files`` action (procedures.md §3.11; Iceberg Java 1.10's ``AddFilesProcedure`` with
-``SparkTableUtil.importSparkTable`` / ``importSparkPartitions``).
+"""The Spark steps of the ``file_import`` capability (:class:`FileImportSteps`, the Spark side of
+:class:`procedures.core.file_import.engine.FileImportEngine`), also used by ``snapshot`` and
+``migrate`` (:mod:`procedures.spark.actions.session_table_import`).
 
-Order of work:
-
-1. check ``partition_filter`` against the target's spec (:func:`procedures.core.add_files.check_partition_filter`);
-2. find the source partitions: for a path import (`` `parquet`.`/dir` ``) by walking the
-   ``k=v`` directories under the path; for a table of Spark's session catalog through Spark SQL
-   statements (``DESCRIBE TABLE EXTENDED``, ``SHOW PARTITIONS``: partition values, locations,
-   serde/provider; :mod:`procedures.spark.session_catalog`), on classic and Spark Connect sessions;
-3. match the source's partition columns to an all-identity spec of the target, keep the
-   partitions ``partition_filter`` selects, and list the files directly in each partition
-   directory (hidden ``_``/``.`` files skipped, sub-directories ignored);
-4. read each file's metrics (Parquet and ORC footers, Avro record counts), on the driver for a
-   few files and as a Spark job over the file list otherwise (:data:`DRIVER_MAX_FILES`; one task
-   per slice of the list, :func:`procedures.spark.dataframes.run_slices`);
-5. refuse files already live in the target (unless ``check_duplicate_files`` is false);
-6. commit one ``append`` snapshot through the core, together with the name mapping when the table
-   has none (Java commits the mapping first, on its own; here a refusal leaves the table unchanged).
+* the source: for a path import (`` `parquet`.`/dir` ``) the ``k=v`` directories under the path;
+  for a table of Spark's session catalog Spark SQL statements (``DESCRIBE TABLE EXTENDED``,
+  ``SHOW PARTITIONS``: partition values, locations, serde/provider;
+  :mod:`procedures.spark.session_catalog`), on classic and Spark Connect sessions;
+* the files directly in each partition directory (hidden ``_``/``.`` files skipped,
+  sub-directories ignored), each file's metrics read (Parquet and ORC footers, Avro record counts)
+  on the driver for a few files and as a Spark job over the file list otherwise
+  (:data:`DRIVER_MAX_FILES`; one task per slice of the list,
+  :func:`procedures.spark.dataframes.run_slices`).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Sequence
 from urllib.parse import unquote
 
 from procedures.catalog.base import split_dotted
-from procedures.core import add_files as core_add_files
+from procedures.core.file_import import source_rules as core_add_files
+from procedures.core.file_import.engine import ImportSource
 from procedures.core.kernel.paths import local_path
-from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
-from procedures.core.kernel.transaction import commit
 from procedures.errors import NotFoundError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.data_import import ImportTarget, imported_data_file
@@ -46,46 +37,10 @@ from procedures.spark.session_catalog import SessionTable, describe_table, list_
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest.model import DataFile
 
-__all__ = ["AddFilesParams", "AddFilesResult", "ImportSource", "add_files", "catalog_source", "session_table",
-           "import_data_files", "DRIVER_MAX_FILES"]
-
-log = logging.getLogger(__name__)
+__all__ = ["FileImportSteps", "catalog_source", "session_table", "import_data_files", "DRIVER_MAX_FILES"]
 
 #: up to this many files the footers are read on the driver; more run as a Spark job
 DRIVER_MAX_FILES = 16
-
-
-@dataclass(frozen=True)
-class AddFilesParams:
-    """The procedure's arguments."""
-
-    source_table: str
-    partition_filter: Mapping[str, str]
-    check_duplicate_files: bool = True
-    parallelism: int = 1
-
-
-@dataclass(frozen=True)
-class AddFilesResult:
-    """The output row: ``added-data-files`` and ``changed-partition-count`` of the new snapshot."""
-
-    added_files_count: int
-    changed_partition_count: int | None
-
-    def row(self) -> tuple:
-        """The procedure's output row."""
-        return (self.added_files_count, self.changed_partition_count)
-
-
-@dataclass(frozen=True)
-class ImportSource:
-    """What was resolved from ``source_table``: partitions, their columns, and how the files are committed."""
-
-    description: str
-    columns: tuple[str, ...]
-    partitions: list[core_add_files.SourcePartition]
-    path_import: bool
-    partitioned: bool
 
 
 # ------------------------------------------------------------------------------ path imports
@@ -252,40 +207,17 @@ def _resolve_source(spark: Any, io: FileIO, text: str) -> ImportSource:
     return catalog_source(spark, parts)
 
 
-def add_files(table: Any, params: AddFilesParams, *, spark: Any = None,
-              committer: Callable[[Any, Sequence[Any]], Any] | None = None) -> AddFilesResult:
-    """Add the files of ``params.source_table`` to ``table`` in one append; see the module doc.
+class FileImportSteps:
+    """:class:`~procedures.core.file_import.engine.FileImportEngine` on ``self.spark`` (None: a path
+    import read on the driver)."""
 
-    Raises ValidationError (table unchanged) for a filter or layout the target cannot take,
-    DuplicateFilesError for files the table already has, UnsupportedFileFormatError for a source
-    format other than Parquet, ORC and Avro, and NotFoundError / NoSuchTableError for a missing source.
-    """
-    if params.parallelism is not None and params.parallelism <= 0:
-        raise ValidationError("Parallelism should be larger than 0")
-    md = table.metadata
-    name = getattr(table, "name", "table")
-    core_add_files.check_partition_filter(name, md.spec(), params.partition_filter)
-    source = _resolve_source(spark, table.io, params.source_table)
-    spec = core_add_files.match_identity_spec(md, source.columns, name)
-    partitions = core_add_files.filter_partitions(source.partitions, params.partition_filter)
-    if source.path_import and source.partitioned and not partitions:
-        raise ValidationError(f"Cannot find any matching partitions in table {name}")
-    files = import_data_files(spark, table.io, md, spec, partitions, params.parallelism or 1,
-                              f"add_files: read the footers of {{n}} file(s) of {source.description} for {name}")
-    if params.check_duplicate_files and files:
-        live = {e.data_file.file_path for e in live_entries(table.io, md, snapshot_manifests(table.io, md.current_snapshot()))}
-        duplicates = sorted(f.file_path for f in files if f.file_path in live)
-        if duplicates:
-            raise core_add_files.duplicate_error(duplicates)
-    ops: list[Any] = []
-    change = core_add_files.name_mapping_change(md)
-    if change is not None:
-        ops.append(change)
-    op = core_add_files.AddFiles(files, through_manifests=source.path_import or source.partitioned)
-    ops.append(op)
-    with optional_job(spark, f"add_files: commit {len(files)} file(s) of {source.description} to {name}"):
-        (committer or commit)(table, ops)
-    summary = op.snapshot.summary if op.snapshot is not None else {}
-    changed = summary.get("changed-partition-count")
-    log.info("add_files on %s: added %d file(s) from %s", name, len(files), source.description)
-    return AddFilesResult(int(summary.get("added-data-files", "0")), int(changed) if changed is not None else None)
+    spark: Any
+
+    def resolve_import_source(self, io: Any, text: str) -> ImportSource:
+        """A path import walked through ``io``, or a session-catalog table read through Spark SQL."""
+        return _resolve_source(self.spark, io, text)
+
+    def read_data_files(self, io: Any, md: Any, spec: Any, partitions: Sequence[core_add_files.SourcePartition],
+                        parallelism: int, job: str) -> list[DataFile]:
+        """Footers read on the driver for a few files, as a Spark job for more."""
+        return import_data_files(self.spark, io, md, spec, partitions, parallelism, job)
