@@ -37,7 +37,7 @@ from procedures.errors import InvalidMetadataError, NoSuchTableError, Validation
 from procedures.io.delete_writers import write_position_delete_file
 from procedures.io.fileio import FileAlreadyExistsError, FileIO
 from procedures.spark.actions import rewrite_table_path as RTP
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from tests.helpers.gc_runs import remove_orphan_files
 from procedures.spark.actions.rewrite_table_path import rewrite_table_path
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec

@@ -119,6 +119,10 @@ class GcEngine(Protocol):
         hidden, or the rows of ``file_list_view`` inside it."""
         ...
 
+    def modified_before(self, io: Any, paths: Sequence[str], older_than: int) -> Sequence[bool]:
+        """For each of ``paths``, whether it was last modified before ``older_than`` (a gone file is not)."""
+        ...
+
     def match_orphans(self, listing: Listing, valid: ValidFiles, schemes: Mapping[str, str],
                       auths: Mapping[str, str], mode: str, *, stream: bool,
                       older_than: int | None) -> Iterator[str]:

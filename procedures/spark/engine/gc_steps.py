@@ -23,7 +23,7 @@ from procedures.core.gc.orphans import CONFLICTS, format_pairs
 from procedures.core.kernel.table_overlap import TableFolders
 from procedures.core.kernel.transaction import commit
 from procedures.errors import ValidationError
-from procedures.io.directory_walk import list_with_prefix, walk
+from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as spark_listing
 from procedures.spark.dataframes import functions
 from procedures.spark.session import optional_job
@@ -125,6 +125,10 @@ class GcSteps:
                               max_files=DRIVER_MAX_FILES, min_pending=DRIVER_MIN_HANDED_DIRS, io=io)
         return Listing(files, tuple(pending), older_than=older_than, partition_prefixes=path_filter.partition_prefixes,
                        io_properties=dict(getattr(io, "properties", {}) or {}))
+
+    def modified_before(self, io: Any, paths: Sequence[str], older_than: int) -> Sequence[bool]:
+        """A ``stat`` per path on the driver (:func:`procedures.io.directory_walk.modified_before`)."""
+        return modified_before(paths, older_than, io)
 
     def _view_files(self, view: str, location: str, older_than: int) -> Any:
         from pyspark.sql import types as sql_types  # noqa: PLC0415 -- pyspark only with a session
