@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from procedures.core.gc.engine import GcEngine
+from procedures.core.manifest_rewrite.engine import ManifestRewriteEngine
 
 __all__ = ["Engine"]
 
 
-class Engine(GcEngine, Protocol):
+class Engine(GcEngine, ManifestRewriteEngine, Protocol):
     """Every engine step of every capability."""

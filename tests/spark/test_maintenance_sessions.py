@@ -19,14 +19,14 @@ from procedures.core.gc import reachability as R
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.paths import normalize_path
-from procedures.core.rewrite_manifests_op import RewriteManifests
+from procedures.core.manifest_rewrite.clustering import RewriteManifests
 from procedures.core.table_path import RewriteTablePathParams
 from procedures.core.kernel.transaction import CommitContext, MetadataChange, RetryPolicy, commit
 from procedures.core.kernel.updates import SetProperties
 from procedures.spark import listing as L
 from procedures.spark.engine import gc_steps as O
 from tests.helpers.gc_runs import remove_orphan_files
-from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
+from procedures.spark.engine.manifest_rewrite_steps import SparkManifestRewriter
 from procedures.spark.actions import rewrite_table_path as RTP
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.manifest.reader import read_manifest

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from procedures.core.gc.hidden_paths import HiddenPathFilter
+from procedures.core.kernel.capability import Committer
 from procedures.core.kernel.table_overlap import TableFolders
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
@@ -71,16 +72,12 @@ class ValidFiles:
     manifests: tuple[str, ...] | Callable[[], Iterable[str]]
 
 
-class GcEngine(Protocol):
+class GcEngine(Committer, Protocol):
     """The steps of expire_snapshots and remove_orphan_files that an engine runs."""
 
     def job(self, description: str) -> AbstractContextManager[None]:
         """A scope for one run's steps: names the engine's jobs ``description`` and keeps the rows
         the steps read more than once until it closes."""
-        ...
-
-    def commit(self, table: Any, operations: Sequence[Any]) -> Any:
-        """Commit ``operations`` to ``table`` through the one transactional path; the new table."""
         ...
 
     def neighbours(self, table: Any) -> tuple[Sequence[TableFolders], str | None]:

@@ -13,7 +13,7 @@ more than once are persisted until its :meth:`GcSteps.job` closes.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability
@@ -21,7 +21,6 @@ from procedures.core.gc.engine import EngineManifests, EngineRows, Listing, Vali
 from procedures.core.gc.hidden_paths import HiddenPathFilter
 from procedures.core.gc.orphans import CONFLICTS, format_pairs
 from procedures.core.kernel.table_overlap import TableFolders
-from procedures.core.kernel.transaction import commit
 from procedures.errors import ValidationError
 from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as spark_listing
@@ -46,7 +45,6 @@ class GcSteps:
     """:class:`~procedures.core.gc.engine.GcEngine` on ``spark`` (None: everything on the driver)."""
 
     spark: Any
-    committer: Callable[[Any, Sequence[Any]], Any] | None
     keep: spark_listing.FrameKeeper
 
     @contextlib.contextmanager
@@ -54,10 +52,6 @@ class GcSteps:
         """The run's Spark jobs described as ``description``; its kept frames unpersisted on exit."""
         with optional_job(self.spark, description), self.keep:
             yield
-
-    def commit(self, table: Any, operations: Sequence[Any]) -> Any:
-        """Through the caller's committer (the CALL's, which records the changed table), else the kernel's."""
-        return (self.committer or commit)(table, operations)
 
     def neighbours(self, table: Any) -> tuple[Sequence[TableFolders], str | None]:
         """The catalog's other tables' folders and its warehouse root."""

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from procedures.core.kernel.transaction import commit
 from procedures.spark.engine.gc_steps import GcSteps
+from procedures.spark.engine.manifest_rewrite_steps import ManifestRewriteSteps
 from procedures.spark.listing import FrameKeeper
 
 __all__ = ["SparkEngine"]
 
 
-class SparkEngine(GcSteps):
+class SparkEngine(GcSteps, ManifestRewriteSteps):
     """:class:`~procedures.core.engine.Engine` on ``spark`` (None: the driver alone); ``committer``
     commits for the capability (the CALL's, which records the changed table; default the kernel's)."""
 
@@ -20,3 +22,7 @@ class SparkEngine(GcSteps):
         self.spark = spark
         self.committer = committer
         self.keep = FrameKeeper()
+
+    def commit(self, table: Any, operations: Sequence[Any]) -> Any:
+        """Through the caller's committer (the CALL's, which records the changed table), else the kernel's."""
+        return (self.committer or commit)(table, operations)
