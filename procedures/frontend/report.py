@@ -23,11 +23,11 @@ from typing import Any, Sequence
 
 from procedures.catalog.base import split_dotted
 from procedures.catalog.config import catalog_names, conf_from_spark, default_catalog_name, load_catalog
-from procedures.core.gc.orphans import RemoveOrphanFilesParams
+from procedures.core.gc.orphans import REMOVE_ORPHAN_FILES, RemoveOrphanFilesParams
 from procedures.core.health_figures import HealthFigures, health_figures
 from procedures.errors import ValidationError
 from procedures.frontend import runner
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from procedures.spark.engine.action import Action
 
 __all__ = ["TableReport", "HealthReport", "health_report", "render_html", "split_target", "REPORT_EXTRA_HINT"]
 
@@ -130,7 +130,7 @@ def _figures(spark: Any, catalog: Any, table: str, include_orphans: bool) -> Hea
     loaded = catalog.load_table(tuple(split_dotted(table)))
     orphans = None
     if include_orphans:
-        found = remove_orphan_files(loaded, RemoveOrphanFilesParams(dry_run=True), spark=spark)
+        found = Action(REMOVE_ORPHAN_FILES, spark).run(loaded, RemoveOrphanFilesParams(dry_run=True))
         orphans = [_size(loaded.io, p) for p in found.orphan_file_locations]
     return health_figures(loaded.io, loaded.metadata, table, orphans=orphans)
 

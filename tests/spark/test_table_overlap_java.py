@@ -20,7 +20,7 @@ from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.paths import normalize_path
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.spark.actions import remove_orphan_files as O
+from procedures.spark.engine import gc_steps as O
 from procedures.spark.dml import append
 from procedures.spark.session import catalog_for
 from tests.helpers.catalogs import allow_overlap

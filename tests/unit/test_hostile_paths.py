@@ -37,7 +37,7 @@ from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import InvalidMetadataError, NoSuchTableError, ValidationError
 from procedures.io.delete_writers import write_position_delete_file
 from procedures.io.fileio import FileAlreadyExistsError, FileIO
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from tests.helpers.gc_runs import remove_orphan_files
 from tests.helpers.capability_actions import rewrite_table_path
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec

@@ -14,6 +14,7 @@ from procedures.core.data_rewrite.grouping import DeleteGroup, GroupRewrite, Rew
 from procedures.core.data_rewrite.options import PositionDeleteRewriteOptions, RewriteOptions
 from procedures.core.data_rewrite.rewriter import Rewriter
 from procedures.core.kernel.scan import ScanEntry, ScanManifests
+from procedures.core.kernel.capability import Committer
 from procedures.core.kernel.transaction import Table
 
 __all__ = ["DataRewriteEngine", "EntryReader"]
@@ -22,7 +23,7 @@ __all__ = ["DataRewriteEngine", "EntryReader"]
 EntryReader = Callable[[ScanManifests], Iterable[list[ScanEntry]]]
 
 
-class DataRewriteEngine(Protocol):
+class DataRewriteEngine(Committer, Protocol):
     """Engine steps of ``rewrite_data_files`` and ``rewrite_position_delete_files``."""
 
     def manifest_entry_reader(self, table: Table) -> EntryReader | None:
@@ -43,6 +44,3 @@ class DataRewriteEngine(Protocol):
         with ``stop_on_failure`` a failure skips the groups not yet rewritten."""
         ...
 
-    def commit(self, table: Table, operations: Sequence[Any]) -> Table:
-        """Commit ``operations`` to ``table`` through the one transactional path; returns the new table."""
-        ...

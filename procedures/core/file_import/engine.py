@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
 from procedures.core.file_import.source_rules import SourcePartition
+from procedures.core.kernel.capability import Committer
 from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
@@ -31,7 +32,7 @@ class ImportSource:
     partitioned: bool
 
 
-class FileImportEngine(Protocol):
+class FileImportEngine(Committer, Protocol):
     """Engine steps of ``add_files``."""
 
     def described(self, description: str) -> AbstractContextManager[None]:
@@ -49,6 +50,3 @@ class FileImportEngine(Protocol):
         ``job`` describes the engine's job, ``{n}`` the file count."""
         ...
 
-    def commit(self, table: Any, operations: Sequence[Any]) -> Any:
-        """Commit ``operations`` to ``table`` through the one transactional path; returns the new table."""
-        ...

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from procedures.core.gc.hidden_paths import HiddenPathFilter
+from procedures.core.kernel.capability import Committer
 from procedures.core.kernel.table_overlap import TableFolders
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
@@ -71,16 +72,12 @@ class ValidFiles:
     manifests: tuple[str, ...] | Callable[[], Iterable[str]]
 
 
-class GcEngine(Protocol):
+class GcEngine(Committer, Protocol):
     """The steps of expire_snapshots and remove_orphan_files that an engine runs."""
 
     def job(self, description: str) -> AbstractContextManager[None]:
         """A scope for one run's steps: names the engine's jobs ``description`` and keeps the rows
         the steps read more than once until it closes."""
-        ...
-
-    def commit(self, table: Any, operations: Sequence[Any]) -> Any:
-        """Commit ``operations`` to ``table`` through the one transactional path; the new table."""
         ...
 
     def neighbours(self, table: Any) -> tuple[Sequence[TableFolders], str | None]:
@@ -117,6 +114,10 @@ class GcEngine(Protocol):
                    auths: Mapping[str, str]) -> Listing:
         """The files below ``location`` modified before ``older_than`` (any age when None) that are not
         hidden, or the rows of ``file_list_view`` inside it."""
+        ...
+
+    def modified_before(self, io: Any, paths: Sequence[str], older_than: int) -> Sequence[bool]:
+        """For each of ``paths``, whether it was last modified before ``older_than`` (a gone file is not)."""
         ...
 
     def match_orphans(self, listing: Listing, valid: ValidFiles, schemes: Mapping[str, str],

@@ -11,15 +11,23 @@ capability the same way (:class:`procedures.spark.engine.action.Action`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar
 
 from procedures.spec.metadata import TableMetadata
 
-__all__ = ["Capability"]
+__all__ = ["Capability", "Committer"]
 
 ParamsT = TypeVar("ParamsT")
 PlanT = TypeVar("PlanT")
 ResultT = TypeVar("ResultT")
+
+
+class Committer(Protocol):
+    """The engine step every capability that changes a table shares."""
+
+    def commit(self, table: Any, operations: Sequence[Any]) -> Any:
+        """Commit ``operations`` to ``table`` through the one transactional path; the new table."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
+from procedures.core.kernel.capability import Committer
 from procedures.core.kernel.transaction import Table
 from procedures.core.table_stats.statistics_files import StatsColumn
 from procedures.spec.schema import Schema
@@ -18,7 +19,7 @@ from procedures.spec.statistics import StatisticsFile
 __all__ = ["TableStatsEngine"]
 
 
-class TableStatsEngine(Protocol):
+class TableStatsEngine(Committer, Protocol):
     """Engine steps of ``compute_table_stats`` and ``compute_partition_stats``."""
 
     def sketch_columns(self, table: Table, snapshot: Snapshot, schema: Schema, columns: Sequence[StatsColumn],
@@ -31,6 +32,3 @@ class TableStatsEngine(Protocol):
         """Write the partition statistics file (Parquet, the schema's field ids); returns its size."""
         ...
 
-    def commit(self, table: Table, operations: Sequence[Any]) -> Table:
-        """Commit ``operations`` to ``table`` through the one transactional path; returns the new table."""
-        ...

@@ -10,7 +10,8 @@ from typing import Any
 from procedures.core.gc.orphans import DEFAULT_OLDER_THAN_MS, RemoveOrphanFilesParams
 from procedures.core.health import Finding, analyze, orphan_finding
 from procedures.core.kernel.properties import GC_ENABLED
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from procedures.core.gc.orphans import REMOVE_ORPHAN_FILES
+from procedures.spark.engine.action import Action
 from procedures.spark.session import optional_job
 
 __all__ = ["table_health"]
@@ -30,7 +31,7 @@ def table_health(table: Any, table_ref: str, *, include_orphans: bool = False, s
         findings = analyze(table.io, table.metadata, table_ref, now_ms=now)
     if include_orphans and GC_ENABLED.read(table.metadata.properties):
         with optional_job(spark, f"table_health: {name} listing orphan files (dry run)"):
-            result = remove_orphan_files(table, RemoveOrphanFilesParams(dry_run=True, now_ms=now), spark=spark)
+            result = Action(REMOVE_ORPHAN_FILES, spark).run(table, RemoveOrphanFilesParams(dry_run=True, now_ms=now))
         findings += orphan_finding(table.metadata, table_ref, result.orphan_count,
                                    older_than_days=DEFAULT_OLDER_THAN_MS / 86_400_000)
     return findings

@@ -13,7 +13,7 @@ more than once are persisted until its :meth:`GcSteps.job` closes.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability
@@ -21,9 +21,8 @@ from procedures.core.gc.engine import EngineManifests, EngineRows, Listing, Vali
 from procedures.core.gc.hidden_paths import HiddenPathFilter
 from procedures.core.gc.orphans import CONFLICTS, format_pairs
 from procedures.core.kernel.table_overlap import TableFolders
-from procedures.core.kernel.transaction import commit
 from procedures.errors import ValidationError
-from procedures.io.directory_walk import list_with_prefix, walk
+from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as spark_listing
 from procedures.spark.dataframes import functions
 from procedures.spark.session import optional_job
@@ -46,7 +45,6 @@ class GcSteps:
     """:class:`~procedures.core.gc.engine.GcEngine` on ``spark`` (None: everything on the driver)."""
 
     spark: Any
-    committer: Callable[[Any, Sequence[Any]], Any] | None
     keep: spark_listing.FrameKeeper
 
     @contextlib.contextmanager
@@ -54,10 +52,6 @@ class GcSteps:
         """The run's Spark jobs described as ``description``; its kept frames unpersisted on exit."""
         with optional_job(self.spark, description), self.keep:
             yield
-
-    def commit(self, table: Any, operations: Sequence[Any]) -> Any:
-        """Through the caller's committer (the CALL's, which records the changed table), else the kernel's."""
-        return (self.committer or commit)(table, operations)
 
     def neighbours(self, table: Any) -> tuple[Sequence[TableFolders], str | None]:
         """The catalog's other tables' folders and its warehouse root."""
@@ -125,6 +119,10 @@ class GcSteps:
                               max_files=DRIVER_MAX_FILES, min_pending=DRIVER_MIN_HANDED_DIRS, io=io)
         return Listing(files, tuple(pending), older_than=older_than, partition_prefixes=path_filter.partition_prefixes,
                        io_properties=dict(getattr(io, "properties", {}) or {}))
+
+    def modified_before(self, io: Any, paths: Sequence[str], older_than: int) -> Sequence[bool]:
+        """A ``stat`` per path on the driver (:func:`procedures.io.directory_walk.modified_before`)."""
+        return modified_before(paths, older_than, io)
 
     def _view_files(self, view: str, location: str, older_than: int) -> Any:
         from pyspark.sql import types as sql_types  # noqa: PLC0415 -- pyspark only with a session

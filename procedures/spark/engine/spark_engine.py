@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from procedures.core.kernel.transaction import commit
 from procedures.spark.engine.changelog_steps import ChangelogSteps
 from procedures.spark.engine.data_rewrite_steps import DataRewriteSteps
 from procedures.spark.engine.file_import_steps import FileImportSteps
 from procedures.spark.engine.gc_steps import GcSteps
+from procedures.spark.engine.manifest_rewrite_steps import ManifestRewriteSteps
 from procedures.spark.engine.table_relocation_steps import TableRelocationSteps
 from procedures.spark.engine.table_stats_steps import TableStatsSteps
 from procedures.spark.listing import FrameKeeper
@@ -17,8 +19,8 @@ from procedures.spark.listing import FrameKeeper
 __all__ = ["SparkEngine"]
 
 
-class SparkEngine(GcSteps, DataRewriteSteps, TableStatsSteps, TableRelocationSteps, ChangelogSteps,
-                  FileImportSteps):
+class SparkEngine(GcSteps, ManifestRewriteSteps, DataRewriteSteps, TableStatsSteps, TableRelocationSteps,
+                  ChangelogSteps, FileImportSteps):
     """:class:`~procedures.core.engine.Engine` on ``spark`` (None: the driver alone); ``committer``
     commits for the capability (the CALL's, which records the changed table; default the kernel's)."""
 
@@ -26,3 +28,7 @@ class SparkEngine(GcSteps, DataRewriteSteps, TableStatsSteps, TableRelocationSte
         self.spark = spark
         self.committer = committer
         self.keep = FrameKeeper()
+
+    def commit(self, table: Any, operations: Sequence[Any]) -> Any:
+        """Through the caller's committer (the CALL's, which records the changed table), else the kernel's."""
+        return (self.committer or commit)(table, operations)

@@ -22,7 +22,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from procedures.core.rewrite_manifests_copy import existing_records
+from procedures.core.manifest_rewrite.entry_copy import existing_records
 from procedures.core.kernel.snapshot_producer import SnapshotProducer, manifest_list_rows, snapshot_manifest_rows
 from procedures.core.kernel.summary import SummaryBuilder
 from procedures.core.kernel.transaction import CommitContext
@@ -202,7 +202,7 @@ def live_copies(io: Any, manifest: ManifestFile, avro_schema: Mapping[str, Any],
                 specs: Mapping[int, PartitionSpec]) -> Iterator[tuple[tuple, Any]]:
     """``(partition, copy)`` for each live entry of ``manifest`` in file order; ``copy`` goes to
     :func:`write_copy` of a writer with ``avro_schema``: the entry already encoded as EXISTING when
-    the manifest's schema allows (:func:`~procedures.core.rewrite_manifests_copy.existing_records`),
+    the manifest's schema allows (:func:`~procedures.core.manifest_rewrite.entry_copy.existing_records`),
     otherwise the decoded :class:`ManifestEntry`."""
     records = existing_records(io, manifest, avro_schema, format_version, specs=specs)
     if records is not None:

@@ -1,27 +1,29 @@
-"""The engine half of ``rewrite_manifests`` for large tables (procedures.md §3.10).
+"""The rewrite_manifests step of :class:`~procedures.spark.engine.spark_engine.SparkEngine`
+(:class:`procedures.core.manifest_rewrite.engine.ManifestRewriteEngine`): the engine half of
+``rewrite_manifests`` for large tables (procedures.md §3.10).
 
-:class:`~procedures.core.rewrite_manifests_op.RewriteManifests` plans on the driver; when a content
+:class:`~procedures.core.manifest_rewrite.clustering.RewriteManifests` plans on the driver; when a content
 type's manifests pass the driver's limits (:func:`procedures.core.gc.reachability.use_spark`), it
-hands a :class:`~procedures.core.rewrite_manifests_op.RewriteJob` to :class:`SparkManifestRewriter`,
+hands a :class:`~procedures.core.manifest_rewrite.clustering.RewriteJob` to :class:`SparkManifestRewriter`,
 which keeps the entries off the driver, as Java's ``RewriteManifestsSparkAction`` does:
 
 1. the clustering keys are counted: a manifest whose partition summaries show a single partition
-   (:func:`~procedures.core.rewrite_manifests_op.uniform_partition`) counts from the manifest list
+   (:func:`~procedures.core.manifest_rewrite.clustering.uniform_partition`) counts from the manifest list
    alone; only the other ("mixed") manifests are read, on the executors, which send back the
    distinct keys and their counts.  The driver cuts the keys into chunks
-   (:func:`~procedures.core.rewrite_manifests_op.assign_chunks`; an unpartitioned spec is cut by
-   position, :func:`~procedures.core.rewrite_manifests_op.chunk_of_position`);
+   (:func:`~procedures.core.manifest_rewrite.clustering.assign_chunks`; an unpartitioned spec is cut by
+   position, :func:`~procedures.core.manifest_rewrite.clustering.chunk_of_position`);
 2. a manifest that falls in one chunk, or a run of positions of one, travels to its chunk's task as
    its encoded manifest-list row (the planning holds the list as
    :class:`~procedures.spec.manifest.manifest_list.ManifestRows`, per manifest only its count and key), which the
-   task decodes into a :class:`~procedures.core.rewrite_manifests_op.ManifestSlice` and reads itself; the
+   task decodes into a :class:`~procedures.core.manifest_rewrite.clustering.ManifestSlice` and reads itself; the
    entries of mixed manifests are read on the executors and sent to their chunks' tasks.  Each task
    sorts its items (key, manifest, position) and writes one manifest, copying every entry's
    ``data_file`` bytes unchanged where the schemas allow
-   (:func:`~procedures.core.rewrite_manifests_copy.existing_records`).  Every entry is read once and pickled at
+   (:func:`~procedures.core.manifest_rewrite.entry_copy.existing_records`).  Every entry is read once and pickled at
    most once (by Spark's shuffle, mixed manifests only);
 3. when the chunks are fewer than the task slots (a table rewritten into one manifest), a large
-   chunk is cut into runs of its sorted items (:func:`~procedures.core.rewrite_manifests_op.plan_write_tasks`):
+   chunk is cut into runs of its sorted items (:func:`~procedures.core.manifest_rewrite.clustering.plan_write_tasks`):
    each run's task encodes and compresses its entries into Avro blocks framed with a sync marker
    the driver chose for the job, and one task per chunk joins the blocks behind the header
    (:meth:`~procedures.spec.manifest.writer.ManifestWriter.close_parts`), so every core copies entries.
@@ -38,11 +40,11 @@ import os
 import pickle
 from array import array
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from procedures.core.gc import reachability
-from procedures.core import rewrite_manifests_op
-from procedures.core.rewrite_manifests_op import (
+from procedures.core.manifest_rewrite import clustering
+from procedures.core.manifest_rewrite.clustering import (
     ManifestSlice, RewriteJob, assign_chunks, chunk_of_position, copy_slice, live_copies, live_entry_counts, order_key,
     plan_write_tasks, uniform_partition, write_copy,
 )
@@ -54,7 +56,7 @@ from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest.manifest_list import ManifestRows
 from procedures.spec.manifest.model import ManifestFile
 
-__all__ = ["SparkManifestRewriter"]
+__all__ = ["SparkManifestRewriter", "ManifestRewriteSteps"]
 
 #: rows keyed for a shuffle to the task of their key (:func:`_keyed_batch`)
 _KEYED = "slot int, payload binary"
@@ -109,6 +111,18 @@ def _position_slices(index: int, ref: Any, start: int, count: int, total: int,
         local = stop
 
 
+class ManifestRewriteSteps:
+    """:class:`~procedures.core.manifest_rewrite.engine.ManifestRewriteEngine` on ``spark``."""
+
+    spark: Any
+
+    def manifest_rewriter(self, io: Any, name: str) -> "SparkManifestRewriter | None":
+        """A :class:`SparkManifestRewriter` on the session; None without one (all on the driver)."""
+        if self.spark is None:
+            return None
+        return SparkManifestRewriter(self.spark, dict(io.properties), name)
+
+
 class SparkManifestRewriter:
     """Rewrites large manifest sets on the executors (see the module docstring)."""
 
@@ -124,9 +138,9 @@ class SparkManifestRewriter:
 
     def wants(self, manifests: Sequence[ManifestFile]) -> bool:
         """True when the manifests pass the driver's reading limits or hold more live entries than
-        the driver should sort (:data:`~procedures.core.rewrite_manifests_op.DRIVER_MAX_REWRITE_ENTRIES`)."""
+        the driver should sort (:data:`~procedures.core.manifest_rewrite.clustering.DRIVER_MAX_REWRITE_ENTRIES`)."""
         return (reachability.use_spark(self.spark, manifests)
-                or sum(live_entry_counts(manifests)) > rewrite_manifests_op.DRIVER_MAX_REWRITE_ENTRIES)
+                or sum(live_entry_counts(manifests)) > clustering.DRIVER_MAX_REWRITE_ENTRIES)
 
     def rewrite(self, job: RewriteJob) -> tuple[list[ManifestFile], int]:
         """Write the job's chunks on the executors; returns the new manifests and entries written.
@@ -134,7 +148,7 @@ class SparkManifestRewriter:
         The driver keeps per manifest only its live count and clustering key (or "mixed"); each
         manifest travels to its task as its encoded manifest-list row, once.  When there are fewer
         chunks than task slots, a large chunk is written by several tasks, each encoding a run of its
-        entries (:func:`~procedures.core.rewrite_manifests_op.cut_chunk`), and one task per chunk
+        entries (:func:`~procedures.core.manifest_rewrite.clustering.cut_chunk`), and one task per chunk
         joins the runs into the manifest."""
         check_python_workers(self.spark)
         props, specs, fv = self.props, dict(job.specs), job.format_version
@@ -202,7 +216,7 @@ class SparkManifestRewriter:
             n_chunks = 1 + chunk_of_position(max(total - 1, 0), total, job.n)
         slots = self.slots or parallelism(self.spark)
         task_items, plan = plan_write_tasks(groups, counts, loose, n_chunks, slots,
-                                            self.min_part_entries or rewrite_manifests_op.MIN_PART_ENTRIES)
+                                            self.min_part_entries or clustering.MIN_PART_ENTRIES)
         groups.clear()
         counts.clear()
         entry_routes = (entry_chunks, plan.routes)

@@ -3,7 +3,7 @@ EXISTING records for a :class:`~procedures.spec.manifest.writer.ManifestWriter` 
 their ``data_file`` structs (:func:`existing_records`).  A large table's rewrite copies millions of
 entries; their metrics are copied as bytes instead of built into objects and written back.
 
-An engine optimisation of :mod:`procedures.core.rewrite_manifests_op` (its only user): the format
+An engine optimisation of :mod:`procedures.core.manifest_rewrite.clustering` (its only user): the format
 itself is read and written by :mod:`procedures.spec.manifest`.
 """
 
