@@ -43,10 +43,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from procedures.core.gc.reachability import is_table_metadata_file
 from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.ownership import resolved
-from procedures.core.kernel.paths import PathSet, is_within
+from procedures.core.kernel.paths import PathSet, is_table_metadata_file, is_within
 from procedures.core.kernel.properties import WRITE_PATH_PROPERTIES
 from procedures.core.table_relocation.engine import TableRelocationEngine
 from procedures.errors import InvalidMetadataError, ValidationError
