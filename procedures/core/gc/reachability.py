@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from procedures.core.gc.live_paths import manifest_live_paths
+from procedures.core.kernel.paths import is_table_metadata_file
 from procedures.errors import InvalidMetadataError
 from procedures.spec.manifest.avro_container import GONE_FILE
-from procedures.core.kernel.paths import is_table_metadata_file
 from procedures.spec.manifest.manifest_list import (
     EncodedManifestList, decode_manifest_list_head, iter_manifest_list_rows, read_encoded_manifest_list,
 )
