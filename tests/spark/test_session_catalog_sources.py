@@ -19,6 +19,7 @@ from procedures.core.kernel.paths import local_path
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import NoSuchTableError, ValidationError
 from procedures.core.file_import.import_files import ADD_FILES, AddFilesParams
+from procedures.spark.engine import file_import_steps as AF
 from procedures.spark.engine.action import Action
 from procedures.spark.actions import session_table_import as MG
 from procedures.spark.dataframes import is_connect

@@ -8,7 +8,7 @@ planning, rewrites groups (as many at once as the plan allows) and commits opera
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 from procedures.core.data_rewrite.grouping import DeleteGroup, GroupRewrite, RewritePlan
 from procedures.core.data_rewrite.options import PositionDeleteRewriteOptions, RewriteOptions

@@ -7,7 +7,7 @@ sketches), writes the statistics files (the writers live above the core) and com
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from procedures.core.kernel.capability import Committer
 from procedures.core.kernel.transaction import Table
