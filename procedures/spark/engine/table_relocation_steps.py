@@ -7,7 +7,6 @@ otherwise on driver threads.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import pickle
@@ -24,6 +23,7 @@ from procedures.errors import ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.path_rewrite import rewrite_delete_file_paths
 from procedures.spark.dataframes import slices_frame
+from procedures.spark.engine.job_steps import JobSteps
 from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest.model import DataFile, ManifestFile
@@ -76,15 +76,11 @@ def _run(spark: Any, io: Any, distributed: bool, items: Sequence[Any], fn: Calla
     return [pickle.loads(r.result) for r in rows]
 
 
-class TableRelocationSteps:
+class TableRelocationSteps(JobSteps):
     """:class:`~procedures.core.table_relocation.engine.TableRelocationEngine` on ``self.spark``
     (None: on the driver)."""
 
     spark: Any
-
-    def described(self, description: str) -> contextlib.AbstractContextManager[None]:
-        """The session's jobs inside run under ``description`` (nothing without a session)."""
-        return optional_job(self.spark, description)
 
     def catalog_folders(self, table: Any) -> list[tuple[str, str]]:
         """``(table name, folder)`` of the source table and of every table its catalog knows."""
