@@ -93,17 +93,17 @@ class GroupOutcome:
     added: list[DataFile]
 
 
-@dataclass
+@dataclass(frozen=True)
 class RewriteResult:
-    """The procedure's output row, with the groups behind it."""
+    """The procedure's output row, with the groups committed and the snapshots made."""
 
     rewritten_data_files_count: int = 0
     added_data_files_count: int = 0
     rewritten_bytes_count: int = 0
     failed_data_files_count: int = 0
     removed_delete_files_count: int = 0
-    committed: list[GroupOutcome] = field(default_factory=list)
-    snapshot_ids: list[int] = field(default_factory=list)
+    committed: tuple[GroupOutcome, ...] = ()
+    snapshot_ids: tuple[int, ...] = ()
 
     def row(self) -> tuple[int, int, int, int, int]:
         """``(rewritten_data_files_count, added_data_files_count, rewritten_bytes_count,
@@ -111,13 +111,29 @@ class RewriteResult:
         return (self.rewritten_data_files_count, self.added_data_files_count, self.rewritten_bytes_count,
                 self.failed_data_files_count, self.removed_delete_files_count)
 
+
+@dataclass
+class _Tally:
+    """The counts of one execution as its commits land."""
+
+    committed: list[GroupOutcome] = field(default_factory=list)
+    failed_data_files_count: int = 0
+
     def add(self, outcome: GroupOutcome) -> None:
         """Count a committed group."""
         self.committed.append(outcome)
-        self.rewritten_data_files_count += outcome.group.input_file_count
-        self.added_data_files_count += len(outcome.added)
-        self.rewritten_bytes_count += outcome.group.input_size
-        self.removed_delete_files_count += len(outcome.group.dangling_dvs())
+
+    def result(self, snapshot_ids: Sequence[int], removed_dangling: int) -> RewriteResult:
+        """The result: committed groups in group order, the DVs they removed plus ``removed_dangling``."""
+        groups = [o.group for o in self.committed]
+        return RewriteResult(
+            rewritten_data_files_count=sum(g.input_file_count for g in groups),
+            added_data_files_count=sum(len(o.added) for o in self.committed),
+            rewritten_bytes_count=sum(g.input_size for g in groups),
+            failed_data_files_count=self.failed_data_files_count,
+            removed_delete_files_count=sum(len(g.dangling_dvs()) for g in groups) + removed_dangling,
+            committed=tuple(self.committed), snapshot_ids=tuple(snapshot_ids),
+        )
 
 
 def plan(metadata: TableMetadata, params: RewriteDataFilesParams) -> RewriteDataFilesPlan:
@@ -162,16 +178,15 @@ def execute_groups(table: Table, plan: RewriteDataFilesPlan, groups: RewritePlan
     opts = plan.options
     run = _Run(table, plan, groups, engine)
     if groups.total_group_count == 0 or not groups.groups:
-        result = RewriteResult()
+        tally = _Tally()
     elif opts.partial_progress:
-        result = _with_partial_progress(run)
+        tally = _with_partial_progress(run)
     else:
-        result = _all_at_once(run)
-    result.snapshot_ids = list(run.snapshot_ids)
+        tally = _all_at_once(run)
+    removed = 0
     if opts.remove_dangling_deletes:
         _, removed = remove_dangling_deletes(run.table.refresh(), engine.commit)
-        result.removed_delete_files_count += removed
-    return result
+    return tally.result(run.snapshot_ids, removed)
 
 
 #: the capability as the Spark action runs it
@@ -255,7 +270,7 @@ class _Run:
             yield self.groups.groups[r.index], r
 
 
-def _all_at_once(run: _Run) -> RewriteResult:
+def _all_at_once(run: _Run) -> _Tally:
     done: list[GroupOutcome] = []
     error: BaseException | None = None
     for group, r in run.rewrites(stop_on_failure=True):
@@ -276,16 +291,16 @@ def _all_at_once(run: _Run) -> RewriteResult:
             f"Cannot commit rewrite because of a ValidationException or CommitFailedException. "
             f"{PARTIAL_PROGRESS_HINT} Cause: {e}"
         ) from e
-    result = RewriteResult()
+    result = _Tally()
     for o in sorted(done, key=lambda o: o.group.global_index):
         result.add(o)
     return result
 
 
-def _with_partial_progress(run: _Run) -> RewriteResult:
+def _with_partial_progress(run: _Run) -> _Tally:
     opts = run.plan.options
     per_commit = math.ceil(run.groups.total_group_count / opts.max_commits)
-    result = RewriteResult()
+    result = _Tally()
     pending: list[GroupOutcome] = []
     succeeded = 0
 
