@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from procedures.core.gc.engine import GcEngine
+from procedures.core.health.engine import HealthEngine
 from procedures.core.manifest_rewrite.engine import ManifestRewriteEngine
 
 __all__ = ["Engine"]
 
 
-class Engine(GcEngine, ManifestRewriteEngine, Protocol):
+class Engine(GcEngine, ManifestRewriteEngine, HealthEngine, Protocol):
     """Every engine step of every capability."""
