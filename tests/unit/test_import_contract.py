@@ -283,6 +283,15 @@ def test_lower_layers_never_import_pyspark():
 
 
 # ------------------------------------------------------------------------------ the checks can fail
+def write_package(tmp_path: Path, files: dict[str, str], monkeypatch) -> None:
+    """A small ``procedures`` package of ``files`` (path -> text) under ``tmp_path``, the checks' ROOT."""
+    for rel, text in files.items():
+        p = tmp_path / "procedures" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+
+
 def test_the_checks_catch_violations(tmp_path, monkeypatch):
     """A small package with one of each violation: every check reports it."""
     files = {
@@ -297,11 +306,7 @@ def test_the_checks_catch_violations(tmp_path, monkeypatch):
                        "try:\n    from procedures.spark import missing\nexcept ModuleNotFoundError:\n    pass\n"
                        "__import__(f'procedures.spark.{1}')\n"),
     }
-    for rel, text in files.items():
-        p = tmp_path / "procedures" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    write_package(tmp_path, files, monkeypatch)
     g = build_graph(tmp_path / "procedures")
     assert module_cycles(g) == [["procedures.core.a", "procedures.core.c", "procedures.spark.b"]]
     assert package_cycles(g) == [["core", "spark"]]
@@ -467,11 +472,7 @@ def test_the_spark_connect_check_catches_each_kind_of_use(tmp_path, monkeypatch)
         "frontend/__init__.py": "",
         "frontend/cli.py": "def f(spark):\n    return spark.table('v')._jdf\n",
     }
-    for rel, text in files.items():
-        p = tmp_path / "procedures" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    write_package(tmp_path, files, monkeypatch)
     assert spark_internals(tmp_path / "procedures") == {
         "procedures.catalog.c": {"pyspark.sql.session", "_jvm"},
         "procedures.frontend.cli": {"_jdf"},
@@ -588,11 +589,7 @@ def test_the_capability_and_duck_typing_checks_catch_violations(tmp_path, monkey
         "spark/__init__.py": "",
         "spark/steps.py": "def i(df):\n    return df.toLocalIterator()\n",
     }
-    for rel, text in files.items():
-        p = tmp_path / "procedures" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    write_package(tmp_path, files, monkeypatch)
     g = build_graph(tmp_path / "procedures")
     assert capability_crossings(g) == [
         "procedures.core.health.checks:1: capability health imports procedures.core.gc.expire of capability gc",
