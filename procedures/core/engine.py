@@ -18,6 +18,7 @@ from procedures.core.changelog.engine import ChangelogEngine
 from procedures.core.data_rewrite.engine import DataRewriteEngine
 from procedures.core.file_import.engine import FileImportEngine
 from procedures.core.gc.engine import GcEngine
+from procedures.core.health.engine import HealthEngine
 from procedures.core.manifest_rewrite.engine import ManifestRewriteEngine
 from procedures.core.table_relocation.engine import TableRelocationEngine
 from procedures.core.table_stats.engine import TableStatsEngine
@@ -25,6 +26,6 @@ from procedures.core.table_stats.engine import TableStatsEngine
 __all__ = ["Engine"]
 
 
-class Engine(GcEngine, ManifestRewriteEngine, DataRewriteEngine, TableStatsEngine, TableRelocationEngine,
-             ChangelogEngine, FileImportEngine, Protocol):
+class Engine(GcEngine, ManifestRewriteEngine, HealthEngine, DataRewriteEngine, TableStatsEngine,
+             TableRelocationEngine, ChangelogEngine, FileImportEngine, Protocol):
     """Every engine step of every capability."""

@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.core.kernel import fault_points as FP
-from procedures.catalog.config import conf_from_spark
+from procedures.spark.catalog_conf import conf_from_spark
 from procedures.core.kernel.fault_points import FaultPlan
 from procedures.core.manifest_rewrite import clustering as RM
 from procedures.core.gc import reachability as R

@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from procedures.catalog.hive_jvm import JvmMetastoreClient
+from procedures.spark.hive_jvm import JvmMetastoreClient
 from procedures.catalog.hive_thrift import ThriftMetastoreClient
 from procedures.core.kernel.paths import local_path
 from procedures.spark.actions import session_table_import as MG

@@ -13,7 +13,7 @@ import pyarrow.fs as pafs
 import pytest
 
 import procedures
-from procedures.catalog.config import conf_from_spark
+from procedures.spark.catalog_conf import conf_from_spark
 from procedures.frontend import runner
 from procedures.io.storage import s3_options
 from procedures.spark.dml import append

@@ -497,7 +497,7 @@ def plan(metadata: TableMetadata, params: ChangelogParams) -> ChangelogPlan:
 
 def execute(table: Any, plan: ChangelogPlan, engine: ChangelogEngine) -> ChangelogResult:
     """Plan the changed files on the driver, then have the engine build and register the view."""
-    with engine.described(f"create_changelog_view: plan changes of {table.name}"):
+    with engine.job(f"create_changelog_view: plan changes of {table.name}"):
         tasks = plan_changelog(table.metadata, table.io, plan.snapshots)
     return ChangelogResult(engine.register_changelog_view(table, tasks, plan.rule, plan.view_name))
 

@@ -3,20 +3,16 @@ engine (Spark: :class:`procedures.spark.engine.changelog_steps.ChangelogSteps`).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import Any, Protocol, Sequence
 
 from procedures.core.changelog.change_model import ChangeRule, ChangeTask
+from procedures.core.kernel.capability import JobScope
 
 __all__ = ["ChangelogEngine"]
 
 
-class ChangelogEngine(Protocol):
+class ChangelogEngine(JobScope, Protocol):
     """Engine steps of ``create_changelog_view``."""
-
-    def described(self, description: str) -> AbstractContextManager[None]:
-        """The engine's jobs inside run under ``description``."""
-        ...
 
     def register_changelog_view(self, table: Any, tasks: Sequence[ChangeTask], rule: ChangeRule,
                                 view_name: str) -> str:

@@ -8,12 +8,11 @@ metrics (footers), in tasks when there are many.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
 from procedures.core.file_import.source_rules import SourcePartition
-from procedures.core.kernel.capability import Committer
+from procedures.core.kernel.capability import Committer, JobScope
 from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
@@ -32,12 +31,8 @@ class ImportSource:
     partitioned: bool
 
 
-class FileImportEngine(Committer, Protocol):
+class FileImportEngine(Committer, JobScope, Protocol):
     """Engine steps of ``add_files``."""
-
-    def described(self, description: str) -> AbstractContextManager[None]:
-        """The engine's jobs inside run under ``description``."""
-        ...
 
     def resolve_import_source(self, io: Any, text: str) -> ImportSource:
         """The source named by ``source_table``: a path import (`` `parquet`.`/dir` ``) or a table

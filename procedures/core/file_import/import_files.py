@@ -100,7 +100,7 @@ def execute(table: Any, plan: AddFilesPlan, engine: FileImportEngine) -> AddFile
         ops.append(change)
     op = source_rules.AddFiles(files, through_manifests=source.path_import or source.partitioned)
     ops.append(op)
-    with engine.described(f"add_files: commit {len(files)} file(s) of {source.description} to {name}"):
+    with engine.job(f"add_files: commit {len(files)} file(s) of {source.description} to {name}"):
         engine.commit(table, ops)
     summary = op.snapshot.summary if op.snapshot is not None else {}
     changed = summary.get("changed-partition-count")

@@ -12,12 +12,11 @@ on the driver alone, without a session).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from procedures.core.gc.hidden_paths import HiddenPathFilter
-from procedures.core.kernel.capability import Committer
+from procedures.core.kernel.capability import Committer, JobScope
 from procedures.core.kernel.table_overlap import TableFolders
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
@@ -72,13 +71,8 @@ class ValidFiles:
     manifests: tuple[str, ...] | Callable[[], Iterable[str]]
 
 
-class GcEngine(Committer, Protocol):
+class GcEngine(Committer, JobScope, Protocol):
     """The steps of expire_snapshots and remove_orphan_files that an engine runs."""
-
-    def job(self, description: str) -> AbstractContextManager[None]:
-        """A scope for one run's steps: names the engine's jobs ``description`` and keeps the rows
-        the steps read more than once until it closes."""
-        ...
 
     def neighbours(self, table: Any) -> tuple[Sequence[TableFolders], str | None]:
         """The folders of the other tables of ``table``'s catalog and the warehouse root, read once."""

@@ -11,11 +11,12 @@ capability the same way (:class:`procedures.spark.engine.action.Action`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar
 
 from procedures.spec.metadata import TableMetadata
 
-__all__ = ["Capability", "Committer"]
+__all__ = ["Capability", "Committer", "JobScope"]
 
 ParamsT = TypeVar("ParamsT")
 PlanT = TypeVar("PlanT")
@@ -27,6 +28,15 @@ class Committer(Protocol):
 
     def commit(self, table: Any, operations: Sequence[Any]) -> Any:
         """Commit ``operations`` to ``table`` through the one transactional path; the new table."""
+        ...
+
+
+class JobScope(Protocol):
+    """The engine step every capability that runs engine jobs shares."""
+
+    def job(self, description: str) -> AbstractContextManager[None]:
+        """A scope for one run's steps: names the engine's jobs ``description`` and keeps the rows
+        the steps read more than once until it closes."""
         ...
 
 

@@ -8,20 +8,16 @@ and rewrites manifests, in tasks when that is worth it.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import Any, Protocol, Sequence
 
+from procedures.core.kernel.capability import JobScope
 from procedures.spec.manifest.model import DataFile, ManifestFile
 
 __all__ = ["TableRelocationEngine"]
 
 
-class TableRelocationEngine(Protocol):
+class TableRelocationEngine(JobScope, Protocol):
     """Engine steps of ``rewrite_table_path``."""
-
-    def described(self, description: str) -> AbstractContextManager[None]:
-        """The engine's jobs inside run under ``description``."""
-        ...
 
     def catalog_folders(self, table: Any) -> list[tuple[str, str]]:
         """``(table name, folder)`` of the table and of every table its catalog knows."""

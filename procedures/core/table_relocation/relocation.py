@@ -569,7 +569,7 @@ def execute(table: Any, plan: RelocationPlan, engine: TableRelocationEngine) -> 
     check_staged_files(staging, staged_paths(path_plan, deletes), existing)
     in_tasks = engine.relocate_in_tasks(list(path_plan.manifests.values()))
     try:
-        with engine.described(f"rewrite_table_path: stage {len(path_plan.versions)} metadata files of "
+        with engine.job(f"rewrite_table_path: stage {len(path_plan.versions)} metadata files of "
                               f"{table.identifier}"):
             write_version_files(io, path_plan)
         items = [(f, staging_path(f.file_path, source, staging), source, target)

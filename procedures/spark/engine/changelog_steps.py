@@ -28,7 +28,6 @@ from procedures.core.changelog.changes import compute_updates, remove_carryovers
 from procedures.core.kernel.scan import FileScanTask
 from procedures.errors import ValidationError
 from procedures.spark.dataframes import empty_frame, parallelism
-from procedures.spark.engine.job_steps import JobSteps
 from procedures.spark.read import TaskReader, light_task, spark_type, tasks_frame, to_spark_arrow
 from procedures.spark.session import map_in_arrow
 from procedures.spark.worker import prepare_python_worker
@@ -155,7 +154,7 @@ def _apply_rule(df: Any, partition_cols: Sequence[str], sort_cols: Sequence[str]
     return map_in_arrow(ordered, run, df.schema)
 
 
-class ChangelogSteps(JobSteps):
+class ChangelogSteps:
     """:class:`~procedures.core.changelog.engine.ChangelogEngine` on ``self.spark``."""
 
     spark: Any

@@ -31,7 +31,6 @@ from procedures.io.sandbox_fileio import file_io
 from procedures.io.parquet_writer import MetricsConfig
 from procedures.spark.dataframes import parallelism as session_parallelism
 from procedures.spark.dataframes import run_slices
-from procedures.spark.engine.job_steps import JobSteps
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import optional_job
 from procedures.spark.session_catalog import SessionTable, describe_table, list_partitions
@@ -208,7 +207,7 @@ def _resolve_source(spark: Any, io: FileIO, text: str) -> ImportSource:
     return catalog_source(spark, parts)
 
 
-class FileImportSteps(JobSteps):
+class FileImportSteps:
     """:class:`~procedures.core.file_import.engine.FileImportEngine` on ``self.spark`` (None: a path
     import read on the driver)."""
 

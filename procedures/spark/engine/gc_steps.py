@@ -12,7 +12,6 @@ more than once are persisted until its :meth:`GcSteps.job` closes.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Iterator, Mapping, Sequence
 
 from procedures.catalog.overlap import neighbours
@@ -25,7 +24,6 @@ from procedures.errors import ValidationError
 from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as spark_listing
 from procedures.spark.dataframes import functions
-from procedures.spark.session import optional_job
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
@@ -46,12 +44,6 @@ class GcSteps:
 
     spark: Any
     keep: spark_listing.FrameKeeper
-
-    @contextlib.contextmanager
-    def job(self, description: str) -> Iterator[None]:
-        """The run's Spark jobs described as ``description``; its kept frames unpersisted on exit."""
-        with optional_job(self.spark, description), self.keep:
-            yield
 
     def neighbours(self, table: Any) -> tuple[Sequence[TableFolders], str | None]:
         """The catalog's other tables' folders and its warehouse root."""

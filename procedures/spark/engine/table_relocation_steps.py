@@ -23,7 +23,6 @@ from procedures.errors import ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.path_rewrite import rewrite_delete_file_paths
 from procedures.spark.dataframes import slices_frame
-from procedures.spark.engine.job_steps import JobSteps
 from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest.model import DataFile, ManifestFile
@@ -76,7 +75,7 @@ def _run(spark: Any, io: Any, distributed: bool, items: Sequence[Any], fn: Calla
     return [pickle.loads(r.result) for r in rows]
 
 
-class TableRelocationSteps(JobSteps):
+class TableRelocationSteps:
     """:class:`~procedures.core.table_relocation.engine.TableRelocationEngine` on ``self.spark``
     (None: on the driver)."""
 

@@ -4,7 +4,7 @@ embeds them as JSON so a program (or a test) can check each figure against the m
 
 * data file sizes of the current snapshot, against the table's target file size;
 * per partition, the share of rows that delete files hide (position and equality delete rows over
-  data rows: an upper bound, as the findings of :mod:`procedures.core.health` count them);
+  data rows: an upper bound, as the findings of :mod:`procedures.core.health.findings` count them);
 * every snapshot and every metadata file over time (the history and the metadata log);
 * manifests per snapshot, for the newest :data:`MANIFEST_HISTORY` snapshots still in the metadata;
 * orphan files: how many and how many bytes, when a listing was asked for.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from procedures.core.health import HealthThresholds, partition_text
+from procedures.core.health.findings import HealthThresholds, partition_text
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import IcebergError
 from procedures.spec.manifest.model import FileContent, ManifestContent

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from procedures.core.health import SEVERITIES, Finding
+from procedures.core.health.findings import SEVERITIES, Finding
 from procedures.errors import ValidationError
 
 __all__ = [

@@ -6,7 +6,7 @@ against its own properties and Iceberg Java's defaults, and which procedure call
 compact, snapshots past retention, small or too many manifests, a full metadata log, missing
 statistics, and orphan files when the caller counted them).  :func:`plan_steps` turns findings into
 ordered :class:`MaintenanceStep` calls.  Listing orphan files needs an engine step and lives in
-:mod:`procedures.spark.actions.table_health`; running the steps is the ``plan_maintenance``
+:meth:`procedures.core.health.engine.HealthEngine.count_orphans`; running the steps is the ``plan_maintenance``
 procedure's business.
 
 Every threshold is the one the fixing procedure itself applies, so a finding disappears once its
@@ -34,8 +34,8 @@ from procedures.spec.manifest.model import DataFile, FileContent, ManifestConten
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
-    "Finding", "MaintenanceStep", "HealthThresholds", "analyze", "orphan_finding", "plan_steps", "sql_literal",
-    "render_arguments", "render_call", "partition_text", "table_reference", "severity_rank", "SEVERITIES", "CHECKS", "STEP_ORDER", "MIN_SMALL_MANIFESTS",
+    "Finding", "MaintenanceStep", "HealthThresholds", "analyze", "orphan_finding", "plan_steps",
+    "partition_text", "severity_rank", "SEVERITIES", "CHECKS", "STEP_ORDER", "MIN_SMALL_MANIFESTS",
 ]
 
 SEVERITIES = ("info", "warning", "critical")
@@ -359,43 +359,6 @@ def plan_steps(findings: Iterable[Finding]) -> list[MaintenanceStep]:
     return [MaintenanceStep(p, tuple(merged[p].items()), tuple(reasons[p])) for p in names]
 
 
-def sql_literal(value: Any) -> str:
-    """``value`` as a Spark SQL literal: strings quoted, maps as ``map(k, v, ...)``, lists as ``array(...)``."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, Mapping):
-        return "map(" + ", ".join(f"{sql_literal(k)}, {sql_literal(v)}" for k, v in value.items()) + ")"
-    if isinstance(value, (list, tuple)):
-        return "array(" + ", ".join(sql_literal(v) for v in value) + ")"
-    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{text}'"
-
-
-def render_arguments(arguments: Iterable[tuple[str, Any]]) -> str:
-    """Named arguments as CALL syntax: ``table => 'db.t', retain_last => 1``."""
-    return ", ".join(f"{name} => {sql_literal(value)}" for name, value in arguments)
-
-
-def render_call(catalog: str, procedure: str, arguments: Iterable[tuple[str, Any]]) -> str:
-    """The whole statement: ``CALL <catalog>.system.<procedure>(<arguments>)``."""
-    return f"CALL {_quote(catalog)}.system.{procedure}({render_arguments(arguments)})"
-
-
-def table_reference(identifier: Sequence[str]) -> str:
-    """A table identifier as a CALL's ``table`` argument: dotted, parts back-quoted when needed."""
-    return ".".join(_quote(p) for p in identifier)
-
-
 def severity_rank(severity: str) -> int:
     """0 for info, 1 for warning, 2 for critical (for sorting worst first)."""
     return SEVERITIES.index(severity)
-
-
-def _quote(name: str) -> str:
-    if name.replace("_", "a").isalnum() and not name[:1].isdigit():
-        return name
-    return "`" + name.replace("`", "``") + "`"
