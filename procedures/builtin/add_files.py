@@ -1,16 +1,16 @@
 """``add_files`` (procedures.md §3.11): declaration, arguments to
-:class:`~procedures.spark.actions.add_files.AddFilesParams`, the action
-(:func:`procedures.spark.actions.add_files.add_files`), the output row.
+:class:`~procedures.core.file_import.import_files.AddFilesParams`, the uniform action, the output row.
 
 Parameters and output follow Iceberg Java 1.10's Spark 3.5 procedure.  Parquet sources only so far:
 a path import `` `parquet`.`/dir` `` or a Parquet table of Spark's session catalog."""
 
 from __future__ import annotations
 
+from procedures.core.file_import.import_files import ADD_FILES, AddFilesParams
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
-from procedures.spark.actions.add_files import AddFilesParams, add_files
+from procedures.spark.engine.action import Action
 
 __all__ = ["add_files_procedure"]
 
@@ -37,11 +37,12 @@ def add_files_procedure(
     check_duplicate_files: bool | None, parallelism: int | None, dry_run: bool,
 ) -> list[tuple]:
     """Add existing Parquet files of a directory or a session-catalog table to an Iceberg table."""
+    t = ctx.load_table(table, dry_run=dry_run)
     params = AddFilesParams(
         source_table=source_table,
         partition_filter=dict(partition_filter or {}),
         check_duplicate_files=True if check_duplicate_files is None else bool(check_duplicate_files),
         parallelism=1 if parallelism is None else int(parallelism),
+        table_name=getattr(t, "name", "table"),
     )
-    t = ctx.load_table(table, dry_run=dry_run)
-    return [add_files(t, params, spark=ctx.spark, committer=ctx.commit).row()]
+    return [Action(ADD_FILES, ctx.spark, committer=ctx.commit).run(t, params).row()]

@@ -1,15 +1,16 @@
 """``expire_snapshots`` (procedures.md §3.7): declaration, arguments to
-:class:`~procedures.core.gc.expire.ExpireSnapshotsParams`, the action
-(:func:`procedures.spark.actions.expire_snapshots.expire_snapshots`), the output row."""
+:class:`~procedures.core.gc.expire.ExpireSnapshotsParams`, the capability
+(:data:`procedures.core.gc.expire.EXPIRE_SNAPSHOTS`) run as an :class:`~procedures.spark.engine.action.Action`,
+the output row."""
 
 from __future__ import annotations
 
-from procedures.core.gc.expire import ExpireSnapshotsParams
+from procedures.core.gc.expire import EXPIRE_SNAPSHOTS, ExpireSnapshotsParams
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.framework.sqltypes import micros_to_millis
-from procedures.spark.actions.expire_snapshots import expire_snapshots
+from procedures.spark.engine.action import Action
 
 __all__ = ["expire_snapshots_procedure"]
 
@@ -53,5 +54,5 @@ def expire_snapshots_procedure(
         clean_expired_metadata=bool(clean_expired_metadata),
     )
     t = ctx.load_table(table, dry_run=dry_run)
-    result = expire_snapshots(t, params, spark=ctx.spark, committer=ctx.commit)
+    result = Action(EXPIRE_SNAPSHOTS, ctx.spark, committer=ctx.commit).run(t, params)
     return [result.row()]

@@ -1,6 +1,6 @@
 """``migrate`` (procedures.md §3.12): declaration, arguments to
-:class:`~procedures.spark.actions.migrate.MigrateParams`, the action
-(:func:`procedures.spark.actions.migrate.migrate_table`), the output row.
+:class:`~procedures.spark.actions.session_table_import.MigrateParams`, the action
+(:func:`procedures.spark.actions.session_table_import.migrate_table`), the output row.
 
 The table is a Parquet table of Spark's session catalog; the CALL's catalog must be a hive catalog
 on the same metastore, where the Iceberg table takes the table's name."""
@@ -11,7 +11,7 @@ from procedures.builtin.snapshot import session_source
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
-from procedures.spark.actions.migrate import MigrateParams, migrate_table
+from procedures.spark.actions.session_table_import import MigrateParams, migrate_table
 
 __all__ = ["migrate_procedure"]
 

@@ -10,15 +10,17 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from procedures.core.health import plan_steps, render_arguments, render_call, table_reference
+from procedures.core.health.findings import plan_steps
+from procedures.framework.call_text import render_arguments, render_call, table_reference
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import OutputColumn as Col, Parameter as P
 from procedures.catalog.targets import iter_tables, parse_target
-from procedures.core.fleet import benefit_score, parse_duration, rank_by_benefit
+from procedures.core.health.fleet import benefit_score, parse_duration, rank_by_benefit
 from procedures.errors import MissingDependencyError, MissingParameterError
 from procedures.framework.registry import register
 from procedures.framework.sqltypes import format_value
-from procedures.spark.actions.table_health import table_health as health
+from procedures.core.health.checkup import TABLE_HEALTH, TableHealthParams
+from procedures.spark.engine.action import Action
 from procedures.spark.session import optional_job
 
 __all__ = ["plan_maintenance", "summarize_result", "output_maps", "run_step", "StepOutcome",
@@ -74,7 +76,7 @@ def plan_maintenance(ctx: ProcedureContext, table: str | None, execute: bool | N
 
     A failing step never raises: its row says ``failed`` with the error, and the table's steps after
     it are ``not started`` unless ``continue_on_error``; other tables go on.  Several tables are
-    planned in the order of :func:`procedures.core.fleet.benefit_score` (most to gain first), so a
+    planned in the order of :func:`procedures.core.health.fleet.benefit_score` (most to gain first), so a
     ``max_duration`` budget is spent where it helps most."""
     budget = parse_duration(max_duration)
     deadline = None if budget is None else time.monotonic() + budget
@@ -88,7 +90,7 @@ def plan_maintenance(ctx: ProcedureContext, table: str | None, execute: bool | N
         if error is not None:
             rows.append((0, "table_health", "", "", "", False, None, FAILED, None, None, error, ref))
             continue
-        findings = health(loaded, ref, include_orphans=bool(include_orphans), spark=ctx.spark)
+        findings = Action(TABLE_HEALTH, ctx.spark).run(loaded, TableHealthParams(ref, bool(include_orphans))).findings
         planned.append((benefit_score(findings), ref, plan_steps(findings)))
     for ref, steps in rank_by_benefit([((ref, steps), score) for score, ref, steps in planned]):
         stopped = False

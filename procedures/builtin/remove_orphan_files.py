@@ -1,15 +1,16 @@
 """``remove_orphan_files`` (procedures.md §3.8): declaration, arguments to
-:class:`~procedures.core.gc.orphans.RemoveOrphanFilesParams`, the action
-(:func:`procedures.spark.actions.remove_orphan_files.remove_orphan_files`), the output rows."""
+:class:`~procedures.core.gc.orphans.RemoveOrphanFilesParams`, the capability
+(:data:`procedures.core.gc.orphans.REMOVE_ORPHAN_FILES`, run as an
+:class:`~procedures.spark.engine.action.Action`), the output rows."""
 
 from __future__ import annotations
 
-from procedures.core.gc.orphans import RemoveOrphanFilesParams
+from procedures.core.gc.orphans import REMOVE_ORPHAN_FILES, RemoveOrphanFilesParams
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
 from procedures.framework.sqltypes import micros_to_millis
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from procedures.spark.engine.action import Action
 
 __all__ = ["remove_orphan_files_procedure"]
 
@@ -47,5 +48,5 @@ def remove_orphan_files_procedure(
         testing=str(ctx.conf.get("spark.testing", "false")).strip().lower() == "true",
     )
     t = ctx.load_table(table)
-    result = remove_orphan_files(t, params, spark=ctx.spark)
+    result = Action(REMOVE_ORPHAN_FILES, ctx.spark, committer=ctx.commit).run(t, params)
     return [(p,) for p in result.orphan_file_locations]

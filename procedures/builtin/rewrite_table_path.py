@@ -3,17 +3,17 @@ from one prefix to another, and a ``source,target`` list of every file to copy.
 
 Parameters and output follow Iceberg Java's Spark procedure (1.10.2's six parameters plus the later
 ``create_file_list``; the later output columns with the rewritten manifest and delete file counts);
-the work is :func:`procedures.spark.actions.rewrite_table_path.rewrite_table_path`.  The table is
-not changed.
+mapped onto :class:`~procedures.core.table_relocation.relocation.RewriteTablePathParams` (validated
+in the capability's ``plan``) and run by the uniform action.  The table is not changed.
 """
 
 from __future__ import annotations
 
-from procedures.core.table_path import RewriteTablePathParams
+from procedures.core.table_relocation.relocation import REWRITE_TABLE_PATH, RewriteTablePathParams
 from procedures.framework.context import ProcedureContext
-from procedures.framework.declaration import OutputColumn as Col, Parameter as P
+from procedures.framework.declaration import OutputColumn as Col, Parameter
 from procedures.framework.registry import register
-from procedures.spark.actions.rewrite_table_path import rewrite_table_path as rewrite
+from procedures.spark.engine.action import Action
 
 __all__ = ["rewrite_table_path"]
 
@@ -21,16 +21,16 @@ __all__ = ["rewrite_table_path"]
 @register(
     "rewrite_table_path",
     parameters=[
-        P("table", "STRING", True, doc="Table whose metadata is restaged (relative to the CALL's catalog)."),
-        P("source_prefix", "STRING", True, doc="Path prefix to replace; every path of the table must start with it."),
-        P("target_prefix", "STRING", True, doc="Prefix that replaces it."),
-        P("start_version", "STRING", doc="File name of a metadata file in the metadata log; only later changes are "
+        Parameter("table", "STRING", True, doc="Table whose metadata is restaged (relative to the CALL's catalog)."),
+        Parameter("source_prefix", "STRING", True, doc="Path prefix to replace; every path of the table must start with it."),
+        Parameter("target_prefix", "STRING", True, doc="Prefix that replaces it."),
+        Parameter("start_version", "STRING", doc="File name of a metadata file in the metadata log; only later changes are "
                                          "restaged. Default: everything."),
-        P("end_version", "STRING", doc="File name of the last metadata file to restage; default the current one."),
-        P("staging_location", "STRING", doc="Folder for the rewritten files, outside every table and holding no "
+        Parameter("end_version", "STRING", doc="File name of the last metadata file to restage; default the current one."),
+        Parameter("staging_location", "STRING", doc="Folder for the rewritten files, outside every table and holding no "
                                             "metadata (files are never overwritten); default "
                                             "<metadata folder>/copy-table-staging-<uuid>/."),
-        P("create_file_list", "BOOLEAN", default=True, doc="Write the copy plan (file-list) under the staging location."),
+        Parameter("create_file_list", "BOOLEAN", default=True, doc="Write the copy plan (file-list) under the staging location."),
     ],
     output=(
         Col("latest_version", "STRING", True, "File name of the end metadata file."),
@@ -50,6 +50,6 @@ def rewrite_table_path(
         end_version=end_version, staging_location=staging_location,
         create_file_list=True if create_file_list is None else bool(create_file_list),
     )
-    r = rewrite(t, params, spark=ctx.spark)
+    r = Action(REWRITE_TABLE_PATH, ctx.spark, committer=ctx.commit).run(t, params)
     return [(r.latest_version, r.file_list_location, r.rewritten_manifest_file_paths_count,
              r.rewritten_delete_file_paths_count)]

@@ -1,6 +1,6 @@
 """``snapshot`` (procedures.md §3.13): declaration, arguments to
-:class:`~procedures.spark.actions.migrate.SnapshotParams`, the action
-(:func:`procedures.spark.actions.migrate.snapshot_table`), the output row.
+:class:`~procedures.spark.actions.session_table_import.SnapshotParams`, the action
+(:func:`procedures.spark.actions.session_table_import.snapshot_table`), the output row.
 
 The source is a Parquet table of Spark's session catalog (``db.tbl`` or ``spark_catalog.db.tbl``);
 the new Iceberg table is created in the CALL's catalog."""
@@ -12,7 +12,7 @@ from procedures.errors import ValidationError
 from procedures.framework.context import ProcedureContext, known_catalogs
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
-from procedures.spark.actions.migrate import SnapshotParams, snapshot_table
+from procedures.spark.actions.session_table_import import SnapshotParams, snapshot_table
 
 __all__ = ["snapshot_procedure", "session_source"]
 

@@ -1,18 +1,20 @@
 """``table_health`` (ours; Iceberg Java has no such procedure): one row per finding of
-:func:`procedures.spark.actions.table_health.table_health`, worst first, each naming the CALL that
+:data:`procedures.core.health.checkup.TABLE_HEALTH`, worst first, each naming the CALL that
 fixes it.  Read-only: nothing is committed or deleted."""
 
 from __future__ import annotations
 
-from procedures.core.health import CHECKS, Finding, render_arguments, render_call, severity_rank
+from procedures.core.health.findings import CHECKS, Finding, severity_rank
+from procedures.framework.call_text import render_arguments, render_call
 from procedures.builtin.plan_maintenance import examined_tables
 from procedures.catalog.targets import parse_target
-from procedures.core.fleet import benefit_score, rank_by_benefit
+from procedures.core.health.fleet import benefit_score, rank_by_benefit
 from procedures.errors import MissingParameterError
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
-from procedures.spark.actions.table_health import table_health as health
+from procedures.core.health.checkup import TABLE_HEALTH, TableHealthParams
+from procedures.spark.engine.action import Action
 
 __all__ = ["table_health", "finding_row"]
 
@@ -56,7 +58,7 @@ def table_health(ctx: ProcedureContext, table: str | None, include_orphans: bool
             errors.append(("error", "critical", None, 0.0, None, f"Cannot examine {ref}: {error}", None, None, None,
                            ref))
             continue
-        findings = health(loaded, ref, include_orphans=bool(include_orphans), spark=ctx.spark)
+        findings = Action(TABLE_HEALTH, ctx.spark).run(loaded, TableHealthParams(ref, bool(include_orphans))).findings
         ordered = sorted(findings, key=lambda f: (-severity_rank(f.severity), CHECKS.index(f.check), f.partition or ""))
         examined.append(([finding_row(ctx.catalog_name, f) + (ref,) for f in ordered], benefit_score(findings)))
     return errors + [row for rows in rank_by_benefit(examined) for row in rows]

@@ -3,19 +3,18 @@
 Spark configures Iceberg catalogs as ``spark.sql.catalog.<name> = org.apache.iceberg.spark.SparkCatalog``
 with ``spark.sql.catalog.<name>.type``, ``.warehouse``, ``.uri``, ``.jdbc.user`` and so on; the same
 keys configure our catalogs, so one ``spark-defaults.conf`` serves Java and this package.  A plain
-dict (``{"type": "hadoop", "warehouse": ...}``) works too.  A SparkSession is read duck-typed,
-without importing pyspark.
+dict (``{"type": "hadoop", "warehouse": ...}``) works too.  A SparkSession is
+not read here: the catalog layer knows no Spark, duck-typed or not.  A session's conf and its own
+(embedded) metastore are the Spark layer's (:mod:`procedures.spark.catalog_conf`).
 """
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from procedures.catalog.base import Catalog, Identifier, split_dotted, parse_identifier
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.catalog.hive import HiveCatalog, MetastoreClient
-from procedures.catalog.hive_jvm import JvmMetastoreClient
 from procedures.catalog.hive_thrift import ThriftMetastoreClient, parse_thrift_uris
 from procedures.catalog.jdbc import JdbcCatalog, parse_jdbc_uri
 from procedures.catalog.rest import RestCatalog
@@ -28,7 +27,7 @@ __all__ = [
     "catalog_names",
     "default_catalog_name",
     "resolve_identifier",
-    "conf_from_spark",
+    "EmbeddedMetastore",
     "DEFAULT_CATALOG",
     "INT_PROPERTIES",
 ]
@@ -50,36 +49,9 @@ HIVE_URIS_CONF = "spark.hadoop.hive.metastore.uris"
 INT_PROPERTIES = tuple(p.key for p in RETRY_PROPERTIES) + ("jdbc.busy-timeout-ms",)
 
 
-#: how Spark's SET shows a value whose key matches ``spark.redaction.regex``
-_REDACTED = "(redacted)"
-
-
-def conf_from_spark(spark: Any) -> dict[str, str]:
-    """All conf entries of a SparkSession (static and runtime), read without importing pyspark."""
-    conf: dict[str, str] = {}
-    runtime = getattr(spark, "conf", None)
-    get_all = getattr(runtime, "getAll", None)
-    if get_all is not None:
-        entries = get_all() if callable(get_all) else get_all
-        conf.update({str(k): str(v) for k, v in dict(entries).items()})
-        return conf
-    # pyspark 3.5 classic: the static conf from the context (a Connect session has none; its SET lists it)
-    context = None if _is_connect(spark) else getattr(spark, "sparkContext", None)
-    if context is not None:
-        conf.update({str(k): str(v) for k, v in context.getConf().getAll()})
-    sql = getattr(spark, "sql", None)
-    if sql is not None:
-        # Spark 3.5 has no RuntimeConfig.getAll; SET lists the session's explicitly set keys
-        try:
-            for row in sql("SET").collect():
-                key, value = str(row[0]), str(row[1])
-                if value.endswith(_REDACTED) and runtime is not None:
-                    # SET hides secrets (spark.redaction.regex); the runtime conf has the value
-                    value = str(runtime.get(key))
-                conf[key] = value
-        except Exception:  # noqa: BLE001 -- static conf alone is still usable
-            pass
-    return conf
+#: the client of a metastore a Spark session opens itself (a hive catalog without ``uri``):
+#: ``(catalog name, the uri key to name in errors, lock_enabled, hadoop conf) -> MetastoreClient``
+EmbeddedMetastore = Callable[[str, str, bool, Mapping[str, str]], MetastoreClient]
 
 
 def _as_conf(conf: Any) -> Mapping[str, Any]:
@@ -87,10 +59,9 @@ def _as_conf(conf: Any) -> Mapping[str, Any]:
         return {}
     if isinstance(conf, Mapping):
         return conf
-    # ``conf`` first: a Connect session raises (not AttributeError) on ``sparkContext``
-    if hasattr(conf, "conf"):
-        return conf_from_spark(conf)
-    raise CatalogConfigError(f"Catalog configuration must be a dict or a SparkSession, got {type(conf).__name__}")
+    raise CatalogConfigError(
+        f"Catalog configuration must be a dict of Spark conf keys, got {type(conf).__name__}; for a SparkSession "
+        "use procedures.spark.catalog_conf (load_catalog, conf_from_spark)")
 
 
 def catalog_names(conf: Any) -> list[str]:
@@ -147,13 +118,15 @@ def _check_types(props: Mapping[str, Any], prefix: str) -> dict[str, str]:
     return out
 
 
-def load_catalog(name: str, conf: Any = None) -> Catalog:
-    """Open catalog ``name`` from Spark conf keys, a plain dict, or a SparkSession.
+def load_catalog(name: str, conf: Mapping[str, Any] | None = None, *,
+                 embedded_metastore: EmbeddedMetastore | None = None) -> Catalog:
+    """Open catalog ``name`` from Spark conf keys or a plain dict.
 
     ``type`` is ``hadoop`` (needs ``warehouse``), ``jdbc`` (needs ``uri``; ``warehouse`` for default
     table locations; ``jdbc.user`` / ``jdbc.password`` for PostgreSQL), ``hive`` or ``rest`` (needs
     ``uri``; :mod:`procedures.catalog.rest`).  Misconfiguration raises
-    :class:`CatalogConfigError` naming the offending key.
+    :class:`CatalogConfigError` naming the offending key.  A hive catalog without ``uri`` opens the
+    metastore of a Spark session through ``embedded_metastore`` (the Spark layer's).
     """
     if not isinstance(name, str) or not name or "." in name:
         raise CatalogConfigError(f"Invalid catalog name {name!r}")
@@ -183,7 +156,7 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
                 )
             return HadoopCatalog(name, warehouse, props)
         if kind == "hive":
-            return _hive_catalog(name, props, prefix, conf)
+            return _hive_catalog(name, props, prefix, conf, embedded_metastore)
         if kind == "rest":
             return RestCatalog(name, props)
 
@@ -201,31 +174,8 @@ def load_catalog(name: str, conf: Any = None) -> Catalog:
         raise CatalogConfigError(f"{prefix}warehouse/uri of catalog {name}: {e}") from e
 
 
-def _is_connect(session: Any) -> bool:
-    """Whether ``session`` is a Spark Connect session, by its class's module (no pyspark import)."""
-    return type(session).__module__.startswith("pyspark.sql.connect")
-
-
-def running_spark_session() -> Any:
-    """The process's Spark session when pyspark is already loaded and one is running, else None: the
-    active classic session, else a classic one another thread created, else the active Spark Connect
-    session.  Looked up through ``sys.modules`` so that this layer never imports pyspark itself."""
-    module = sys.modules.get("pyspark.sql.session")
-    if module is not None:
-        cls = module.SparkSession
-        session = cls.getActiveSession()
-        if session is None:
-            # another thread's session: PySpark keeps the one it created on the class
-            session = getattr(cls, "_instantiatedSession", None)
-        if session is not None and getattr(session, "_jvm", None) is not None:
-            return session
-    connect = sys.modules.get("pyspark.sql.connect.session")
-    if connect is not None:
-        return connect.SparkSession.getActiveSession()
-    return None
-
-
-def _hive_catalog(name: str, props: dict[str, str], prefix: str, conf: Any) -> Catalog:
+def _hive_catalog(name: str, props: dict[str, str], prefix: str, conf: Any,
+                  embedded_metastore: EmbeddedMetastore | None) -> Catalog:
     """A hive catalog over a metastore server (``uri``, else the ``hive.metastore.uris`` of Spark's
     own Hive support) through the thrift client -- classic and Connect sessions alike, or none -- or
     over a classic session's own (embedded) metastore through its JVM."""
@@ -239,28 +189,16 @@ def _hive_catalog(name: str, props: dict[str, str], prefix: str, conf: Any) -> C
     if uri is not None:
         parse_thrift_uris(uri, key=key if props.get("uri", "").strip() else HIVE_URIS_CONF)
         client = ThriftMetastoreClient(uri, lock_enabled=lock_enabled, conf=hadoop)
-    else:
-        client = JvmMetastoreClient(_embedded_metastore_session(name, key, conf), None,
-                                    lock_enabled=lock_enabled, conf=hadoop)
-    warehouse = props.get("warehouse", "").strip() or str(mapping.get("spark.sql.warehouse.dir", "") or "") or None
-    return HiveCatalog(name, client, warehouse, props)
-
-
-def _embedded_metastore_session(name: str, key: str, conf: Any) -> Any:
-    """The classic session whose own metastore a hive catalog without ``uri`` opens."""
-    session = conf if hasattr(conf, "conf") and not isinstance(conf, Mapping) else running_spark_session()
-    if session is not None and _is_connect(session):
-        raise CatalogConfigError(
-            f"hive catalog {name} has no uri, so it would open the Spark session's own metastore, which on Spark "
-            f"Connect lives in the server's JVM out of this process's reach: set {key}=thrift://host:port of the "
-            "metastore server (the one the Connect server's spark.hadoop.hive.metastore.uris names)"
-        )
-    if session is None or getattr(session, "_jvm", None) is None:
+    elif embedded_metastore is None:
         raise CatalogConfigError(
             f"hive catalog {name} has no uri, so it opens the metastore of a Spark session: start a SparkSession "
-            f"first or open it with one (load_catalog({name!r}, spark)), or set {key}=thrift://host:port"
+            f"first or open it with one (load_catalog({name!r}, spark) of procedures.spark.catalog_conf), or set "
+            f"{key}=thrift://host:port"
         )
-    return session
+    else:
+        client = embedded_metastore(name, key, lock_enabled, hadoop)
+    warehouse = props.get("warehouse", "").strip() or str(mapping.get("spark.sql.warehouse.dir", "") or "") or None
+    return HiveCatalog(name, client, warehouse, props)
 
 
 def resolve_identifier(

@@ -11,7 +11,7 @@ The metastore is reached through a :class:`MetastoreClient`:
 * :class:`procedures.catalog.hive_thrift.ThriftMetastoreClient` for a metastore server
   (``uri=thrift://...``), over its thrift API from the driver: the same on classic and Spark Connect
   sessions, and without any session;
-* :class:`procedures.catalog.hive_jvm.JvmMetastoreClient` for the metastore a classic session opens
+* :class:`procedures.spark.hive_jvm.JvmMetastoreClient` for the metastore a classic session opens
   itself (no ``uri``: Spark's embedded Derby when ``spark.sql.catalogImplementation=hive``), through
   the session's JVM -- the one module of the package that uses py4j.  A Spark Connect session's
   embedded metastore lives in the server's JVM, out of reach: there a hive catalog needs a ``uri``.

@@ -12,11 +12,12 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from procedures.catalog.base import Catalog, Table, split_dotted
-from procedures.catalog.config import SPARK_PREFIX, catalog_names, catalog_properties, load_catalog
+from procedures.catalog.config import SPARK_PREFIX, catalog_names, catalog_properties
 from procedures.catalog.sandbox import is_sandboxed, sandboxed
 from procedures.core.kernel.transaction import commit
 from procedures.errors import CatalogConfigError, NoSuchTableError, ValidationError
 from procedures.framework.declaration import Procedure
+from procedures.spark.catalog_conf import load_catalog
 from procedures.spark.session import record_engine
 
 __all__ = ["ProcedureContext", "open_catalog", "known_catalogs", "local_zone"]

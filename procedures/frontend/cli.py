@@ -37,8 +37,9 @@ from decimal import Decimal
 from typing import Sequence
 
 from procedures.catalog.base import split_dotted
-from procedures.catalog.config import catalog_names, conf_from_spark, default_catalog_name
-from procedures.core.health import render_call, table_reference
+from procedures.catalog.config import catalog_names, default_catalog_name
+from procedures.spark.catalog_conf import conf_from_spark
+from procedures.framework.call_text import render_call, table_reference
 from procedures.errors import IcebergError, SqlSyntaxError, ValidationError, redact_text
 from procedures.frontend.parser import split_statements, tokenize
 from procedures.frontend.progress import ConsoleProgress

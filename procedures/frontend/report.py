@@ -1,6 +1,6 @@
 """The health report a person looks at: one HTML page per run, a section per table, with pictures
 drawn by matplotlib (the ``report`` extra; without it the page keeps its tables and numbers and names
-the install command) from :func:`procedures.core.health_figures.health_figures`:
+the install command) from :func:`procedures.core.health.figures.health_figures`:
 data file sizes against the target size, the share of deleted rows per partition, snapshots and
 metadata files over time, manifests per snapshot and orphan files -- side by side before and after
 when the maintenance plan ran.  The numbers of every picture are embedded in the page as JSON
@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from procedures.catalog.base import split_dotted
-from procedures.catalog.config import catalog_names, conf_from_spark, default_catalog_name, load_catalog
-from procedures.core.gc.orphans import RemoveOrphanFilesParams
-from procedures.core.health_figures import HealthFigures, health_figures
+from procedures.catalog.config import catalog_names, default_catalog_name
+from procedures.core.gc.orphans import REMOVE_ORPHAN_FILES, RemoveOrphanFilesParams
+from procedures.core.health.figures import HealthFigures, health_figures
 from procedures.errors import ValidationError
 from procedures.frontend import runner
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from procedures.spark.catalog_conf import conf_from_spark, load_catalog
+from procedures.spark.engine.action import Action
 
 __all__ = ["TableReport", "HealthReport", "health_report", "render_html", "split_target", "REPORT_EXTRA_HINT"]
 
@@ -130,7 +131,7 @@ def _figures(spark: Any, catalog: Any, table: str, include_orphans: bool) -> Hea
     loaded = catalog.load_table(tuple(split_dotted(table)))
     orphans = None
     if include_orphans:
-        found = remove_orphan_files(loaded, RemoveOrphanFilesParams(dry_run=True), spark=spark)
+        found = Action(REMOVE_ORPHAN_FILES, spark).run(loaded, RemoveOrphanFilesParams(dry_run=True))
         orphans = [_size(loaded.io, p) for p in found.orphan_file_locations]
     return health_figures(loaded.io, loaded.metadata, table, orphans=orphans)
 

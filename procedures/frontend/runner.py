@@ -14,10 +14,9 @@ from typing import Any, Mapping, Sequence
 
 import procedures.builtin  # noqa: F401 -- registers the built-in procedures
 from procedures.catalog.base import split_dotted
-from procedures.catalog.config import (
-    SPARK_PREFIX, catalog_names, catalog_properties, conf_from_spark, default_catalog_name,
-)
+from procedures.catalog.config import SPARK_PREFIX, catalog_names, catalog_properties, default_catalog_name
 from procedures.errors import NoSuchCatalogError, NoSuchProcedureError, ValidationError
+from procedures.spark.catalog_conf import conf_from_spark
 from procedures.framework.context import ProcedureContext, local_zone
 from procedures.framework.declaration import OutputColumn, Procedure
 from procedures.framework.registry import get_procedure

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from procedures.catalog.config import conf_from_spark, default_catalog_name
+from procedures.catalog.config import default_catalog_name
+from procedures.spark.catalog_conf import conf_from_spark
 from procedures.errors import SqlSyntaxError, ValidationError
 from procedures.framework.declaration import Procedure
 from procedures.framework.registry import get_procedure, list_procedures as registered_procedures

@@ -7,7 +7,7 @@ not listed, so no link ever becomes an orphan and nothing is found (or deleted) 
 starting folder is checked by the caller (:func:`procedures.core.gc.orphans.listing_location`).
 
 Both apply an age cutoff and a hidden-path filter (an object with ``accept(name)``, in practice
-:class:`procedures.core.gc.orphans.HiddenPathFilter`).  The same :func:`walk` runs on the driver
+:class:`procedures.core.gc.hidden_paths.HiddenPathFilter`).  The same :func:`walk` runs on the driver
 and, for the sub-trees the driver hands over, in Spark tasks (:func:`procedures.spark.listing.list_directories`).
 
 A local listing learns a file's modification time only from a ``stat`` of its own (object stores and

@@ -47,10 +47,9 @@ from procedures.catalog.base import Table
 from procedures.catalog.config import (
     SPARK_PREFIX,
     catalog_properties,
-    conf_from_spark,
-    load_catalog,
     resolve_identifier,
 )
+from procedures.spark.catalog_conf import conf_from_spark, load_catalog
 from procedures.core.kernel.operations import MergeAppend, OverwriteFiles
 from procedures.core.kernel.scan import (
     DeleteFileIndex,

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procedures.core.gc.orphans import HiddenPathFilter
+from procedures.core.gc.hidden_paths import HiddenPathFilter
 from procedures.core.gc.reachability import (
     manifest_content_paths, manifest_from_row, manifest_list_chunks, manifest_row, read_chunk_manifests,
 )

@@ -38,7 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
-from procedures.catalog.config import load_catalog, resolve_identifier
+from procedures.catalog.config import resolve_identifier
+from procedures.spark.catalog_conf import conf_from_spark, load_catalog
 from procedures.core.kernel.properties import DEFAULT_NAME_MAPPING
 from procedures.core.kernel.scan import FileScanTask, select_snapshot, unified_partition_type
 from procedures.core.kernel.splits import plan_spread_groups, plan_task_groups, SplitOptions
@@ -110,7 +111,7 @@ def load_table(spark: Any, table: str | Table) -> Table:
     if isinstance(table, Table):
         return table
 
-    catalog_name, ident = resolve_identifier(table, conf=spark)
+    catalog_name, ident = resolve_identifier(table, conf=conf_from_spark(spark))
     return load_catalog(catalog_name, spark).load_table(ident)
 
 

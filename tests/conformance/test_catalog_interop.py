@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from procedures.catalog import HadoopCatalog, load_catalog, resolve_identifier
+from procedures.catalog import HadoopCatalog, resolve_identifier
+from procedures.spark.catalog_conf import conf_from_spark, load_catalog
 from procedures.errors import CommitFailedError
 from procedures.spec.snapshots import MetadataLogEntry
 
@@ -29,8 +30,8 @@ def bumped(table, **props):
 def ours(spark, java_warehouse):
     cat = load_catalog("jcat", spark)  # conf read from the session itself
     assert isinstance(cat, HadoopCatalog) and cat.warehouse == str(java_warehouse)
-    assert resolve_identifier("jcat.db.t", conf=spark) == ("jcat", ("db", "t"))
-    assert resolve_identifier("db.t", conf=spark) == ("local", ("db", "t"))
+    assert resolve_identifier("jcat.db.t", conf=conf_from_spark(spark)) == ("jcat", ("db", "t"))
+    assert resolve_identifier("db.t", conf=conf_from_spark(spark)) == ("local", ("db", "t"))
     return cat
 
 

@@ -119,7 +119,7 @@ def test_merge_on_read_deletes_at_every_snapshot(spark, version):
 
 
 def test_equality_deletes_written_by_us_read_by_java_and_us(spark, java_warehouse: Path):
-    from procedures.catalog.config import load_catalog
+    from procedures.spark.catalog_conf import load_catalog
     from procedures.core.kernel.operations import RowDelta
     from procedures.core.kernel.transaction import commit
     from procedures.io.arrow_schema import schema_to_arrow

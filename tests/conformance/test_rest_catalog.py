@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from procedures.catalog.config import load_catalog
+from procedures.spark.catalog_conf import load_catalog
 from procedures.catalog.rest import DEFAULT_ENDPOINTS
 from procedures.catalog.rest_client import RestAuthError, RestClient
 from procedures.core.kernel import updates as U

@@ -24,7 +24,7 @@ from typing import Any
 import procedures
 from procedures.spark.dataframes import run_slices
 from procedures.core.gc import reachability
-from procedures.spark.actions import remove_orphan_files as orphans_action
+from procedures.spark.engine import gc_steps as orphans_action
 
 CATALOG = "flow"
 TABLE = f"{CATALOG}.db.events"

@@ -20,7 +20,7 @@ from procedures.core.kernel.snapshot_producer import live_entries, snapshot_mani
 from procedures.errors import (
     DuplicateFilesError, NoSuchTableError, NotFoundError, UnsupportedFileFormatError, ValidationError,
 )
-from procedures.spark.actions import add_files as AF
+from procedures.spark.engine import file_import_steps as AF
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
 from tests.helpers.catalogs import java_twins, ours_on_java_warehouse
 from tests.oracles import assert_rows_equal, java_metadata_location, read_all

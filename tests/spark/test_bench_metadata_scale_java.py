@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from procedures.core import rewrite_manifests_op as RM
+from procedures.core.manifest_rewrite import clustering as RM
 from procedures.core.gc import reachability as R
 from procedures.spark import scan_planning
 from tests.helpers.benchmarks import load_benchmark

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
 import pytest
 
@@ -11,7 +13,8 @@ from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.transaction import commit
 from procedures.io.parquet_writer import WriteSettings, write_data_files
-from procedures.spark.actions.changelog import ChangelogRequest, create_changelog_view
+from procedures.core.changelog.changes import CREATE_CHANGELOG_VIEW, ChangelogParams
+from procedures.spark.engine.action import Action
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, STRING, NestedField
 
@@ -39,6 +42,10 @@ def table(tmp_path_factory):
     return commit(t, [DeleteFiles(first)])
 
 
+def create_changelog_view(spark, table, view, params):
+    return Action(CREATE_CHANGELOG_VIEW, spark).run(table, dataclasses.replace(params, view_name=view)).view_name
+
+
 def _view(spark, name):
     return sorted(tuple(r) for r in spark.sql(
         f"SELECT id, data, _change_type, _change_ordinal FROM {name}").collect())
@@ -46,20 +53,20 @@ def _view(spark, name):
 
 def test_changelog_view_rows(spark, table):
     snaps = [s.snapshot_id for s in table.metadata.snapshots]
-    assert create_changelog_view(spark, table, "cl_rows", ChangelogRequest()) == "cl_rows"
+    assert create_changelog_view(spark, table, "cl_rows", ChangelogParams("t")) == "cl_rows"
     assert _view(spark, "cl_rows") == [(1, "a", "DELETE", 2), (1, "a", "INSERT", 0), (2, "b", "DELETE", 2),
                                        (2, "b", "INSERT", 0), (3, "c", "INSERT", 1)]
     ids = {r[0]: r[1] for r in spark.sql("SELECT _change_ordinal, _commit_snapshot_id FROM cl_rows").collect()}
     assert ids == dict(enumerate(snaps))
     # net changes: the inserts and deletes of ids 1 and 2 cancel out
-    create_changelog_view(spark, table, "cl_net", ChangelogRequest(net_changes=True))
+    create_changelog_view(spark, table, "cl_net", ChangelogParams("t", net_changes=True))
     assert _view(spark, "cl_net") == [(3, "c", "INSERT", 1)]
 
 
 def test_changelog_view_of_no_changes(spark, table):
     # a time range after the last commit holds no snapshot
     later = table.metadata.current_snapshot().timestamp_ms + 1000
-    request = ChangelogRequest(options={"start-timestamp": str(later)})
+    request = ChangelogParams("t", options={"start-timestamp": str(later)})
     create_changelog_view(spark, table, "cl_none", request)
     view = spark.table("cl_none")
     assert view.columns == ["id", "data", "_change_type", "_change_ordinal", "_commit_snapshot_id"]

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.errors import AnalysisException, IllegalArgumentException
 
-from procedures.catalog.config import load_catalog
+from procedures.spark.catalog_conf import load_catalog
 from procedures.core.kernel.operations import RowDelta
 from procedures.core.kernel.transaction import commit
 from procedures.errors import NoSuchSnapshotError, ValidationError

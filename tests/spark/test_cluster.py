@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from procedures.core.gc import reachability
-from procedures.spark.actions import remove_orphan_files as orphans_action
+from procedures.spark.engine import gc_steps as orphans_action
 from tests.helpers import cluster_flow
 
 pytestmark = pytest.mark.spark
@@ -110,7 +110,7 @@ def test_flow_on_a_standalone_cluster_matches_local(spark_cluster, local_flow, t
     assert where["master"] == spark_cluster.url
     # the driver imported every module of the package from the shipped zip, not the checkout or an installed copy
     _from_zip(where["driver_modules"])
-    assert "procedures.spark.actions.remove_orphan_files" in where["driver_modules"]
+    assert "procedures.spark.engine.gc_steps" in where["driver_modules"]
     executors = where["executors"]
     assert executors
     for e in executors:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import procedures
-import procedures.spark.actions.rewrite_data_files as rewrite_action  # where run_rewrite looks rewrite_group up
+import procedures.spark.engine.data_rewrite_steps as rewrite_action  # where the engine looks rewrite_group up
 from procedures.core.gc import reachability as R
 from procedures.core.kernel.operations import FastAppend
 from procedures.core.kernel.paths import normalize_path

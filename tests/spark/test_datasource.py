@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import procedures
-from procedures.catalog.config import load_catalog
+from procedures.spark.catalog_conf import load_catalog
 from procedures.core.kernel.paths import normalize_path
 from procedures.errors import UnsupportedVersionError
 from procedures.spark import datasource as ds

@@ -11,10 +11,11 @@ import procedures.spark.scan_planning as scan_planning
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.operations import FastAppend
-from procedures.core.rewrite.planner import parse_rewrite_options, plan_rewrite
+from procedures.core.data_rewrite.grouping import plan_rewrite
+from procedures.core.data_rewrite.options import parse_rewrite_options
 from procedures.core.kernel.transaction import commit
 from procedures.io.parquet_writer import WriteSettings, write_data_files
-from procedures.spark.actions.compute_table_stats import compute_table_stats
+from tests.helpers.capability_actions import compute_table_stats
 from procedures.spark.dml import delete_where, match_files
 from procedures.spark.read import read_table
 from procedures.spark.scan_planning import SparkEntryReader

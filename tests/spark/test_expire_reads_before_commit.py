@@ -13,7 +13,7 @@ from procedures.core.gc import reachability as R
 from procedures.core.gc.expire import ExpireSnapshotsParams
 from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.transaction import commit
-from procedures.spark.actions.expire_snapshots import expire_snapshots
+from tests.helpers.gc_runs import expire_snapshots
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec

@@ -16,7 +16,7 @@ from procedures.errors import ValidationError
 from procedures.core.gc import reachability as R
 from procedures.core.gc.orphans import CONFLICTS, find_orphans, format_pairs
 from procedures.framework.context import open_catalog
-from procedures.spark.actions import remove_orphan_files as O
+from procedures.spark.engine import gc_steps as O
 from procedures.spark.dml import append, delete_where
 from procedures.spark.listing import FrameKeeper, driver_keys_dataframe, find_orphans_dataframe
 from procedures.spark.session import catalog_for

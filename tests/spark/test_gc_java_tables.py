@@ -18,11 +18,11 @@ import pytest
 
 import procedures
 from procedures.errors import IcebergError
-from procedures.core.gc import expire as EX
+from procedures.core.gc import deletes as EX
 from procedures.core.gc import reachability as R
 from procedures.framework.context import open_catalog
 from procedures.spark import listing as L
-from procedures.spark.actions import remove_orphan_files as O
+from procedures.spark.engine import gc_steps as O
 
 # every test here reads or writes through Iceberg Java (deselected on pyspark 4)
 pytestmark = [pytest.mark.spark, pytest.mark.java]

@@ -23,11 +23,11 @@ import pytest
 
 from procedures.framework.context import open_catalog
 from procedures.core.gc.expire import ExpireSnapshotsParams
-from procedures.spark.actions.expire_snapshots import expire_snapshots
+from tests.helpers.gc_runs import expire_snapshots
 from procedures.core.gc.reachability import metadata_file_paths
 from procedures.core.kernel.paths import normalize_path
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from tests.helpers.gc_runs import remove_orphan_files
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.reader import read_manifest
 

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 import procedures
-from procedures.catalog.config import load_catalog
+from procedures.spark.catalog_conf import load_catalog
 from procedures.catalog.hive import HiveCatalog
 from procedures.core.kernel.operations import FastAppend
 from procedures.core.kernel.transaction import RetryPolicy, commit

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from procedures.catalog.config import load_catalog
+from procedures.spark.catalog_conf import load_catalog
 from procedures.catalog.hive import HiveCatalog
-from procedures.catalog.hive_jvm import JvmMetastoreClient
+from procedures.spark.hive_jvm import JvmMetastoreClient
 from procedures.catalog.hive_thrift import ThriftMetastoreClient
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.operations import FastAppend

@@ -17,7 +17,7 @@ import procedures
 from procedures.core.gc import reachability as R
 from procedures.core.kernel.paths import normalize_path
 from procedures.errors import ValidationError
-from procedures.spark.actions import remove_orphan_files as O
+from procedures.spark.engine import gc_steps as O
 from procedures.spark.dml import append
 from procedures.spark.session import catalog_for
 from tests.helpers.catalogs import allow_overlap, ours_on_java_warehouse

@@ -21,7 +21,7 @@ import pytest
 
 import procedures
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
-from procedures.spark.actions import add_files as AF
+from procedures.spark.engine import file_import_steps as AF
 from tests.helpers.catalogs import ours_on_java_warehouse
 from tests.oracles import (
     assert_rows_equal, duckdb_read, java_metadata_location, java_read, pyiceberg_read, spark_df_to_arrow,

@@ -41,9 +41,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from procedures.core.kernel import fault_points as FP
-from procedures.catalog.config import conf_from_spark
+from procedures.spark.catalog_conf import conf_from_spark
 from procedures.core.kernel.fault_points import FaultPlan
-from procedures.core import rewrite_manifests_op as RM
+from procedures.core.manifest_rewrite import clustering as RM
 from procedures.core.gc import reachability as R
 from procedures.core.gc.reachability import metadata_file_paths, statistics_paths
 from procedures.core.kernel.paths import local_path

@@ -19,14 +19,15 @@ from procedures.core.gc import reachability as R
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.paths import normalize_path
-from procedures.core.rewrite_manifests_op import RewriteManifests
-from procedures.core.table_path import RewriteTablePathParams
+from procedures.core.manifest_rewrite.clustering import RewriteManifests
+from procedures.core.table_relocation.relocation import RewriteTablePathParams
 from procedures.core.kernel.transaction import CommitContext, MetadataChange, RetryPolicy, commit
 from procedures.core.kernel.updates import SetProperties
 from procedures.spark import listing as L
-from procedures.spark.actions import remove_orphan_files as O
-from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
-from procedures.spark.actions import rewrite_table_path as RTP
+from procedures.spark.engine import gc_steps as O
+from tests.helpers.gc_runs import remove_orphan_files
+from procedures.spark.engine.manifest_rewrite_steps import SparkManifestRewriter
+from procedures.spark.engine import table_relocation_steps as RTP
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.partitioning import PartitionField, PartitionSpec
@@ -35,6 +36,7 @@ from procedures.spec.transforms import parse_transform
 from procedures.spec.types import INT, LONG, NestedField
 from tests.helpers.files import age_everything, touch
 from tests.helpers.references import import_reference
+from tests.helpers.capability_actions import rewrite_table_path
 
 pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
@@ -119,15 +121,15 @@ def test_remove_orphan_files_lists_in_tasks(spark, tmp_path, monkeypatch):
     """The tree below the top folder listed and keyed in Spark tasks, the manifests and their lists
     read there too: the orphans the driver alone finds, then deleted."""
     cat, t, orphans = _orphan_tree(tmp_path)
-    alone = O.remove_orphan_files(t, RemoveOrphanFilesParams(dry_run=True))
+    alone = remove_orphan_files(t, RemoveOrphanFilesParams(dry_run=True))
     assert _found(alone) == orphans and not alone.used_spark
     monkeypatch.setattr(O, "DRIVER_MAX_DIRS", 1)
     monkeypatch.setattr(O, "DRIVER_MIN_HANDED_DIRS", 1)
     monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
     monkeypatch.setattr(R, "DRIVER_MAX_LISTS", 0)
-    dry = O.remove_orphan_files(t, RemoveOrphanFilesParams(dry_run=True), spark=spark)
+    dry = remove_orphan_files(t, RemoveOrphanFilesParams(dry_run=True), spark=spark)
     assert dry.used_spark and _found(dry) == orphans
-    done = O.remove_orphan_files(cat.load_table(("db", "t")), RemoveOrphanFilesParams(), spark=spark)
+    done = remove_orphan_files(cat.load_table(("db", "t")), RemoveOrphanFilesParams(), spark=spark)
     assert _found(done) == orphans
     assert not any(os.path.exists(p) for p in orphans)
 
@@ -143,7 +145,7 @@ def test_remove_orphan_files_from_a_file_list_view(spark, tmp_path):
     view = f"files_{abs(hash(str(tmp_path)))}"
     spark.createDataFrame(rows, "file_path string, ts long").selectExpr(
         "file_path", "timestamp_seconds(ts) AS last_modified").createOrReplaceTempView(view)
-    result = O.remove_orphan_files(t, RemoveOrphanFilesParams(dry_run=True, file_list_view=view), spark=spark)
+    result = remove_orphan_files(t, RemoveOrphanFilesParams(dry_run=True, file_list_view=view), spark=spark)
     assert result.used_spark and _found(result) == orphans
 
 
@@ -170,7 +172,7 @@ def test_rewrite_table_path_in_tasks(spark, tmp_path, monkeypatch):
     """Manifests rewritten one per Spark task: the same copy plan and staged manifests as the driver's."""
     _, t = _table(tmp_path, "mixed")
     params = RewriteTablePathParams(source_prefix=t.location, target_prefix="file:/elsewhere/t")
-    driver = RTP.rewrite_table_path(t, params)
+    driver = rewrite_table_path(t, params)
     monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
     jobs = []
     real = getattr(RTP, "slices_frame", None)
@@ -180,7 +182,7 @@ def test_rewrite_table_path_in_tasks(spark, tmp_path, monkeypatch):
         return real(session, slices)
 
     monkeypatch.setattr(RTP, "slices_frame", spy, raising=False)
-    tasks = RTP.rewrite_table_path(t, params, spark=spark)
+    tasks = rewrite_table_path(t, params, spark=spark)
     assert jobs  # the manifests were rewritten in Spark tasks
     assert sorted(target for _, target in tasks.copy_plan) == sorted(target for _, target in driver.copy_plan)
     assert tasks.rewritten_manifest_file_paths_count == driver.rewritten_manifest_file_paths_count > 1
@@ -200,7 +202,7 @@ def test_expire_snapshots_compares_in_tasks(spark, tmp_path, monkeypatch):
     """The expired snapshots' content files compared with the kept ones' in Spark tasks (streamed back
     with ``toLocalIterator``): the same result and the same files deleted as on the driver alone."""
     from procedures.core.gc.expire import ExpireSnapshotsParams
-    from procedures.spark.actions.expire_snapshots import expire_snapshots
+    from tests.helpers.gc_runs import expire_snapshots
 
     results, left = {}, {}
     for label, session in (("driver", None), ("tasks", spark)):
@@ -231,7 +233,7 @@ def test_compute_table_stats_in_tasks(spark, tmp_path):
     import pyarrow.parquet as pq
 
     import_reference("datasketches", "Apache DataSketches not installed: pip install 'iceberg-procedures[stats]'")
-    from procedures.spark.actions.compute_table_stats import compute_table_stats
+    from tests.helpers.capability_actions import compute_table_stats
 
     cat = HadoopCatalog("local", str(tmp_path / "wh"))
     cat.create_namespace("db")

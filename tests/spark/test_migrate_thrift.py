@@ -18,10 +18,10 @@ import os
 
 import pytest
 
-from procedures.catalog.hive_jvm import JvmMetastoreClient
+from procedures.spark.hive_jvm import JvmMetastoreClient
 from procedures.catalog.hive_thrift import ThriftMetastoreClient
 from procedures.core.kernel.paths import local_path
-from procedures.spark.actions import migrate as MG
+from procedures.spark.actions import session_table_import as MG
 from procedures.spark.session import catalog_for
 from tests import connect_server as server_module
 from tests.helpers.references import SPARK4, import_reference, skip_missing_reference

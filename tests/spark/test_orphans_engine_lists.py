@@ -20,7 +20,7 @@ from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, comm
 from procedures.core.kernel.updates import SetProperties
 from procedures.errors import InvalidMetadataError
 from procedures.spark import listing as L
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from tests.helpers.gc_runs import remove_orphan_files
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema
@@ -154,13 +154,13 @@ def test_an_expire_racing_the_run_makes_it_start_over(spark, tmp_path, monkeypat
     """An expire_snapshots between the listing and the metadata reads deletes manifest lists the run's
     metadata names: read on the driver or in Spark tasks, the run reads the table again and finishes."""
     from procedures.core.gc.expire import ExpireSnapshotsParams
-    from procedures.spark.actions import remove_orphan_files as O
-    from procedures.spark.actions.expire_snapshots import expire_snapshots
+    from procedures.spark.engine.gc_steps import GcSteps
+    from tests.helpers.gc_runs import expire_snapshots
 
     cat, orphans = history(tmp_path)
     expire = lambda: expire_snapshots(cat.load_table(("db", "t")),  # noqa: E731
                                       ExpireSnapshotsParams(older_than_ms=2**62, retain_last=1))
-    then(monkeypatch, O, "_actual_files", expire)
+    then(monkeypatch, GcSteps, "list_files", expire)
     result = run(spark, cat, monkeypatch, engine)
     assert orphans <= found(result) and not any(os.path.exists(p) for p in orphans)
     referenced_exist(cat.load_table(("db", "t")))

@@ -203,7 +203,7 @@ def _jobs_without_group(spark) -> set[int]:
 def test_sort_of_one_range_partition_spills_in_task_and_matches_java(spark, java_warehouse, monkeypatch):
     # a group of one expected file is sorted by one task on either path; past the memory budget ours
     # sorts in runs spilled to the task's local disk instead of going through Spark's range shuffle
-    import procedures.spark.rewrite as rewrite
+    import procedures.spark.engine.data_rewrite_steps as rewrite
 
     monkeypatch.setattr(rewrite, "IN_TASK_SORT_MAX_BYTES", 0)
     monkeypatch.setattr(rewrite, "SORT_MEMORY_BYTES", 4_000)  # a few hundred rows a run

@@ -67,10 +67,10 @@ def test_rewrite_manifests_on_executors_writes_what_the_driver_writes(spark, jav
     are copied as bytes; v3 ones are decoded (their inherited first row ids become explicit)."""
     from procedures.catalog.hadoop import HadoopCatalog
     from procedures.core.gc import reachability as R
-    from procedures.core.rewrite_manifests_copy import existing_records
-    from procedures.core.rewrite_manifests_op import RewriteManifests, uniform_partition
+    from procedures.core.manifest_rewrite.entry_copy import existing_records
+    from procedures.core.manifest_rewrite.clustering import RewriteManifests, uniform_partition
     from procedures.core.kernel.transaction import CommitContext
-    from procedures.spark.actions.rewrite_manifests import SparkManifestRewriter
+    from procedures.spark.engine.manifest_rewrite_steps import SparkManifestRewriter
     from procedures.spec.manifest.writer import ManifestWriter
 
     name = f"rm_exec_{layout}_v{fv}"

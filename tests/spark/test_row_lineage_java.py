@@ -19,7 +19,7 @@ from procedures.core.kernel.scan import FileScanTask
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.frontend import runner
 from procedures.io.parquet_reader import read_task_table
-from procedures.spark import rewrite as spark_rewrite
+from procedures.spark.engine import data_rewrite_steps as spark_rewrite
 from procedures.spark.dml import delete_where
 from procedures.spark.read import read_table
 from procedures.spec.expressions import ALWAYS_TRUE

@@ -13,7 +13,7 @@ import pyarrow.fs as pafs
 import pytest
 
 import procedures
-from procedures.catalog.config import conf_from_spark
+from procedures.spark.catalog_conf import conf_from_spark
 from procedures.frontend import runner
 from procedures.io.storage import s3_options
 from procedures.spark.dml import append
@@ -117,7 +117,7 @@ def test_s3_table_lifecycle(spark, s3_server, s3_catalog):
 
 def test_s3_orphan_listing_on_executors(spark, s3_server, s3_catalog):
     """The executors' part of the orphan listing gets the catalog's s3.* properties too."""
-    from procedures.core.gc.orphans import HiddenPathFilter
+    from procedures.core.gc.hidden_paths import HiddenPathFilter
     from procedures.spark.listing import list_directories
 
     fs = pafs.S3FileSystem(**s3_options(s3_server.properties()))

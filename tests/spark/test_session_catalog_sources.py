@@ -13,13 +13,15 @@ import os
 
 import pytest
 
-from procedures.core import migrate as M
+from procedures.core.file_import import table_creation as M
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.paths import local_path
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import NoSuchTableError, ValidationError
-from procedures.spark.actions import add_files as AF
-from procedures.spark.actions import migrate as MG
+from procedures.core.file_import.import_files import ADD_FILES, AddFilesParams
+from procedures.spark.engine import file_import_steps as AF
+from procedures.spark.engine.action import Action
+from procedures.spark.actions import session_table_import as MG
 from procedures.spark.dataframes import is_connect
 from procedures.spark.session import catalog_for
 from procedures.spark.session_catalog import describe_table, list_partitions
@@ -129,7 +131,7 @@ def test_add_files_from_a_session_catalog_table(spark, tmp_path, monkeypatch, vi
     md, _ = new_table_metadata(schema=schema, location=cat.default_table_location(ident),
                                spec=M.identity_spec(schema, ["p"]), properties={"format-version": "2"})
     table = cat.create_table(ident, md)
-    result = AF.add_files(table, AF.AddFilesParams(source_table=full, partition_filter={}), spark=spark)
+    result = Action(ADD_FILES, spark).run(table, AddFilesParams(source_table=full, partition_filter={}, table_name=table.name))
     added = cat.load_table(ident)
     expected = _parquet_files(describe_table(spark, (db, name)).location, str(tmp_path / f"custom {name}"))
     assert result.added_files_count == len(expected) == 6
@@ -140,4 +142,5 @@ def test_add_files_from_a_session_catalog_table(spark, tmp_path, monkeypatch, vi
     # one partition by filter, from a table named without the catalog
     again = cat.load_table(ident)
     with pytest.raises(Exception, match="(?i)duplicate"):
-        AF.add_files(again, AF.AddFilesParams(source_table=f"{db}.{name}", partition_filter={"p": "c d"}), spark=spark)
+        Action(ADD_FILES, spark).run(again, AddFilesParams(source_table=f"{db}.{name}", partition_filter={"p": "c d"},
+                                                          table_name=again.name))

@@ -24,7 +24,7 @@ from procedures.core.kernel.snapshot_producer import live_entries, snapshot_mani
 from procedures.errors import (
     NoSuchTableError, TableAlreadyExistsError, ValidationError,
 )
-from procedures.spark.actions import migrate as MG
+from procedures.spark.actions import session_table_import as MG
 from procedures.spark.session import catalog_for
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
 from tests.helpers.files import fingerprint

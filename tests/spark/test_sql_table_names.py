@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 import procedures
-from procedures.catalog.config import load_catalog
+from procedures.spark.catalog_conf import load_catalog
 from procedures.core.kernel.operations import FastAppend
 from procedures.core.kernel.transaction import commit
 from procedures.errors import ValidationError

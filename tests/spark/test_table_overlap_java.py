@@ -20,7 +20,7 @@ from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.paths import normalize_path
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.spark.actions import remove_orphan_files as O
+from procedures.spark.engine import gc_steps as O
 from procedures.spark.dml import append
 from procedures.spark.session import catalog_for
 from tests.helpers.catalogs import allow_overlap
@@ -241,7 +241,7 @@ def _set(key: str, value: str):
 def test_migrate_refuses_a_source_folder_that_holds_an_iceberg_table(spark, cats):
     """An Iceberg table of the hive catalog lies inside the Parquet table's folder: migrating the
     Parquet table in place would put the new table around it.  Refused before the rename."""
-    from procedures.spark.actions.migrate import read_source
+    from procedures.spark.actions.session_table_import import read_source
 
     spark.sql("DROP TABLE IF EXISTS spark_catalog.ovsrc.mig")
     spark.sql("DROP TABLE IF EXISTS spark_catalog.ovsrc.mig_backup_")

@@ -1,4 +1,4 @@
-"""The engine-free rules of add_files (``procedures.core.add_files``): filter checks, spec matching,
+"""The engine-free rules of add_files (``procedures.core.file_import.source_rules``): filter checks, spec matching,
 partition values, duplicates, and the summary of files appended the way Java appends manifests."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
-from procedures.core import add_files as A
+from procedures.core.file_import import source_rules as A
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.transaction import commit
 from procedures.errors import DuplicateFilesError, UnsupportedFileFormatError, ValidationError

@@ -1,4 +1,4 @@
-"""Sorting Arrow rows by an Iceberg sort order (procedures.core.rewrite.arrow_sort): the order Spark's
+"""Sorting Arrow rows by an Iceberg sort order (procedures.core.data_rewrite.arrow_sort): the order Spark's
 sort gives, with each field's own direction and null order."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pyarrow as pa
 
-from procedures.core.rewrite.arrow_sort import arrow_sortable, sort_indices
+from procedures.core.data_rewrite.arrow_sort import arrow_sortable, sort_indices
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import parse_sort_order
 from procedures.spec.types import DOUBLE, LONG, STRING, UUID, NestedField, StructType

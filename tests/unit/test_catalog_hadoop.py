@@ -276,10 +276,13 @@ def test_bad_config_names_the_key(conf, key):
 
 
 def test_hive_without_a_spark_session_says_so(monkeypatch):
-    from procedures.catalog import config
+    from procedures.spark import catalog_conf
 
     # the whole suite runs a session in this process; this case is about a process without one
-    monkeypatch.setattr(config, "running_spark_session", lambda: None)
+    monkeypatch.setattr(catalog_conf, "running_spark_session", lambda: None)
+    with pytest.raises(CatalogConfigError, match="start a SparkSession first"):
+        catalog_conf.load_catalog("h", {"spark.sql.catalog.h.type": "hive"})
+    # the catalog layer alone knows no session: it says the same
     with pytest.raises(CatalogConfigError, match="start a SparkSession first"):
         load_catalog("h", {"spark.sql.catalog.h.type": "hive"})
 

@@ -9,7 +9,7 @@ import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.kernel.builder import new_table_metadata
-from procedures.core.changelog import (
+from procedures.core.changelog.changes import (
     DELETE,
     INSERT,
     UPDATE_AFTER,

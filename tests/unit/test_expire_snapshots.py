@@ -25,7 +25,7 @@ from procedures.errors import ValidationError
 from procedures.core.gc import reachability as R
 from procedures.frontend import runner
 from procedures.core.gc.expire import ExpireSnapshotsParams
-from procedures.spark.actions.expire_snapshots import expire_snapshots
+from tests.helpers.gc_runs import expire_snapshots
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestEntryStatus
 from procedures.spec.manifest.reader import read_manifest
@@ -382,7 +382,7 @@ def test_a_missing_manifest_list_fails_before_the_commit(catalog, which):
 def test_a_commit_landing_before_expires_own_recomputes_the_files(catalog, monkeypatch):
     # the files are found before the commit; when another commit makes ours retry, they are found
     # again on the metadata as committed, so a file the other commit brought back stays
-    from procedures.spark.actions import expire_snapshots as action
+    from procedures.core.gc import expire as action
 
     t = make_table(catalog)
     f0 = data_file(t, "f0")
@@ -503,7 +503,7 @@ def test_an_unreadable_manifest_in_the_stream_leaves_its_files_and_the_rest_go(c
 
 
 def test_delete_files_closes_what_it_was_given_when_a_batch_fails(tmp_path):
-    from procedures.core.gc.expire import delete_files
+    from procedures.core.gc.deletes import delete_files
     from procedures.io.fileio import FileIO
 
     closed = []

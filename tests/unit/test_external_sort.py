@@ -1,4 +1,4 @@
-"""Sorting in bounded memory (procedures.core.rewrite.external_sort): spilled runs merged by key ranges
+"""Sorting in bounded memory (procedures.core.data_rewrite.external_sort): spilled runs merged by key ranges
 give the order of a one-shot in-memory sort, hold at most about one budget of rows at a time, and
 leave no spill file behind."""
 
@@ -11,8 +11,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from procedures.core.rewrite.arrow_sort import sort_indices
-from procedures.core.rewrite.external_sort import ExternalSorter
+from procedures.core.data_rewrite.arrow_sort import sort_indices
+from procedures.core.data_rewrite.external_sort import ExternalSorter
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import parse_sort_order
 from procedures.spec.types import DATE, DOUBLE, LONG, STRING, NestedField

@@ -14,8 +14,8 @@ from procedures.core.kernel import fault_points as FP
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.fault_points import FaultPlan, InjectedFault
 from procedures.core.kernel.operations import FastAppend
-from procedures.core.rewrite.data_files import RewriteDataFilesAction
-from procedures.core.rewrite.planner import parse_rewrite_options, plan_rewrite
+from procedures.core.data_rewrite.grouping import plan_rewrite
+from procedures.core.data_rewrite.options import parse_rewrite_options
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import CommitFailedError, CommitStateUnknownError
 from procedures.io.fileio import FileIO
@@ -23,6 +23,7 @@ from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import LONG, NestedField
+from tests.helpers.fake_rewrite import run_groups
 
 FAST = RetryPolicy(num_retries=2, min_wait_ms=1, max_wait_ms=5, total_timeout_ms=60_000)
 SCHEMA = Schema((NestedField(1, "id", LONG, True),))
@@ -179,10 +180,10 @@ def test_a_rewrite_failing_after_its_commit_landed_keeps_the_files_it_wrote(tmp_
         if kind == FP.SWAPPED:
             raise InjectedFault("after the swap")
 
-    action = RewriteDataFilesAction(table, opts, rewrite=rewrite, committer=lambda t, ops: commit(t, ops, policy=FAST))
+    starting_id = table.metadata.current_snapshot_id
     FP.install(fail_after_swap)
     with pytest.raises(InjectedFault):
-        action.execute(plan, table.metadata.current_snapshot_id)
+        run_groups(table, opts, plan, starting_id, rewrite, lambda t, ops: commit(t, ops, policy=FAST))
     FP.install(None)
     landed = catalog.load_table(("db", "t"))
     assert landed.metadata.current_snapshot().summary["operation"] == "replace"

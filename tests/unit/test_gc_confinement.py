@@ -18,14 +18,14 @@ from procedures.core.kernel.paths import (
 )
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.spark.actions import expire_snapshots as E
+from procedures.core.gc import expire as E
 from procedures.core.gc import reachability as R
 from procedures.core.gc.delete_guard import DeleteGuard, table_roots
-from procedures.spark.actions import remove_orphan_files as O
+from procedures.core.gc import orphans as O
 from procedures.core.gc.expire import ExpireSnapshotsParams
-from procedures.spark.actions.expire_snapshots import expire_snapshots
+from tests.helpers.gc_runs import expire_snapshots
 from procedures.core.gc.orphans import RemoveOrphanFilesParams
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from tests.helpers.gc_runs import remove_orphan_files
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema

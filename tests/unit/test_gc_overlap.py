@@ -27,8 +27,8 @@ from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.paths import normalize_path
 from procedures.core.kernel.transaction import MetadataChange, RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.spark.actions.expire_snapshots import expire_snapshots
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from tests.helpers.gc_runs import expire_snapshots
+from tests.helpers.gc_runs import remove_orphan_files
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema

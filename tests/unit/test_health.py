@@ -11,11 +11,11 @@ import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.kernel.builder import new_table_metadata
-from procedures.core.health import (
-    MIN_SMALL_MANIFESTS, Finding, HealthThresholds, MaintenanceStep, analyze, orphan_finding, plan_steps, render_call, sql_literal,
-    table_reference,
+from procedures.core.health.findings import (
+    MIN_SMALL_MANIFESTS, Finding, HealthThresholds, MaintenanceStep, analyze, orphan_finding, plan_steps,
 )
-from procedures.core.fleet import parse_duration
+from procedures.framework.call_text import render_call, sql_literal, table_reference
+from procedures.core.health.fleet import parse_duration
 from procedures.core.kernel.operations import DeleteFiles, FastAppend, RowDelta
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.builtin import plan_maintenance as plan_maintenance_module

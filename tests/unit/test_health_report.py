@@ -10,7 +10,7 @@ import pytest
 
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.kernel.builder import new_table_metadata
-from procedures.core.health_figures import health_figures
+from procedures.core.health.figures import health_figures
 from procedures.core.kernel.operations import FastAppend, RowDelta
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.frontend.report import TableReport, render_html

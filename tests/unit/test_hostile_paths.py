@@ -30,15 +30,15 @@ from procedures.core.gc.orphans import RemoveOrphanFilesParams
 from procedures.core.kernel.operations import FastAppend, RowDelta
 from procedures.core.kernel.ownership import Ownership, is_link, is_within_resolved, resolved
 from procedures.core.kernel.paths import normalize_path
-from procedures.core.stats.table_stats import RegisterStatistics
-from procedures.core.table_path import RewriteTablePathParams
+from procedures.core.table_stats.statistics_files import RegisterStatistics
+from procedures.core.table_relocation import relocation as RTP
+from procedures.core.table_relocation.relocation import RewriteTablePathParams
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import InvalidMetadataError, NoSuchTableError, ValidationError
 from procedures.io.delete_writers import write_position_delete_file
 from procedures.io.fileio import FileAlreadyExistsError, FileIO
-from procedures.spark.actions import rewrite_table_path as RTP
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
-from procedures.spark.actions.rewrite_table_path import rewrite_table_path
+from tests.helpers.gc_runs import remove_orphan_files
+from tests.helpers.capability_actions import rewrite_table_path
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionSpec
 from procedures.spec.schema import Schema

@@ -14,7 +14,12 @@ the module ``procedures.x.y`` when ``y`` is one -- and asserts:
    own module imported by name (``__import__("procedures.x")``, ``importlib.import_module``), which
    the graph could not see;
 6. spec, core, io and catalog never import pyspark, and every module loads with pyspark blocked;
-7. the Spark Connect contract: no module touches a SparkContext, RDDs,
+7. capabilities never import each other's internals: a module of a capability package under
+   ``procedures/core/`` imports its own package, the kernel and the layers below core only
+   (:func:`capability_crossings`); what two capabilities share lives in the kernel;
+8. the layers without Spark know no Spark even duck-typed: no Spark session or DataFrame member
+   (:data:`DUCK_TYPED_SPARK`) by attribute or by name (:func:`duck_typed_spark`);
+9. the Spark Connect contract: no module touches a SparkContext, RDDs,
    accumulators, py4j or the JVM (by attribute or duck-typed by name), and the layers below Spark look
    up no pyspark module by name -- but for the commented allow-lists (:data:`KEEP_SPARK_INTERNALS`, and
    :data:`PENDING_CONNECT_CONVERSION`, emptied as the Spark layer is converted; the front end's guarded
@@ -278,6 +283,15 @@ def test_lower_layers_never_import_pyspark():
 
 
 # ------------------------------------------------------------------------------ the checks can fail
+def write_package(tmp_path: Path, files: dict[str, str], monkeypatch) -> None:
+    """A small ``procedures`` package of ``files`` (path -> text) under ``tmp_path``, the checks' ROOT."""
+    for rel, text in files.items():
+        p = tmp_path / "procedures" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+
+
 def test_the_checks_catch_violations(tmp_path, monkeypatch):
     """A small package with one of each violation: every check reports it."""
     files = {
@@ -292,11 +306,7 @@ def test_the_checks_catch_violations(tmp_path, monkeypatch):
                        "try:\n    from procedures.spark import missing\nexcept ModuleNotFoundError:\n    pass\n"
                        "__import__(f'procedures.spark.{1}')\n"),
     }
-    for rel, text in files.items():
-        p = tmp_path / "procedures" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    write_package(tmp_path, files, monkeypatch)
     g = build_graph(tmp_path / "procedures")
     assert module_cycles(g) == [["procedures.core.a", "procedures.core.c", "procedures.spark.b"]]
     assert package_cycles(g) == [["core", "spark"]]
@@ -375,12 +385,11 @@ KEEP_SPARK_INTERNALS: dict[str, set[str]] = {
     # the hive catalog on a classic session's own embedded metastore (no uri): that metastore lives in the
     # session's JVM and only py4j reaches it; on Connect the catalog asks for uri=thrift://... instead
     # (docs/spark-connect.md, "What needs a classic session")
-    "procedures.catalog.hive_jvm": {"_jvm", "_jsparkSession"},
-    # the catalog layer never imports pyspark: it finds the running session (classic or Connect) through
-    # sys.modules, tells a classic one by its JVM, and on pyspark 3.5 reads the static conf from the
-    # classic session's SparkContext (a Connect session lists it with SET)
-    "procedures.catalog.config": {"sparkContext", "_jvm", "pyspark.sql.session", "pyspark.sql.connect",
-                                  "pyspark.sql.connect.session"},
+    "procedures.spark.hive_jvm": {"_jvm", "_jsparkSession"},
+    # the running session (classic or Connect) is found through sys.modules (looking loads no pyspark), a
+    # classic one told by its JVM; on pyspark 3.5 the static conf is read from the classic session's
+    # SparkContext (a Connect session lists it with SET)
+    "procedures.spark.catalog_conf": {"sparkContext", "_jvm"},
 }
 #: The offenders the Spark-layer conversion (issue 33) removes.  The lead empties this list when the
 #: conversions are merged; an entry that is no longer needed fails
@@ -463,15 +472,130 @@ def test_the_spark_connect_check_catches_each_kind_of_use(tmp_path, monkeypatch)
         "frontend/__init__.py": "",
         "frontend/cli.py": "def f(spark):\n    return spark.table('v')._jdf\n",
     }
-    for rel, text in files.items():
-        p = tmp_path / "procedures" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    write_package(tmp_path, files, monkeypatch)
     assert spark_internals(tmp_path / "procedures") == {
         "procedures.catalog.c": {"pyspark.sql.session", "_jvm"},
         "procedures.frontend.cli": {"_jdf"},
         "procedures.spark.a": {"pyspark.accumulators", "py4j.java_gateway", "py4j.java_gateway.JavaObject",
                                "pyspark.sql.functions", "sparkContext", "parallelize", "mapPartitions", "partitionBy",
                                "rdd"},
+    }
+
+
+# ------------------------------------------------------------------------ capabilities (issue 32)
+#: the packages of ``procedures/core`` that are not a capability: the commit kernel every capability
+#: builds on (and the composite engine protocol, ``procedures.core.engine``, a module)
+CORE_SHARED = ("kernel",)
+
+
+def capability_of(module: str) -> str | None:
+    """The capability a module of ``procedures.core`` belongs to (its sub-package, or the name of a
+    flat module), None for the kernel, ``core/engine.py`` and modules outside core."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] != "core" or parts[2] in CORE_SHARED or parts[2] == "engine":
+        return None
+    return parts[2]
+
+
+def capability_crossings(g: Graph) -> list[str]:
+    """Imports from a capability package into another capability (sub-package or flat module) of
+    core; flat modules are checked as targets only (they become packages one by one)."""
+    out = []
+    for imp in g.imports:
+        importer_path = g.modules.get(imp.importer)
+        own = capability_of(imp.importer)
+        if own is None or importer_path is None or len(imp.importer.split(".")) < 4:
+            continue  # not inside a capability package
+        target = capability_of(imp.target)
+        if target is not None and target != own:
+            out.append(f"{imp.importer}:{imp.line}: capability {own} imports {imp.target} of capability {target}")
+    return out
+
+
+def test_capabilities_never_import_each_other():
+    """A capability imports the kernel, its own package and the layers below; anything two share
+    moves to the kernel (issue 32)."""
+    assert capability_crossings(build_graph()) == []
+
+
+#: members of a Spark session, DataFrame or its conf that code below the Spark layer could reach duck-typed
+#: (an object handed in, never imported): iterating, persisting or building frames, finding a session,
+#: running SQL on it or reading its conf are the Spark layer's (``procedures.spark``, the engine steps)
+DUCK_TYPED_SPARK = frozenset({
+    "toLocalIterator", "createDataFrame", "getActiveSession", "sparkSession", "persist", "unpersist", "mapInArrow",
+    "mapInPandas", "selectExpr", "withColumn", "unionByName", "sparkContext", "_jvm", "_jsparkSession", "getAll",
+    "SparkSession",
+})
+#: Spark SQL statements a lower layer could run on a session handed in (``spark.sql("SET")``)
+_SPARK_STATEMENT = re.compile(r"^\s*(SET|SHOW|SELECT|CALL|DESCRIBE)\b", re.I)
+
+
+def duck_typed_spark(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """What each module of the layers without Spark (:data:`NO_PYSPARK`) touches of
+    :data:`DUCK_TYPED_SPARK` (attributes, ``getattr``/``hasattr`` by name), ``sys.modules`` lookups,
+    and ``.sql(...)`` calls with a Spark statement."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        name = module_name(path)
+        if layer(name) not in NO_PYSPARK:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        hits = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in DUCK_TYPED_SPARK:
+                hits.add(node.attr)
+            elif isinstance(node, ast.Attribute) and node.attr == "modules" and ast.unparse(node.value) == "sys":
+                hits.add("sys.modules")
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2
+                  and isinstance(node.args[1], ast.Constant) and node.args[1].value in DUCK_TYPED_SPARK):
+                hits.add(node.args[1].value)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "sql"
+                  and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+                  and _SPARK_STATEMENT.match(node.args[0].value)):
+                hits.add(f"sql({node.args[0].value!r})")
+        if hits:
+            found[name] = hits
+    return found
+
+
+def test_no_spark_below_the_spark_layer_even_duck_typed():
+    """spec, core, io and catalog neither import pyspark (above) nor use a session or DataFrame handed
+    to them: those steps are engine steps (procedures.spark.engine) or the Spark layer's catalog
+    glue (procedures.spark.catalog_conf)."""
+    assert duck_typed_spark() == {}
+
+
+def test_the_capability_and_duck_typing_checks_catch_violations(tmp_path, monkeypatch):
+    files = {
+        "__init__.py": "",
+        "core/__init__.py": "",
+        "core/engine.py": "from procedures.core.gc import engine\n",
+        "core/kernel/__init__.py": "",
+        "core/kernel/paths.py": "",
+        "core/flat.py": "",
+        "core/gc/__init__.py": "",
+        "core/gc/engine.py": "",
+        "core/gc/expire.py": ("from procedures.core.kernel import paths\nfrom procedures.core.gc import engine\n"
+                              "from procedures.core import engine as composite\n"
+                              "def f(rows):\n    return [r for r in rows.toLocalIterator()]\n"),
+        "core/health/__init__.py": "",
+        "core/health/checks.py": ("from procedures.core.gc.expire import f\nfrom procedures.core import flat\n"
+                                  "import sys\n"
+                                  "def g(spark):\n    sys.modules.get('x')\n    return spark.sql('SET'), "
+                                  "getattr(spark, 'sparkContext', None)\n"),
+        "catalog/__init__.py": "",
+        "catalog/conf.py": "def h(db):\n    return db.sql('DELETE FROM t')\n",
+        "spark/__init__.py": "",
+        "spark/steps.py": "def i(df):\n    return df.toLocalIterator()\n",
+    }
+    write_package(tmp_path, files, monkeypatch)
+    g = build_graph(tmp_path / "procedures")
+    assert capability_crossings(g) == [
+        "procedures.core.health.checks:1: capability health imports procedures.core.gc.expire of capability gc",
+        "procedures.core.health.checks:2: capability health imports procedures.core.flat of capability flat",
+    ]
+    assert duck_typed_spark(tmp_path / "procedures") == {
+        "procedures.core.gc.expire": {"toLocalIterator"},
+        "procedures.core.health.checks": {"sys.modules", "sql('SET')", "sparkContext"},
     }

@@ -16,9 +16,9 @@ import fastavro
 import pytest
 
 import procedures.core.gc.live_paths as live_paths_module
-import procedures.core.rewrite_manifests_copy as manifest_copy_module
+import procedures.core.manifest_rewrite.entry_copy as manifest_copy_module
 from procedures.core.gc.live_paths import manifest_live_paths
-from procedures.core.rewrite_manifests_copy import existing_records
+from procedures.core.manifest_rewrite.entry_copy import existing_records
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import (
     manifest_entry_avro_schema,

@@ -13,7 +13,7 @@ from dataclasses import replace
 import fastavro
 import pytest
 
-from procedures.core.rewrite_manifests_copy import existing_records
+from procedures.core.manifest_rewrite.entry_copy import existing_records
 from procedures.errors import InvalidMetadataError
 from procedures.spec.avro_schemas import encode_long
 from procedures.spec.avro_scan import SkimField, compile_skimmer

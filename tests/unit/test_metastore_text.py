@@ -10,7 +10,7 @@ from procedures.catalog import hive_thrift
 from procedures.catalog.hive_thrift import parse_thrift_uris
 from procedures.errors import CatalogConfigError
 from procedures.spark import session_catalog as SC
-from procedures.spark.actions import add_files as AF
+from procedures.spark.engine import file_import_steps as AF
 
 DESCRIBE = [
     ("id", "bigint", "the id"), ("p", "string", None), ("q", "int", None),

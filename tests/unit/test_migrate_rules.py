@@ -1,10 +1,10 @@
-"""The engine-free rules of snapshot and migrate (procedures.core.migrate)."""
+"""The engine-free rules of snapshot and migrate (procedures.core.file_import.table_creation)."""
 
 from __future__ import annotations
 
 import pytest
 
-from procedures.core import migrate as M
+from procedures.core.file_import import table_creation as M
 from procedures.errors import ValidationError
 from procedures.spec import types as T
 

@@ -220,7 +220,8 @@ def test_catalog_round_trip_in_bucket(s3_server, tmp_path):
 
 def test_spark_redacted_secrets_are_read_from_the_runtime_conf():
     """Spark's SET shows secret values as ``*********(redacted)``; the catalog must get the real value."""
-    from procedures.catalog.config import catalog_properties, conf_from_spark
+    from procedures.catalog.config import catalog_properties
+    from procedures.spark.catalog_conf import conf_from_spark
 
     values = {"spark.sql.catalog.c.type": "jdbc", "spark.sql.catalog.c.s3.secret-access-key": "real-secret"}
 

@@ -19,11 +19,13 @@ from procedures.core.kernel.operations import DeleteFiles, FastAppend
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner
-from procedures.spark.actions import remove_orphan_files as O
+from procedures.core.gc import orphans as O
+from procedures.spark.engine.gc_steps import GcSteps
 from procedures.core.kernel.paths import flatten_equal_map, normalize_path
-from procedures.core.gc.orphans import HiddenPathFilter, RemoveOrphanFilesParams, find_orphans
+from procedures.core.gc.hidden_paths import HiddenPathFilter
+from procedures.core.gc.orphans import RemoveOrphanFilesParams, find_orphans
 from procedures.io.directory_walk import modified_before, walk
-from procedures.spark.actions.remove_orphan_files import remove_orphan_files
+from tests.helpers.gc_runs import remove_orphan_files
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.schema import Schema
@@ -349,7 +351,7 @@ def test_a_remote_file_of_unknown_age_is_never_old_enough():
 # ---------------------------------------------------------------- a concurrent expire_snapshots
 def _expire_all_but_the_last(catalog):
     from procedures.core.gc.expire import ExpireSnapshotsParams
-    from procedures.spark.actions.expire_snapshots import expire_snapshots
+    from tests.helpers.gc_runs import expire_snapshots
 
     return lambda: expire_snapshots(catalog.load_table(("db", "t")),
                                     ExpireSnapshotsParams(older_than_ms=2**62, retain_last=1))
@@ -362,7 +364,7 @@ def test_an_expire_racing_the_run_makes_it_read_the_metadata_again(catalog, monk
     planted = plant_orphans(t)
     # the run lists the files, then an expire removes snapshots and their manifest lists before the
     # run reads them from the metadata it loaded
-    then(monkeypatch, O, "_actual_files", _expire_all_but_the_last(catalog))
+    then(monkeypatch, GcSteps, "list_files", _expire_all_but_the_last(catalog))
     result = remove_orphan_files(t, RemoveOrphanFilesParams())
     assert planted["orphan"] in {p.removeprefix("file:") for p in result.orphan_file_locations}
     assert not os.path.exists(planted["orphan"])

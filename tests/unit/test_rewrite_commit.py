@@ -13,10 +13,10 @@ from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.operations import DeleteFiles, FastAppend, RowDelta
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
-from procedures.core.rewrite.data_files import (
-    RewriteDataFilesAction, find_dangling_deletes, parse_strategy, remove_dangling_deletes,
-)
-from procedures.core.rewrite.planner import SORT, Z_ORDER, parse_rewrite_options, plan_rewrite
+from procedures.core.data_rewrite.compaction import find_dangling_deletes, remove_dangling_deletes
+from procedures.core.data_rewrite.grouping import plan_rewrite
+from procedures.core.data_rewrite.options import SORT, Z_ORDER, parse_rewrite_options
+from procedures.core.data_rewrite.rewriter import choose_rewriter
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.manifest.reader import read_manifest
@@ -25,6 +25,7 @@ from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortOrder, SortField
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import LONG, STRING, NestedField
+from tests.helpers.fake_rewrite import run_groups
 
 FAST = RetryPolicy(num_retries=2, min_wait_ms=1, max_wait_ms=2)
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "cat", STRING)))
@@ -90,8 +91,7 @@ def test_commit_uses_starting_sequence_number_and_keeps_concurrent_appends(table
             commit(table.refresh(), [FastAppend([appended])], policy=FAST)
         return out
 
-    action = RewriteDataFilesAction(table, opts, rewrite=write_then_append, committer=lambda t, ops: commit(t, ops, policy=FAST))
-    result = action.execute(plan, start.snapshot_id)
+    result = run_groups(table, opts, plan, start.snapshot_id, write_then_append, lambda t, ops: commit(t, ops, policy=FAST))
     assert result.row() == (10, 2, 1000, 0, 0)
     after = live(table.refresh())
     assert set(after) == set(writer.written) | {appended.file_path}
@@ -115,9 +115,8 @@ def test_concurrent_delete_fails_cleanly_and_removes_written_files(table):
         return out
 
     before = table.refresh().metadata.current_snapshot_id
-    action = RewriteDataFilesAction(table, opts, rewrite=write_then_delete, committer=lambda t, ops: commit(t, ops, policy=FAST))
     with pytest.raises(ValidationError, match="Cannot commit rewrite because of a ValidationException"):
-        action.execute(plan, before)
+        run_groups(table, opts, plan, before, write_then_delete, lambda t, ops: commit(t, ops, policy=FAST))
     t = table.refresh()
     assert t.metadata.current_snapshot().summary["operation"] == "delete"  # only the concurrent delete landed
     assert not any(t.io.exists(p) for p in writer.written)
@@ -137,9 +136,7 @@ def test_partial_progress_fails_only_the_conflicting_group(table):
             commit(table.refresh(), [DeleteFiles([victim.file_path])], policy=FAST)
         return writer(group, p)
 
-    action = RewriteDataFilesAction(table, opts, rewrite=writer_with_concurrent_delete,
-                                    committer=lambda t, ops: commit(t, ops, policy=FAST))
-    result = action.execute(plan, start)
+    result = run_groups(table, opts, plan, start, writer_with_concurrent_delete, lambda t, ops: commit(t, ops, policy=FAST))
     assert result.row() == (5, 1, 500, 0, 0) and len(result.snapshot_ids) == 1
     t = table.refresh()
     files = live(t)
@@ -151,22 +148,20 @@ def test_partial_progress_fails_only_the_conflicting_group(table):
 def test_failed_write_without_partial_progress_cleans_up(table):
     opts, plan = _plan(table, **{"max-concurrent-file-group-rewrites": "1"})
     writer = FakeWriter(table, fail={2})
-    action = RewriteDataFilesAction(table, opts, rewrite=writer)
     with pytest.raises(RuntimeError, match="boom in group 2"):
-        action.execute(plan, table.metadata.current_snapshot_id)
+        run_groups(table, opts, plan, table.metadata.current_snapshot_id, writer)
     assert writer.written and not any(table.io.exists(p) for p in writer.written)
     # with partial progress the failing group is counted and the other one is committed
     opts, plan = _plan(table, **{"partial-progress.enabled": "true"})
-    result = RewriteDataFilesAction(table, opts, rewrite=FakeWriter(table, fail={2}),
-                                    committer=lambda t, ops: commit(t, ops, policy=FAST)).execute(
-        plan, table.metadata.current_snapshot_id)
+    result = run_groups(table, opts, plan, table.metadata.current_snapshot_id, FakeWriter(table, fail={2}),
+                        lambda t, ops: commit(t, ops, policy=FAST))
     assert result.row() == (5, 1, 500, 5, 0)
     # more failed commits than allowed is an error
     t = table.refresh()
     opts, plan = _plan(t, **{"partial-progress.enabled": "true", "partial-progress.max-failed-commits": "0",
                             "min-input-files": "1", "rewrite-all": "true"})
     with pytest.raises(ValidationError, match="rewrite commits failed. This is more than the maximum allowed failures of 0"):
-        RewriteDataFilesAction(t, opts, rewrite=FakeWriter(t, fail={1})).execute(plan, t.metadata.current_snapshot_id)
+        run_groups(t, opts, plan, t.metadata.current_snapshot_id, FakeWriter(t, fail={1}))
 
 
 def test_dvs_of_rewritten_files_are_removed_and_counted(table):
@@ -180,7 +175,7 @@ def test_dvs_of_rewritten_files_are_removed_and_counted(table):
     opts, plan = _plan(t, **{"rewrite-all": "true"})
     group_a = [g for g in plan.groups if g.partition == ("a",)]
     sub = type(plan)(tuple(group_a), 1, {})
-    result = RewriteDataFilesAction(t, opts, rewrite=FakeWriter(t)).execute(sub, t.metadata.current_snapshot_id)
+    result = run_groups(t, opts, sub, t.metadata.current_snapshot_id, FakeWriter(t))
     assert result.removed_delete_files_count == 1
     t = t.refresh()
     remaining = [e.data_file for e in live(t).values() if e.data_file.content != FileContent.DATA]
@@ -209,12 +204,12 @@ def test_dangling_deletes(table):
 
 def test_strategy_decisions(table):
     md = table.metadata
-    assert parse_strategy(md, "t", None, None).rewriter == "BIN-PACK"
-    assert parse_strategy(md, "t", "SORT", None).sort_order == md.sort_order()
-    s = parse_strategy(md, "t", None, "(cat DESC NULLS LAST, id)")
-    assert s.rewriter == SORT and [f.source_id for f in s.sort_order.fields] == [2, 1]
-    assert parse_strategy(md, "t", "sort", "zorder(id), zorder(`id`)").zorder_columns == ("id", "id")
-    assert parse_strategy(md, "t", None, "zorder(id, cat)").rewriter == Z_ORDER
+    assert choose_rewriter(md, "t", None, None).kind == "BIN-PACK"
+    assert choose_rewriter(md, "t", "SORT", None).sort_order == md.sort_order()
+    s = choose_rewriter(md, "t", None, "(cat DESC NULLS LAST, id)")
+    assert s.kind == SORT and [f.source_id for f in s.sort_order.fields] == [2, 1]
+    assert choose_rewriter(md, "t", "sort", "zorder(id), zorder(`id`)").zorder_columns == ("id", "id")
+    assert choose_rewriter(md, "t", None, "zorder(id, cat)").kind == Z_ORDER
     for strategy, order, message in [
         ("binpack", "id", "Cannot set rewrite mode, it has already been set to BIN-PACK"),
         ("fast", None, "unsupported strategy: fast. Only binpack or sort is supported"),
@@ -226,11 +221,11 @@ def test_strategy_decisions(table):
         (None, "id ASC none", "Cannot parse sort order"),
     ]:
         with pytest.raises(ValidationError, match=message):
-            parse_strategy(md, "t", strategy, order)
+            choose_rewriter(md, "t", strategy, order)
     unsorted = type(md)(**{**{f: getattr(md, f) for f in md.__dataclass_fields__ if md.__dataclass_fields__[f].init},
                            "sort_orders": (SortOrder(0, ()),), "default_sort_order_id": 0})
     with pytest.raises(ValidationError, match="table 'cat.db.t' is unsorted and no sort order is provided"):
-        parse_strategy(unsorted, "cat.db.t", "sort", None)
+        choose_rewriter(unsorted, "cat.db.t", "sort", None)
 
 
 def _v2_table_and_three_files(tmp_path):
@@ -263,7 +258,12 @@ def test_position_delete_files_written_before_a_failure_are_deleted(tmp_path):
 
 def test_rewrite_position_delete_files_drops_dangling_positions(tmp_path):
     from procedures.io.delete_writers import DeleteTarget, read_position_deletes, write_position_delete_files
-    from procedures.spark.actions.rewrite_position_delete_files import rewrite_position_deletes
+    from procedures.core.data_rewrite import position_deletes
+    from tests.helpers.fake_rewrite import DriverEngine
+
+    def rewrite_position_deletes(t, options):
+        params = position_deletes.RewritePositionDeletesParams(options=options)
+        return position_deletes.execute(t, position_deletes.plan(t.metadata, params), DriverEngine()).row()
 
     t, files = _v2_table_and_three_files(tmp_path)
     t = commit(t, [FastAppend(files)], policy=FAST)

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from procedures.core.rewrite_manifests_op import (
+from procedures.core.manifest_rewrite.clustering import (
     _chunks, assign_chunks, chunk_of_position, cut_chunk, order_key, parts_per_chunk, plan_write_tasks, uniform_partition,
 )
 from procedures.spec.conversions import to_bytes

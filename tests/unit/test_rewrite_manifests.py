@@ -8,7 +8,7 @@ import pytest
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.operations import FastAppend, RowDelta
-from procedures.core.rewrite_manifests_op import ListedManifests, RewriteManifests, _chunks, target_manifest_count
+from procedures.core.manifest_rewrite.clustering import ListedManifests, RewriteManifests, _chunks, target_manifest_count
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.frontend import runner

@@ -7,9 +7,9 @@ import pytest
 
 from procedures.core.kernel.scan import DeleteFileEntry, FileScanTask
 from procedures.errors import ValidationError
-from procedures.core.rewrite.planner import (
-    BIN_PACK, SORT, Z_ORDER, RewriteOptions, expected_output_files, input_split_size, pack,
-    parse_position_delete_options, parse_rewrite_options, plan_groups, plan_rewrite,
+from procedures.core.data_rewrite.grouping import expected_output_files, input_split_size, pack, plan_groups, plan_rewrite
+from procedures.core.data_rewrite.options import (
+    BIN_PACK, SORT, Z_ORDER, RewriteOptions, parse_position_delete_options, parse_rewrite_options,
 )
 from procedures.spec.expressions import ALWAYS_TRUE
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
@@ -140,7 +140,7 @@ def _dv(i: int, target: FileScanTask, deleted: int) -> DeleteFileEntry:
 
 
 def _plan(tasks, o):
-    from procedures.core.rewrite.planner import _too_high_delete_ratio, _too_many_deletes
+    from procedures.core.data_rewrite.grouping import _too_high_delete_ratio, _too_many_deletes
 
     return plan_groups(
         tasks, o, bucket_of=lambda t: t.data_file.partition if t.data_file.spec_id == 0 else (None,),
@@ -218,7 +218,7 @@ def test_ordered_bytes_preserve_order():
     import numpy as np
     import pyarrow as pa
 
-    from procedures.core.rewrite.zorder import ordered_bytes
+    from procedures.core.data_rewrite.zorder import ordered_bytes
 
     def keys(arr):
         return [bytes(r) for r in ordered_bytes(arr)]
@@ -242,7 +242,7 @@ def test_interleave_vector():
     import numpy as np
     import pyarrow as pa
 
-    from procedures.core.rewrite.zorder import interleave_bits, zorder_values
+    from procedures.core.data_rewrite.zorder import interleave_bits, zorder_values
 
     a = np.array([[0xFF], [0x00], [0x80]], dtype=np.uint8)
     b = np.array([[0x00], [0xFF], [0x80]], dtype=np.uint8)

@@ -13,9 +13,9 @@ import pytest
 from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.operations import FastAppend, RowDelta
-from procedures.core.stats.table_stats import RegisterStatistics
-from procedures.core.table_path import (
-    RewriteTablePathParams, file_list_text, new_path, relativize, replace_paths, staging_path,
+from procedures.core.table_stats.statistics_files import RegisterStatistics
+from procedures.core.table_relocation.relocation import (
+    RewriteTablePathParams, check_params, file_list_text, new_path, relativize, replace_paths, staging_path,
 )
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
@@ -23,7 +23,7 @@ from procedures.frontend import runner
 from procedures.io.delete_writers import write_deletion_vectors, write_position_delete_file
 from procedures.io.fileio import FileIO
 from procedures.io.path_rewrite import rewrite_delete_file_paths
-from procedures.spark.actions.rewrite_table_path import rewrite_table_path
+from tests.helpers.capability_actions import rewrite_table_path
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.manifest.reader import read_manifest
@@ -64,7 +64,7 @@ def test_path_rules():
 ])
 def test_parameter_refusals(kwargs, message):
     with pytest.raises(ValidationError, match=message):
-        RewriteTablePathParams(**{"source_prefix": "/a", "target_prefix": "/b", **kwargs})
+        check_params(RewriteTablePathParams(**{"source_prefix": "/a", "target_prefix": "/b", **kwargs}))
 
 
 # ------------------------------------------------------------------------------------------ tables

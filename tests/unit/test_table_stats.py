@@ -17,17 +17,17 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.operations import DeleteFiles, FastAppend, RowDelta
 from procedures.core.kernel.scan import unified_partition_type
-from procedures.core.stats.partition_stats import aggregate_entries, compute_partition_stats as counts
-from procedures.core.stats.partition_stats import partition_stats_schema
-from procedures.core.stats.table_stats import stats_columns
+from procedures.core.table_stats.partition_counts import aggregate_entries, count_partitions as counts
+from procedures.core.table_stats.partition_counts import partition_stats_schema
+from procedures.core.table_stats.statistics_files import stats_columns
 from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import MissingDependencyError, NoSuchSnapshotError, ValidationError
 from procedures.io.arrow_schema import schema_to_arrow
 from procedures.io.fileio import FileIO
 from procedures.io.parquet_writer import ParquetFileWriter, WriteSettings
 from procedures.io.stats_files import ThetaBlob, write_partition_stats, write_statistics_file
-from procedures.spark.actions import compute_table_stats as CTS
-from procedures.spark.actions.compute_partition_stats import compute_partition_stats
+from tests.helpers import capability_actions as CTS
+from tests.helpers.capability_actions import compute_partition_stats
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.partitioning import PartitionField, PartitionSpec
 from procedures.spec.puffin import read_puffin

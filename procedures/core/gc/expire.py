@@ -1,17 +1,27 @@
-"""Snapshot expiration without an engine: parameters, result, ``CleanExpiredMetadata``, the files
-expired snapshots alone reached, and the guarded delete loop (procedures.md §3.7; Java 1.10's
-``ExpireSnapshotsSparkAction``).
+"""The ``expire_snapshots`` capability (procedures.md §3.7; Java 1.10's ``ExpireSnapshotsSparkAction``):
+parameters, result, :func:`plan`, :func:`execute`, ``CleanExpiredMetadata`` and the files expired
+snapshots alone reached.
 
-The action that runs it (:mod:`procedures.spark.actions.expire_snapshots`) commits the metadata
-change through the core -- :class:`~procedures.core.kernel.manage.ExpireSnapshots` (Java's
-``RemoveSnapshots`` retention rules, recomputed on every retry) and, with
-``clean_expired_metadata``, :class:`CleanExpiredMetadata` dropping the partition specs and schemas
-no retained snapshot uses -- and only after that commit succeeded deletes what
-:func:`expired_files` finds: the files the expired snapshots reached (from the metadata *before*
+Order of work (Java commits before it reads what to delete; here the reads come first):
+
+1. :func:`plan` validates the arguments (``max_concurrent_deletes`` > 0 when the parameters are made,
+   then ``gc.enabled`` and ``retain_last`` >= 1 by :class:`~procedures.core.kernel.manage.ExpireSnapshots`
+   planned on the metadata as loaded) -- nothing is read or written before that;
+2. :func:`execute` finds the files only the expired snapshots reached (:func:`expired_files`) on that
+   planned expiration, so that a manifest list or manifest that cannot be read fails the call before
+   anything is committed;
+3. commits the metadata change through the engine's committer --
+   :class:`~procedures.core.kernel.manage.ExpireSnapshots` (Java's ``RemoveSnapshots`` retention rules,
+   recomputed on every retry) and, with ``clean_expired_metadata``, :class:`CleanExpiredMetadata`
+   dropping the partition specs and schemas no retained snapshot uses; when the commit expired other
+   snapshots than planned, or another commit landed, the files are found again on the metadata as
+   committed;
+4. only after that commit succeeded, deletes (guarded by
+   :class:`~procedures.core.gc.delete_guard.DeleteGuard`) what :func:`expired_files` finds: the files the expired snapshots reached (from the metadata *before*
 the commit) that no retained snapshot reaches (the metadata *after* it): content files,
 manifests, manifest lists, statistics and partition-statistics files.  Reachability is computed
-on the driver for small metadata; for large metadata the caller passes an engine step that
-compares the content files as a distributed job (:mod:`procedures.core.gc.reachability`).
+on the driver for small metadata; for large metadata the engine compares the content files as a
+distributed job (:meth:`~procedures.core.gc.engine.GcEngine.unreached_content`).
 
 Table metadata files and ``version-hint.text`` are never deleted.  Deletes run on the calling
 thread, or on ``max_concurrent_deletes`` threads, with up to three retries per file; a failed
@@ -21,40 +31,31 @@ delete is logged and not counted.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from procedures.core.kernel import updates as metadata_updates
 from procedures.core.gc import pruning
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
+from procedures.core.gc.deletes import check_max_concurrent_deletes, delete_files
+from procedures.core.gc.engine import GcEngine
+from procedures.core.kernel import updates as metadata_updates
+from procedures.core.kernel.builder import MetadataBuilder
+from procedures.core.kernel.capability import Capability
+from procedures.core.kernel.manage import ExpireSnapshots
 from procedures.core.kernel.paths import PathSet, path_keys
+from procedures.core.kernel.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.core.kernel.transaction import CommitContext
-from procedures.errors import ValidationError
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
-    "ExpireSnapshotsParams", "ExpireSnapshotsResult", "CleanExpiredMetadata", "ExpiredFiles", "UnreachedStep",
-    "expired_files", "delete_files", "check_max_concurrent_deletes",
+    "ExpireSnapshotsParams", "ExpireSnapshotsResult", "ExpireSnapshotsPlan", "CleanExpiredMetadata", "ExpiredFiles",
+    "UnreachedStep", "expired_files", "plan", "execute", "EXPIRE_SNAPSHOTS",
 ]
 
 log = logging.getLogger(__name__)
-
-#: paths handed to the delete pool at a time, so streamed results never pile up on the driver
-DELETE_BATCH = 1_000
-DELETE_RETRIES = 3
-
-
-def check_max_concurrent_deletes(value: int | None) -> None:
-    """``max_concurrent_deletes`` (of expire_snapshots and remove_orphan_files) must be positive when
-    given; Java checks it before it even loads the table."""
-    if value is not None and value <= 0:
-        raise ValidationError(f"max_concurrent_deletes should have value > 0, value: {value}")
-
 
 @dataclass(frozen=True)
 class ExpireSnapshotsParams:
@@ -104,6 +105,105 @@ class ExpireSnapshotsResult:
                 self.deleted_manifest_lists_count, self.deleted_statistics_files_count)
 
 
+@dataclass(frozen=True)
+class ExpireSnapshotsPlan:
+    """The expiration planned on the metadata as loaded: ``planned`` is that metadata once the
+    expired snapshots (``expiring``) and aged refs are removed."""
+
+    params: ExpireSnapshotsParams
+    current: TableMetadata
+    planned: TableMetadata
+    expiring: frozenset[int]
+
+    def operation(self) -> ExpireSnapshots:
+        """A fresh :class:`~procedures.core.kernel.manage.ExpireSnapshots` of these parameters (the
+        commit recomputes its plan on every attempt)."""
+        p = self.params
+        return ExpireSnapshots(now_ms=p.now_ms, older_than_ms=p.older_than_ms, retain_last=p.retain_last,
+                               snapshot_ids=tuple(p.snapshot_ids))
+
+
+def plan(metadata: TableMetadata, params: ExpireSnapshotsParams) -> ExpireSnapshotsPlan:
+    """The expiration of ``metadata``; refuses (:class:`~procedures.errors.ValidationError`)
+    ``gc.enabled=false``, then a ``retain_last`` below 1, then an explicit snapshot id a kept ref
+    still points at -- the rules of :class:`~procedures.core.kernel.manage.ExpireSnapshots`, applied here
+    to the metadata alone before anything is read."""
+    preview = ExpireSnapshotsPlan(params, metadata, metadata, frozenset()).operation()
+    # the expiration reads nothing through the commit context: it plans from the metadata alone
+    updates = preview.apply(metadata, None)  # type: ignore[arg-type]
+    planned = MetadataBuilder(metadata).apply_all(updates).current()
+    expiring = frozenset(preview.plan.expired_snapshot_ids) if preview.plan else frozenset()
+    return ExpireSnapshotsPlan(params, metadata, planned, expiring)
+
+
+def execute(table: Any, planned: ExpireSnapshotsPlan, engine: GcEngine) -> ExpireSnapshotsResult:
+    """Expire the planned snapshots of ``table`` and delete the files only they reached (module
+    docstring: reads, commit, deletes)."""
+    params, current = planned.params, planned.current
+    # read before the commit: a catalog that cannot be listed fails the call with the table unchanged
+    others, warehouse = engine.neighbours(table)
+    name = getattr(table, "name", "table")
+    with engine.job(f"expire_snapshots: files of {len(planned.expiring)} expired snapshot(s) of {name}"):
+        def unreached(candidates: Sequence[ManifestFile], retained: Sequence[ManifestFile]) -> Any:
+            return engine.unreached_content(table.io, candidates, retained)
+
+        found = expired_files(table.io, current, planned.planned, planned.expiring, unreached=unreached) \
+            if planned.expiring else None
+        if found is not None and found.content_frame is not None:
+            # a distributed read runs now (kept for the deletes), before the commit
+            engine.materialize(found.content_frame)
+        op = planned.operation()
+        ops: list[Any] = [op]
+        if params.clean_expired_metadata:
+            ops.append(CleanExpiredMetadata())
+        committed = engine.commit(table, ops)
+        done = op.plan
+        if done is None or op.base is None or not done.expired_snapshot_ids:
+            return ExpireSnapshotsResult(removed_refs=done.removed_refs if done else ())
+        # like Java, compare against the table as it is now: a commit that landed after ours counts
+        after = committed.refresh().metadata if hasattr(committed, "refresh") else committed.metadata
+        files = found if found is not None and _as_planned(current, planned.planned, op.base, after) else \
+            expired_files(table.io, op.base, after, done.expired_snapshot_ids, unreached=unreached)
+        roots, foreign = _delete_scope(table, after, name, others, warehouse)
+        guard = DeleteGuard(committed, roots, metadata_location=getattr(committed, "metadata_location", None),
+                            manifest_lists=files.retained_lists, manifests=files.retained_manifests,
+                            procedure=f"expire_snapshots on {name}", others=foreign)
+        counts = delete_files(table.io, files.iterate(engine, params.stream_results),
+                              max_concurrent_deletes=params.max_concurrent_deletes, guard=guard)
+    log.info("expire_snapshots on %s: expired %d snapshot(s), deleted %d file(s)", name,
+             len(done.expired_snapshot_ids), sum(counts.values()))
+    return ExpireSnapshotsResult(
+        counts[reachability.DATA], counts[reachability.POSITION_DELETE], counts[reachability.EQUALITY_DELETE],
+        counts[reachability.MANIFEST], counts[reachability.MANIFEST_LIST], counts[reachability.STATISTICS],
+        done.expired_snapshot_ids, done.removed_refs, files.content_frame is not None,
+        tuple(guard.report.outside), tuple(guard.report.reachable), tuple(guard.report.foreign),
+    )
+
+
+def _as_planned(current: TableMetadata, planned: TableMetadata, base: TableMetadata, after: TableMetadata) -> bool:
+    """Whether the commit expired what was planned on ``current`` and nothing landed since: the
+    same snapshots (and statistics) before and after, so the files found before the commit stand."""
+    def ids(md: TableMetadata) -> set[int]:
+        return {s.snapshot_id for s in md.snapshots}
+
+    def stats(md: TableMetadata) -> set[str]:
+        return set(reachability.statistics_paths(md))
+
+    return ids(base) == ids(current) and ids(after) == ids(planned) and stats(after) == stats(planned) \
+        and stats(base) == stats(current)
+
+
+def _delete_scope(table: Any, md: TableMetadata, name: str, others: Sequence[TableFolders], warehouse: str | None
+                  ) -> tuple[tuple[str, ...], ForeignFolders]:
+    """The folders expire may delete in (:func:`~procedures.core.kernel.table_overlap.gc_roots`) and the
+    other tables' folders it keeps out of, given the catalog's other tables."""
+    own = table_folders(".".join(getattr(table, "identifier", ()) or ()), md)
+    roots, dropped = gc_roots(own, others, warehouse)
+    for why in dropped:
+        log.warning("expire_snapshots on %s: not deleting in %s", name, why)
+    return roots, ForeignFolders(roots, others, skip=own.name)
+
+
 class CleanExpiredMetadata:
     """Drop partition specs and schemas that no retained snapshot uses (``clean_expired_metadata``).
 
@@ -144,16 +244,17 @@ class CleanExpiredMetadata:
 
 
 # ------------------------------------------------------------------------------------ files
-#: an engine step: ``(candidate manifests, retained manifests) -> rows (path, kind)`` of the live
-#: content files of the candidates that no live entry of the retained manifests names, computed as
-#: a distributed job -- or None when the manifests are few enough for the driver
+#: an engine step (:meth:`~procedures.core.gc.engine.GcEngine.unreached_content` bound to a FileIO):
+#: ``(candidate manifests, retained manifests) -> rows (path, kind)`` of the live content files of the
+#: candidates that no live entry of the retained manifests names, computed as a distributed job -- or
+#: None when the manifests are few enough for the driver
 UnreachedStep = Callable[[Sequence[ManifestFile], Sequence[ManifestFile]], Any]
 
 
 @dataclass
 class ExpiredFiles:
-    """Files to delete: small driver-side groups plus, for large metadata, a Spark DataFrame of
-    content files ``(path, kind)`` that is collected or streamed only while deleting."""
+    """Files to delete: small driver-side groups plus, for large metadata, the engine's rows of
+    content files ``(path, kind)``, brought to the driver only while deleting."""
 
     driver: dict[str, str]
     content_frame: Any = None
@@ -164,12 +265,12 @@ class ExpiredFiles:
     #: manifest can name them, nothing needs holding them all at once)
     content_stream: Callable[[], Iterator[tuple[str, str]]] | None = None
 
-    def iterate(self, stream: bool) -> Iterator[tuple[str, str]]:
+    def iterate(self, engine: GcEngine, stream: bool) -> Iterator[tuple[str, str]]:
         """Every ``(path, kind)``.
 
-        A Spark frame always reaches the driver a partition at a time (``toLocalIterator``), so the
+        The engine's rows always reach the driver a part at a time (:meth:`GcEngine.iterate`), so the
         driver never holds every path; ``stream`` (Java's ``stream_results``) only decides whether
-        the next partition is computed while the current one is deleted (it is, without ``stream``:
+        the next part is computed while the current one is deleted (it is, without ``stream``:
         the faster choice).  At 1M files that took 7.1 s and 12 MiB where collecting took 7.9 s and
         43 MiB.
 
@@ -177,8 +278,8 @@ class ExpiredFiles:
         driver items and must still exist while they are read.
         """
         if self.content_frame is not None:
-            for r in self.content_frame.toLocalIterator(prefetchPartitions=not stream):
-                yield r[0], r[1]
+            for row in engine.iterate(self.content_frame, prefetch=not stream):
+                yield row[0], row[1]
         if self.content_stream is not None:
             yield from self.content_stream()
         yield from self.driver.items()
@@ -267,61 +368,6 @@ def _drop_reachable(io: Any, candidates: dict[str, str], manifests: Iterable[Any
                 candidates.pop(p, None)
 
 
-def _delete_one(io: Any, path: str, retries: int) -> bool:
-    for attempt in range(retries + 1):
-        try:
-            io.delete(path)  # a file already gone is not a failure (Java's HadoopFileIO neither)
-            return True
-        except FileNotFoundError:
-            return True
-        except Exception as e:  # noqa: BLE001 -- logged, retried, then counted as not deleted
-            if attempt == retries:
-                log.warning("Delete failed for %s: %s", path, e)
-    return False
-
-
-def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_deletes: int | None = None,
-                 retries: int = DELETE_RETRIES, batch: int | None = None,
-                 protect: Callable[[str], bool] | None = reachability.is_table_metadata_file,
-                 guard: DeleteGuard | None = None, dry_run: bool = False,
-                 accepted: Callable[[str, str], None] | None = None) -> Counter:
-    """Delete ``(path, kind)`` items; returns the number of successful deletions per kind.
-
-    Without ``max_concurrent_deletes`` the deletes run on the calling thread (Java's direct
-    executor).  Paths ``protect`` selects (by default table metadata files, which snapshot
-    expiration must never touch) are skipped whatever asked for them.  ``guard`` checks each
-    batch right before it is deleted (:class:`DeleteGuard`); ``accepted(path, kind)`` is told of
-    every item that passed, and with ``dry_run`` nothing is deleted after that point.
-    """
-    counts: Counter = Counter()
-    pool = (ThreadPoolExecutor(max_workers=max_concurrent_deletes, thread_name_prefix="gc-delete")
-            if max_concurrent_deletes and not dry_run else None)
-    it = iter(items)
-    try:
-        size = batch or DELETE_BATCH
-        while chunk := list(islice(it, size)):
-            if protect is not None:
-                chunk = [(p, k) for p, k in chunk if not protect(p)]
-            if guard is not None:
-                chunk = guard.check(chunk)
-            if accepted is not None:
-                for p, k in chunk:
-                    accepted(p, k)
-            if dry_run:
-                continue
-            if pool is None:
-                outcomes: Iterable[bool] = [_delete_one(io, p, retries) for p, _ in chunk]
-            else:
-                outcomes = list(pool.map(lambda pk: _delete_one(io, pk[0], retries), chunk))
-            for (_, kind), ok in zip(chunk, outcomes):
-                if ok:
-                    counts[kind] += 1
-    finally:
-        # a generator reading manifests ahead (expire's content stream) stops its readers now, not
-        # whenever it is collected
-        close = getattr(it, "close", None)
-        if close is not None:
-            close()
-        if pool is not None:
-            pool.shutdown(wait=True)
-    return counts
+#: the capability as the Spark layer runs it (:class:`procedures.spark.engine.action.Action`)
+EXPIRE_SNAPSHOTS: Capability[ExpireSnapshotsParams, ExpireSnapshotsPlan, ExpireSnapshotsResult] = Capability(
+    "expire_snapshots", plan, execute)

@@ -1,18 +1,20 @@
-"""Orphan-file detection without an engine (procedures.md §3.8; Java 1.10's
-``DeleteOrphanFilesSparkAction``): the listing location, the hidden-path filter, the valid files
-and the matching rules.  The action that lists, matches at scale and deletes is
-:mod:`procedures.spark.actions.remove_orphan_files`; the directory walk is
-:mod:`procedures.io.directory_walk`.
+"""The ``remove_orphan_files`` capability (procedures.md §3.8; Java 1.10's ``DeleteOrphanFilesSparkAction``):
+parameters, result, :func:`plan`, :func:`execute`, the listing location, the valid files and the
+matching rules.  The engine (:class:`~procedures.core.gc.engine.GcEngine`) lists, reads and matches
+at scale; the directory walk is :mod:`procedures.io.directory_walk`.
 
 1. **Actual files**: the files below ``location`` (default: the table location) modified before
-   ``older_than``, skipping hidden paths (a name starting with ``_`` or ``.``, except directories
-   of partition fields whose names start that way, e.g. ``_bucket=3``).  The driver lists the top
-   of the tree; when it holds more than the action's ``DRIVER_MAX_DIRS`` directories the rest is
-   listed in Spark tasks (:func:`procedures.spark.listing.list_directories`).  Alternatively the rows of
-   ``file_list_view`` (``file_path``, ``last_modified``) are used and nothing is listed.
+   ``older_than``, skipping hidden paths (:class:`~procedures.core.gc.hidden_paths.HiddenPathFilter`).
+   The engine lists them (:meth:`~procedures.core.gc.engine.GcEngine.list_files`: on Spark the driver
+   walks the top of the tree and Spark tasks list the directories it hands over).  A local walk
+   lists names only: the ``older_than`` cutoff is applied after matching, to the files nothing
+   references (a ``stat`` each), so a young file is never an orphan nor a conflict either way.
+   Alternatively the rows of ``file_list_view`` (``file_path``, ``last_modified``) are used and
+   nothing is listed, or the FileIO's prefix listing with ``prefix_listing``.
 2. **Valid files**: everything the metadata references -- content files, manifests and manifest
    lists of *all* snapshots, statistics and partition-statistics files, the current metadata
-   file, the files of its metadata log and ``version-hint.text``.
+   file, the files of its metadata log and ``version-hint.text`` (:func:`valid_paths`; the engine
+   reads the content files, and for many snapshots the manifest lists, of large metadata).
 3. **Matching**: both sides are parsed as URIs like Hadoop's ``Path`` (``file:/x``, ``file:///x``
    and ``/x`` share the path ``/x``), schemes and authorities are mapped through
    ``equal_schemes`` (always including ``s3n,s3a -> s3``) and ``equal_authorities``, and files
@@ -20,28 +22,43 @@ and the matching rules.  The action that lists, matches at scale and deletes is
    valid only under another scheme/authority is a *prefix mismatch*, handled by
    ``prefix_mismatch_mode``: ``ERROR`` fails naming the conflicting pairs (nothing deleted),
    ``IGNORE`` keeps the file, ``DELETE`` deletes it.
+   Matching runs on the driver (:func:`find_orphans`) or, when the engine holds either side, in the
+   engine (:meth:`~procedures.core.gc.engine.GcEngine.match_orphans`).
 4. **Deletion** (unless ``dry_run``): one delete per file, no retry, on ``max_concurrent_deletes``
-   threads; failures are logged.  A file outside ``location`` is never deleted.
+   threads, each batch checked by :class:`~procedures.core.gc.delete_guard.DeleteGuard`; failures are
+   logged.  A file outside ``location`` is never deleted.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from procedures.core.gc import reachability
-from procedures.core.gc.expire import check_max_concurrent_deletes
+from procedures.core.gc.delete_guard import DeleteGuard
+from procedures.core.gc.deletes import check_max_concurrent_deletes, delete_files
+from procedures.core.gc.engine import EngineManifests, GcEngine, ValidFiles
+from procedures.core.gc.hidden_paths import HiddenPathFilter
+from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.ownership import resolve_local
-from procedures.core.kernel.paths import join_path, normalize_path, path_keys, relative_path
-from procedures.errors import ValidationError
+from procedures.core.kernel.paths import flatten_equal_map, join_path, local_path, normalize_path, path_keys, relative_path
+from procedures.core.kernel.properties import require_gc_enabled
+from procedures.core.kernel.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
+from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.spec.manifest.avro_container import GONE_FILE
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
 __all__ = [
     "RemoveOrphanFilesParams", "RemoveOrphanFilesResult", "listing_location", "HiddenPathFilter", "find_orphans",
     "format_pairs", "valid_paths", "ValidFiles", "EngineManifests", "PREFIX_MISMATCH_MODES", "DELETE_ORPHAN_FILES",
-    "INTERVAL_TOO_SHORT", "CONFLICTS", "DEFAULT_OLDER_THAN_MS", "MIN_INTERVAL_MS",
+    "INTERVAL_TOO_SHORT", "CONFLICTS", "DEFAULT_OLDER_THAN_MS", "MIN_INTERVAL_MS", "MAX_STREAMED_RESULTS",
+    "MAX_METADATA_REFRESHES", "RemoveOrphanFilesPlan", "plan", "execute", "REMOVE_ORPHAN_FILES",
 ]
+
+log = logging.getLogger(__name__)
 
 #: what remove_orphan_files is called in its refusals
 DELETE_ORPHAN_FILES = "delete orphan files"
@@ -64,6 +81,11 @@ DEFAULT_OLDER_THAN_MS = 3 * 24 * 60 * 60 * 1000
 #: decompressed manifest-list bytes :func:`valid_paths` fetches ahead of the decoding
 VALID_PREFETCH_BYTES = 2 * 1024 * 1024
 MIN_INTERVAL_MS = 24 * 60 * 60 * 1000
+#: rows kept in the output with stream_results (the full count is logged)
+MAX_STREAMED_RESULTS = 20_000
+#: times a run starts over on the current metadata when a file its metadata named was removed by a
+#: concurrent expire_snapshots
+MAX_METADATA_REFRESHES = 3
 
 
 # ------------------------------------------------------------------------------------ location
@@ -108,26 +130,6 @@ def _check_no_link_between(table_location: str, rel: str, location: str) -> None
 
 
 # ------------------------------------------------------------------------------------ listing
-@dataclass(frozen=True)
-class HiddenPathFilter:
-    """Java's ``PartitionAwareHiddenPathFilter``: names starting with ``_`` or ``.`` are hidden,
-    except those starting with ``<partition field>=`` for partition fields named that way."""
-
-    partition_prefixes: tuple[str, ...] = ()
-
-    @classmethod
-    def for_metadata(cls, md: TableMetadata) -> "HiddenPathFilter":
-        """The filter for every partition spec of the table."""
-        names = {f"{f.name}=" for spec in md.partition_specs for f in spec.fields if f.name.startswith(("_", "."))}
-        return cls(tuple(sorted(names)))
-
-    def accept(self, name: str) -> bool:
-        """True when ``name`` (one path segment) is not hidden."""
-        if any(name.startswith(p) for p in self.partition_prefixes):
-            return True
-        return not name.startswith(("_", "."))
-
-
 # ------------------------------------------------------------------------------------ matching
 def find_orphans(actual: Iterable[str], valid: Iterable[str], *, equal_schemes: Mapping[str, str],
                  equal_authorities: Mapping[str, str], mode: str,
@@ -188,29 +190,6 @@ def format_pairs(pairs: Iterable[tuple[str | None, str | None]]) -> str:
         return "null" if x is None else x
 
     return "[" + ", ".join(f"({s(a)}, {s(b)})" for a, b in sorted(pairs, key=lambda p: (s(p[0]), s(p[1])))) + "]"
-
-
-@dataclass(frozen=True)
-class EngineManifests:
-    """Manifests an engine step read from the manifest lists in its own tasks: ``frame`` holds the
-    normalised paths of the manifests and of their live content files, ``manifests`` produces the
-    manifest paths when called (only :class:`~procedures.core.gc.delete_guard.DeleteGuard` asks,
-    when the table changed during the run)."""
-
-    frame: Any
-    manifests: Callable[[], Iterable[str]]
-
-
-@dataclass(frozen=True)
-class ValidFiles:
-    """Everything the metadata references: paths on the driver, content paths as a Spark DataFrame
-    for large metadata (else None), and the manifest lists and manifests that were read (the
-    manifests as a callable producing them when an engine read the lists)."""
-
-    paths: list[str]
-    content_frame: Any
-    manifest_lists: tuple[str, ...]
-    manifests: tuple[str, ...] | Callable[[], Iterable[str]]
 
 
 def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *,
@@ -298,3 +277,147 @@ class RemoveOrphanFilesResult:
     used_spark: bool = False
     #: unreferenced files inside a folder of another table of the catalog: kept, not orphans
     kept_in_other_table: tuple[str, ...] = ()
+
+
+# ------------------------------------------------------------------------------------ plan and execute
+@dataclass(frozen=True)
+class RemoveOrphanFilesPlan:
+    """A run planned on the metadata as loaded: the folder to list, the cutoff, the prefix mismatch
+    mode, the equal schemes and authorities flattened, and the hidden-path filter of its specs."""
+
+    params: RemoveOrphanFilesParams
+    metadata: TableMetadata
+    location: str
+    older_than: int
+    mode: str
+    schemes: Mapping[str, str]
+    auths: Mapping[str, str]
+    path_filter: HiddenPathFilter
+
+
+def plan(metadata: TableMetadata, params: RemoveOrphanFilesParams) -> RemoveOrphanFilesPlan:
+    """Validate ``params`` against ``metadata``: ``gc.enabled``, the 24-hour guard on ``older_than``
+    (off with ``testing``), a ``location`` inside the table (:func:`listing_location`)."""
+    mode = params.mode()
+    require_gc_enabled(metadata.properties, DELETE_ORPHAN_FILES)
+    now = int(time.time() * 1000) if params.now_ms is None else params.now_ms
+    if params.older_than_ms is not None and not params.testing and now - params.older_than_ms < MIN_INTERVAL_MS:
+        raise ValidationError(INTERVAL_TOO_SHORT)
+    older_than = params.older_than_ms if params.older_than_ms is not None else now - DEFAULT_OLDER_THAN_MS
+    return RemoveOrphanFilesPlan(
+        params, metadata, listing_location(metadata.location, params.location), older_than, mode,
+        flatten_equal_map(params.equal_schemes), flatten_equal_map(params.equal_authorities),
+        HiddenPathFilter.for_metadata(metadata))
+
+
+def execute(table: Any, planned: RemoveOrphanFilesPlan, engine: GcEngine) -> RemoveOrphanFilesResult:
+    """Find (and unless ``dry_run`` delete) the files below the location that no metadata references.
+
+    A concurrent expire_snapshots may delete a manifest list or manifest the metadata read here
+    still names: then the table is read again, planned again and the run starts over, up to
+    :data:`MAX_METADATA_REFRESHES` times; only when the table's current metadata still names the
+    missing file is it an error.
+    """
+    for attempt in range(MAX_METADATA_REFRESHES + 1):
+        loaded = table.metadata_location
+        try:
+            return _run(table, planned, engine)
+        except Exception as e:  # noqa: BLE001 -- only a file gone from under the run is retried
+            gone = _gone_file(e)
+            if gone is None or attempt == MAX_METADATA_REFRESHES or not hasattr(table, "refresh"):
+                raise
+            table.refresh()
+            if table.metadata_location == loaded or (gone and gone in _manifest_lists(table.metadata)):
+                raise
+            log.info("remove_orphan_files on %s: %s is gone and the table changed meanwhile (a concurrent "
+                     "expire_snapshots); reading the current metadata again", getattr(table, "name", "table"),
+                     gone or "a manifest")
+            planned = plan(table.metadata, planned.params)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _gone_file(e: BaseException) -> str | None:
+    """The metadata file (manifest list or manifest) whose absence ``e`` reports, or ``""`` when it
+    is one but its path is unknown (read in an engine task); None for any other error."""
+    if isinstance(e, InvalidMetadataError) and isinstance(e.__cause__, FileNotFoundError):
+        return e.location or ""
+    return "" if GONE_FILE in str(e) else None
+
+
+def _manifest_lists(md: TableMetadata) -> set[str]:
+    """Manifest lists of ``md``'s snapshots (a manifest's absence is judged by the table's change)."""
+    return {s.manifest_list for s in md.snapshots if s.manifest_list}
+
+
+def _run(table: Any, planned: RemoveOrphanFilesPlan, engine: GcEngine) -> RemoveOrphanFilesResult:
+    params, md, location = planned.params, planned.metadata, planned.location
+    older_than, schemes, auths = planned.older_than, planned.schemes, planned.auths
+    others = _foreign_folders(table, md, location, engine)
+    name = getattr(table, "name", "table")
+    # a local walk learns ages only by a stat per file: it lists names, and the cutoff is applied
+    # to the files no metadata references (object stores and HDFS list ages with the names)
+    deferred = params.file_list_view is None and not params.prefix_listing and local_path(location) is not None
+    listing_cutoff = None if deferred else older_than
+    with engine.job(f"remove_orphan_files: {name} older_than={older_than} location={location}"):
+        listing = engine.list_files(table.io, location, listing_cutoff, planned.path_filter,
+                                    prefix_listing=params.prefix_listing, file_list_view=params.file_list_view,
+                                    schemes=schemes, auths=auths)
+        valid = valid_paths(
+            table.io, md, table.metadata_location,
+            content_frame=lambda manifests: engine.valid_content(table.io, manifests, schemes, auths),
+            lists_step=lambda metadata: engine.engine_manifests(table.io, metadata, schemes, auths))
+        used_engine = listing.in_engine or valid.content_frame is not None
+        if not used_engine:
+            old_enough = (lambda paths: engine.modified_before(table.io, paths, older_than)) if deferred else None
+            orphans: Iterable[str] = find_orphans(listing.files, valid.paths, equal_schemes=schemes,
+                                                  equal_authorities=auths, mode=planned.mode, old_enough=old_enough)
+        else:
+            orphans = engine.match_orphans(listing, valid, schemes, auths, planned.mode, stream=params.stream_results,
+                                           older_than=older_than if deferred else None)
+        guard = DeleteGuard(table, (location,), metadata_location=table.metadata_location,
+                            manifest_lists=valid.manifest_lists, manifests=valid.manifests,
+                            procedure=f"remove_orphan_files on {name}", others=others)
+        kept, total, deleted = _delete(table.io, orphans, guard, params)
+    return RemoveOrphanFilesResult(kept, total, deleted, used_spark=used_engine,
+                                   kept_in_other_table=tuple(guard.report.foreign))
+
+
+def _foreign_folders(table: Any, md: TableMetadata, location: str, engine: GcEngine) -> ForeignFolders:
+    """The other tables' folders the run keeps out of, from one look at the catalog; refuses
+    (:class:`ValidationError`, nothing listed) a table whose location is a storage root or holds
+    the warehouse root: listing it would list every table."""
+    others, warehouse = engine.neighbours(table)
+    own = table_folders(".".join(getattr(table, "identifier", ()) or ()), md)
+    _, dropped = gc_roots(TableFolders(own.name, own.location), others, warehouse)
+    if dropped:
+        raise ValidationError(
+            f"Cannot remove orphan files of {getattr(table, 'name', own.name)}: its {dropped[0]}. Every file below "
+            "it would be listed, other tables' files among them; move the table (rewrite_table_path) below the "
+            "warehouse root first.")
+    return ForeignFolders((location,), others, skip=own.name)
+
+
+def _delete(io: Any, orphans: Iterable[str], guard: DeleteGuard,
+            params: RemoveOrphanFilesParams) -> tuple[tuple[str, ...], int, int]:
+    """Delete (unless ``dry_run``) the orphans that pass the guard; a dry run reports exactly those."""
+    kept: list[str] = []
+    total = 0
+    limit = MAX_STREAMED_RESULTS if params.stream_results else None
+
+    def accepted(path: str, _kind: str) -> None:
+        nonlocal total
+        total += 1
+        if limit is None or len(kept) < limit:
+            kept.append(path)
+
+    # untracked metadata.json files are orphans too; the tracked ones are valid and never get here
+    counts = delete_files(io, ((p, "orphan") for p in orphans), max_concurrent_deletes=params.max_concurrent_deletes,
+                          retries=0, protect=None, guard=guard, dry_run=params.dry_run, accepted=accepted)
+    if limit is not None and total > limit:
+        log.info("remove_orphan_files: %d orphan files; the result holds the first %d", total, limit)
+    return tuple(kept), total, counts["orphan"]
+
+
+#: the capability as the Spark layer runs it (:class:`procedures.spark.engine.action.Action`)
+REMOVE_ORPHAN_FILES: Capability[RemoveOrphanFilesParams, RemoveOrphanFilesPlan, RemoveOrphanFilesResult] = Capability(
+    "remove_orphan_files", plan, execute)

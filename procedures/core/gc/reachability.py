@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from procedures.core.gc.live_paths import manifest_live_paths
+from procedures.core.kernel.paths import is_table_metadata_file
 from procedures.errors import InvalidMetadataError
 from procedures.spec.manifest.avro_container import GONE_FILE
 from procedures.spec.manifest.manifest_list import (
@@ -85,13 +86,6 @@ _KIND_OF_CONTENT = {FileContent.DATA: DATA, FileContent.POSITION_DELETES: POSITI
 def content_kind(content: FileContent | int) -> str:
     """Java's type name of a content file."""
     return _KIND_OF_CONTENT[FileContent(content)]
-
-
-def is_table_metadata_file(path: str) -> bool:
-    """``*.metadata.json[.gz]`` and ``version-hint.text``: garbage collection of snapshots never
-    deletes these (they are governed by ``write.metadata.*`` and remove_orphan_files)."""
-    name = path.rstrip("/").rsplit("/", 1)[-1]
-    return name == "version-hint.text" or name.endswith((".metadata.json", ".metadata.json.gz", ".gz.metadata.json"))
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from urllib.parse import unquote
 from procedures.errors import ValidationError
 
 __all__ = [
+    "is_table_metadata_file",
     "NormalizedPath",
     "DEFAULT_EQUAL_SCHEMES",
     "normalize_path",
@@ -261,3 +262,11 @@ def join_path(base: str, *parts: str) -> str:
     for part in parts:
         out = f"{out}/{part.strip('/')}"
     return out
+
+
+def is_table_metadata_file(path: str) -> bool:
+    """``*.metadata.json[.gz]`` and ``version-hint.text``: garbage collection of snapshots never
+    deletes these (they are governed by ``write.metadata.*`` and remove_orphan_files), and
+    rewrite_table_path refuses a staging folder holding them."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name == "version-hint.text" or name.endswith((".metadata.json", ".metadata.json.gz", ".gz.metadata.json"))

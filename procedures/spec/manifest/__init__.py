@@ -13,5 +13,5 @@ Import each name from its module.  This package re-exports nothing, so every nam
 a module that needs only the model (most of ``io``) does not load the Avro readers and writers.
 Engine optimisations over the same bytes live with the capability that uses them:
 :mod:`procedures.core.gc.live_paths` (garbage collection's path skimmer) and
-:mod:`procedures.core.rewrite_manifests_copy` (rewrite_manifests' byte-level entry copy).
+:mod:`procedures.core.manifest_rewrite.entry_copy` (rewrite_manifests' byte-level entry copy).
 """

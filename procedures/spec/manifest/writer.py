@@ -228,7 +228,7 @@ class ManifestWriter:
     def existing_encoded(self, record: bytes, partition: tuple, record_count: int,
                          sequence_number: int | None) -> None:
         """Append an EXISTING entry already encoded in :attr:`avro_schema` (by rewrite_manifests'
-        byte-level copy, :func:`procedures.core.rewrite_manifests_copy.existing_records`); the values
+        byte-level copy, :func:`procedures.core.manifest_rewrite.entry_copy.existing_records`); the values
         are the entry's, for the manifest's counts and partition summaries."""
         self._check_open()
         if self.format_version > 1 and sequence_number is None:

@@ -1,0 +1,47 @@
+"""The engine steps the ``file_import`` capability needs: a typed protocol, implemented once per
+engine (Spark: :class:`procedures.spark.engine.file_import_steps.FileImportSteps`).
+
+The capability checks the arguments, matches the source to the target and commits; the engine
+resolves the source (a directory walk or a table of the engine's own catalog) and reads each file's
+metrics (footers), in tasks when there are many.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from procedures.core.file_import.source_rules import SourcePartition
+from procedures.core.kernel.capability import Committer, JobScope
+from procedures.spec.manifest.model import DataFile
+from procedures.spec.metadata import TableMetadata
+from procedures.spec.partitioning import PartitionSpec
+
+__all__ = ["FileImportEngine", "ImportSource"]
+
+
+@dataclass(frozen=True)
+class ImportSource:
+    """What was resolved from ``source_table``: partitions, their columns, and how the files are committed."""
+
+    description: str
+    columns: tuple[str, ...]
+    partitions: list[SourcePartition]
+    path_import: bool
+    partitioned: bool
+
+
+class FileImportEngine(Committer, JobScope, Protocol):
+    """Engine steps of ``add_files``."""
+
+    def resolve_import_source(self, io: Any, text: str) -> ImportSource:
+        """The source named by ``source_table``: a path import (`` `parquet`.`/dir` ``) or a table
+        of the engine's session catalog."""
+        ...
+
+    def read_data_files(self, io: Any, md: TableMetadata, spec: PartitionSpec, partitions: Sequence[SourcePartition],
+                        parallelism: int, job: str) -> list[DataFile]:
+        """The ``DataFile`` of every file directly in ``partitions`` (metrics from the footers);
+        ``job`` describes the engine's job, ``{n}`` the file count."""
+        ...
+

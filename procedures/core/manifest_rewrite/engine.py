@@ -1,0 +1,19 @@
+"""The engine step rewrite_manifests needs: a rewriter of large manifest sets off the driver."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from procedures.core.kernel.capability import Committer
+from procedures.core.manifest_rewrite.clustering import DistributedRewriter
+
+__all__ = ["ManifestRewriteEngine"]
+
+
+class ManifestRewriteEngine(Committer, Protocol):
+    """The steps of rewrite_manifests that an engine runs."""
+
+    def manifest_rewriter(self, io: Any, name: str) -> DistributedRewriter | None:
+        """The rewriter that takes the manifest sets too large for the driver (reading through a
+        FileIO like ``io``; ``name`` in its job descriptions), or None when there is none (no session)."""
+        ...
