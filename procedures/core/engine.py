@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from procedures.core.changelog.engine import ChangelogEngine
-from procedures.core.data_rewrite.engine import DataRewriteEngine
-from procedures.core.file_import.engine import FileImportEngine
-from procedures.core.gc.engine import GcEngine
-from procedures.core.health.engine import HealthEngine
-from procedures.core.manifest_rewrite.engine import ManifestRewriteEngine
-from procedures.core.table_relocation.engine import TableRelocationEngine
-from procedures.core.table_stats.engine import TableStatsEngine
+from procedures.core.changelog.changelog_engine import ChangelogEngine
+from procedures.core.data_rewrite.data_rewrite_engine import DataRewriteEngine
+from procedures.core.file_import.file_import_engine import FileImportEngine
+from procedures.core.gc.gc_engine import GcEngine
+from procedures.core.health.health_engine import HealthEngine
+from procedures.core.manifest_rewrite.manifest_rewrite_engine import ManifestRewriteEngine
+from procedures.core.table_relocation.table_relocation_engine import TableRelocationEngine
+from procedures.core.table_stats.table_stats_engine import TableStatsEngine
 
 __all__ = ["Engine"]
 

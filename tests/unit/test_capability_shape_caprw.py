@@ -11,19 +11,19 @@ import inspect
 import pytest
 
 from procedures.core.changelog import changes
-from procedures.core.changelog.engine import ChangelogEngine
+from procedures.core.changelog.changelog_engine import ChangelogEngine
 from procedures.core.data_rewrite import compaction, position_deletes
-from procedures.core.data_rewrite.engine import DataRewriteEngine
+from procedures.core.data_rewrite.data_rewrite_engine import DataRewriteEngine
 from procedures.core.data_rewrite.rewriter import Rewriter
 from procedures.core.engine import Engine
 from procedures.core.file_import import import_files
-from procedures.core.file_import.engine import FileImportEngine
+from procedures.core.file_import.file_import_engine import FileImportEngine
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.capability import Capability
 from procedures.core.table_relocation import relocation
-from procedures.core.table_relocation.engine import TableRelocationEngine
+from procedures.core.table_relocation.table_relocation_engine import TableRelocationEngine
 from procedures.core.table_stats import column_sketches, partition_counts
-from procedures.core.table_stats.engine import TableStatsEngine
+from procedures.core.table_stats.table_stats_engine import TableStatsEngine
 from procedures.errors import ValidationError
 from procedures.spark.engine.spark_engine import SparkEngine
 from procedures.spec.schema import Schema

@@ -570,13 +570,13 @@ def test_the_capability_and_duck_typing_checks_catch_violations(tmp_path, monkey
     files = {
         "__init__.py": "",
         "core/__init__.py": "",
-        "core/engine.py": "from procedures.core.gc import engine\n",
+        "core/engine.py": "from procedures.core.gc import gc_engine\n",
         "core/kernel/__init__.py": "",
         "core/kernel/paths.py": "",
         "core/flat.py": "",
         "core/gc/__init__.py": "",
-        "core/gc/engine.py": "",
-        "core/gc/expire.py": ("from procedures.core.kernel import paths\nfrom procedures.core.gc import engine\n"
+        "core/gc/gc_engine.py": "",
+        "core/gc/expire.py": ("from procedures.core.kernel import paths\nfrom procedures.core.gc import gc_engine\n"
                               "from procedures.core import engine as composite\n"
                               "def f(rows):\n    return [r for r in rows.toLocalIterator()]\n"),
         "core/health/__init__.py": "",

@@ -1,6 +1,6 @@
 """``create_changelog_view`` as a capability (procedures.md §3.16): :class:`ChangelogParams` ->
 :func:`plan` (the arguments checked, the snapshots chosen) -> :func:`execute` on a
-:class:`~procedures.core.changelog.engine.ChangelogEngine`; which snapshots a changelog covers,
+:class:`~procedures.core.changelog.changelog_engine.ChangelogEngine`; which snapshots a changelog covers,
 which rows each of them inserted or deleted, and the row-stream rules that turn raw changes into
 the view (carry-over removal, net changes, update images).
 
@@ -33,7 +33,7 @@ from procedures.core.changelog.change_model import (
     CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID, DELETE, INSERT, METADATA_COLUMNS, UPDATE_AFTER, UPDATE_BEFORE,
     ChangeRule, ChangeTask,
 )
-from procedures.core.changelog.engine import ChangelogEngine
+from procedures.core.changelog.changelog_engine import ChangelogEngine
 from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.scan import DeleteFileEntry, DeleteFileIndex
 from procedures.errors import NoSuchSnapshotError, ValidationError

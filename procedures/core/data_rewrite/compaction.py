@@ -1,5 +1,5 @@
 """``rewrite_data_files`` as a capability (procedures.md §3.9): :class:`RewriteDataFilesParams` ->
-:func:`plan` -> :func:`execute` on a :class:`~procedures.core.data_rewrite.engine.DataRewriteEngine`.
+:func:`plan` -> :func:`execute` on a :class:`~procedures.core.data_rewrite.data_rewrite_engine.DataRewriteEngine`.
 
 Follows Iceberg Java 1.10's procedure and ``RewriteDataFilesSparkAction``:
 
@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from procedures.core.data_rewrite.engine import DataRewriteEngine
+from procedures.core.data_rewrite.data_rewrite_engine import DataRewriteEngine
 from procedures.core.data_rewrite.grouping import FileGroup, GroupRewrite, RewritePlan, plan_rewrite
 from procedures.core.data_rewrite.options import RewriteOptions, parse_rewrite_options, parse_where
 from procedures.core.data_rewrite.rewriter import Rewriter, choose_rewriter

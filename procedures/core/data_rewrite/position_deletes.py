@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from procedures.core.data_rewrite.compaction import compaction_rewrite, delete_written
-from procedures.core.data_rewrite.engine import DataRewriteEngine
+from procedures.core.data_rewrite.data_rewrite_engine import DataRewriteEngine
 from procedures.core.data_rewrite.grouping import DeleteGroup, FileGroup, plan_groups
 from procedures.core.data_rewrite.options import (
     PositionDeleteRewriteOptions, parse_position_delete_options, parse_where,

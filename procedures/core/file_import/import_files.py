@@ -1,6 +1,6 @@
 """``add_files`` as a capability (procedures.md §3.11; Iceberg Java 1.10's ``AddFilesProcedure`` with
 ``SparkTableUtil.importSparkTable`` / ``importSparkPartitions``): :class:`AddFilesParams` ->
-:func:`plan` -> :func:`execute` on a :class:`~procedures.core.file_import.engine.FileImportEngine`.
+:func:`plan` -> :func:`execute` on a :class:`~procedures.core.file_import.file_import_engine.FileImportEngine`.
 
 Order of work:
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from procedures.core.file_import import source_rules
-from procedures.core.file_import.engine import FileImportEngine
+from procedures.core.file_import.file_import_engine import FileImportEngine
 from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import ValidationError

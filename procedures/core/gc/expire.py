@@ -21,7 +21,7 @@ Order of work (Java commits before it reads what to delete; here the reads come 
 the commit) that no retained snapshot reaches (the metadata *after* it): content files,
 manifests, manifest lists, statistics and partition-statistics files.  Reachability is computed
 on the driver for small metadata; for large metadata the engine compares the content files as a
-distributed job (:meth:`~procedures.core.gc.engine.GcEngine.unreached_content`).
+distributed job (:meth:`~procedures.core.gc.gc_engine.GcEngine.unreached_content`).
 
 Table metadata files and ``version-hint.text`` are never deleted.  Deletes run on the calling
 thread, or on ``max_concurrent_deletes`` threads, with up to three retries per file; a failed
@@ -39,7 +39,7 @@ from procedures.core.gc import pruning
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.deletes import check_max_concurrent_deletes, delete_files
-from procedures.core.gc.engine import GcEngine
+from procedures.core.gc.gc_engine import GcEngine
 from procedures.core.kernel import updates as metadata_updates
 from procedures.core.kernel.builder import MetadataBuilder
 from procedures.core.kernel.capability import Capability
@@ -244,7 +244,7 @@ class CleanExpiredMetadata:
 
 
 # ------------------------------------------------------------------------------------ files
-#: an engine step (:meth:`~procedures.core.gc.engine.GcEngine.unreached_content` bound to a FileIO):
+#: an engine step (:meth:`~procedures.core.gc.gc_engine.GcEngine.unreached_content` bound to a FileIO):
 #: ``(candidate manifests, retained manifests) -> rows (path, kind)`` of the live content files of the
 #: candidates that no live entry of the retained manifests names, computed as a distributed job -- or
 #: None when the manifests are few enough for the driver

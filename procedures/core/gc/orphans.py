@@ -1,11 +1,11 @@
 """The ``remove_orphan_files`` capability (procedures.md §3.8; Java 1.10's ``DeleteOrphanFilesSparkAction``):
 parameters, result, :func:`plan`, :func:`execute`, the listing location, the valid files and the
-matching rules.  The engine (:class:`~procedures.core.gc.engine.GcEngine`) lists, reads and matches
+matching rules.  The engine (:class:`~procedures.core.gc.gc_engine.GcEngine`) lists, reads and matches
 at scale; the directory walk is :mod:`procedures.io.directory_walk`.
 
 1. **Actual files**: the files below ``location`` (default: the table location) modified before
    ``older_than``, skipping hidden paths (:class:`~procedures.core.gc.hidden_paths.HiddenPathFilter`).
-   The engine lists them (:meth:`~procedures.core.gc.engine.GcEngine.list_files`: on Spark the driver
+   The engine lists them (:meth:`~procedures.core.gc.gc_engine.GcEngine.list_files`: on Spark the driver
    walks the top of the tree and Spark tasks list the directories it hands over).  A local walk
    lists names only: the ``older_than`` cutoff is applied after matching, to the files nothing
    references (a ``stat`` each), so a young file is never an orphan nor a conflict either way.
@@ -23,7 +23,7 @@ at scale; the directory walk is :mod:`procedures.io.directory_walk`.
    ``prefix_mismatch_mode``: ``ERROR`` fails naming the conflicting pairs (nothing deleted),
    ``IGNORE`` keeps the file, ``DELETE`` deletes it.
    Matching runs on the driver (:func:`find_orphans`) or, when the engine holds either side, in the
-   engine (:meth:`~procedures.core.gc.engine.GcEngine.match_orphans`).
+   engine (:meth:`~procedures.core.gc.gc_engine.GcEngine.match_orphans`).
 4. **Deletion** (unless ``dry_run``): one delete per file, no retry, on ``max_concurrent_deletes``
    threads, each batch checked by :class:`~procedures.core.gc.delete_guard.DeleteGuard`; failures are
    logged.  A file outside ``location`` is never deleted.
@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.core.gc.deletes import check_max_concurrent_deletes, delete_files
-from procedures.core.gc.engine import EngineManifests, GcEngine, ValidFiles
+from procedures.core.gc.gc_engine import EngineManifests, GcEngine, ValidFiles
 from procedures.core.gc.hidden_paths import HiddenPathFilter
 from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.ownership import resolve_local

@@ -1,7 +1,7 @@
 """The ``table_health`` capability (ours; Iceberg Java has no such procedure): parameters, result,
 :func:`plan` and :func:`execute` -- the checks of :func:`procedures.core.health.findings.analyze`
 plus, when asked, the orphan files a dry run of remove_orphan_files finds (an engine step:
-:meth:`~procedures.core.health.engine.HealthEngine.count_orphans`).  Read-only."""
+:meth:`~procedures.core.health.health_engine.HealthEngine.count_orphans`).  Read-only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from procedures.core.health.engine import HealthEngine
+from procedures.core.health.health_engine import HealthEngine
 from procedures.core.health.findings import Finding, analyze, orphan_finding
 from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.properties import GC_ENABLED

@@ -6,7 +6,7 @@ against its own properties and Iceberg Java's defaults, and which procedure call
 compact, snapshots past retention, small or too many manifests, a full metadata log, missing
 statistics, and orphan files when the caller counted them).  :func:`plan_steps` turns findings into
 ordered :class:`MaintenanceStep` calls.  Listing orphan files needs an engine step and lives in
-:meth:`procedures.core.health.engine.HealthEngine.count_orphans`; running the steps is the ``plan_maintenance``
+:meth:`procedures.core.health.health_engine.HealthEngine.count_orphans`; running the steps is the ``plan_maintenance``
 procedure's business.
 
 Every threshold is the one the fixing procedure itself applies, so a finding disappears once its

@@ -4,7 +4,7 @@
 The work is metadata only: :class:`~procedures.core.manifest_rewrite.clustering.RewriteManifests`
 plans the clustering on the driver at commit time (recomputed on every retry) and rewrites small
 manifest sets there; large ones go to the engine's rewriter
-(:meth:`~procedures.core.manifest_rewrite.engine.ManifestRewriteEngine.manifest_rewriter`), so the
+(:meth:`~procedures.core.manifest_rewrite.manifest_rewrite_engine.ManifestRewriteEngine.manifest_rewriter`), so the
 driver never holds the entries.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from procedures.core.kernel.capability import Capability
 from procedures.core.manifest_rewrite.clustering import RewriteManifests
-from procedures.core.manifest_rewrite.engine import ManifestRewriteEngine
+from procedures.core.manifest_rewrite.manifest_rewrite_engine import ManifestRewriteEngine
 from procedures.errors import ValidationError
 from procedures.spec.metadata import TableMetadata
 

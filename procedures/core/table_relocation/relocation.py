@@ -1,7 +1,7 @@
 """``rewrite_table_path`` as a capability (procedures.md §3.20; Iceberg Java's
 ``RewriteTablePathUtil`` and ``RewriteTablePathSparkAction``): :class:`RewriteTablePathParams` ->
 :func:`plan` (the parameters validated) -> :func:`execute` on a
-:class:`~procedures.core.table_relocation.engine.TableRelocationEngine`; path prefix replacement, the choice
+:class:`~procedures.core.table_relocation.table_relocation_engine.TableRelocationEngine`; path prefix replacement, the choice
 of metadata versions, snapshots and manifests to restage, the rewritten metadata objects, manifest
 and manifest-list rewriting, and the copy plan (``source,target`` pairs).
 
@@ -47,7 +47,7 @@ from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.ownership import resolved
 from procedures.core.kernel.paths import PathSet, is_table_metadata_file, is_within
 from procedures.core.kernel.properties import WRITE_PATH_PROPERTIES
-from procedures.core.table_relocation.engine import TableRelocationEngine
+from procedures.core.table_relocation.table_relocation_engine import TableRelocationEngine
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.conversions import from_bytes, to_bytes
 from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.transaction import Table
-from procedures.core.table_stats.engine import TableStatsEngine
+from procedures.core.table_stats.table_stats_engine import TableStatsEngine
 from procedures.core.table_stats.statistics_files import (
     RegisterStatistics, StatsColumn, statistics_path, stats_columns, stats_snapshot,
 )

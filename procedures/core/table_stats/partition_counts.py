@@ -27,7 +27,7 @@ from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.scan import partition_key, unified_partition_type
 from procedures.core.kernel.snapshot_producer import metadata_dir
 from procedures.core.kernel.transaction import Table
-from procedures.core.table_stats.engine import TableStatsEngine
+from procedures.core.table_stats.table_stats_engine import TableStatsEngine
 from procedures.core.table_stats.statistics_files import RegisterStatistics, stats_snapshot
 from procedures.errors import ValidationError
 from procedures.spec.manifest.manifest_list import read_manifest_list

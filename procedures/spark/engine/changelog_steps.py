@@ -1,5 +1,5 @@
 """The Spark steps of the ``changelog`` capability (:class:`ChangelogSteps`, the Spark side of
-:class:`procedures.core.changelog.engine.ChangelogEngine`): ``create_changelog_view``'s session
+:class:`procedures.core.changelog.changelog_engine.ChangelogEngine`): ``create_changelog_view``'s session
 temporary view of a table's row changes between two snapshots (Iceberg Java 1.10's
 ``CreateChangelogViewProcedure`` over the ``changes`` table).
 
@@ -155,7 +155,7 @@ def _apply_rule(df: Any, partition_cols: Sequence[str], sort_cols: Sequence[str]
 
 
 class ChangelogSteps:
-    """:class:`~procedures.core.changelog.engine.ChangelogEngine` on ``self.spark``."""
+    """:class:`~procedures.core.changelog.changelog_engine.ChangelogEngine` on ``self.spark``."""
 
     spark: Any
 

@@ -1,5 +1,5 @@
 """The Spark steps of the ``data_rewrite`` capability (:class:`DataRewriteSteps`, the Spark side of
-:class:`procedures.core.data_rewrite.engine.DataRewriteEngine`): planning reads manifests
+:class:`procedures.core.data_rewrite.data_rewrite_engine.DataRewriteEngine`): planning reads manifests
 in Spark tasks, data file groups are rewritten as Spark jobs from a driver thread pool bounded by
 ``max-concurrent-file-group-rewrites``, position delete groups in one Spark job.
 
@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from procedures.catalog.base import Table
 from procedures.core.data_rewrite.arrow_sort import arrow_sortable, column_at
-from procedures.core.data_rewrite.engine import EntryReader
+from procedures.core.data_rewrite.data_rewrite_engine import EntryReader
 from procedures.core.data_rewrite.external_sort import SORT_MEMORY_BYTES, BatchCursor, ExternalSorter
 from procedures.core.data_rewrite.grouping import DeleteGroup, FileGroup, GroupRewrite, RewritePlan
 from procedures.core.data_rewrite.options import BIN_PACK, SORT, Z_ORDER, PositionDeleteRewriteOptions, RewriteOptions
@@ -354,7 +354,7 @@ def _by_completion(futures: dict[Future, int], order: Sequence[int]) -> Iterator
 
 
 class DataRewriteSteps:
-    """The Spark steps of :class:`~procedures.core.data_rewrite.engine.DataRewriteEngine`.
+    """The Spark steps of :class:`~procedures.core.data_rewrite.data_rewrite_engine.DataRewriteEngine`.
 
     A mixin of the Spark engine: it runs on ``self.spark``, else the active session (resolved when a
     step first needs one, so a call that fails validation or has nothing to do never asks for a

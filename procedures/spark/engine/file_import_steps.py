@@ -1,5 +1,5 @@
 """The Spark steps of the ``file_import`` capability (:class:`FileImportSteps`, the Spark side of
-:class:`procedures.core.file_import.engine.FileImportEngine`), also used by ``snapshot`` and
+:class:`procedures.core.file_import.file_import_engine.FileImportEngine`), also used by ``snapshot`` and
 ``migrate`` (:mod:`procedures.spark.actions.session_table_import`).
 
 * the source: for a path import (`` `parquet`.`/dir` ``) the ``k=v`` directories under the path;
@@ -22,7 +22,7 @@ from urllib.parse import unquote
 
 from procedures.catalog.base import split_dotted
 from procedures.core.file_import import source_rules as core_add_files
-from procedures.core.file_import.engine import ImportSource
+from procedures.core.file_import.file_import_engine import ImportSource
 from procedures.core.kernel.paths import local_path
 from procedures.errors import NotFoundError, ValidationError
 from procedures.io.fileio import FileIO
@@ -208,7 +208,7 @@ def _resolve_source(spark: Any, io: FileIO, text: str) -> ImportSource:
 
 
 class FileImportSteps:
-    """:class:`~procedures.core.file_import.engine.FileImportEngine` on ``self.spark`` (None: a path
+    """:class:`~procedures.core.file_import.file_import_engine.FileImportEngine` on ``self.spark`` (None: a path
     import read on the driver)."""
 
     spark: Any

@@ -1,5 +1,5 @@
 """The garbage-collection steps of :class:`~procedures.spark.engine.spark_engine.SparkEngine`
-(:class:`procedures.core.gc.engine.GcEngine`) on Spark through the DataFrame API -- and on the
+(:class:`procedures.core.gc.gc_engine.GcEngine`) on Spark through the DataFrame API -- and on the
 driver alone when there is no session, so expire_snapshots and remove_orphan_files run without
 Spark too.
 
@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from procedures.catalog.overlap import neighbours
 from procedures.core.gc import reachability
-from procedures.core.gc.engine import EngineManifests, EngineRows, Listing, ValidFiles
+from procedures.core.gc.gc_engine import EngineManifests, EngineRows, Listing, ValidFiles
 from procedures.core.gc.hidden_paths import HiddenPathFilter
 from procedures.core.gc.orphans import CONFLICTS, format_pairs
 from procedures.core.kernel.table_overlap import TableFolders
@@ -40,7 +40,7 @@ DRIVER_MIN_HANDED_DIRS = 16
 
 
 class GcSteps:
-    """:class:`~procedures.core.gc.engine.GcEngine` on ``spark`` (None: everything on the driver)."""
+    """:class:`~procedures.core.gc.gc_engine.GcEngine` on ``spark`` (None: everything on the driver)."""
 
     spark: Any
     keep: spark_listing.FrameKeeper

@@ -1,5 +1,5 @@
 """The rewrite_manifests step of :class:`~procedures.spark.engine.spark_engine.SparkEngine`
-(:class:`procedures.core.manifest_rewrite.engine.ManifestRewriteEngine`): the engine half of
+(:class:`procedures.core.manifest_rewrite.manifest_rewrite_engine.ManifestRewriteEngine`): the engine half of
 ``rewrite_manifests`` for large tables (procedures.md §3.10).
 
 :class:`~procedures.core.manifest_rewrite.clustering.RewriteManifests` plans on the driver; when a content
@@ -112,7 +112,7 @@ def _position_slices(index: int, ref: Any, start: int, count: int, total: int,
 
 
 class ManifestRewriteSteps:
-    """:class:`~procedures.core.manifest_rewrite.engine.ManifestRewriteEngine` on ``spark``."""
+    """:class:`~procedures.core.manifest_rewrite.manifest_rewrite_engine.ManifestRewriteEngine` on ``spark``."""
 
     spark: Any
 

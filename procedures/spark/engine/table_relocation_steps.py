@@ -1,5 +1,5 @@
 """The Spark steps of the ``table_relocation`` capability (:class:`TableRelocationSteps`, the Spark
-side of :class:`procedures.core.table_relocation.engine.TableRelocationEngine`): position delete
+side of :class:`procedures.core.table_relocation.table_relocation_engine.TableRelocationEngine`): position delete
 files and manifests of ``rewrite_table_path`` rewritten one per Spark task when there are enough
 manifests to be worth a job (the size rule of :func:`procedures.core.gc.reachability.use_spark`),
 otherwise on driver threads.
@@ -76,7 +76,7 @@ def _run(spark: Any, io: Any, distributed: bool, items: Sequence[Any], fn: Calla
 
 
 class TableRelocationSteps:
-    """:class:`~procedures.core.table_relocation.engine.TableRelocationEngine` on ``self.spark``
+    """:class:`~procedures.core.table_relocation.table_relocation_engine.TableRelocationEngine` on ``self.spark``
     (None: on the driver)."""
 
     spark: Any

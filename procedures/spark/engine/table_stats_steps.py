@@ -1,5 +1,5 @@
 """The Spark steps of the ``table_stats`` capability (:class:`TableStatsSteps`, the Spark side of
-:class:`procedures.core.table_stats.engine.TableStatsEngine`).
+:class:`procedures.core.table_stats.table_stats_engine.TableStatsEngine`).
 
 Column sketches (``compute_table_stats``): every Spark partition of the snapshot's scan (deletes applied) reads its files in a Python task
 and builds one KMV hash sketch per column (:class:`procedures.spec.theta.HashSketch`, hashing the
@@ -100,7 +100,7 @@ def _sketch_on_spark(spark: Any, table: Table, tasks: list, reader: TaskReader,
 
 
 class TableStatsSteps:
-    """:class:`~procedures.core.table_stats.engine.TableStatsEngine` on ``self.spark`` (None: on the driver)."""
+    """:class:`~procedures.core.table_stats.table_stats_engine.TableStatsEngine` on ``self.spark`` (None: on the driver)."""
 
     spark: Any
 
