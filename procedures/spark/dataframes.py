@@ -50,6 +50,7 @@ __all__ = [
     "partition_slots",
     "functions",
     "struct_schema",
+    "local_frame",
 ]
 
 #: our own override of the session's parallelism (an int), read before Spark's keys
@@ -145,6 +146,47 @@ def app_id(spark: Any) -> str | None:
     except TypeError:  # an object that cannot be weakly referenced: read again next time
         pass
     return str(app)
+
+
+#: the Spark types :func:`local_frame` sends as Arrow on a classic session (no time zones to agree on)
+_ARROW_LOCAL_TYPES = ("StringType", "LongType", "IntegerType", "ShortType", "ByteType", "BooleanType",
+                      "DoubleType", "FloatType", "DecimalType", "BinaryType")
+
+
+def _arrow_local(data_type: Any) -> bool:
+    name = type(data_type).__name__
+    if name == "ArrayType":
+        return _arrow_local(data_type.elementType)
+    if name == "MapType":
+        return _arrow_local(data_type.keyType) and _arrow_local(data_type.valueType)
+    return name in _ARROW_LOCAL_TYPES
+
+
+def local_frame(spark: Any, rows: Sequence[tuple], schema: Any) -> Any:
+    """``spark.createDataFrame(rows, schema)`` for a few rows held by the driver (``schema`` a
+    ``StructType``), as a local relation that a collect or show reads without a Spark job.
+
+    Connect's ``createDataFrame`` is one already.  A classic session makes a list into an RDD read by
+    a Python worker pass (a job of tens of milliseconds on every collect of a procedure's output);
+    from pyspark 4 it takes an Arrow table as a local relation instead (below Spark's
+    ``spark.sql.execution.arrow.localRelationThreshold``), used here for the plain types of
+    :data:`_ARROW_LOCAL_TYPES` (timestamps keep the list path and its time-zone rules)."""
+    import pyspark  # noqa: PLC0415 -- the package loads without pyspark
+
+    if (is_connect(spark) or int(pyspark.__version__.split(".")[0]) < 4
+            or not all(_arrow_local(f.dataType) for f in schema.fields)):
+        return spark.createDataFrame(list(rows), schema)
+    import pyarrow as pa  # noqa: PLC0415
+    from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415
+
+    arrow_schema = to_arrow_schema(schema)
+    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
+    try:
+        table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)],
+                                     schema=arrow_schema)
+    except (pa.ArrowException, TypeError, ValueError):  # a value Arrow will not take as is: Spark's checks
+        return spark.createDataFrame(list(rows), schema)
+    return spark.createDataFrame(table, schema)
 
 
 def session_key(spark: Any) -> tuple:

@@ -107,3 +107,27 @@ def test_a_connect_only_process_writes_reads_and_runs_the_procedures(connect_ser
     assert out["manifests"]["rewritten_manifests_count"] >= 2
     assert out["expire"]["deleted_data_files_count"] == rewritten
     assert len(out["orphans"]) == 1 and out["orphans"][0].endswith("p=0/orphan.parquet")
+
+
+def test_local_frame_is_a_local_relation_with_the_rows_of_create_dataframe(spark):
+    """A procedure's output frame (:func:`procedures.spark.dataframes.local_frame`) holds what
+    ``createDataFrame`` makes of the rows, and on a classic pyspark 4 session it is a local relation,
+    so collecting it runs no Spark job (a list made one RDD and a Python worker pass per collect)."""
+    import decimal
+
+    from pyspark.sql import types
+
+    from procedures.spark.dataframes import local_frame
+
+    schema = types.StructType([
+        types.StructField("n", types.LongType(), False), types.StructField("s", types.StringType(), True),
+        types.StructField("a", types.ArrayType(types.StringType()), True),
+        types.StructField("m", types.MapType(types.StringType(), types.LongType()), True),
+        types.StructField("d", types.DecimalType(10, 2), True), types.StructField("b", types.BooleanType(), True)])
+    rows = [(1, "x", ["p", "q"], {"k": 2}, decimal.Decimal("1.25"), True), (2, None, None, None, None, None)]
+    frame = local_frame(spark, rows, schema)
+    assert frame.schema == schema
+    assert frame.collect() == spark.createDataFrame(rows, schema).collect()
+    assert local_frame(spark, [], schema).collect() == []
+    if SPARK4:
+        assert "LocalRelation" in frame._jdf.queryExecution().optimizedPlan().toString()
