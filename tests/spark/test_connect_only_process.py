@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from procedures.spark.dataframes import struct_schema
 from tests.helpers.references import SPARK4, import_reference
 
 pytestmark = [pytest.mark.spark, pytest.mark.connect,
@@ -76,6 +75,8 @@ def test_struct_schema_reads_flat_ddl_and_refuses_the_rest():
     """The flat DDL texts of the package's task frames become the StructType Spark would make of
     them (every field nullable); a type it does not know is refused rather than guessed."""
     from pyspark.sql import types
+
+    from procedures.spark.dataframes import struct_schema
 
     assert struct_schema("`payload` binary, n long, slot int, s string") == types.StructType([
         types.StructField("payload", types.BinaryType(), True), types.StructField("n", types.LongType(), True),
