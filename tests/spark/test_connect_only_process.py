@@ -6,7 +6,8 @@ a DDL type text (``"payload binary"``) through a classic SparkContext, which tha
 (:func:`procedures.spark.dataframes.struct_schema`).  The flow below reaches each of them: the write
 job, the read, the task frames of rewrite_data_files, the keyed frames of rewrite_manifests, the
 listing and key frames of remove_orphan_files and expire_snapshots' manifest frames, with the GC
-steps forced onto Spark.  pyspark 4 only (3.5 ships no Connect server)."""
+steps forced onto Spark (pyspark 4 only: 3.5 ships no Connect server).  Beside it, the schema helper
+and the procedures' output frames (:func:`procedures.spark.dataframes.local_frame`) on both lines."""
 
 from __future__ import annotations
 
@@ -20,8 +21,7 @@ import pytest
 
 from tests.helpers.references import SPARK4, import_reference
 
-pytestmark = [pytest.mark.spark, pytest.mark.connect,
-              pytest.mark.skipif(not SPARK4, reason="Spark Connect needs pyspark 4")]
+pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,6 +87,8 @@ def test_struct_schema_reads_flat_ddl_and_refuses_the_rest():
         struct_schema("m map<string, int>")
 
 
+@pytest.mark.connect
+@pytest.mark.skipif(not SPARK4, reason="Spark Connect needs pyspark 4")
 def test_a_connect_only_process_writes_reads_and_runs_the_procedures(connect_server, tmp_path):
     """Every distributed step of the flow runs in a process whose only session is a Connect client
     made without Connect mode (before: ``mapInArrow(fn, "data_file binary")`` of the first INSERT
