@@ -119,10 +119,11 @@ def struct_schema(schema: Any) -> Any:
     """``schema`` as a ``StructType``: a ``StructType`` as is, a flat DDL text (``"path string, n
     int"``, the types of :data:`_DDL_TYPES`, every field nullable as Spark makes them) parsed here.
 
-    Give ``mapInArrow``/``createDataFrame`` this, never the text: a Spark Connect session built
-    without the process's Connect mode (``pyspark.sql.connect.session.SparkSession.builder``) parses
-    a type text through a classic SparkContext that process lacks (``mapInArrow`` fails), and a Connect
-    ``createDataFrame`` would ask the server to parse it (a round trip)."""
+    Give ``mapInArrow``/``createDataFrame`` this, never the text: a Connect client sends a type text
+    to the server to parse (a round trip per frame), and then knows no schema of the result (its
+    ``columns`` are another round trip); a ``StructType`` is kept on the result.  pyspark's plain
+    ``udf`` even parses a text through a classic SparkContext, which a process holding only a Connect
+    session made without Connect mode lacks."""
     if not isinstance(schema, str):
         return schema
     return _parsed_schema(schema)
