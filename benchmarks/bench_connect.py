@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -273,27 +274,37 @@ def baseline(rev: str, args: argparse.Namespace) -> dict:
         # run from the baseline's folder: Spark's Python workers put their working directory first on
         # sys.path (``python -m pyspark.daemon``), so a checkout as the working directory would win
         subprocess.run(command, env=env, check=True, cwd=folder)
+        if args.json:
+            shutil.copyfile(out, args.json.with_name(f"{args.json.stem}.baseline.json"))
         return json.loads(out.read_text())
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def spread(runs: list[float]) -> str:
+    """``min/median`` of a case's timed runs (a machine others load makes single runs noisy)."""
+    return f"{min(runs):.3f}/{statistics.median(runs):.3f}"
+
+
 def table(results: dict, base: dict | None, repeat: int) -> str:
-    """The figures: each case's fastest classic and Connect run and their ratio (and the baseline's)."""
-    header = ["case", "classic s", "connect s", "connect/classic"]
+    """The figures: each case's fastest classic and Connect run and their ratio (and the baseline's),
+    with the median of the runs beside each minimum."""
+    header = ["case", "classic s min/med", "connect s min/med", "connect/classic"]
     if base is not None:
-        header += ["baseline classic s", "classic/baseline"]
+        header += ["baseline classic s min/med", "classic/baseline"]
     lines = []
     for title, r in results.items():
         classic = min(r["runs"]["classic"])
         connect = min(r["runs"]["connect"]) if r["runs"].get("connect") else None
         failed = r.get("errors", {}).get("connect")
-        row = [title, f"{classic:.3f}", "failed" if failed else "-" if connect is None else f"{connect:.3f}",
+        row = [title, spread(r["runs"]["classic"]),
+               "failed" if failed else "-" if connect is None else spread(r["runs"]["connect"]),
                "-" if connect is None else f"{connect / classic:.2f}x" + (" !" if connect / classic > GOAL else "")]
         if base is not None:
             b = base.get(title)
             before = min(b["runs"]["classic"]) if b else None
-            row += ["-" if before is None else f"{before:.3f}", "-" if before is None else f"{classic / before:.2f}x"]
+            row += ["-" if before is None else spread(b["runs"]["classic"]),
+                    "-" if before is None else f"{classic / before:.2f}x"]
             if b and b["outputs"].get("classic") != r["outputs"].get("classic"):
                 row[0] += " (output differs from baseline)"
         lines.append(row)
@@ -301,7 +312,7 @@ def table(results: dict, base: dict | None, repeat: int) -> str:
     text = ["  ".join(h.ljust(w) for h, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
     text += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
              for row in lines]
-    return "\n".join(text) + f"\n(min of {repeat} runs; goal: connect/classic <= {GOAL}x, '!' marks a miss)"
+    return "\n".join(text) + f"\n(ratios of the minimums of {repeat} runs; goal: connect/classic <= {GOAL}x, '!' marks a miss)"
 
 
 def main(argv: list[str] | None = None) -> int:

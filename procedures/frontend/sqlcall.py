@@ -19,6 +19,7 @@ from procedures.framework.registry import get_procedure, list_procedures as regi
 from procedures.framework.sqltypes import SqlType
 from procedures.frontend import runner, sqlddl
 from procedures.frontend.parser import CallStatement, is_call, parse_call, split_statements, syntax_error
+from procedures.spark.dataframes import local_frame
 from procedures.spark.environment import check_session
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,8 @@ def result_to_dataframe(spark, result):
     from pyspark.sql import types as T
 
     schema = T.StructType([T.StructField(c.name, spark_type(c.type), c.nullable) for c in result.columns])
-    return spark.createDataFrame([tuple(r) for r in result.rows], schema)
+    # a local relation on both session kinds: collecting the output runs no Spark job
+    return local_frame(spark, [tuple(r) for r in result.rows], schema)
 
 
 def refresh_spark_tables(spark, conf: dict, changed) -> None:

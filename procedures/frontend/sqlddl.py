@@ -441,7 +441,8 @@ def _insert(spark, text: str, tokens: list[Token], refs, conf):
         )
     df = df.select(*[F.col(f"`{c}`").cast(iceberg_to_spark_ddl(f.field_type)).alias(f.name)
                      for c, f in zip(df.columns, fields)])
-    append(spark, table, df)
+    # the names just given: the write need not ask a Connect server to analyze the plan again
+    append(spark, table, df, columns=[f.name for f in fields])
     refresh_table_views(spark, conf, [(parts[0], ident)])
     return _empty(spark)
 

@@ -26,9 +26,11 @@ partition count.
 from __future__ import annotations
 
 import base64
+import functools
 import pickle
 import struct
 import threading
+import weakref
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "is_connect",
     "parallelism",
     "session_key",
+    "app_id",
     "slices_frame",
     "payload_frame",
     "empty_frame",
@@ -46,6 +49,8 @@ __all__ = [
     "unpickle_rows",
     "partition_slots",
     "functions",
+    "struct_schema",
+    "local_frame",
 ]
 
 #: our own override of the session's parallelism (an int), read before Spark's keys
@@ -55,6 +60,9 @@ _SPARK_PARALLELISM_KEYS = ("spark.default.parallelism", "spark.sql.leafNodeDefau
 #: rows of a probe job; ``spark.range`` splits them over the session's default parallelism
 _PROBE_ROWS = 1 << 20
 _PAYLOAD_SCHEMA = "payload binary"
+#: the type names :func:`struct_schema` reads, with the ``pyspark.sql.types`` class of each
+_DDL_TYPES = {"string": "StringType", "binary": "BinaryType", "int": "IntegerType", "integer": "IntegerType",
+              "bigint": "LongType", "long": "LongType", "double": "DoubleType", "boolean": "BooleanType"}
 #: results per Arrow batch coming back from a task
 _BATCH_ROWS = 1024
 
@@ -67,6 +75,9 @@ _SPARK_HASH_SEED = 42
 
 _LOCK = threading.Lock()
 _measured: dict[tuple, int] = {}
+#: ``spark.app.id`` per live session object: a session's application never changes, and on Spark
+#: Connect every ``spark.conf.get`` is a round trip to the server (several per procedure otherwise)
+_app_ids: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
 def is_connect(spark: Any) -> bool:
@@ -88,13 +99,101 @@ def functions(spark: Any) -> Any:
     return classic_functions
 
 
-def session_key(spark: Any) -> tuple:
-    """A key for per-application caches: the session kind and ``spark.app.id`` (both session kinds
-    read it through ``spark.conf``); a session without one is keyed by identity."""
+@functools.lru_cache(maxsize=None)
+def _parsed_schema(ddl: str) -> Any:
+    from pyspark.sql import types  # noqa: PLC0415 -- the package loads without pyspark
+
+    fields = []
+    for column in ddl.split(","):
+        name, _, type_name = column.strip().rpartition(" ")
+        name = name.strip()
+        if name.startswith("`") and name.endswith("`"):
+            name = name[1:-1].replace("``", "`")
+        if not name or type_name.lower() not in _DDL_TYPES:
+            raise ValueError(f"struct_schema reads 'name type, ...' with a type of {sorted(_DDL_TYPES)}: {ddl!r}")
+        fields.append(types.StructField(name, getattr(types, _DDL_TYPES[type_name.lower()])(), True))
+    return types.StructType(fields)
+
+
+def struct_schema(schema: Any) -> Any:
+    """``schema`` as a ``StructType``: a ``StructType`` as is, a flat DDL text (``"path string, n
+    int"``, the types of :data:`_DDL_TYPES`, every field nullable as Spark makes them) parsed here.
+
+    Give ``mapInArrow``/``createDataFrame`` this, never the text: a Connect client sends a type text
+    to the server to parse (a round trip per frame), and then knows no schema of the result (its
+    ``columns`` are another round trip); a ``StructType`` is kept on the result.  pyspark's plain
+    ``udf`` even parses a text through a classic SparkContext, which a process holding only a Connect
+    session made without Connect mode lacks."""
+    if not isinstance(schema, str):
+        return schema
+    return _parsed_schema(schema)
+
+
+def app_id(spark: Any) -> str | None:
+    """``spark.app.id`` of the session (both kinds read it through ``spark.conf``), read once per
+    session object; None for a session without one (a stand-in in tests, a stopped one)."""
+    try:
+        return _app_ids[spark]
+    except (KeyError, TypeError):
+        pass
     try:
         app = spark.conf.get("spark.app.id", None)
     except Exception:  # noqa: BLE001 -- a stand-in session (tests) or a stopped one
-        app = None
+        return None
+    if not app:
+        return None
+    try:
+        _app_ids[spark] = str(app)
+    except TypeError:  # an object that cannot be weakly referenced: read again next time
+        pass
+    return str(app)
+
+
+#: the Spark types :func:`local_frame` sends as Arrow on a classic session (no time zones to agree on)
+_ARROW_LOCAL_TYPES = ("StringType", "LongType", "IntegerType", "ShortType", "ByteType", "BooleanType",
+                      "DoubleType", "FloatType", "DecimalType", "BinaryType")
+
+
+def _arrow_local(data_type: Any) -> bool:
+    name = type(data_type).__name__
+    if name == "ArrayType":
+        return _arrow_local(data_type.elementType)
+    if name == "MapType":
+        return _arrow_local(data_type.keyType) and _arrow_local(data_type.valueType)
+    return name in _ARROW_LOCAL_TYPES
+
+
+def local_frame(spark: Any, rows: Sequence[tuple], schema: Any) -> Any:
+    """``spark.createDataFrame(rows, schema)`` for a few rows held by the driver (``schema`` a
+    ``StructType``), as a local relation that a collect or show reads without a Spark job.
+
+    Connect's ``createDataFrame`` is one already.  A classic session makes a list into an RDD read by
+    a Python worker pass (a job of tens of milliseconds on every collect of a procedure's output);
+    from pyspark 4 it takes an Arrow table as a local relation instead (below Spark's
+    ``spark.sql.execution.arrow.localRelationThreshold``), used here for the plain types of
+    :data:`_ARROW_LOCAL_TYPES` (timestamps keep the list path and its time-zone rules)."""
+    import pyspark  # noqa: PLC0415 -- the package loads without pyspark
+
+    if (is_connect(spark) or int(pyspark.__version__.split(".")[0]) < 4
+            or not all(_arrow_local(f.dataType) for f in schema.fields)):
+        return spark.createDataFrame(list(rows), schema)
+    import pyarrow as pa  # noqa: PLC0415
+    from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415
+
+    arrow_schema = to_arrow_schema(schema)
+    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
+    try:
+        table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)],
+                                     schema=arrow_schema)
+    except (pa.ArrowException, TypeError, ValueError):  # a value Arrow will not take as is: Spark's checks
+        return spark.createDataFrame(list(rows), schema)
+    return spark.createDataFrame(table, schema)
+
+
+def session_key(spark: Any) -> tuple:
+    """A key for per-application caches: the session kind and ``spark.app.id`` (:func:`app_id`); a
+    session without one is keyed by identity."""
+    app = app_id(spark)
     return (is_connect(spark), app) if app else (is_connect(spark), id(spark))
 
 
@@ -163,7 +262,7 @@ def payload_frame(spark: Any, payloads: Sequence[bytes], column: str = "payload"
     only row (see the module doc for how), on both session kinds."""
     n = len(payloads)
     if not n:
-        return empty_frame(spark, f"`{column}` binary")
+        return empty_frame(spark, struct_schema(f"`{column}` binary"))
     fns = functions(spark)
     if sum(len(p) for p in payloads) <= INLINE_PAYLOAD_BYTES:
         # one string literal (folded once into an array by the optimizer): no job builds the frame
@@ -183,10 +282,11 @@ def _no_batches(batches: Iterator[Any]) -> Iterator[Any]:
 
 
 def empty_frame(spark: Any, schema: Any) -> Any:
-    """A DataFrame of no rows with ``schema`` (a ``StructType`` or DDL text, nullability kept) that runs
+    """A DataFrame of no rows with ``schema`` (a ``StructType``, nullability kept, or a flat DDL text
+    :func:`struct_schema` reads) that runs
     no task: an always-false filter becomes an empty local relation in the optimizer (the
     ``sparkContext.emptyRDD`` of both session kinds)."""
-    return spark.range(0, 0, 1, 1).mapInArrow(_no_batches, schema).where(functions(spark).lit(False))
+    return spark.range(0, 0, 1, 1).mapInArrow(_no_batches, struct_schema(schema)).where(functions(spark).lit(False))
 
 
 def _pickled_batches(values: Iterable[Any]) -> Iterator[Any]:
@@ -213,7 +313,7 @@ def map_slices(df: Any, fn: Callable[[Any], Iterable[Any]]) -> Any:
             for payload in batch.column(0).to_pylist():
                 yield from _pickled_batches(fn(pickle.loads(payload)))
 
-    return df.mapInArrow(run, _PAYLOAD_SCHEMA)
+    return df.mapInArrow(run, struct_schema(_PAYLOAD_SCHEMA))
 
 
 def unpickle_rows(rows: Iterable[Any]) -> Iterator[Any]:

@@ -13,7 +13,7 @@ rows, found by reading the files' ``_file``/``_pos`` metadata columns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from procedures.catalog.base import Table
 from procedures.core.kernel.operations import MergeAppend, OverwriteFiles, ReplacePartitions, RowDelta
@@ -51,10 +51,11 @@ def _commit_write(spark: Any, t: Table, ops: list[Any]) -> Table:
 
 
 def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
-           snapshot_properties: dict[str, str] | None = None) -> Table:
-    """Append the DataFrame's rows (``INSERT INTO``); returns the committed table."""
+           snapshot_properties: dict[str, str] | None = None, columns: Sequence[str] | None = None) -> Table:
+    """Append the DataFrame's rows (``INSERT INTO``); returns the committed table.  ``columns``: the
+    DataFrame's column names when known (:func:`~procedures.spark.write.write_dataframe`)."""
     t = load_table(spark, table)
-    files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}")
+    files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}", columns=columns)
     if not files:
         return t
     return _commit_write(spark, t, [MergeAppend(files, snapshot_properties=dict(snapshot_properties or {}))])

@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import threading
+import weakref
 from typing import Any
 
 from procedures.errors import PythonWorkerError, UnsupportedVersionError
@@ -42,6 +43,9 @@ WORKER_MODULES = ("procedures", "pyarrow", "numpy", "pandas", "fastavro", "mmh3"
 _LOCK = threading.Lock()
 _versions_checked: set[tuple] = set()
 _workers_checked: set[tuple] = set()
+#: a Connect session's ``spark.pyspark.python`` (a static key: one round trip per session object, not
+#: one per job)
+_connect_executables: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 # The probe is compiled under a module name that is not importable, so cloudpickle ships it by value:
 # a worker without this package can still run it and say so.
@@ -192,9 +196,17 @@ def worker_python(spark: Any) -> str:
     says, else ``python3`` (the server's environment is not visible from here)."""
     if spark is not None and is_connect(spark):
         try:
+            return _connect_executables[spark]
+        except (KeyError, TypeError):
+            pass
+        try:
             exe = spark.conf.get("spark.pyspark.python", None)
         except Exception:  # noqa: BLE001 -- the server may refuse to show a static key
             exe = None
+        try:
+            _connect_executables[spark] = str(exe or "python3")
+        except TypeError:  # not weakly referable: read again next time
+            pass
         return str(exe or "python3")
     sc = _context(spark)
     exe = getattr(sc, "pythonExec", None)

@@ -30,7 +30,7 @@ from procedures.core.kernel.paths import DEFAULT_EQUAL_SCHEMES, keys_within, pat
 from procedures.core.kernel.splits import spread_weights
 from procedures.io.sandbox_fileio import file_io
 from procedures.io.directory_walk import modified_before, walk
-from procedures.spark.dataframes import functions, parallelism, slices_frame
+from procedures.spark.dataframes import functions, parallelism, slices_frame, struct_schema
 from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
 from procedures.core.gc.live_paths import manifest_live_path_list
@@ -110,7 +110,7 @@ def list_directories(spark: Any, dirs: Sequence[str], older_than_ms: int, partit
                                                      names=["file_path"])
 
     n = _parallelism(spark, len(dirs))
-    return slices_frame(spark, [dirs[k::n] for k in range(n)]).mapInArrow(list_slice, "file_path string")
+    return slices_frame(spark, [dirs[k::n] for k in range(n)]).mapInArrow(list_slice, struct_schema("file_path string"))
 
 
 def _key_columns(paths: Iterable[str], schemes: dict[str, str], auths: dict[str, str],
@@ -157,7 +157,7 @@ def driver_keys_dataframe(spark: Any, paths: Sequence[str], equal_schemes: dict[
                 for i in range(0, len(here), _KEY_BATCH_ROWS):
                     yield _key_batch(here[i:i + _KEY_BATCH_ROWS], schemes, auths, with_uri)
 
-    return slices_frame(spark, [paths[k::n] for k in range(n)]).mapInArrow(key, ACTUAL_KEYS if actual else VALID_KEYS)
+    return slices_frame(spark, [paths[k::n] for k in range(n)]).mapInArrow(key, struct_schema(ACTUAL_KEYS if actual else VALID_KEYS))
 
 
 def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str], older_than_ms: int | None,
@@ -188,7 +188,7 @@ def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str],
                 for i in range(0, len(found), _KEY_BATCH_ROWS):
                     yield _key_batch(found[i:i + _KEY_BATCH_ROWS], schemes, auths, True)
 
-    return slices_frame(spark, slices).mapInArrow(list_and_key, ACTUAL_KEYS)
+    return slices_frame(spark, slices).mapInArrow(list_and_key, struct_schema(ACTUAL_KEYS))
 
 
 def _manifest_keys(io: Any, rows: Iterable[tuple[str, int, int, int]], schemes: dict[str, str],
@@ -223,7 +223,7 @@ def valid_keys_dataframe(spark: Any, io_properties: dict[str, str], manifests: S
 
     rows = [manifest_row(m) for m in manifests]
     groups = spread_weights([max(1, r[1]) for r in rows], _parallelism(spark, len(rows)))
-    return slices_frame(spark, [[rows[i] for i in group] for group in groups]).mapInArrow(read_and_key, VALID_KEYS)
+    return slices_frame(spark, [[rows[i] for i in group] for group in groups]).mapInArrow(read_and_key, struct_schema(VALID_KEYS))
 
 
 def manifest_rows_dataframe(spark: Any, io_properties: dict[str, str], md: Any) -> Any:
@@ -238,7 +238,7 @@ def manifest_rows_dataframe(spark: Any, io_properties: dict[str, str], md: Any) 
     cores = parallelism(spark)
     chunks = manifest_list_chunks(md, cores * _LIST_TASKS_PER_CORE)
     if not chunks:
-        return spark.createDataFrame([], MANIFEST_ROWS)
+        return spark.createDataFrame([], struct_schema(MANIFEST_ROWS))
 
     def read_lists(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
@@ -252,7 +252,7 @@ def manifest_rows_dataframe(spark: Any, io_properties: dict[str, str], md: Any) 
                         [pa.array(c, t) for c, t in zip(cols, (pa.string(), pa.int64(), pa.int32(), pa.int32()))],
                         names=["manifest_path", "manifest_length", "spec_id", "content"])
 
-    listed = slices_frame(spark, chunks).mapInArrow(read_lists, MANIFEST_ROWS)
+    listed = slices_frame(spark, chunks).mapInArrow(read_lists, struct_schema(MANIFEST_ROWS))
     # hashed by path into the tasks that read the manifests next (as many as _parallelism allows: the
     # count of manifests is not known here), so the merge needs no other shuffle
     return listed.repartition(_parallelism(spark, 1 << 30), "manifest_path").dropDuplicates(["manifest_path"])
@@ -271,8 +271,8 @@ def manifest_keys_dataframe(manifests: Any, io_properties: dict[str, str], equal
         rows = (row for batch in batches for row in zip(*(c.to_pylist() for c in batch.columns)))
         yield from _manifest_keys(file_io(props), rows, schemes, auths, True)
 
-    return manifests.select("manifest_path", "manifest_length", "spec_id", "content").mapInArrow(read_and_key,
-                                                                                                  VALID_KEYS)
+    return manifests.select("manifest_path", "manifest_length", "spec_id", "content").mapInArrow(
+        read_and_key, struct_schema(VALID_KEYS))
 
 
 def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manifests: Sequence[Any]) -> Any:
@@ -280,7 +280,7 @@ def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manife
     check_python_workers(spark)
     rows = [manifest_row(m) for m in manifests]
     props = dict(io_properties)
-    df = spark.createDataFrame(rows, "manifest_path string, manifest_length long, spec_id int, content int")
+    df = spark.createDataFrame(rows, struct_schema(MANIFEST_ROWS))
     df = df.repartition(_parallelism(spark, len(rows)))
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -298,7 +298,7 @@ def manifest_content_dataframe(spark: Any, io_properties: dict[str, str], manife
             yield pa.RecordBatch.from_arrays([pa.array(paths, pa.string()), pa.array(kinds, pa.string())],
                                              names=["path", "kind"])
 
-    return df.mapInArrow(read, _PATH_KIND)
+    return df.mapInArrow(read, struct_schema(_PATH_KIND))
 
 
 def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_authorities: dict[str, str]) -> Any:
@@ -318,7 +318,7 @@ def uri_dataframe(df: Any, column: str, equal_schemes: dict[str, str], equal_aut
                  pa.array([k.path for k, _ in rows], pa.string()), pa.array([p for _, p in rows], pa.string())],
                 names=["scheme", "authority", "path", "uri"])
 
-    return df.select(column).mapInArrow(convert, _URI)
+    return df.select(column).mapInArrow(convert, struct_schema(_URI))
 
 
 #: paths whose normal form needs Python: dot segments, percent-escapes, a leading "//", or a colon
@@ -423,7 +423,7 @@ def uri_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authori
         for batch in batches:
             yield _key_batch(batch.column(0).to_pylist(), schemes, auths, True)
 
-    return plain.unionByName(paths.where(_NEEDS_PYTHON).mapInArrow(convert, ACTUAL_KEYS))
+    return plain.unionByName(paths.where(_NEEDS_PYTHON).mapInArrow(convert, struct_schema(ACTUAL_KEYS)))
 
 
 def find_orphans_dataframe(actual: Any, valid: Any, mode: str, keep: Callable[[Any], Any],

@@ -11,13 +11,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from typing import Any, Callable, Iterator, TypeVar
+import weakref
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from procedures.catalog.base import Catalog, Identifier, Table
 from procedures.catalog.config import default_catalog_name, resolve_identifier
 from procedures.spark.catalog_conf import conf_from_spark, load_catalog
 from procedures.core.kernel.summary import set_engine
 from procedures.errors import ValidationError
+from procedures.spark.dataframes import app_id as session_app_id
 from procedures.spark.dataframes import is_connect
 from procedures.spark.environment import check_session
 from procedures.spark.task_errors import typed_task_error
@@ -45,6 +47,8 @@ _INTERRUPT = "spark.job.interruptOnCancel"
 #: which runs in a thread of its own and cannot read another thread's local properties)
 _OPEN_DESCRIPTIONS: list[str] = []
 _OPEN_LOCK = threading.Lock()
+#: ``spark.version`` per live session object (on Spark Connect each read is a round trip to the server)
+_VERSIONS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
 def active_descriptions() -> list[str]:
@@ -57,15 +61,26 @@ def record_engine(spark: Any) -> str | None:
     """Name Spark as the engine of every later commit's snapshot summary (``engine-name=spark``,
     ``engine-version``, ``app-id``, as Iceberg Java's Spark integration does); returns the
     application id.  Read through ``spark.conf``, which classic and Connect sessions both have."""
-    version = getattr(spark, "version", None)
+    version = _spark_version(spark)
     if not isinstance(version, str):  # a stand-in for a session (tests) names no engine
         return None
-    try:
-        app_id = spark.conf.get("spark.app.id", None)
-    except Exception:  # noqa: BLE001 -- a session without the key has no id
-        app_id = None
+    app_id = session_app_id(spark)
     set_engine("spark", version, str(app_id) if app_id else None)
     return str(app_id) if app_id else None
+
+
+def _spark_version(spark: Any) -> Any:
+    try:
+        return _VERSIONS[spark]
+    except (KeyError, TypeError):
+        pass
+    version = getattr(spark, "version", None)
+    if isinstance(version, str):
+        try:
+            _VERSIONS[spark] = version
+        except TypeError:  # an object that cannot be weakly referenced: read again next time
+            pass
+    return version
 
 
 def active_session(spark: Any = None) -> Any:
@@ -263,12 +278,14 @@ def load_table(spark: Any, table: str | Table) -> Table:
     return catalog.load_table(identifier)
 
 
-def map_in_arrow(df: Any, fn: Callable[[Iterator[Any]], Iterator[Any]], schema: Any) -> Any:
+def map_in_arrow(df: Any, fn: Callable[[Iterator[Any]], Iterator[Any]], schema: Any,
+                 columns: Sequence[str] | None = None) -> Any:
     """``df.mapInArrow(fn, schema)`` for a DataFrame whose column names may hold ``.``
     (``the.data``): pyspark 3.5's ``mapInArrow`` picks its input columns by name and resolves such a
     name as a nested field, so the columns are handed over under positional names and ``fn`` gets
-    its batches with the real names back."""
-    names = list(df.columns)
+    its batches with the real names back.  ``columns``: ``df``'s column names when the caller knows
+    them (on Spark Connect ``df.columns`` asks the server to analyze the plan)."""
+    names = list(columns) if columns is not None else list(df.columns)
     if not any("." in n for n in names):
         return df.mapInArrow(fn, schema)
     import pyarrow as pa  # noqa: PLC0415 -- Arrow only when a job is built

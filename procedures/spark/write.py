@@ -32,7 +32,7 @@ from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
 from procedures.io.parquet_writer import WriteSettings
 from procedures.io.sandbox_fileio import file_io
-from procedures.spark.dataframes import functions, map_slices, slices_frame
+from procedures.spark.dataframes import functions, map_slices, slices_frame, struct_schema
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description, load_table, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
@@ -136,6 +136,7 @@ def write_dataframe(
     properties: dict[str, str] | None = None,
     description: str | None = None,
     row_lineage: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (not committed) and return their ``DataFile``s.
 
@@ -145,22 +146,26 @@ def write_dataframe(
     tasks by partition and the table's sort order (and implies clustering for partitioned tables).
     ``row_lineage`` also writes the DataFrame's ``_row_id`` and ``_last_updated_sequence_number``
     columns with their reserved ids (rows copied from a v3 table keep their lineage); without it
-    the files carry none and new rows get ids at commit.
+    the files carry none and new rows get ids at commit.  ``columns``: the DataFrame's column names
+    when the caller knows them (on Spark Connect ``df.columns`` is a round trip to the server).
     """
     t = load_table(spark, table)
     md = t.metadata
     settings = write_settings(md, spec_id=spec_id, properties=properties, row_lineage=row_lineage)
-    check_writable(df, settings)
+    columns = list(columns) if columns is not None else list(df.columns)
+    check_columns(columns, settings)
     check_python_workers(spark)
     order = md.sort_order() if md.sort_order().fields else None
     if (cluster or sort) and settings.spec.fields:
         exprs = partition_expressions(df, settings)
         if exprs:
             df = df.repartition(*exprs)
+            columns = None
     if sort:
         exprs = sort_expressions(df, settings, order)
         if exprs:
             df = df.sortWithinPartitions(*exprs)
+            columns = None
     elif order is not None:
         # unsorted input must not claim the table's sort order
         settings = _replace_order(settings, 0)
@@ -178,7 +183,7 @@ def write_dataframe(
 
     text = description or f"Write data files to {t.name}"
     with job_description(spark, text):
-        return written.collect(map_in_arrow(df, write_task, f"{OUTPUT_COLUMN} binary"))
+        return written.collect(map_in_arrow(df, write_task, struct_schema(f"{OUTPUT_COLUMN} binary"), columns))
 
 
 #: the name of a write job's journal folder under the table's data path (not hidden: a journal left

@@ -49,7 +49,7 @@ from procedures.core.manifest_rewrite.clustering import (
     plan_write_tasks, uniform_partition, write_copy,
 )
 from procedures.io.sandbox_fileio import file_io
-from procedures.spark.dataframes import functions, parallelism, partition_slots, slices_frame
+from procedures.spark.dataframes import functions, parallelism, partition_slots, slices_frame, struct_schema
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
@@ -279,18 +279,18 @@ class SparkManifestRewriter:
         items = [(task_slots[task], bytearray(pickle.dumps((task, True, group), protocol=pickle.HIGHEST_PROTOCOL)))
                  for task, group in task_items]
         task_items.clear()
-        routed = self.spark.createDataFrame(items, _KEYED)
+        routed = self.spark.createDataFrame(items, struct_schema(_KEYED))
         del items
         n_mixed = len(mixed)
         if mixed:
             # entries read on the executors reach their write task through the same shuffle
             placed = slices_frame(self.spark, _slices(mixed, self._read_tasks(len(mixed))))
             mixed.clear()
-            routed = routed.unionByName(placed.mapInArrow(place, _KEYED))
-        outcomes = routed.repartition(len(tasks), "slot").mapInArrow(write, _KEYED if sync is not None else _PAYLOAD)
+            routed = routed.unionByName(placed.mapInArrow(place, struct_schema(_KEYED)))
+        outcomes = routed.repartition(len(tasks), "slot").mapInArrow(write, struct_schema(_KEYED if sync is not None else _PAYLOAD))
         if sync is not None:
             # the parts of a chunk meet in one task, which writes the manifest
-            outcomes = outcomes.repartition(n_chunks, "slot").mapInArrow(join, _PAYLOAD)
+            outcomes = outcomes.repartition(n_chunks, "slot").mapInArrow(join, struct_schema(_PAYLOAD))
         split = f", in {len(tasks)} parts" if sync is not None else ""
         with job_description(self.spark, f"rewrite_manifests: {self.name}: write {n_chunks} manifests "
                                          f"from {count} ({n_mixed} read for placement){split}"):
@@ -329,7 +329,7 @@ class SparkManifestRewriter:
         frame = slices_frame(self.spark, _slices(mixed, self._read_tasks(len(mixed))))
         with job_description(self.spark, f"rewrite_manifests: {self.name}: count entries per partition "
                                          f"in {len(mixed)} manifests"):
-            counted = (frame.mapInArrow(keys, "key binary, n long").groupBy("key").agg(F.sum("n").alias("n"))
+            counted = (frame.mapInArrow(keys, struct_schema("key binary, n long")).groupBy("key").agg(F.sum("n").alias("n"))
                        .collect())
         out = []
         for row in counted:

@@ -22,7 +22,7 @@ from procedures.core.table_relocation.relocation import ManifestRewrite, new_pat
 from procedures.errors import ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.path_rewrite import rewrite_delete_file_paths
-from procedures.spark.dataframes import slices_frame
+from procedures.spark.dataframes import slices_frame, struct_schema
 from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.manifest.model import DataFile, ManifestFile
@@ -71,7 +71,7 @@ def _run(spark: Any, io: Any, distributed: bool, items: Sequence[Any], fn: Calla
             yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], names=["result"])
 
     with optional_job(spark, description):
-        rows = slices_frame(spark, list(items)).mapInArrow(run, "result binary").collect()
+        rows = slices_frame(spark, list(items)).mapInArrow(run, struct_schema("result binary")).collect()
     return [pickle.loads(r.result) for r in rows]
 
 
