@@ -398,6 +398,8 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, views: _Views) 
         raise ValidationError(
             f"Cannot write to {t.name}: the query has {len(df.columns)} columns, the table expects "
             f"{len(dynamic_fields)} ({', '.join(f.name for f in dynamic_fields)})")
+    # by position: a query's column names may repeat (SELECT 3, 3)
+    df = df.toDF(*[f"__c{i}" for i in range(len(df.columns))])
     given = dict(zip([f.name for f in dynamic_fields], df.columns))
     out = []
     for f in fields:

@@ -29,7 +29,7 @@ from procedures.spark.write import write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression
-from procedures.spec.manifest.model import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.projection import strict_projection
 from procedures.spec.snapshots import SPARK_APP_ID
@@ -234,11 +234,15 @@ def write_position_changes(t: Table, hits: dict[str, list[int]], data_files: Ite
     remove_deletes: list[DataFile] = []
     targets: dict[DeleteTarget, list[int]] = {}
     for path, positions in hits.items():
-        if md.format_version >= 3:
-            old = [d for d in deletes.get(path, ()) if d.referenced_data_file in (None, path)]
+        # a DV holds all of its data file's deleted positions, so it absorbs the partition-scoped ones
+        # too; a new file-scoped position delete file absorbs the old file-scoped ones, which go (as
+        # Java's Spark writes since 1.8 do, so a data file keeps one delete file)
+        scopes = (None, path) if md.format_version >= 3 else (path,)
+        old = [d for d in deletes.get(path, ()) if d.content == FileContent.POSITION_DELETES
+               and d.referenced_data_file in scopes]
+        if old:
             existing = [read_position_deletes(t.io, d).get(path, ()) for d in old]
             positions = merge_positions(positions, *existing)
-            # old DVs and file-scoped position deletes are absorbed into the new DV
             remove_deletes += [d for d in old if d.referenced_data_file == path]
         targets[DeleteTarget.of(by_path[path])] = positions
     new_deletes = write_deletes(t.io, md, targets) if targets else []
