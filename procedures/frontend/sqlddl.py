@@ -187,8 +187,10 @@ def execute(spark, text: str, conf: Mapping[str, str]):
     """Run one non-CALL statement; returns a DataFrame (empty for DDL)."""
     # DELETE / UPDATE / MERGE / INSERT OVERWRITE on our tables (issue 35), read with sqlglot
     if sqldml.is_dml(text):
-        result = sqldml.execute(spark, sqldml.parse(text), text, conf)
+        statement = sqldml.parse(text)
+        result = sqldml.execute(spark, statement, text, conf)
         if result is not None:
+            refresh_table_views(spark, conf, [sqldml.changed_table(statement)])
             return result
     ours = set(catalog_names(conf))
     tokens = tokenize(text)

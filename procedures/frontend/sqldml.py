@@ -32,16 +32,15 @@ from procedures.catalog.config import catalog_names
 from procedures.core.kernel.row_level import DELETE, MERGE, UPDATE, conflict_check
 from procedures.errors import IcebergError, ValidationError
 from procedures.framework.context import open_catalog
-from procedures.frontend import sqlddl
 from procedures.frontend.sqltext import DIALECT, our_table_refs, parse_statement, table_parts
 from procedures.spark.dataframes import functions
 from procedures.spark.dml import delete_where, match_files, overwrite, overwrite_partitions
-from procedures.spark.read import read_table
+from procedures.spark.read import read_table, spark_type
 from procedures.spark.row_changes import KEYS, apply_row_changes, read_target, target_columns
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import ALWAYS_TRUE, Expression, and_
 
-__all__ = ["is_dml", "parse", "execute", "CARDINALITY_VIOLATION"]
+__all__ = ["is_dml", "parse", "execute", "changed_table", "CARDINALITY_VIOLATION"]
 
 #: the error class Spark names when a MERGE matches one target row with several source rows
 CARDINALITY_VIOLATION = "MERGE_CARDINALITY_VIOLATION"
@@ -153,8 +152,14 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
         raise ValidationError(views.clean_message(message)) from None
     finally:
         views.drop()
-    sqlddl.refresh_table_views(spark, conf, [(parts[0], ident)])
     return _empty(spark)
+
+
+def changed_table(statement: exp.Expression) -> tuple[str, tuple[str, ...]]:
+    """``(catalog, identifier)`` of the table a statement :func:`execute` ran changed, for refreshing
+    the views that stand for it."""
+    parts = table_parts(statement.this)
+    return parts[0], tuple(parts[1:])
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -185,8 +190,13 @@ def _filter_of(condition: exp.Expression | None) -> Expression:
     return and_(*found) if found else ALWAYS_TRUE
 
 
+def _type_sql(t: Any) -> str:
+    """The Spark SQL type a column of Iceberg type ``t`` reads as, for casts in statement text."""
+    return spark_type(t).simpleString()
+
+
 def _cast(F: Any, column: Any, t: Any, name: str) -> Any:
-    return column.cast(sqlddl.iceberg_to_spark_ddl(t)).alias(name)
+    return column.cast(spark_type(t)).alias(name)
 
 
 def _assignments(t: Any, eqs: list[exp.Expression], what: str) -> dict[str, exp.Expression]:
@@ -258,7 +268,7 @@ def _update(spark: Any, t: Any, statement: exp.Update, views: _Views) -> None:
     select = []
     for c in columns:
         value = _sql(sets[c]) if c in sets else f"{_q(alias)}.{_q(c)}"
-        select.append(f"CAST({value} AS {sqlddl.iceberg_to_spark_ddl(fields[c].field_type)}) AS {_q(c)}")
+        select.append(f"CAST({value} AS {_type_sql(fields[c].field_type)}) AS {_q(c)}")
     select += [f"{_q(alias)}.{m}" for m in meta]
     sql = f"SELECT {', '.join(select)} FROM {_q(view)} AS {_q(alias)}"
     if condition is not None:
@@ -336,7 +346,7 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
             raise ValidationError(f"MERGE: unsupported action {_sql(then) if then is not None else '(none)'}; use "
                                   "UPDATE SET ..., UPDATE SET *, DELETE, INSERT (...) VALUES (...) or INSERT *")
         for c, v in assigned.items():
-            values.append(f"CAST({v} AS {sqlddl.iceberg_to_spark_ddl(fields[c].field_type)}) AS {_q(f'__v{i}_{c}')}")
+            values.append(f"CAST({v} AS {_type_sql(fields[c].field_type)}) AS {_q(f'__v{i}_{c}')}")
         actions.setdefault(i, "none")
         clauses[i - 1] = (kind, cond, actions[i], set(assigned))
     select = [f"{_q(talias)}.{_q(c)} AS {_q(c)}" for c in columns] + [f"{_q(talias)}.{m} AS {m}" for m in meta]

@@ -32,17 +32,15 @@ deletes what this change wrote, and the table stays as the other writer left it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable
 
-from procedures.core.kernel.operations import OverwriteFiles, RowDelta, snapshots_since
+from procedures.core.kernel.operations import OverwriteFiles, RowDelta, added_entries_since, snapshots_since
 from procedures.core.kernel.properties import ChoiceProperty
-from procedures.core.kernel.snapshot_producer import snapshot_manifests
 from procedures.core.kernel.summary import is_dv
 from procedures.errors import CommitConflictError, ValidationError
 from procedures.spec.evaluators import Evaluator, InclusiveMetricsEvaluator
 from procedures.spec.expressions import ALWAYS_TRUE, Expression
-from procedures.spec.manifest.model import DataFile, FileContent, ManifestEntry, ManifestEntryStatus
-from procedures.spec.manifest.reader import read_manifest
+from procedures.spec.manifest.model import DataFile, FileContent, ManifestEntryStatus
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.projection import inclusive_projection
 from procedures.spec.snapshots import Snapshot
@@ -91,6 +89,10 @@ def conflict_check(md: TableMetadata, op: str, filter: Expression | None = None)
     return ConflictCheck(op, ISOLATION_LEVEL[op].read(md.properties), filter if filter is not None else ALWAYS_TRUE)
 
 
+#: the entries a concurrent snapshot wrote: files it added and files it removed
+_CHANGES = (ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED)
+
+
 class _FilterMatcher:
     """Whether a file may hold rows matching the conflict filter (partition, then column metrics for data)."""
 
@@ -115,21 +117,6 @@ class _FilterMatcher:
         return f.content != FileContent.DATA or self.metrics.eval(f)
 
 
-def _entries_since(io, base: TableMetadata, snaps: list[Snapshot]) -> Iterator[tuple[Snapshot, ManifestEntry]]:
-    """ADDED and DELETED entries written by ``snaps``."""
-    ids = {s.snapshot_id: s for s in snaps}
-    specs = {s.spec_id: s for s in base.partition_specs}
-    seen: set[str] = set()
-    for snap in snaps:
-        for m in snapshot_manifests(io, snap):
-            if m.added_snapshot_id not in ids or m.manifest_path in seen:
-                continue
-            seen.add(m.manifest_path)
-            for e in read_manifest(io, m, specs=specs):
-                if e.status != ManifestEntryStatus.EXISTING and e.snapshot_id in ids:
-                    yield ids[e.snapshot_id], e
-
-
 def _conflict(check: ConflictCheck, what: str, snap: Snapshot, start: int | None) -> CommitConflictError:
     return CommitConflictError(
         f"Cannot commit {check.op.upper()} ({check.isolation_level} isolation): {what}, committed by snapshot "
@@ -152,7 +139,7 @@ def validate_concurrent(io, base: TableMetadata, parent: Snapshot | None, start:
     rewritten, referenced, dv_targets = set(rewritten), set(referenced), set(dv_targets)
     touched = rewritten | referenced
     matcher = _FilterMatcher(base, check.filter)
-    for snap, e in _entries_since(io, base, snaps):
+    for snap, e in added_entries_since(io, base, snaps, statuses=_CHANGES):
         f = e.data_file
         if e.status == ManifestEntryStatus.DELETED:
             if f.content == FileContent.DATA and f.file_path in touched:
