@@ -172,17 +172,21 @@ def _sql(node: exp.Expression) -> str:
     return node.sql(dialect=DIALECT)
 
 
-def _filter_of(condition: exp.Expression | None) -> Expression:
-    """The conjuncts of ``condition`` our expression language reads (column qualifiers dropped), as
-    a filter that prunes files and detects conflicts, as Java's pushed-down filters do; ``true``
-    when none reads."""
+def _filter_of(condition: exp.Expression | None, t: Any) -> Expression:
+    """The conjuncts of ``condition`` our expression language reads, on the columns of ``t`` (named
+    as the schema does: Spark resolves names case-insensitively), as a filter that prunes files and
+    detects conflicts, as Java's pushed-down filters do; ``true`` when none reads."""
     if condition is None:
         return ALWAYS_TRUE
+    names = {f.name.lower(): f.name for f in t.metadata.schema().fields}
     found = []
     for part in condition.flatten() if isinstance(condition, exp.And) else [condition]:
-        if part.find(exp.Subquery, exp.Select, exp.Exists) is not None:
+        columns = list(part.find_all(exp.Column))
+        if part.find(exp.Subquery, exp.Select, exp.Exists) is not None or \
+                any(c.name.lower() not in names for c in columns):
             continue
-        bare = part.copy().transform(lambda n: exp.column(n.name) if isinstance(n, exp.Column) and n.table else n)
+        bare = part.copy().transform(
+            lambda n: exp.column(names[n.name.lower()], quoted=True) if isinstance(n, exp.Column) else n)
         try:
             found.append(parse_filter(_sql(bare)))
         except (IcebergError, ValueError):
@@ -223,8 +227,8 @@ def _delete(spark: Any, t: Any, statement: exp.Delete, views: _Views) -> None:
     condition = where.this if where is not None else None
     if t.metadata.current_snapshot_id is None:
         return
-    pushed = _filter_of(condition)
-    whole = condition is None or (pushed is not ALWAYS_TRUE and _exact_filter(condition))
+    pushed = _filter_of(condition, t)
+    whole = condition is None or (pushed is not ALWAYS_TRUE and _exact_filter(condition, t))
     if whole:
         # a condition our expression language reads fully: files it decides from metadata go whole,
         # as Java's metadata delete (only when every candidate file is decided)
@@ -245,10 +249,10 @@ def _delete(spark: Any, t: Any, statement: exp.Delete, views: _Views) -> None:
                       filter=pushed)
 
 
-def _exact_filter(condition: exp.Expression) -> bool:
+def _exact_filter(condition: exp.Expression, t: Any) -> bool:
     """Whether every conjunct of ``condition`` reads as a filter (so the filter is the condition)."""
     parts = condition.flatten() if isinstance(condition, exp.And) else [condition]
-    return all(_filter_of(p) is not ALWAYS_TRUE for p in parts)
+    return all(_filter_of(p, t) is not ALWAYS_TRUE for p in parts)
 
 
 # ------------------------------------------------------------------------------------ UPDATE
@@ -277,7 +281,7 @@ def _update(spark: Any, t: Any, statement: exp.Update, views: _Views) -> None:
     if "_last_updated_sequence_number" in meta:
         # an updated row keeps its id; its sequence number is the commit's (null: inherited)
         updated = updated.withColumn("_last_updated_sequence_number", F.lit(None).cast("bigint"))
-    pushed = _filter_of(condition)
+    pushed = _filter_of(condition, t)
     apply_row_changes(spark, t, target, updated.select(*KEYS), updated, op=UPDATE,
                       check=conflict_check(t.metadata, UPDATE, pushed), filter=pushed)
 

@@ -30,7 +30,7 @@ from procedures.spark.dml import FilterMatch, commit_write, file_scoped_deletes,
 from procedures.spark.read import read_table
 from procedures.spark.session import job_description
 from procedures.spark.write import delete_quietly, write_dataframe
-from procedures.spec.expressions import Expression
+from procedures.spec.expressions import ALWAYS_TRUE, Expression
 from procedures.spec.metadata_columns import row_lineage_names
 
 __all__ = ["KEYS", "target_columns", "read_target", "apply_row_changes"]
@@ -77,6 +77,11 @@ def apply_row_changes(spark: Any, t: Table, target: Any, touched: Any, new_rows:
         return t
     match = match_files(t, filter, spark) if hits else FilterMatch(start)
     files = {f.file_path: f for f in match.full + match.partial}
+    if set(hits) - set(files):
+        # Spark matched a row the filter's pruning did not expect (the two evaluate a predicate
+        # differently): plan every file rather than lose the change
+        match = match_files(t, ALWAYS_TRUE, spark)
+        files = {f.file_path: f for f in match.full + match.partial}
     written: list[str] = []
     try:
         if mode == COPY_ON_WRITE:

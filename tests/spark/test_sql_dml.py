@@ -338,3 +338,42 @@ def test_one_statement_of_each_family_on_every_catalog(spark, request, kind):
     finally:
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     spark.sql(f"DROP TABLE {jt}")
+
+
+# ------------------------------------------------------------------------------------ Spark Connect
+@pytest.mark.both_sessions
+@pytest.mark.parametrize("fv", [2, 3])
+def test_every_family_on_classic_and_connect_sessions(spark, tmp_path, fv):
+    spark.conf.set("spark.sql.catalog.dmlc.type", "hadoop")
+    spark.conf.set("spark.sql.catalog.dmlc.warehouse", str(tmp_path / "wh"))
+    try:
+        procedures.sql(spark, "CREATE NAMESPACE dmlc.db")
+        procedures.sql(spark, f"CREATE TABLE dmlc.db.t ({COLUMNS}) USING iceberg PARTITIONED BY (part) "
+                              f"TBLPROPERTIES ('format-version'='{fv}', 'write.update.mode'='merge-on-read', "
+                              "'write.merge.mode'='merge-on-read')")
+        procedures.sql(spark, "CREATE TABLE dmlc.db.src (id bigint, data string) USING iceberg")
+        procedures.sql(spark, "INSERT INTO dmlc.db.t VALUES " + ", ".join(
+            f"({i}, 'p{i % 2}', 'd{i}', {i})" for i in range(10)))
+        procedures.sql(spark, "INSERT INTO dmlc.db.src VALUES (2, 'two'), (20, 'twenty')")
+        expected = {i: (f"p{i % 2}", f"d{i}", i) for i in range(10)}
+
+        def check(statement):
+            procedures.sql(spark, statement)
+            got = {r["id"]: (r["part"], r["data"], r["n"])
+                   for r in procedures.sql(spark, "SELECT * FROM dmlc.db.t").collect()}
+            assert got == expected, statement
+
+        del expected[3]
+        check("DELETE FROM dmlc.db.t WHERE data = 'd3'")
+        expected[4] = ("p0", "d4", 44)
+        check("UPDATE dmlc.db.t SET n = 44 WHERE id = 4")
+        expected[2] = ("p0", "two", 2)
+        expected[20] = ("p0", "twenty", None)
+        check("MERGE INTO dmlc.db.t t USING dmlc.db.src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET data = s.data "
+              "WHEN NOT MATCHED THEN INSERT (id, part, data) VALUES (s.id, 'p0', s.data)")
+        expected = {i: v for i, v in expected.items() if v[0] != "p1"}
+        expected[7] = ("p1", "seven", 7)
+        check("INSERT OVERWRITE dmlc.db.t PARTITION (part = 'p1') SELECT 7, 'seven', 7")
+    finally:
+        spark.conf.unset("spark.sql.catalog.dmlc.type")
+        spark.conf.unset("spark.sql.catalog.dmlc.warehouse")
