@@ -377,3 +377,30 @@ def test_every_family_on_classic_and_connect_sessions(spark, tmp_path, fv):
     finally:
         spark.conf.unset("spark.sql.catalog.dmlc.type")
         spark.conf.unset("spark.sql.catalog.dmlc.warehouse")
+
+
+# ------------------------------------------------------------------------------------ the console
+def test_the_console_runs_every_family_on_the_default_catalog(tmp_path):
+    """The quickstart's ``local`` catalog (embedded SQLite JDBC) in ``procedures-sql``, as the issue tried."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "dml.sql"
+    script.write_text(
+        "CREATE NAMESPACE IF NOT EXISTS local.db;\n"
+        "CREATE TABLE local.db.events (id bigint, kind string) USING iceberg "
+        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read');\n"
+        "INSERT INTO local.db.events VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd');\n"
+        "DELETE FROM local.db.events WHERE id = 1;\n"
+        "UPDATE local.db.events SET kind = upper(kind) WHERE id >= 3;\n"
+        "MERGE INTO local.db.events t USING (SELECT 2 AS id, 'bb' AS kind UNION ALL SELECT 5, 'e') s\n"
+        "  ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *;\n"
+        "INSERT OVERWRITE local.db.events SELECT id * 10, kind FROM local.db.events;\n"
+        "SELECT id, kind FROM local.db.events ORDER BY id;\n"
+    )
+    run = subprocess.run([sys.executable, "-m", "procedures.frontend.cli", "-f", str(script)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-6:] == ["id  kind", "--  ----", "20  bb", "30  C", "40  D", "50  e"]
