@@ -124,10 +124,11 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
     if not isinstance(statement, kinds) and not (isinstance(statement, exp.Insert) and statement.args.get("overwrite")):
         return None
     target = statement.this
-    if isinstance(target, exp.Schema):
+    ours = our_table_refs(statement, catalog_names(conf))
+    if isinstance(target, exp.Schema) and target.this in ours:
         raise ValidationError("INSERT OVERWRITE with a column list is not supported on our tables: select the "
                               "table's columns in order instead")
-    if not isinstance(target, exp.Table) or target not in our_table_refs(statement, catalog_names(conf)):
+    if not isinstance(target, exp.Table) or target not in ours:
         return None
     parts = table_parts(target)
     catalog = open_catalog(parts[0], conf)
