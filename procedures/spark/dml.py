@@ -224,20 +224,22 @@ def _merge_on_read_delete(spark: Any, t: Table, match: FilterMatch, filter: str 
 
 
 def write_position_changes(t: Table, hits: dict[str, list[int]], data_files: Iterable[DataFile],
-                           deletes: dict[str, list[DataFile]]) -> tuple[list[DataFile], list[DataFile]]:
+                           deletes: dict[str, list[DataFile]], *, absorb_file_scoped: bool = False,
+                           ) -> tuple[list[DataFile], list[DataFile]]:
     """Write the deletes marking positions ``hits`` (data file path -> row positions) of ``data_files``:
     position delete files on v2, deletion vectors on v3, where a data file's new DV absorbs its old
     DV or file-scoped position deletes (``deletes``: data file path -> the delete files applying to
-    it).  Returns ``(new delete files, replaced delete files to remove)``."""
+    it); with ``absorb_file_scoped`` a v2 data file's new position delete file absorbs its old
+    file-scoped ones too.  Returns ``(new delete files, replaced delete files to remove)``."""
     md = t.metadata
     by_path = {f.file_path: f for f in data_files}
     remove_deletes: list[DataFile] = []
     targets: dict[DeleteTarget, list[int]] = {}
     for path, positions in hits.items():
         # a DV holds all of its data file's deleted positions, so it absorbs the partition-scoped ones
-        # too; a new file-scoped position delete file absorbs the old file-scoped ones, which go (as
-        # Java's Spark writes since 1.8 do, so a data file keeps one delete file)
-        scopes = (None, path) if md.format_version >= 3 else (path,)
+        # too; a new file-scoped position delete file may absorb the old file-scoped ones, which go
+        # (Java's Spark DML does so since 1.8, so a data file keeps one delete file)
+        scopes = (None, path) if md.format_version >= 3 else ((path,) if absorb_file_scoped else ())
         old = [d for d in deletes.get(path, ()) if d.content == FileContent.POSITION_DELETES
                and d.referenced_data_file in scopes]
         if old:

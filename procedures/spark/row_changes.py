@@ -106,7 +106,8 @@ def apply_row_changes(spark: Any, t: Table, target: Any, touched: Any, new_rows:
                     new_files = write_dataframe(spark, t, new_rows.select(*[F.col(f"`{c}`") for c in columns + lineage]),
                                                 row_lineage=bool(lineage), description=f"{op.upper()} {t.name}: write rows")
                 written = [f.file_path for f in new_files]
-                new_deletes, replaced = write_position_changes(t, hits, files.values(), match.deletes)
+                new_deletes, replaced = write_position_changes(t, hits, files.values(), match.deletes,
+                                                                absorb_file_scoped=True)
                 written += [d.file_path for d in new_deletes]
             commit_op = MergeOnReadCommit(add_rows=new_files, add_deletes=new_deletes, remove_deletes=replaced,
                                           starting_snapshot_id=start, check=check)
