@@ -422,10 +422,12 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, views: _Views) 
         out.append(_cast(F, col, f.field_type, f.name))
     rows = df.select(*out)
     mode = str(spark.conf.get(OVERWRITE_MODE, "static") or "static").strip().lower()
-    if mode == "dynamic":
+    if mode not in ("static", "dynamic"):
+        raise ValidationError(f"{OVERWRITE_MODE}={mode!r}: use static or dynamic")
+    # as Spark: dynamic only while some partition field is left to the rows (an unpartitioned table, or
+    # one whose every partition column is given a value, is overwritten statically)
+    if mode == "dynamic" and len(t.metadata.spec().fields) > len(static):
         overwrite_partitions(spark, t, rows)
         return
-    if mode != "static":
-        raise ValidationError(f"{OVERWRITE_MODE}={mode!r}: use static or dynamic")
     filter = " AND ".join(f"{_q(name)} = {_sql(value)}" for name, value in static.items()) or "true"
     overwrite(spark, t, rows, filter)
