@@ -31,6 +31,7 @@ __all__ = [
     "CommitError",
     "CommitFailedError",
     "CommitStateUnknownError",
+    "CommitConflictError",
     "CatalogConfigError",
     "NoSuchCatalogError",
     "StorageConfigError",
@@ -139,6 +140,12 @@ class CommitFailedError(CommitError):
         #: False when retrying cannot help (a concurrent commit broke what the change relied on)
         self.retryable = retryable
         super().__init__(message)
+
+
+class CommitConflictError(ValidationError):
+    """A concurrent commit changed files or rows that a row-level change (DELETE, UPDATE, MERGE) read,
+    as the table's ``write.<op>.isolation-level`` defines a conflict; nothing of the change is
+    visible and the table is as the other writer left it.  Rerun the statement on the new snapshot."""
 
 
 class CommitStateUnknownError(CommitError):

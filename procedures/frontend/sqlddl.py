@@ -26,6 +26,7 @@ from procedures.catalog.config import catalog_names
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.errors import NoSuchTableError, TableAlreadyExistsError, NamespaceAlreadyExistsError, ValidationError
 from procedures.framework.context import open_catalog
+from procedures.frontend import sqldml
 from procedures.frontend.parser import Parser, Token, tokenize
 from procedures.spark.dataframes import functions
 from procedures.spark.dml import append
@@ -184,6 +185,13 @@ def _our_table_refs(tokens: list[Token], ours: set[str]) -> list[tuple[int, int,
 
 def execute(spark, text: str, conf: Mapping[str, str]):
     """Run one non-CALL statement; returns a DataFrame (empty for DDL)."""
+    # DELETE / UPDATE / MERGE / INSERT OVERWRITE on our tables (issue 35), read with sqlglot
+    if sqldml.is_dml(text):
+        statement = sqldml.parse(text)
+        result = sqldml.execute(spark, statement, text, conf)
+        if result is not None:
+            refresh_table_views(spark, conf, [sqldml.changed_table(statement)])
+            return result
     ours = set(catalog_names(conf))
     tokens = tokenize(text)
     refs = _our_table_refs(tokens, ours)

@@ -29,18 +29,19 @@ from procedures.spark.write import write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression
-from procedures.spec.manifest.model import DataFile, FileFormat
+from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.projection import strict_projection
 from procedures.spec.snapshots import SPARK_APP_ID
 
-__all__ = ["append", "overwrite", "overwrite_partitions", "delete_where", "FilterMatch", "match_files"]
+__all__ = ["append", "overwrite", "overwrite_partitions", "delete_where", "FilterMatch", "match_files",
+           "write_position_changes", "file_scoped_deletes", "commit_write"]
 
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
 
 
-def _commit_write(spark: Any, t: Table, ops: list[Any]) -> Table:
+def commit_write(spark: Any, t: Table, ops: list[Any]) -> Table:
     """Commit a DataFrame write's operations with the Spark application id in the snapshot summary
     (``spark.app.id``, as Iceberg Java's Spark writes add it besides ``app-id``)."""
     app_id = record_engine(spark)
@@ -58,7 +59,7 @@ def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
     files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}", columns=columns)
     if not files:
         return t
-    return _commit_write(spark, t, [MergeAppend(files, snapshot_properties=dict(snapshot_properties or {}))])
+    return commit_write(spark, t, [MergeAppend(files, snapshot_properties=dict(snapshot_properties or {}))])
 
 
 def overwrite_partitions(spark: Any, table: str | Table, df: Any, *, sort: bool = False) -> Table:
@@ -69,7 +70,7 @@ def overwrite_partitions(spark: Any, table: str | Table, df: Any, *, sort: bool 
     if not files:
         return t
     start = t.metadata.current_snapshot_id
-    return _commit_write(spark, t, [ReplacePartitions(files, starting_snapshot_id=start)])
+    return commit_write(spark, t, [ReplacePartitions(files, starting_snapshot_id=start)])
 
 
 @dataclass
@@ -135,7 +136,7 @@ def _rewrite_remaining(spark: Any, t: Table, files: list[DataFile], filter: str 
     return write_dataframe(spark, t, kept, description=description, row_lineage=bool(lineage))
 
 
-def _file_scoped_deletes(match: FilterMatch, removed: Iterable[DataFile]) -> list[str]:
+def file_scoped_deletes(match: FilterMatch, removed: Iterable[DataFile]) -> list[str]:
     """Position delete files (not DVs, whose Puffin may hold other files' vectors) that only
     reference removed data files: they go with their data file."""
     out = []
@@ -162,14 +163,14 @@ def overwrite(spark: Any, table: str | Table, df: Any, filter: str | Expression,
             rewritten = _rewrite_remaining(spark, t, match.partial, filter,
                                            f"overwrite {t.name}: rewrite {len(match.partial)} file(s)")
     removed = match.full + match.partial
-    remove_paths = [f.file_path for f in removed] + _file_scoped_deletes(match, removed)
+    remove_paths = [f.file_path for f in removed] + file_scoped_deletes(match, removed)
     if not remove_paths and not new_files and not rewritten:
         return t
     op = OverwriteFiles(
         add_files=new_files + rewritten, remove_paths=remove_paths, starting_snapshot_id=match.snapshot_id,
         validate_no_conflicting_deletes=True,
     )
-    return _commit_write(spark, t, [op])
+    return commit_write(spark, t, [op])
 
 
 def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mode: str | None = None) -> Table:
@@ -196,15 +197,14 @@ def delete_where(spark: Any, table: str | Table, filter: str | Expression, *, mo
             removed = match.full + match.partial
             op = OverwriteFiles(
                 add_files=rewritten,
-                remove_paths=[f.file_path for f in removed] + _file_scoped_deletes(match, removed),
+                remove_paths=[f.file_path for f in removed] + file_scoped_deletes(match, removed),
                 starting_snapshot_id=match.snapshot_id, validate_no_conflicting_deletes=True,
             )
-            return _commit_write(spark, t, [op])
+            return commit_write(spark, t, [op])
         return _merge_on_read_delete(spark, t, match, filter)
 
 
 def _merge_on_read_delete(spark: Any, t: Table, match: FilterMatch, filter: str | Expression) -> Table:
-    md = t.metadata
     text = filter if isinstance(filter, str) else None
     if text is None:
         raise ValidationError("merge-on-read deletes of partly matching files need the filter as Spark SQL text")
@@ -212,32 +212,46 @@ def _merge_on_read_delete(spark: Any, t: Table, match: FilterMatch, filter: str 
     hits: dict[str, list[int]] = {}
     for r in rows.select("_file", "_pos").collect():
         hits.setdefault(r[0], []).append(r[1])
-    by_path = {f.file_path: f for f in match.partial}
-    remove_deletes: list[DataFile] = []
-    deletes: dict[DeleteTarget, list[int]] = {}
-    if md.format_version >= 3:
-        for path, positions in hits.items():
-            old = [d for d in match.deletes.get(path, ()) if d.referenced_data_file in (None, path)]
-            existing = [read_position_deletes(t.io, d).get(path, ()) for d in old]
-            deletes[DeleteTarget.of(by_path[path])] = merge_positions(positions, *existing)
-            # old DVs and file-scoped position deletes are absorbed into the new DV
-            remove_deletes += [d for d in old if d.referenced_data_file == path]
-    else:
-        for path, positions in hits.items():
-            deletes[DeleteTarget.of(by_path[path])] = positions
-    new_deletes = write_deletes(t.io, md, deletes) if deletes else []
+    new_deletes, remove_deletes = write_position_changes(t, hits, match.partial, match.deletes)
     removed_data = match.full
-    removed_data_scoped = _file_scoped_deletes(match, removed_data)
-    # one DV per (Puffin file, blob offset): the core removes exactly those blobs and leaves the
-    # neighbours that share the Puffin file in place
-    remove = list({(d.file_path, d.content_offset): d for d in remove_deletes}.values())
+    removed_data_scoped = file_scoped_deletes(match, removed_data)
     op = RowDelta(
         add_deletes=new_deletes,
         # fully matched data files go by path with the replaced deletes
-        remove_deletes=remove + removed_data + [d for p in removed_data_scoped for d in _by_path(match, p)],
+        remove_deletes=remove_deletes + removed_data + [d for p in removed_data_scoped for d in _by_path(match, p)],
         starting_snapshot_id=match.snapshot_id,
     )
-    return _commit_write(spark, t, [op])
+    return commit_write(spark, t, [op])
+
+
+def write_position_changes(t: Table, hits: dict[str, list[int]], data_files: Iterable[DataFile],
+                           deletes: dict[str, list[DataFile]], *, absorb_file_scoped: bool = False,
+                           ) -> tuple[list[DataFile], list[DataFile]]:
+    """Write the deletes marking positions ``hits`` (data file path -> row positions) of ``data_files``:
+    position delete files on v2, deletion vectors on v3, where a data file's new DV absorbs its old
+    DV or file-scoped position deletes (``deletes``: data file path -> the delete files applying to
+    it); with ``absorb_file_scoped`` a v2 data file's new position delete file absorbs its old
+    file-scoped ones too.  Returns ``(new delete files, replaced delete files to remove)``."""
+    md = t.metadata
+    by_path = {f.file_path: f for f in data_files}
+    remove_deletes: list[DataFile] = []
+    targets: dict[DeleteTarget, list[int]] = {}
+    for path, positions in hits.items():
+        # a DV holds all of its data file's deleted positions, so it absorbs the partition-scoped ones
+        # too; a new file-scoped position delete file may absorb the old file-scoped ones, which go
+        # (Java's Spark DML does so since 1.8, so a data file keeps one delete file)
+        scopes = (None, path) if md.format_version >= 3 else ((path,) if absorb_file_scoped else ())
+        old = [d for d in deletes.get(path, ()) if d.content == FileContent.POSITION_DELETES
+               and d.referenced_data_file in scopes]
+        if old:
+            existing = [read_position_deletes(t.io, d).get(path, ()) for d in old]
+            positions = merge_positions(positions, *existing)
+            remove_deletes += [d for d in old if d.referenced_data_file == path]
+        targets[DeleteTarget.of(by_path[path])] = positions
+    new_deletes = write_deletes(t.io, md, targets) if targets else []
+    # one DV per (Puffin file, blob offset): the core removes exactly those blobs and leaves the
+    # neighbours that share the Puffin file in place
+    return new_deletes, list({(d.file_path, d.content_offset): d for d in remove_deletes}.values())
 
 
 def _by_path(match: FilterMatch, path: str) -> list[DataFile]:

@@ -66,9 +66,11 @@ def snapshots_since(base: TableMetadata, head: Snapshot | None, starting_snapsho
 
 
 def added_entries_since(
-    io, base: TableMetadata, snapshots: list[Snapshot], content: ManifestContent | None = None
+    io, base: TableMetadata, snapshots: list[Snapshot], content: ManifestContent | None = None,
+    statuses: tuple[ManifestEntryStatus, ...] = (ManifestEntryStatus.ADDED,),
 ) -> Iterator[tuple[Snapshot, ManifestEntry]]:
-    """ADDED entries of the given snapshots (each read from the manifests that snapshot added)."""
+    """ADDED entries (or those of ``statuses``) of the given snapshots (each read from the manifests
+    that snapshot added)."""
     ids = {s.snapshot_id for s in snapshots}
     by_id = {s.snapshot_id: s for s in snapshots}
     specs = {s.spec_id: s for s in base.partition_specs}
@@ -81,7 +83,7 @@ def added_entries_since(
                 continue
             seen.add(m.manifest_path)
             for e in read_manifest(io, m, specs=specs):
-                if e.status == ManifestEntryStatus.ADDED and e.snapshot_id in ids:
+                if e.status in statuses and e.snapshot_id in ids:
                     yield by_id[e.snapshot_id], e
 
 
