@@ -29,9 +29,7 @@ import re
 import uuid
 from typing import Mapping
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import TokenError
 
 from procedures.catalog.config import catalog_names
 from procedures.core.kernel.builder import new_table_metadata
@@ -45,7 +43,7 @@ from procedures.errors import (
 )
 from procedures.framework.context import open_catalog
 from procedures.frontend import sqlshow
-from procedures.frontend.parser import Parser
+from procedures.frontend.parser import Parser, tokenize
 from procedures.frontend.sqltext import DIALECT, is_opaque, our_table_refs, parse_statement, table_parts
 from procedures.spark.dataframes import functions
 from procedures.spark.dml import append
@@ -205,11 +203,13 @@ _NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
 def _names_a_catalog(text: str, ours: set[str]) -> bool:
     """Whether any word of ``text`` is one of our catalog names: a statement without one goes to
     Spark as written, even one sqlglot cannot read."""
+    # the CALL parser's tokenizer: sqlglot's keeps the rest of a statement it reads only as a command
+    # (EXPLAIN ..., SHOW ...) as one string
     try:
-        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
-    except TokenError:
+        tokens = tokenize(text)
+    except ValidationError:
         return any(name in text for name in ours)
-    return any(t.text in ours for t in tokens)
+    return any(t.kind in ("IDENT", "QIDENT") and t.value in ours for t in tokens)
 
 
 def execute(spark, text: str, conf: Mapping[str, str]):
@@ -553,7 +553,8 @@ def _sql_over_views(spark, query: str, views: Mapping[str, str]):
 
 def _insert(spark, statement: exp.Insert, text: str, conf, ours: set[str]):
     target = statement.this
-    if not isinstance(target, exp.Table) or statement.args.get("overwrite") or statement.args.get("partition"):
+    if (not isinstance(target, exp.Table) or statement.args.get("overwrite") or statement.args.get("partition")
+            or target.args.get("partition")):
         raise _unsupported(text, ours)
     parts = table_parts(target)
     if parts[0] not in ours:
