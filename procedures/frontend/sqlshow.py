@@ -32,7 +32,7 @@ from procedures.spark.read import spark_type, unified_partition_type
 from procedures.spec import types as T
 from procedures.spec.sorting import NullOrder, SortDirection
 
-__all__ = ["execute_show", "describe", "table_properties", "show_create_table", "describe_transform"]
+__all__ = ["execute_show", "describe", "table_properties", "show_create_table", "describe_transform", "ddl_columns"]
 
 #: Spark's reserved table properties (``CatalogV2Util.TABLE_RESERVED_PROPERTIES``): shown by DESCRIBE
 #: EXTENDED as their own rows, never among the table properties
@@ -275,7 +275,7 @@ def show_create_table(sel: TableSelection, name: str) -> str:
     return "".join(out)
 
 
-def _ddl_fields(ddl: str) -> list[tuple[str, str]]:
+def ddl_columns(ddl: str) -> list[tuple[str, str]]:
     """``(name, type)`` of each column of a DDL schema (``a int, b struct<x:int,y:string>``)."""
     out, depth, start = [], 0, 0
     for i, c in enumerate(ddl + ","):
@@ -307,7 +307,7 @@ def describe(spark: Any, statement: exp.Describe, conf: Mapping[str, str]) -> An
             rows += [(f"Part {i}", describe_transform(md, pf.transform, pf.source_id), "")
                      for i, pf in enumerate(spec.fields)]
     else:
-        rows += [(n, t, None) for n, t in _ddl_fields(metadata_table_schema(sel.metadata_table, md))]
+        rows += [(n, t, None) for n, t in ddl_columns(metadata_table_schema(sel.metadata_table, md))]
     if str(statement.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):
         ptype = unified_partition_type(md) if sel.metadata_table is None else T.StructType()
         rows += [blank, ("# Metadata Columns", "", "")]

@@ -7,9 +7,20 @@ from __future__ import annotations
 import json
 import uuid
 
+import pyarrow as pa
 import pytest
 
 from procedures.catalog import HadoopCatalog
+from procedures.core.kernel.builder import new_table_metadata
+from procedures.core.kernel.operations import DeleteFiles, FastAppend
+from procedures.core.kernel.transaction import commit
+from procedures.core.table_selectors import METADATA_TABLE_NAMES
+from procedures.frontend.sqlshow import ddl_columns
+from procedures.io.parquet_writer import WriteSettings, write_data_files
+from procedures.spark.metadata_tables import METADATA_TABLES, metadata_table_rows, metadata_table_schema
+from procedures.spec import types as T
+from procedures.spec.partitioning import PartitionSpecBuilder
+from procedures.spec.schema import Schema
 from procedures.core.table_selectors import TableSelection, select_table, with_version
 from procedures.errors import NoSuchRefError, NoSuchTableError, UnsupportedStatementError, ValidationError
 from procedures.frontend import sqlddl
@@ -158,3 +169,35 @@ def test_user_messages_name_tables_not_views():
                "JVM stacktrace:\norg.apache.spark.sql.AnalysisException\n\tat org.apache.Foo(Foo.scala:1)")
     out = sqlddl.user_message(message, {"__procedures_1_ab": "local.db.t"})
     assert out == "[AMBIGUOUS_REFERENCE] Reference `id` is ambiguous, could be: [local.db.t.`id`]."
+
+
+# ----------------------------------------------------------------------------- metadata table rows
+def test_every_metadata_table_has_rows_of_its_schema(tmp_path):
+    assert set(METADATA_TABLES) == set(METADATA_TABLE_NAMES)
+    cat = HadoopCatalog("local", str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    schema = Schema((T.NestedField(1, "id", T.LONG, False), T.NestedField(2, "data", T.STRING, False)))
+    md, _ = new_table_metadata(schema=schema, spec=PartitionSpecBuilder(schema).add("data", "identity").build(),
+                               location=cat.default_table_location(("db", "t")))
+    t = cat.create_table(("db", "t"), md)
+    files = []
+    for i in range(2):
+        t = cat.load_table(("db", "t"))
+        new = write_data_files(t.io, WriteSettings.from_metadata(t.metadata),
+                               [pa.table({"id": pa.array([i], pa.int64()), "data": [f"p{i}"]})])
+        files += new
+        commit(t, [FastAppend(new)])
+    t = cat.load_table(("db", "t"))
+    commit(t, [DeleteFiles([files[0].file_path])])
+    t = cat.load_table(("db", "t"))
+    first = t.metadata.snapshots[0].snapshot_id
+    for name in METADATA_TABLES:
+        columns = ddl_columns(metadata_table_schema(name, t.metadata))
+        for row in metadata_table_rows(t, name):
+            assert len(row) == len(columns), name
+    assert len(metadata_table_rows(t, "files")) == 1 and len(metadata_table_rows(t, "all_files")) == 2
+    assert len(metadata_table_rows(t, "files", snapshot_id=first)) == 1
+    assert {r[-1] for r in metadata_table_rows(t, "all_manifests")} == {s.snapshot_id for s in t.metadata.snapshots}
+    log = metadata_table_rows(t, "metadata_log_entries")
+    assert log[-1][1] == t.metadata_location and log[-1][2] == t.metadata.current_snapshot_id
+    assert [r[0] for r in metadata_table_rows(t, "entries")].count(2) == 1  # the deleted file's entry
