@@ -59,9 +59,11 @@ def select_table(catalog: Any, parts: Sequence[str], display: str | None = None)
     ident = tuple(parts)
     try:
         return TableSelection(catalog.load_table(ident))
-    except NoSuchTableError:
+    except (NoSuchTableError, ValidationError):
+        # a catalog of two-level names (hive) refuses a longer name as invalid: it may name a
+        # metadata table or selector of a table all the same
         if len(ident) < 3:
-            raise NoSuchTableError(f"Table or view not found: {name}") from None
+            raise
     last = ident[-1]
     try:
         parent = catalog.load_table(ident[:-1])

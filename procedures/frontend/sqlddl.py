@@ -514,7 +514,10 @@ def substitute_reads(spark, statement: exp.Expression, conf, ours: set[str]) -> 
                 # only views of the current rows follow later commits (refresh_table_views)
                 _TABLE_VIEWS.setdefault(_view_key(sel.table.catalog.name, sel.table.identifier), set()).add(view)
         views[view] = name
-        alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table_parts(ref)[-1]))
+        last = table_parts(ref)[-1]
+        # Spark reads only [A-Za-z0-9_] unquoted
+        alias = ref.args.get("alias") or exp.TableAlias(
+            this=exp.to_identifier(last, quoted=not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", last)))
         replacement = exp.Table(this=exp.to_identifier(view), alias=alias)
         for key_, value in ref.args.items():
             if key_ not in ("this", "db", "catalog", "version", "alias") and value:
@@ -539,16 +542,16 @@ def user_message(message: str, views: Mapping[str, str]) -> str:
 
 def _sql_over_views(spark, query: str, views: Mapping[str, str]):
     """``spark.sql(query)``, analysed now (a Spark Connect session analyses lazily, and its later
-    errors would name our views); an error naming one of our views names its table instead."""
+    errors would name our views).  When the query reads our tables, a Spark error becomes a
+    ValidationError that names the tables, not the views, and carries no JVM stack trace."""
     try:
         df = spark.sql(query)
         df.schema  # noqa: B018 -- analysis errors surface here, not at the caller's first action
         return df
-    except Exception as e:  # noqa: BLE001 -- any Spark error may quote a view; others pass unchanged
-        message = str(e)
-        if not any(view in message for view in views):
+    except Exception as e:  # noqa: BLE001 -- a Spark error about a query over our views, as ours
+        if not views:
             raise
-        raise ValidationError(user_message(message, views)) from None
+        raise ValidationError(user_message(str(e), views)) from None
 
 
 def _insert(spark, statement: exp.Insert, text: str, conf, ours: set[str]):

@@ -181,7 +181,7 @@ def table_properties(sel: TableSelection) -> dict[str, str]:
     order = md.sort_order()
     if not order.is_unsorted():
         props["sort-order"] = ", ".join(_describe_sort_field(md, f) for f in order.fields)
-    ids = md.schema().identifier_field_names()
+    ids = md.schema().identifier_field_names
     if ids:
         props["identifier-fields"] = "[" + ",".join(ids) + "]"
     props.update({k: v for k, v in md.properties.items() if k not in _ICEBERG_RESERVED})

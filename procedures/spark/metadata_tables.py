@@ -117,8 +117,10 @@ def metadata_table_schema(name: str, md: TableMetadata) -> str:
                 "last_updated_snapshot_id bigint")
     if name == "position_deletes":
         part = f"partition {_ddl(ptype)}, " if ptype.fields else ""
+        # format v3 adds where a deletion vector sits in its Puffin file
+        dv = ", content_offset bigint, content_size_in_bytes bigint" if md.format_version >= 3 else ""
         return (f"file_path string, pos bigint, row {_ddl(md.schema().as_struct())}, {part}spec_id int, "
-                "delete_file_path string")
+                f"delete_file_path string{dv}")
     raise ValidationError(f"Unknown metadata table {name!r}; known: {', '.join(METADATA_TABLES)}")
 
 
@@ -288,9 +290,10 @@ def _position_deletes(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
             by_path = {df.referenced_data_file: read_dv_positions(t.io, df)}
         else:
             by_path = read_position_deletes(t.io, df)
+        dv = (df.content_offset, df.content_size_in_bytes) if md.format_version >= 3 else ()
         for path, positions in by_path.items():
             for pos in positions.tolist():
-                yield (path, pos, None, *part, df.spec_id, df.file_path)
+                yield (path, pos, None, *part, df.spec_id, df.file_path, *dv)
 
 
 #: metadata table name -> rows of (table, snapshot to read or None for the current one)
