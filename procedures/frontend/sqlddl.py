@@ -237,7 +237,7 @@ def execute(spark, text: str, conf: Mapping[str, str]):
         if parts[0] in ours and len(parts) >= 2:
             return _create_namespace(spark, conf, parts, bool(statement.args.get("exists")))
     if isinstance(statement, exp.Drop) and str(statement.args.get("kind") or "").upper() in _NAMESPACE_KINDS:
-        parts = table_parts(statement.this)
+        parts = table_parts(_dropped(statement)[0])
         if parts[0] in ours and len(parts) >= 2:
             return _drop_namespace(spark, conf, parts, statement)
     refs = our_table_refs(statement, ours)
@@ -390,8 +390,13 @@ def _partition_term(p: _DDL) -> tuple[str, str]:
                           "bucket(n, col) or truncate(width, col)")
 
 
+def _dropped(statement: exp.Drop) -> list[exp.Table]:
+    """The tables or namespaces a DROP names (sqlglot keeps them in ``tables``)."""
+    return statement.args.get("tables") or [statement.this]
+
+
 def _drop_table(spark, statement: exp.Drop, conf):
-    for ref in statement.expressions or [statement.this]:
+    for ref in _dropped(statement):
         parts = table_parts(ref)
         catalog, ident = _table(conf, list(parts))
         try:

@@ -81,6 +81,9 @@ class _Spark:
     def __init__(self):
         self.sql_texts: list[str] = []
 
+    def createDataFrame(self, rows, schema):  # noqa: N802 -- pyspark's name
+        return "empty"
+
     def sql(self, text):
         self.sql_texts.append(text)
         if text.startswith("SELECT unix_micros("):
@@ -155,6 +158,19 @@ def test_statements_naming_none_of_our_catalogs_reach_spark_as_written(conf):
                  "SELECT local FROM other.db.t"):
         assert sqlddl.execute(spark, text, conf) == "frame"
         assert spark.sql_texts[-1] == text
+
+
+def test_drop_table_and_namespace(conf, catalog):
+    spark = _Spark()
+    assert sqlddl.execute(spark, "DROP TABLE IF EXISTS local.db.t", conf) == "empty"
+    assert sqlddl.execute(spark, "DROP TABLE IF EXISTS local.db.t", conf) == "empty"
+    with pytest.raises(NoSuchTableError):
+        sqlddl.execute(spark, "DROP TABLE local.db.t", conf)
+    sqlddl.execute(spark, "DROP TABLE local.db.`my table`", conf)
+    assert sqlddl.execute(spark, "DROP NAMESPACE local.db", conf) == "empty"
+    assert not catalog.namespace_exists(("db",))
+    assert sqlddl.execute(spark, "DROP NAMESPACE IF EXISTS local.db", conf) == "empty"
+    assert spark.sql_texts == []
 
 
 def test_unsupported_statements_list_what_is_supported(conf):
