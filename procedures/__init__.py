@@ -28,7 +28,7 @@ _LAZY = {
     "describe": ("procedures.frontend.sqlcall", "describe"),
     "list_procedures": ("procedures.frontend.sqlcall", "list_procedures"),
     "register": ("procedures.framework.registry", "register"),
-    "read_table": ("procedures.spark.read", "read_table"),
+    "read_table": ("procedures.spark.table_reads", "read_table"),
     "register_data_source": ("procedures.spark.datasource", "register_data_source"),
 }
 

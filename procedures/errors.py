@@ -37,6 +37,7 @@ __all__ = [
     "StorageConfigError",
     "MissingParameterError",
     "SqlSyntaxError",
+    "UnsupportedStatementError",
     "DuplicateFilesError",
     "UnsupportedFileFormatError",
     "SparkEnvironmentError",
@@ -286,6 +287,11 @@ class SqlSyntaxError(ValidationError):
         self.column = column
         self.token = token
         super().__init__(message)
+
+
+class UnsupportedStatementError(ValidationError):
+    """A SQL statement names a table of our catalogs but is not one the SQL front end runs on them; the
+    message lists the statements it does run."""
 
 
 class DuplicateFilesError(ValidationError):

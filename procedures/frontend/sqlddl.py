@@ -1,41 +1,60 @@
-"""The few non-CALL statements the console runs on tables of OUR catalogs.
+"""The statements the console and ``procedures.sql`` run on tables of OUR catalogs, and the dispatcher.
 
-Spark cannot see our catalogs (they are not Spark catalog plugins), so statements naming a table
-``<our catalog>.<namespace>.<table>`` are handled here:
+Spark cannot see our catalogs (they are not Spark catalog plugins), so a statement naming a table
+``<our catalog>.<namespace>.<table>`` is read once with sqlglot (:mod:`procedures.frontend.sqltext`)
+and handled here:
 
-* ``CREATE NAMESPACE|DATABASE|SCHEMA [IF NOT EXISTS] cat.ns``
+* ``CREATE NAMESPACE|DATABASE|SCHEMA [IF NOT EXISTS] cat.ns``, ``DROP NAMESPACE [IF EXISTS] cat.ns``;
 * ``CREATE TABLE [IF NOT EXISTS] cat.ns.t (col type [NOT NULL] [COMMENT '...'], ...) [USING iceberg]
   [PARTITIONED BY (col | years(c) | months(c) | days(c) | hours(c) | bucket(n, c) | truncate(w, c), ...)]
   [LOCATION '...'] [TBLPROPERTIES ('k' = 'v', ...)]`` -- through the core metadata builder;
 * ``DROP TABLE [IF EXISTS] cat.ns.t [PURGE]``;
 * ``INSERT INTO [TABLE] cat.ns.t <query>`` -- the query (``VALUES ...`` or ``SELECT ...``) runs on
-  Spark, the rows are appended by ``:func:`procedures.spark.dml.append`;
-* any other statement (``SELECT ...``) runs on ``spark.sql`` after each of our tables it names
-  is replaced by a temporary view of :func:`procedures.spark.read.read_table`.
+  Spark, the rows are appended by :func:`procedures.spark.dml.append`;
+* ``SHOW NAMESPACES|TABLES|TBLPROPERTIES|CREATE TABLE`` and ``DESCRIBE [EXTENDED]``
+  (:mod:`procedures.frontend.sqlshow`);
+* queries (``SELECT``, set operations, CTEs; ``CREATE TEMPORARY VIEW``/``CACHE TABLE ... AS``): each of
+  our tables in the tree -- with ``VERSION AS OF``/``TIMESTAMP AS OF``, as a metadata table
+  (``t.snapshots``) or a selector (``t.branch_dev``) -- is replaced by a temporary view of what it
+  reads, and the tree, written back as Spark SQL, runs on ``spark.sql``.
 
-Statements that name none of our catalogs go to ``spark.sql`` untouched.
+Any other statement on our tables raises :class:`~procedures.errors.UnsupportedStatementError`
+listing these.  Statements that name none of our catalogs go to ``spark.sql`` untouched.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import uuid
 from typing import Mapping
 
+from sqlglot import exp
+
 from procedures.catalog.config import catalog_names
 from procedures.core.kernel.builder import new_table_metadata
-from procedures.errors import NoSuchTableError, TableAlreadyExistsError, NamespaceAlreadyExistsError, ValidationError
+from procedures.core.table_selectors import TableSelection, select_table, with_version
+from procedures.errors import (
+    NamespaceAlreadyExistsError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    UnsupportedStatementError,
+    ValidationError,
+)
 from procedures.framework.context import open_catalog
-from procedures.frontend import sqldml
-from procedures.frontend.parser import Parser, Token, tokenize
+from procedures.frontend import sqldml, sqlshow
+from procedures.frontend.parser import Parser, tokenize
+from procedures.frontend.sqltext import DIALECT, is_opaque, our_table_refs, parse_statement, table_parts
 from procedures.spark.dataframes import functions
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
+from procedures.spark.table_reads import read_selection
 from procedures.spec import types as spec_types
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
-__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views", "cached_views_on"]
+__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views", "cached_views_on",
+           "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message"]
 
 #: numbers the temporary views of our tables within the process
 _VIEWS = itertools.count(1)
@@ -165,22 +184,33 @@ def iceberg_to_spark_ddl(t: spec_types.IcebergType) -> str:
 
 
 # ------------------------------------------------------------------------------------ dispatch
-def _our_table_refs(tokens: list[Token], ours: set[str]) -> list[tuple[int, int, list[str]]]:
-    """``(first token index, last token index, parts)`` of every dotted name whose first part is ours."""
-    out, i = [], 0
-    while i < len(tokens):
-        t = tokens[i]
-        if t.kind in ("IDENT", "QIDENT") and t.value in ours and not (i and tokens[i - 1].text == "."):
-            parts, j = [t.value], i
-            while j + 2 < len(tokens) and tokens[j + 1].text == "." and tokens[j + 2].kind in ("IDENT", "QIDENT"):
-                parts.append(tokens[j + 2].value)
-                j += 2
-            if len(parts) >= 3:
-                out.append((i, j, parts))
-                i = j + 1
-                continue
-        i += 1
-    return out
+#: what runs on tables of our catalogs, for the message of an unsupported statement
+SUPPORTED_STATEMENTS = (
+    "SELECT (joins, CTEs, subqueries, set operations; VERSION AS OF, TIMESTAMP AS OF, "
+    "FOR SYSTEM_VERSION/SYSTEM_TIME AS OF; metadata tables such as t.snapshots; t.branch_<name>, t.tag_<name>)",
+    "CREATE [TEMPORARY] VIEW ... AS SELECT, CACHE TABLE ... AS SELECT",
+    "INSERT INTO, INSERT OVERWRITE [TABLE] ... [PARTITION (...)]",
+    "DELETE FROM, UPDATE ... SET, MERGE INTO ... USING ... ON ... WHEN [NOT] MATCHED [BY SOURCE] ...",
+    "CREATE NAMESPACE, DROP NAMESPACE",
+    "CREATE TABLE, DROP TABLE",
+    "SHOW NAMESPACES, SHOW TABLES, SHOW TBLPROPERTIES, SHOW CREATE TABLE",
+    "DESCRIBE [TABLE] [EXTENDED]",
+    "CALL <catalog>.system.<procedure>(...)",
+)
+
+_NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
+
+
+def _names_a_catalog(text: str, ours: set[str]) -> bool:
+    """Whether any word of ``text`` is one of our catalog names: a statement without one goes to
+    Spark as written, even one sqlglot cannot read."""
+    # the CALL parser's tokenizer: sqlglot's keeps the rest of a statement it reads only as a command
+    # (EXPLAIN ..., SHOW ...) as one string
+    try:
+        tokens = tokenize(text)
+    except ValidationError:
+        return any(name in text for name in ours)
+    return any(t.kind in ("IDENT", "QIDENT") and t.value in ours for t in tokens)
 
 
 def execute(spark, text: str, conf: Mapping[str, str]):
@@ -193,31 +223,75 @@ def execute(spark, text: str, conf: Mapping[str, str]):
             refresh_table_views(spark, conf, [sqldml.changed_table(statement)])
             return result
     ours = set(catalog_names(conf))
-    tokens = tokenize(text)
-    refs = _our_table_refs(tokens, ours)
-    head = [t.text.upper() for t in tokens[:3]]
-    if head[:1] == ["CREATE"] and len(head) > 1 and head[1] in ("NAMESPACE", "DATABASE", "SCHEMA"):
-        p = _DDL(text)
-        p.i = 2
-        if_not_exists = p.take_keywords("IF", "NOT", "EXISTS")
-        parts = p.multipart("a namespace name")
+    if not ours or not _names_a_catalog(text, ours):
+        return spark.sql(text)
+    try:
+        statement = parse_statement(text)
+    except RecursionError:
+        # sqlglot descends once per nesting level; a column type nested beyond what the spec allows
+        # exhausts it first.  Our CREATE TABLE grammar refuses it with the depth and the limit.
+        if [w.upper() for w in text.split()[:2]] == ["CREATE", "TABLE"]:
+            return _create_table(spark, text, conf)
+        raise ValidationError("Statement nests expressions or types too deeply to be read") from None
+    # -- the DML (sqldml.execute) and Iceberg DDL (sqlalter.execute) front ends plug in here: each
+    #    takes (spark, statement, text, conf) and returns a DataFrame, or None for a statement not its own
+    if is_opaque(statement):
+        shown = sqlshow.execute_show(spark, text, conf, ours)
+        if shown is not None:
+            return shown
+        raise _unsupported(text, ours)
+    if isinstance(statement, exp.Create) and str(statement.args.get("kind") or "").upper() in _NAMESPACE_KINDS:
+        parts = table_parts(statement.this)
         if parts[0] in ours and len(parts) >= 2:
-            p.end()
-            try:
-                open_catalog(parts[0], conf).create_namespace(tuple(parts[1:]))
-            except NamespaceAlreadyExistsError:
-                if not if_not_exists:
-                    raise
-            return _empty(spark)
+            return _create_namespace(spark, conf, parts, bool(statement.args.get("exists")))
+    if isinstance(statement, exp.Drop) and str(statement.args.get("kind") or "").upper() in _NAMESPACE_KINDS:
+        parts = table_parts(_dropped(statement)[0])
+        if parts[0] in ours and len(parts) >= 2:
+            return _drop_namespace(spark, conf, parts, statement)
+    refs = our_table_refs(statement, ours)
     if not refs:
         return spark.sql(text)
-    if head[:1] == ["CREATE"] and head[1:2] == ["TABLE"]:
+    if isinstance(statement, exp.Describe):
+        return sqlshow.describe(spark, statement, conf)
+    if isinstance(statement, exp.Create) and str(statement.args.get("kind") or "").upper() == "TABLE":
+        if statement.expression is not None or statement.args.get("replace"):
+            raise _unsupported(text, ours)
         return _create_table(spark, text, conf)
-    if head[:2] == ["DROP", "TABLE"]:
-        return _drop_table(spark, text, conf)
-    if head[:2] == ["INSERT", "INTO"] and refs[0][0] in (2, 3):
-        return _insert(spark, text, tokens, refs, conf)
-    return _sql_over_views(spark, *_substitute_reads(spark, text, tokens, refs, conf))
+    if isinstance(statement, exp.Drop) and str(statement.args.get("kind") or "").upper() == "TABLE":
+        return _drop_table(spark, statement, conf)
+    if isinstance(statement, exp.Insert):
+        return _insert(spark, statement, text, conf, ours)
+    if isinstance(statement, (exp.Query, exp.Cache)) or (
+            isinstance(statement, exp.Create) and str(statement.args.get("kind") or "").upper() == "VIEW"):
+        return _sql_over_views(spark, *substitute_reads(spark, statement, conf, ours))
+    raise _unsupported(text, ours)
+
+
+def _unsupported(text: str, ours: set[str]) -> UnsupportedStatementError:
+    head = " ".join(text.split()[:3])
+    return UnsupportedStatementError(
+        f"Statement '{head} ...' is not supported on tables of catalog(s) {', '.join(sorted(ours))}. "
+        "Supported: " + "; ".join(SUPPORTED_STATEMENTS) + ".")
+
+
+def _create_namespace(spark, conf, parts: tuple[str, ...], if_not_exists: bool):
+    try:
+        open_catalog(parts[0], conf).create_namespace(tuple(parts[1:]))
+    except NamespaceAlreadyExistsError:
+        if not if_not_exists:
+            raise
+    return _empty(spark)
+
+
+def _drop_namespace(spark, conf, parts: tuple[str, ...], statement: exp.Drop):
+    if statement.args.get("cascade"):
+        raise UnsupportedStatementError(
+            f"DROP NAMESPACE ... CASCADE is not supported on {'.'.join(parts)}: drop its tables first")
+    catalog = open_catalog(parts[0], conf)
+    if statement.args.get("exists") and not catalog.namespace_exists(tuple(parts[1:])):
+        return _empty(spark)
+    catalog.drop_namespace(tuple(parts[1:]))
+    return _empty(spark)
 
 
 def _empty(spark):
@@ -324,19 +398,20 @@ def _partition_term(p: _DDL) -> tuple[str, str]:
                           "bucket(n, col) or truncate(width, col)")
 
 
-def _drop_table(spark, text: str, conf):
-    p = _DDL(text)
-    p.i = 2
-    if_exists = p.take_keywords("IF", "EXISTS")
-    parts = p.multipart("a table name")
-    purge = p.take_keywords("PURGE")
-    p.end()
-    catalog, ident = _table(conf, parts)
-    try:
-        catalog.drop_table(ident, purge=purge)
-    except NoSuchTableError:
-        if not if_exists:
-            raise
+def _dropped(statement: exp.Drop) -> list[exp.Table]:
+    """The tables or namespaces a DROP names (sqlglot keeps them in ``tables``)."""
+    return statement.args.get("tables") or [statement.this]
+
+
+def _drop_table(spark, statement: exp.Drop, conf):
+    for ref in _dropped(statement):
+        parts = table_parts(ref)
+        catalog, ident = _table(conf, list(parts))
+        try:
+            catalog.drop_table(ident, purge=bool(statement.args.get("purge")))
+        except NoSuchTableError:
+            if not statement.args.get("exists"):
+                raise
     return _empty(spark)
 
 
@@ -395,57 +470,122 @@ def _view_name() -> str:
     return f"__procedures_{next(_VIEWS)}_{uuid.uuid4().hex[:8]}"
 
 
-def _substitute_reads(spark, text: str, tokens: list[Token], refs, conf) -> tuple[str, dict[str, str]]:
-    """``text`` with each of our tables replaced by a temporary view of its rows, and each view's
-    name mapped to the table as the statement spells it (for messages)."""
-    out, last, views = [], 0, {}
-    for first, lastidx, parts in refs:
-        catalog, ident = _table(conf, parts)
-        view = _view_name()
-        read_table(spark, catalog.load_table(ident)).createOrReplaceTempView(view)
-        _TABLE_VIEWS.setdefault(_view_key(catalog.name, ident), set()).add(view)
-        start, end_tok = tokens[first].pos, tokens[lastidx]
-        out.append(text[last:start])
-        out.append(f"`{view}`")
-        last = end_tok.pos + len(end_tok.text)
-        views[view] = text[start:last]
-    out.append(text[last:])
-    return "".join(out), views
+def display_name(table: exp.Table) -> str:
+    """A table reference as Spark SQL, without its alias and time travel: how messages name it."""
+    bare = table.copy()
+    for key in ("alias", "version"):
+        bare.set(key, None)
+    return bare.sql(dialect=DIALECT)
+
+
+def _version_of(spark, table: exp.Table) -> tuple[str | None, int | None]:
+    """``(version, as-of millis)`` of the reference's ``VERSION AS OF`` / ``TIMESTAMP AS OF`` clause."""
+    version = table.args.get("version")
+    if version is None:
+        return None, None
+    value = version.expression
+    if str(version.this).upper() == "VERSION":
+        if not isinstance(value, exp.Literal):
+            raise ValidationError(f"VERSION AS OF of {display_name(table)} takes a snapshot id or a branch or tag "
+                                  f"name, not {value.sql(dialect=DIALECT)}")
+        return value.this, None
+    # Spark evaluates the time expression (a string, a timestamp or an expression such as
+    # current_timestamp() - INTERVAL 1 DAY) in the session's time zone; so do we, through Spark
+    micros = spark.sql(f"SELECT unix_micros(CAST(({value.sql(dialect=DIALECT)}) AS TIMESTAMP))").first()[0]
+    if micros is None:
+        raise ValidationError(f"TIMESTAMP AS OF of {display_name(table)} is not a time: {value.sql(dialect=DIALECT)}")
+    return None, micros // 1000
+
+
+def _selection(spark, conf, table: exp.Table) -> tuple[TableSelection, str]:
+    parts = table_parts(table)
+    name = display_name(table)
+    sel = select_table(open_catalog(parts[0], conf), parts[1:], name)
+    version, as_of = _version_of(spark, table)
+    return with_version(sel, version=version, as_of_ms=as_of, display=name), name
+
+
+def substitute_reads(spark, statement: exp.Expression, conf, ours: set[str]) -> tuple[str, dict[str, str]]:
+    """``statement`` as Spark SQL with each of our tables in it replaced by a temporary view of what
+    it reads (rows at the chosen snapshot, a metadata table), and each view's name mapped to the
+    table as the statement names it (for messages).  The tree is changed in place.
+
+    A reference without an alias gets its own last name as alias, so columns qualified by the table
+    name (``t.id``) and Spark's messages keep naming the table.  One view serves every reference
+    that reads the same thing."""
+    views: dict[str, str] = {}
+    made: dict[tuple, str] = {}
+    for ref in our_table_refs(statement, ours):
+        sel, name = _selection(spark, conf, ref)
+        key = (sel.table.catalog.name, tuple(sel.table.identifier), sel.metadata_table, sel.snapshot_id, sel.ref,
+               sel.as_of_ms)
+        view = made.get(key)
+        if view is None:
+            view = made[key] = _view_name()
+            read_selection(spark, sel).createOrReplaceTempView(view)
+            if sel.metadata_table is None and not sel.time_travel:
+                # only views of the current rows follow later commits (refresh_table_views)
+                _TABLE_VIEWS.setdefault(_view_key(sel.table.catalog.name, sel.table.identifier), set()).add(view)
+        views[view] = name
+        last = table_parts(ref)[-1]
+        # Spark reads only [A-Za-z0-9_] unquoted
+        alias = ref.args.get("alias") or exp.TableAlias(
+            this=exp.to_identifier(last, quoted=not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", last)))
+        replacement = exp.Table(this=exp.to_identifier(view), alias=alias)
+        for key_, value in ref.args.items():
+            if key_ not in ("this", "db", "catalog", "version", "alias") and value:
+                replacement.set(key_, value)
+        ref.replace(replacement)
+    return statement.sql(dialect=DIALECT), views
+
+
+#: where a JVM stack trace starts in the text of a Spark error (classic and Connect)
+_STACK = re.compile(r"\n\s*(JVM stacktrace:|at [\w$.]+\(|\tat )")
+
+
+def user_message(message: str, views: Mapping[str, str]) -> str:
+    """A Spark error's message with our views named as the user's tables, without a JVM stack trace."""
+    m = _STACK.search(message)
+    if m:
+        message = message[:m.start()]
+    for view, table in views.items():
+        message = message.replace(f"`{view}`", table).replace(view, table)
+    return message.strip()
 
 
 def _sql_over_views(spark, query: str, views: Mapping[str, str]):
-    """``spark.sql(query)``; an error naming one of our temporary views names its table instead."""
+    """``spark.sql(query)``, analysed now (a Spark Connect session analyses lazily, and its later
+    errors would name our views).  When the query reads our tables, a Spark error becomes a
+    ValidationError that names the tables, not the views, and carries no JVM stack trace."""
     try:
-        return spark.sql(query)
-    except Exception as e:  # noqa: BLE001 -- any Spark error may quote a view; others pass unchanged
-        message = str(e)
-        if not any(view in message for view in views):
+        df = spark.sql(query)
+        df.schema  # noqa: B018 -- analysis errors surface here, not at the caller's first action
+        return df
+    except Exception as e:  # noqa: BLE001 -- a Spark error about a query over our views, as ours
+        if not views:
             raise
-        for view, table in views.items():
-            message = message.replace(f"`{view}`", table).replace(view, table)
-        raise ValidationError(message) from None
+        raise ValidationError(user_message(str(e), views)) from None
 
 
-def _insert(spark, text: str, tokens: list[Token], refs, conf):
+def _insert(spark, statement: exp.Insert, text: str, conf, ours: set[str]):
+    target = statement.this
+    if (not isinstance(target, exp.Table) or statement.args.get("overwrite") or statement.args.get("partition")
+            or target.args.get("partition")):
+        raise _unsupported(text, ours)
+    parts = table_parts(target)
+    if parts[0] not in ours:
+        raise _unsupported(text, ours)
     # the session's own functions module: in a process holding a classic and a Connect session,
     # pyspark.sql.functions builds the columns of one kind only
     F = functions(spark)
-    first, lastidx, parts = refs[0]
-    catalog, ident = _table(conf, parts)
+    catalog, ident = _table(conf, list(parts))
     table = catalog.load_table(ident)
-    query_start = tokens[lastidx + 1].pos
-    rest_refs = [r for r in refs[1:]]
-    query, views = text[query_start:], {}
-    if rest_refs:
-        shifted = tokenize(query)
-        query, views = _substitute_reads(spark, query, shifted, _our_table_refs(shifted, set(catalog_names(conf))),
-                                         conf)
-    df = _sql_over_views(spark, query, views)
+    df = _sql_over_views(spark, *substitute_reads(spark, statement.expression, conf, ours))
     fields = table.metadata.schema().fields
     if len(df.columns) != len(fields):
         raise ValidationError(
-            f"Cannot write to {'.'.join(parts)}: the query has {len(df.columns)} columns, the table {len(fields)} "
-            f"({', '.join(f.name for f in fields)})"
+            f"Cannot write to {display_name(target)}: the query has {len(df.columns)} columns, the table "
+            f"{len(fields)} ({', '.join(f.name for f in fields)})"
         )
     df = df.select(*[F.col(f"`{c}`").cast(iceberg_to_spark_ddl(f.field_type)).alias(f.name)
                      for c, f in zip(df.columns, fields)])
@@ -453,4 +593,3 @@ def _insert(spark, text: str, tokens: list[Token], refs, conf):
     append(spark, table, df, columns=[f.name for f in fields])
     refresh_table_views(spark, conf, [(parts[0], ident)])
     return _empty(spark)
-

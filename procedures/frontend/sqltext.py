@@ -33,6 +33,30 @@ def _offset(text: str, line: int, col: int) -> int:
     return sum(len(x) + 1 for x in lines[: max(line - 1, 0)]) + max(col - 1, 0)
 
 
+#: Spark's synonyms of the time-travel clauses that sqlglot's Spark dialect does not read
+_TIME_TRAVEL_SYNONYMS = {"SYSTEM_VERSION": "VERSION AS OF", "SYSTEM_TIME": "TIMESTAMP AS OF"}
+
+
+def _time_travel_synonyms(text: str) -> str:
+    """``text`` with ``FOR SYSTEM_VERSION AS OF`` / ``FOR SYSTEM_TIME AS OF`` written as ``VERSION AS OF`` /
+    ``TIMESTAMP AS OF``, padded with spaces so that every later position (of a syntax error) stays."""
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
+    except TokenError:
+        return text
+    out, last = [], 0
+    for i in range(len(tokens) - 3):
+        t, kind, as_, of = tokens[i:i + 4]
+        if (t.text.upper() == "FOR" and kind.text.upper() in _TIME_TRAVEL_SYNONYMS and as_.text.upper() == "AS"
+                and of.text.upper() == "OF" and t.start >= last):
+            span = of.end + 1 - t.start
+            out.append(text[last:t.start])
+            out.append(_TIME_TRAVEL_SYNONYMS[kind.text.upper()].ljust(span))
+            last = of.end + 1
+    out.append(text[last:])
+    return "".join(out)
+
+
 def parse_statement(text: str) -> exp.Expression:
     """The one statement in ``text`` as a sqlglot tree (Spark dialect).
 
@@ -40,7 +64,7 @@ def parse_statement(text: str) -> exp.Expression:
     the CALL parser does, when sqlglot cannot read it or when ``text`` holds more than one statement.
     """
     try:
-        trees = [t for t in sqlglot.parse(text, read=DIALECT) if t is not None]
+        trees = [t for t in sqlglot.parse(_time_travel_synonyms(text), read=DIALECT) if t is not None]
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         line, col = first.get("line") or 1, first.get("col") or 1

@@ -1,10 +1,13 @@
 """Iceberg metadata tables as Spark DataFrames, with Iceberg Java's column names and types
-(``SnapshotsTable``, ``HistoryTable``, ``RefsTable``, ``ManifestsTable``, ``FilesTable`` /
-``DataFilesTable`` / ``DeleteFilesTable``, ``ManifestEntriesTable``, ``PartitionsTable``).
+(``SnapshotsTable``, ``HistoryTable``, ``RefsTable``, ``MetadataLogEntriesTable``, ``ManifestsTable``,
+``AllManifestsTable``, ``FilesTable`` / ``DataFilesTable`` / ``DeleteFilesTable`` and their ``all_``
+forms, ``ManifestEntriesTable`` / ``AllEntriesTable``, ``PartitionsTable``, ``PositionDeletesTable``).
 
-They are small (one row per snapshot, ref, manifest, file or partition) and are built on the driver
-from the metadata and manifests.  Java's derived ``readable_metrics`` column of ``files`` and
-``entries`` is not produced.
+They are small (one row per snapshot, ref, manifest, file, partition or deleted position) and are
+built on the driver from the metadata, manifests and delete files.  The tables Java reads from one
+snapshot (files, entries, manifests, partitions, position deletes) take a ``snapshot_id`` for time
+travel; the others describe the whole table.  Java's derived ``readable_metrics`` column of
+``files`` and ``entries`` is not produced, and ``position_deletes.row`` is always null.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from decimal import Decimal
 from typing import Any, Callable, Iterator
 
 from procedures.catalog.base import Table
-from procedures.errors import ValidationError
+from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.conversions import from_bytes, to_human_string
 from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from procedures.io.parquet_reader import read_dv_positions, read_position_deletes
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
+from procedures.spec.snapshots import Snapshot
 from procedures.spec.types import (
     DateType,
     IcebergType,
@@ -33,7 +38,7 @@ from procedures.spec.types import (
 from procedures.core.kernel.snapshot_producer import snapshot_manifests
 from procedures.spark.read import load_table, spark_type, unified_partition_type
 
-__all__ = ["METADATA_TABLES", "metadata_table", "metadata_table_rows", "metadata_table_schema"]
+__all__ = ["METADATA_TABLES", "SNAPSHOT_TABLES", "metadata_table", "metadata_table_rows", "metadata_table_schema"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -89,15 +94,19 @@ def metadata_table_schema(name: str, md: TableMetadata) -> str:
     if name == "refs":
         return ("name string, type string, snapshot_id bigint, max_reference_age_in_ms bigint, "
                 "min_snapshots_to_keep int, max_snapshot_age_in_ms bigint")
-    if name == "manifests":
+    if name == "metadata_log_entries":
+        return ("timestamp timestamp, file string, latest_snapshot_id bigint, latest_schema_id int, "
+                "latest_sequence_number bigint")
+    if name in ("manifests", "all_manifests"):
         return ("content int, path string, length bigint, partition_spec_id int, added_snapshot_id bigint, "
                 "added_data_files_count int, existing_data_files_count int, deleted_data_files_count int, "
                 "added_delete_files_count int, existing_delete_files_count int, deleted_delete_files_count int, "
                 "partition_summaries array<struct<contains_null:boolean,contains_nan:boolean,"
-                "lower_bound:string,upper_bound:string>>")
-    if name in ("files", "data_files", "delete_files"):
+                "lower_bound:string,upper_bound:string>>"
+                + (", reference_snapshot_id bigint" if name == "all_manifests" else ""))
+    if name in _FILE_TABLES:
         return ", ".join(f"{n} {t}" for n, t in _file_fields(ptype))
-    if name == "entries":
+    if name in ("entries", "all_entries"):
         return ("status int, snapshot_id bigint, sequence_number bigint, file_sequence_number bigint, "
                 "data_file struct<" + ",".join(f"{n}:{t}" for n, t in _file_fields(ptype)) + ">")
     if name == "partitions":
@@ -106,51 +115,82 @@ def metadata_table_schema(name: str, md: TableMetadata) -> str:
                 "position_delete_record_count bigint, position_delete_file_count int, "
                 "equality_delete_record_count bigint, equality_delete_file_count int, last_updated_at timestamp, "
                 "last_updated_snapshot_id bigint")
+    if name == "position_deletes":
+        part = f"partition {_ddl(ptype)}, " if ptype.fields else ""
+        # format v3 adds where a deletion vector sits in its Puffin file
+        dv = ", content_offset bigint, content_size_in_bytes bigint" if md.format_version >= 3 else ""
+        return (f"file_path string, pos bigint, row {_ddl(md.schema().as_struct())}, {part}spec_id int, "
+                f"delete_file_path string{dv}")
     raise ValidationError(f"Unknown metadata table {name!r}; known: {', '.join(METADATA_TABLES)}")
 
 
 # ------------------------------------------------------------------------------ rows
-def _snapshots(t: Table) -> Iterator[tuple]:
+def _snapshots(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
     for s in t.metadata.snapshots:
         summary = {k: v for k, v in s.summary.items() if k != "operation"}
         yield (_ts(s.timestamp_ms), s.snapshot_id, s.parent_snapshot_id, s.summary.get("operation"),
                s.manifest_list, summary)
 
 
-def _history(t: Table) -> Iterator[tuple]:
+def _history(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
     md = t.metadata
     ancestors = {s.snapshot_id for s in md.ancestors_of(md.current_snapshot_id)}
     for e in md.snapshot_log:
-        snap = md.snapshot_by_id(e.snapshot_id)
-        yield (_ts(e.timestamp_ms), e.snapshot_id, None if snap is None else snap.parent_snapshot_id,
+        s = md.snapshot_by_id(e.snapshot_id)
+        yield (_ts(e.timestamp_ms), e.snapshot_id, None if s is None else s.parent_snapshot_id,
                e.snapshot_id in ancestors)
 
 
-def _refs(t: Table) -> Iterator[tuple]:
+def _refs(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
     for name, r in t.metadata.refs.items():
         yield (name, r.ref_type.value.upper(), r.snapshot_id, r.max_ref_age_ms, r.min_snapshots_to_keep,
                r.max_snapshot_age_ms)
 
 
-def _manifests(t: Table) -> Iterator[tuple]:
+def _metadata_log_entries(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
     md = t.metadata
-    snap = md.current_snapshot()
+    # the current metadata file is the log's last entry, as in Java's MetadataLogEntriesTable
+    log = [(e.timestamp_ms, e.metadata_file) for e in md.metadata_log]
+    log.append((md.last_updated_ms, t.metadata_location))
+    for ms, path in log:
+        current = None
+        for e in md.snapshot_log:
+            if e.timestamp_ms <= ms:
+                current = md.snapshot_by_id(e.snapshot_id)
+        yield (_ts(ms), path, None if current is None else current.snapshot_id,
+               None if current is None else current.schema_id,
+               None if current is None else current.sequence_number)
+
+
+def _manifest_row(md: TableMetadata, m: Any) -> tuple:
     schema = md.schema()
+    spec = md.spec_by_id(m.partition_spec_id)
+    ptype = spec.partition_type(schema) if spec is not None else StructType()
+    summaries = []
+    for fs, pf in zip(m.partitions or (), ptype.fields):
+        def human(b: bytes | None) -> str | None:
+            if b is None:
+                return None
+            return to_human_string(from_bytes(b, pf.field_type), pf.field_type)
+        summaries.append((fs.contains_null, fs.contains_nan, human(fs.lower_bound), human(fs.upper_bound)))
+    is_data = m.content == ManifestContent.DATA
+    counts = (m.added_files_count or 0, m.existing_files_count or 0, m.deleted_files_count or 0)
+    zero = (0, 0, 0)
+    return (int(m.content), m.manifest_path, m.manifest_length, m.partition_spec_id, m.added_snapshot_id,
+            *(counts if is_data else zero), *(zero if is_data else counts), summaries)
+
+
+def _manifests(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
     for m in snapshot_manifests(t.io, snap):
-        spec = md.spec_by_id(m.partition_spec_id)
-        ptype = spec.partition_type(schema) if spec is not None else StructType()
-        summaries = []
-        for fs, pf in zip(m.partitions or (), ptype.fields):
-            def human(b: bytes | None) -> str | None:
-                if b is None:
-                    return None
-                return to_human_string(from_bytes(b, pf.field_type), pf.field_type)
-            summaries.append((fs.contains_null, fs.contains_nan, human(fs.lower_bound), human(fs.upper_bound)))
-        is_data = m.content == ManifestContent.DATA
-        counts = (m.added_files_count or 0, m.existing_files_count or 0, m.deleted_files_count or 0)
-        zero = (0, 0, 0)
-        yield (int(m.content), m.manifest_path, m.manifest_length, m.partition_spec_id, m.added_snapshot_id,
-               *(counts if is_data else zero), *(zero if is_data else counts), summaries)
+        yield _manifest_row(t.metadata, m)
+
+
+def _all_manifests(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
+    # one row per manifest of every snapshot, tagged with the snapshot whose list named it (Java's
+    # reference_snapshot_id); a manifest kept by several snapshots appears once for each
+    for s in t.metadata.snapshots:
+        for m in snapshot_manifests(t.io, s):
+            yield (*_manifest_row(t.metadata, m), s.snapshot_id)
 
 
 def _partition_row(md: TableMetadata, ptype: StructType, spec_id: int, partition: tuple) -> tuple:
@@ -169,36 +209,50 @@ def _file_row(md: TableMetadata, ptype: StructType, df: Any) -> tuple:
             df.referenced_data_file, df.content_offset, df.content_size_in_bytes)
 
 
-def _entries_of(t: Table, content: ManifestContent | None = None) -> Iterator[ManifestEntry]:
+def _reachable_manifests(t: Table) -> list:
+    """Every manifest of every snapshot, each once (Java's ``all_*`` tables read them by path)."""
+    seen: dict[str, Any] = {}
+    for s in t.metadata.snapshots:
+        for m in snapshot_manifests(t.io, s):
+            seen.setdefault(m.manifest_path, m)
+    return list(seen.values())
+
+
+def _entries_of(t: Table, snap: Snapshot | None, content: ManifestContent | None = None,
+                every_snapshot: bool = False) -> Iterator[ManifestEntry]:
     md = t.metadata
     specs = md.specs_by_id
-    for m in snapshot_manifests(t.io, md.current_snapshot()):
+    manifests = _reachable_manifests(t) if every_snapshot else snapshot_manifests(t.io, snap)
+    for m in manifests:
         if content is not None and m.content != content:
             continue
         yield from read_manifest(t.io, m, specs=specs)
 
 
-def _files(content: ManifestContent | None) -> Callable[[Table], Iterator[tuple]]:
-    def rows(t: Table) -> Iterator[tuple]:
+def _files(content: ManifestContent | None, every_snapshot: bool = False
+           ) -> Callable[[Table, Snapshot | None], Iterator[tuple]]:
+    def rows(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
         ptype = unified_partition_type(t.metadata)
-        for e in _entries_of(t, content):
+        for e in _entries_of(t, snap, content, every_snapshot):
             if e.status != ManifestEntryStatus.DELETED:
                 yield _file_row(t.metadata, ptype, e.data_file)
     return rows
 
 
-def _entries(t: Table) -> Iterator[tuple]:
-    ptype = unified_partition_type(t.metadata)
-    for e in _entries_of(t):
-        yield (int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number,
-               _file_row(t.metadata, ptype, e.data_file))
+def _entries(every_snapshot: bool) -> Callable[[Table, Snapshot | None], Iterator[tuple]]:
+    def rows(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
+        ptype = unified_partition_type(t.metadata)
+        for e in _entries_of(t, snap, every_snapshot=every_snapshot):
+            yield (int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number,
+                   _file_row(t.metadata, ptype, e.data_file))
+    return rows
 
 
-def _partitions(t: Table) -> Iterator[tuple]:
+def _partitions(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
     md = t.metadata
     ptype = unified_partition_type(md)
     acc: dict[tuple, list] = {}
-    for e in _entries_of(t):
+    for e in _entries_of(t, snap):
         if e.status == ManifestEntryStatus.DELETED:
             continue
         df = e.data_file
@@ -216,38 +270,79 @@ def _partitions(t: Table) -> Iterator[tuple]:
         else:
             a[5] += df.record_count
             a[6] += 1
-        snap = md.snapshot_by_id(e.snapshot_id) if e.snapshot_id is not None else None
-        if snap is not None and (a[7] is None or snap.timestamp_ms > a[7]):
-            a[7], a[8] = snap.timestamp_ms, snap.snapshot_id
+        s = md.snapshot_by_id(e.snapshot_id) if e.snapshot_id is not None else None
+        if s is not None and (a[7] is None or s.timestamp_ms > a[7]):
+            a[7], a[8] = s.timestamp_ms, s.snapshot_id
     for (part, spec_id), a in acc.items():
         head = (part, spec_id) if ptype.fields else ()
         yield (*head, a[0], a[1], a[2], a[3], a[4], a[5], a[6], _ts(a[7]), a[8])
 
 
-METADATA_TABLES: dict[str, Callable[[Table], Iterator[tuple]]] = {
+def _position_deletes(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
+    md = t.metadata
+    ptype = unified_partition_type(md)
+    for e in _entries_of(t, snap, ManifestContent.DELETES):
+        df = e.data_file
+        if e.status == ManifestEntryStatus.DELETED or df.content != FileContent.POSITION_DELETES:
+            continue
+        part = (_partition_row(md, ptype, df.spec_id, df.partition),) if ptype.fields else ()
+        if df.content_offset is not None:  # a deletion vector: one data file's positions in a Puffin blob
+            by_path = {df.referenced_data_file: read_dv_positions(t.io, df)}
+        else:
+            by_path = read_position_deletes(t.io, df)
+        dv = (df.content_offset, df.content_size_in_bytes) if md.format_version >= 3 else ()
+        for path, positions in by_path.items():
+            for pos in positions.tolist():
+                yield (path, pos, None, *part, df.spec_id, df.file_path, *dv)
+
+
+#: metadata table name -> rows of (table, snapshot to read or None for the current one)
+METADATA_TABLES: dict[str, Callable[[Table, Snapshot | None], Iterator[tuple]]] = {
     "snapshots": _snapshots,
     "history": _history,
     "refs": _refs,
+    "metadata_log_entries": _metadata_log_entries,
     "manifests": _manifests,
+    "all_manifests": _all_manifests,
     "files": _files(None),
     "data_files": _files(ManifestContent.DATA),
     "delete_files": _files(ManifestContent.DELETES),
-    "entries": _entries,
+    "all_files": _files(None, every_snapshot=True),
+    "all_data_files": _files(ManifestContent.DATA, every_snapshot=True),
+    "all_delete_files": _files(ManifestContent.DELETES, every_snapshot=True),
+    "entries": _entries(every_snapshot=False),
+    "all_entries": _entries(every_snapshot=True),
     "partitions": _partitions,
+    "position_deletes": _position_deletes,
 }
 
+#: the metadata tables read from one snapshot: time travel (``VERSION AS OF``) chooses it
+SNAPSHOT_TABLES = frozenset({"manifests", "files", "data_files", "delete_files", "entries", "partitions",
+                             "position_deletes"})
 
-def metadata_table_rows(table: Table, name: str) -> list[tuple]:
-    """The rows of metadata table ``name`` as Python tuples in the table's column order."""
+_FILE_TABLES = ("files", "data_files", "delete_files", "all_files", "all_data_files", "all_delete_files")
+
+
+def metadata_table_rows(table: Table, name: str, snapshot_id: int | None = None) -> list[tuple]:
+    """The rows of metadata table ``name`` as Python tuples in the table's column order; ``snapshot_id``
+    chooses the snapshot of the tables read from one (:data:`SNAPSHOT_TABLES`), default the current."""
     fn = METADATA_TABLES.get(name)
     if fn is None:
         raise ValidationError(f"Unknown metadata table {name!r} of {table.name}; known: {', '.join(METADATA_TABLES)}")
-    return list(fn(table))
+    snap = table.metadata.current_snapshot()
+    if snapshot_id is not None:
+        snap = table.metadata.snapshot_by_id(int(snapshot_id))
+        if snap is None:
+            raise NoSuchSnapshotError(f"Cannot find snapshot {snapshot_id} in table {table.name}")
+    return list(fn(table, snap))
 
 
-def metadata_table(spark: Any, table: str | Table, name: str) -> Any:
-    """Metadata table ``name`` (``snapshots``, ``history``, ``refs``, ``manifests``, ``files``,
-    ``data_files``, ``delete_files``, ``entries``, ``partitions``) of ``table`` as a DataFrame."""
+def metadata_table(spark: Any, table: str | Table, name: str, snapshot_id: int | None = None) -> Any:
+    """Metadata table ``name`` (any of :data:`METADATA_TABLES`: ``snapshots``, ``history``, ``refs``,
+    ``metadata_log_entries``, ``manifests``, ``all_manifests``, ``files``, ``data_files``,
+    ``delete_files``, ``all_files``, ``all_data_files``, ``all_delete_files``, ``entries``,
+    ``all_entries``, ``partitions``, ``position_deletes``) of ``table`` as a DataFrame;
+    ``snapshot_id`` reads the one-snapshot tables as of that snapshot."""
     t = load_table(spark, table)
-    rows = metadata_table_rows(t, name)
+    rows = metadata_table_rows(t, name, snapshot_id)
     return spark.createDataFrame(rows, metadata_table_schema(name, t.metadata))
