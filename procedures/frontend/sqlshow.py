@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from sqlglot import exp
 
+from procedures.core.kernel.properties import DEFAULT_FILE_FORMAT, FORMAT_VERSION
 from procedures.core.table_selectors import TableSelection, select_table
 from procedures.errors import NoSuchNamespaceError, UnsupportedStatementError
 from procedures.framework.context import open_catalog
@@ -38,7 +39,7 @@ __all__ = ["execute_show", "describe", "table_properties", "show_create_table", 
 #: EXTENDED as their own rows, never among the table properties
 _RESERVED = ("comment", "location", "provider", "owner", "external", "is_managed_location")
 #: the keys Iceberg's SparkTable sets itself; the table's own properties of these names are hidden
-_ICEBERG_RESERVED = ("provider", "format", "current-snapshot-id", "location", "format-version", "sort-order",
+_ICEBERG_RESERVED = ("provider", "format", "current-snapshot-id", "location", FORMAT_VERSION.key, "sort-order",
                      "identifier-fields")
 #: Spark's default redaction of option values (``spark.redaction.regex`` and ``spark.sql.redaction.options.regex``)
 _REDACT = re.compile(r"(?i)secret|password|token|access[.]?key|url")
@@ -170,7 +171,7 @@ def table_properties(sel: TableSelection) -> dict[str, str]:
     md = t.metadata
     snap = md.current_snapshot()
     props = {
-        "format": "iceberg/" + md.properties.get("write.format.default", "parquet").lower(),
+        "format": "iceberg/" + DEFAULT_FILE_FORMAT.read(md.properties).lower(),
         "provider": "iceberg",
         "current-snapshot-id": "none" if snap is None else str(snap.snapshot_id),
         "location": md.location,
