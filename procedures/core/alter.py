@@ -16,6 +16,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from procedures.core.kernel import updates as metadata_updates
 from procedures.core.kernel.builder import RESERVED_PROPERTIES
+from procedures.core.kernel.operations import OverwriteFiles
 from procedures.errors import SchemaEvolutionError, ValidationError
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionField, PartitionSpec, PartitionSpecBuilder
@@ -28,7 +29,7 @@ from procedures.spec.types import ListType, MapType, NestedField, StructType
 
 __all__ = [
     "EvolveSchema", "EvolveSpec", "SetWriteOrder", "SetTableProperties", "DISTRIBUTION_MODE",
-    "evolution_partition_name", "replacement_updates", "assign_ids_by_name", "check_bound",
+    "evolution_partition_name", "replacement_updates", "ReplacedRows", "assign_ids_by_name", "check_bound",
 ]
 
 #: the table property ``WRITE ... ORDERED BY / DISTRIBUTED BY`` sets, as Java's
@@ -205,20 +206,38 @@ class EvolveSpec:
             added_terms[key] = new
             added_names.add(new.name)
             adds.append(new)
-        builder = PartitionSpecBuilder(schema, format_version=fv, existing_specs=base.partition_specs,
-                                       last_partition_id=base.last_partition_id)
-        try:
-            for f in spec.fields:
-                name = renames.get(f.name, f.name)
-                if f.field_id not in deletes:
-                    builder.add(f.source_id, f.transform, name, field_id=f.field_id)
-                elif fv < 2:
-                    builder.add(f.source_id, VOID, name, field_id=f.field_id)
-            for f in adds:
-                builder.add(f.source_id, f.transform, f.name, field_id=f.field_id)
-        except ValidationError as e:
-            raise ValidationError(f"Cannot change the partition spec: {e}") from None
-        return builder.build()
+        fields: list[PartitionField] = []
+        for f in spec.fields:
+            name = renames.get(f.name, f.name)
+            if f.field_id not in deletes:
+                fields.append(dataclasses.replace(f, name=name))
+            elif fv < 2:
+                fields.append(dataclasses.replace(f, name=name, transform=VOID))
+        fields += adds
+        # Java builds the evolved spec with its unchecked builder: names are checked, but a time
+        # transform beside another of the same column (days and hours of ts) is allowed
+        names: set[str] = set()
+        for f in fields:
+            _check_partition_name(schema, f, names, self.case_sensitive)
+        new = PartitionSpec(0, tuple(fields))
+        new.partition_type(schema)
+        return new
+
+
+def _check_partition_name(schema: Schema, f: PartitionField, seen: set[str], case_sensitive: bool) -> None:
+    if not f.name:
+        raise ValidationError("Cannot use empty partition name")
+    if f.name in seen:
+        raise ValidationError(f"Cannot use partition name more than once: {f.name!r}")
+    seen.add(f.name)
+    column = schema.find_field_or_none(f.name, case_sensitive)
+    if column is None or f.transform.is_void:
+        return
+    if isinstance(f.transform, IdentityTransform):
+        if column.field_id != f.source_id:
+            raise ValidationError(f"Cannot create identity partition sourced from different field in schema: {f.name!r}")
+    else:
+        raise ValidationError(f"Cannot create partition from name that exists in schema: {f.name!r}")
 
 
 # ------------------------------------------------------------------------------ write order
@@ -226,7 +245,8 @@ class EvolveSpec:
 class SetWriteOrder:
     """``WRITE [LOCALLY] ORDERED BY`` / ``DISTRIBUTED BY PARTITION`` / ``UNORDERED``: a new default
     sort order of ``terms`` (``(column, transform, "asc"|"desc", "nulls-first"|"nulls-last" or None)``)
-    and ``write.distribution-mode`` set to ``mode`` (removed when ``mode`` is None), in one commit."""
+    and ``write.distribution-mode`` set to ``mode`` (left as it is when ``mode`` is None: ``LOCALLY
+    ORDERED BY``), in one commit."""
 
     terms: tuple[tuple[str, str, str, str | None], ...]
     mode: str | None
@@ -256,8 +276,6 @@ class SetWriteOrder:
             ups += [metadata_updates.AddSortOrder(order), metadata_updates.SetDefaultSortOrder(metadata_updates.LAST_ADDED)]
         if self.mode is not None and base.properties.get(DISTRIBUTION_MODE) != self.mode:
             ups.append(metadata_updates.SetProperties(((DISTRIBUTION_MODE, self.mode),)))
-        elif self.mode is None and DISTRIBUTION_MODE in base.properties:
-            ups.append(metadata_updates.RemoveProperties((DISTRIBUTION_MODE,)))
         return ups
 
 
@@ -313,6 +331,16 @@ class SetTableProperties:
 
 
 # ------------------------------------------------------------------------------ replace table
+class ReplacedRows(OverwriteFiles):
+    """The rows of ``REPLACE TABLE ... AS SELECT``: Java's Spark writes them as an overwrite by the
+    filter ``true`` of the replaced table (which has no rows), so the snapshot is an ``overwrite``
+    even though it only adds files."""
+
+    def operation_for(self, summary: Any) -> str:
+        """Always ``overwrite``."""
+        return "overwrite"
+
+
 def assign_ids_by_name(schema: Schema, base: Schema, next_id: Callable[[], int]) -> Schema:
     """``schema`` with field ids taken from ``base`` where a column of the same full name exists
     there, fresh ones from ``next_id`` otherwise (Java's ``assignFreshIds(schema, baseSchema, ...)``:

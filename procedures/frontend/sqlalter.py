@@ -38,7 +38,9 @@ from typing import Any, Mapping
 
 from procedures.catalog.base import Table, staged_create
 from procedures.catalog.config import catalog_names
-from procedures.core.alter import EvolveSchema, EvolveSpec, SetTableProperties, SetWriteOrder, replacement_updates
+from procedures.core.alter import (
+    EvolveSchema, EvolveSpec, ReplacedRows, SetTableProperties, SetWriteOrder, replacement_updates,
+)
 from procedures.core.kernel.builder import MetadataBuilder, new_table_metadata
 from procedures.core.kernel.manage import ManageRef
 from procedures.core.kernel.operations import FastAppend, MergeAppend
@@ -341,7 +343,7 @@ def _field_list(p: AlterParser) -> list[str]:
 
 def _drop_identifier_fields(table, names: list[str], cs: bool) -> EvolveSchema:
     schema = table.metadata.schema()
-    current = schema.identifier_field_names()
+    current = schema.identifier_field_names
     for name in names:
         f = schema.find_field_or_none(name, cs)
         if f is None:
@@ -570,9 +572,9 @@ def _rows_for(spark, table_md, df):
                        for c, f in zip(df.columns, fields)])
 
 
-def _append_op(spark, files) -> MergeAppend:
+def _app_properties(spark) -> dict[str, str]:
     app_id = record_engine(spark)
-    return MergeAppend(files, snapshot_properties={SPARK_APP_ID: app_id} if app_id else {})
+    return {SPARK_APP_ID: app_id} if app_id else {}
 
 
 def _create(spark, conf, catalog, ident, schema: Schema, terms, props, location, df) -> None:
@@ -588,7 +590,7 @@ def _create(spark, conf, catalog, ident, schema: Schema, terms, props, location,
     staged = staged_create(catalog, ident, md)
     files = write_dataframe(spark, staged, _rows_for(spark, md, df), description=f"create {'.'.join(ident)}")
     if files:
-        commit(staged, [_append_op(spark, files)])
+        commit(staged, [MergeAppend(files, snapshot_properties=_app_properties(spark))])
     else:
         catalog.create_table(ident, md)
 
@@ -604,6 +606,7 @@ def _replace(spark, conf, parts, table, schema: Schema, terms, props, location, 
         files = write_dataframe(spark, staged, _rows_for(spark, staged_md, df),
                                 description=f"replace {'.'.join(parts)}")
         if files:
-            ops.append(_append_op(spark, files))
+            # Java's REPLACE TABLE ... AS SELECT writes the rows as an overwrite of the replaced table
+            ops.append(ReplacedRows(add_files=files, snapshot_properties=_app_properties(spark)))
     _commit(spark, conf, parts, table, ops)
 

@@ -26,7 +26,6 @@ from procedures.catalog.config import catalog_names
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.errors import NoSuchTableError, TableAlreadyExistsError, NamespaceAlreadyExistsError, ValidationError
 from procedures.framework.context import open_catalog
-from procedures.frontend import sqlalter
 from procedures.frontend.parser import Parser, Token, tokenize
 from procedures.spark.dataframes import functions
 from procedures.spark.dml import append
@@ -185,10 +184,6 @@ def _our_table_refs(tokens: list[Token], ours: set[str]) -> list[tuple[int, int,
 
 def execute(spark, text: str, conf: Mapping[str, str]):
     """Run one non-CALL statement; returns a DataFrame (empty for DDL)."""
-    # Iceberg's DDL (ALTER TABLE, CTAS, REPLACE TABLE) on our tables: procedures.frontend.sqlalter
-    altered = sqlalter.execute(spark, None, text, conf)
-    if altered is not None:
-        return altered
     ours = set(catalog_names(conf))
     tokens = tokenize(text)
     refs = _our_table_refs(tokens, ours)
