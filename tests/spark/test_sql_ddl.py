@@ -154,8 +154,9 @@ def test_one_statement_of_each_family_on_each_catalog(spark, cat):
     tw.write_and_read("(3, 30, 'c', timestamp'2024-01-03 12:00:00')")
     if cat.kind != "hadoop":
         new = f"{tw.name}_renamed"
-        spark.sql(f"ALTER TABLE {tw.java} RENAME TO {cat.java}.ddl.{new}_j")
-        procedures.sql(spark, f"ALTER TABLE {tw.ours} RENAME TO {cat.ours}.ddl.{new}_o")
+        # Spark takes the new name within the table's catalog: namespace.table
+        spark.sql(f"ALTER TABLE {tw.java} RENAME TO ddl.{new}_j")
+        procedures.sql(spark, f"ALTER TABLE {tw.ours} RENAME TO ddl.{new}_o")
         tw.name = new
         tw.assert_same_metadata()
     # CREATE TABLE ... AS SELECT and REPLACE TABLE ... AS SELECT, each statement on its own side
@@ -164,13 +165,14 @@ def test_one_statement_of_each_family_on_each_catalog(spark, cat):
               f"AS SELECT id, data FROM {tw.java}")
     procedures.sql(spark, f"CREATE TABLE {cat.ours}.ddl.{ctas}_o USING iceberg PARTITIONED BY (bucket(4, id)) "
                           f"AS SELECT id, data FROM {tw.ours}")
+    tw2 = Twins.__new__(Twins)
+    tw2.spark, tw2.cat, tw2.name = spark, cat, ctas
+    uuid_before = tw2.table("o").metadata.table_uuid
     spark.sql(f"REPLACE TABLE {cat.java}.ddl.{ctas}_j USING iceberg AS SELECT id, data, id * 2 AS twice FROM {tw.java}")
     procedures.sql(spark, f"REPLACE TABLE {cat.ours}.ddl.{ctas}_o USING iceberg "
                           f"AS SELECT id, data, id * 2 AS twice FROM {tw.ours}")
-    tw2 = Twins.__new__(Twins)
-    tw2.spark, tw2.cat, tw2.name = spark, cat, ctas
     assert _ctas_shape(tw2.table("o").metadata) == _ctas_shape(tw2.table("j").metadata)
-    assert tw2.table("o").metadata.table_uuid == tw2.table("o").metadata.table_uuid
+    assert tw2.table("o").metadata.table_uuid == uuid_before
     expected = spark_df_to_arrow(spark.table(tw2.java))
     t = tw2.table("o")
     for reader, got in read_all(spark, t.metadata_location, t.metadata_location).items():
@@ -293,29 +295,24 @@ def test_identifier_fields_match_java(spark, cat):
 # ---------------------------------------------------------------------------------- branches and tags
 def test_branches_and_tags_match_java(spark, cat):
     tw = Twins(spark, cat, "id bigint, data string", rows="(1, 'a')")
-    for statement in [
-        "INSERT INTO {t} VALUES (2, 'b')",
-    ]:
-        spark.sql(statement.format(t=tw.java))
-        procedures.sql(spark, statement.format(t=tw.ours))
-    first_j = min(s.snapshot_id for s in tw.table("j").metadata.snapshots)
+    spark.sql(f"INSERT INTO {tw.java} VALUES (2, 'b')")
+    procedures.sql(spark, f"INSERT INTO {tw.ours} VALUES (2, 'b')")
     first_o = min((s for s in tw.table("o").metadata.snapshots), key=lambda s: s.sequence_number).snapshot_id
     first_j = min((s for s in tw.table("j").metadata.snapshots), key=lambda s: s.sequence_number).snapshot_id
-    for java, ours in [
-        ("CREATE BRANCH b1", None),
-        ("CREATE BRANCH IF NOT EXISTS b1 RETAIN 1 DAYS", None),
-        ("CREATE OR REPLACE BRANCH b2 AS OF VERSION {first} RETAIN 2 HOURS WITH SNAPSHOT RETENTION 3 SNAPSHOTS 4 DAYS",
-         None),
-        ("REPLACE BRANCH b1 AS OF VERSION {first} WITH SNAPSHOT RETENTION 5 MINUTES", None),
-        ("CREATE TAG t1 AS OF VERSION {first} RETAIN 10 DAYS", None),
-        ("CREATE OR REPLACE TAG t1 RETAIN 11 DAYS", None),
-        ("CREATE TAG IF NOT EXISTS t1", None),
-        ("DROP BRANCH b2", None),
-        ("DROP BRANCH IF EXISTS nope", None),
-        ("DROP TAG IF EXISTS t1", None),
+    for clause in [
+        "CREATE BRANCH b1",
+        "CREATE BRANCH IF NOT EXISTS b1 RETAIN 1 DAYS",
+        "CREATE OR REPLACE BRANCH b2 AS OF VERSION {first} RETAIN 2 HOURS WITH SNAPSHOT RETENTION 3 SNAPSHOTS 4 DAYS",
+        "REPLACE BRANCH b1 AS OF VERSION {first} WITH SNAPSHOT RETENTION 5 MINUTES",
+        "CREATE TAG t1 AS OF VERSION {first} RETAIN 10 DAYS",
+        "CREATE OR REPLACE TAG t1 RETAIN 11 DAYS",
+        "CREATE TAG IF NOT EXISTS t1",
+        "DROP BRANCH b2",
+        "DROP BRANCH IF EXISTS nope",
+        "DROP TAG IF EXISTS t1",
     ]:
-        spark.sql(f"ALTER TABLE {tw.java} " + java.format(first=first_j))
-        procedures.sql(spark, f"ALTER TABLE {tw.ours} " + java.format(first=first_o))
+        spark.sql(f"ALTER TABLE {tw.java} " + clause.format(first=first_j))
+        procedures.sql(spark, f"ALTER TABLE {tw.ours} " + clause.format(first=first_o))
         tw.assert_same_metadata()
     tw.refused("ALTER TABLE {t} CREATE BRANCH b1", ValidationError, "b1")
     tw.refused("ALTER TABLE {t} DROP BRANCH nope", NoSuchRefError, "nope")
