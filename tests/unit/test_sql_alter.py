@@ -142,3 +142,64 @@ def test_replacement_keeps_ids_of_kept_columns_and_history():
     assert [(f.field_id, f.name) for f in out.schema().fields] == [(2, "data"), (4, "extra")]
     assert out.last_column_id == 4 and out.properties["k"] == "v"
     assert [(f.field_id, f.name) for f in out.spec().fields] == [(1001, "extra_bucket")]
+
+
+# ------------------------------------------------------------------ statements end to end (no Spark needed)
+class _NoSpark:
+    """Stands for a session: ALTER TABLE statements need one only for their empty result."""
+
+    def createDataFrame(self, rows, schema):  # noqa: N802 -- pyspark's name
+        return rows
+
+
+@pytest.fixture()
+def loc(tmp_path):
+    from procedures.catalog.hadoop import HadoopCatalog
+
+    conf = {"spark.sql.catalog.loc.type": "hadoop", "spark.sql.catalog.loc.warehouse": str(tmp_path / "wh")}
+    cat = HadoopCatalog("loc", str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    md, _ = new_table_metadata(schema=SCHEMA, location=cat.default_table_location(("db", "t")))
+    cat.create_table(("db", "t"), md)
+    return conf, cat
+
+
+def run(conf, text):
+    return sqlalter.execute(_NoSpark(), None, text, conf)
+
+
+def test_a_new_branch_of_an_empty_table_gets_an_empty_snapshot(loc):
+    conf, cat = loc
+    run(conf, "ALTER TABLE loc.db.t CREATE BRANCH dev RETAIN 2 DAYS")
+    md = cat.load_table(("db", "t")).metadata
+    assert md.current_snapshot_id is None and len(md.snapshots) == 1
+    assert md.refs["dev"].snapshot_id == md.snapshots[0].snapshot_id and md.refs["dev"].max_ref_age_ms == 2 * 86_400_000
+    with pytest.raises(ValidationError, match="main has no snapshot"):
+        run(conf, "ALTER TABLE loc.db.t CREATE TAG v1")
+
+
+@pytest.mark.parametrize("text, error, message", [
+    ("ALTER TABLE loc.db.t ALTER COLUMN data TYPE bigint", SchemaEvolutionError, "data"),
+    ("ALTER TABLE loc.db.t ADD COLUMN id int", SchemaEvolutionError, "id"),
+    ("ALTER TABLE loc.db.t DROP PARTITION FIELD data", ValidationError, "data"),
+    ("ALTER TABLE loc.db.t WRITE SIDEWAYS", SqlSyntaxError, "WRITE"),
+    ("ALTER TABLE loc.db.t SET IDENTIFIER FIELDS data", SchemaEvolutionError, "data"),
+    ("ALTER TABLE loc.db.t ADD COLUMN x nosuchtype", ValidationError, "nosuchtype"),
+    ("ALTER TABLE loc.db.t FROB", SqlSyntaxError, "unsupported ALTER TABLE"),
+])
+def test_refused_statements_leave_the_table_unchanged(loc, text, error, message):
+    conf, cat = loc
+    before = cat.load_table(("db", "t")).metadata_location
+    with pytest.raises(error, match=message):
+        run(conf, text)
+    assert cat.load_table(("db", "t")).metadata_location == before
+
+
+def test_a_statement_is_one_metadata_commit(loc):
+    conf, cat = loc
+    before = len(cat.load_table(("db", "t")).metadata.metadata_log)
+    run(conf, "ALTER TABLE loc.db.t ADD COLUMNS (a int, b string FIRST, c double AFTER id)")
+    md = cat.load_table(("db", "t")).metadata
+    assert len(md.metadata_log) == before + 1
+    assert [f.name for f in md.schema().fields] == ["b", "id", "c", "data", "ts", "a"]
+    assert [f.field_id for f in md.schema().fields] == [5, 1, 6, 2, 3, 4]
