@@ -29,7 +29,8 @@ from procedures.spec.types import ListType, MapType, NestedField, StructType
 
 __all__ = [
     "EvolveSchema", "EvolveSpec", "SetWriteOrder", "SetTableProperties", "DISTRIBUTION_MODE",
-    "evolution_partition_name", "replacement_updates", "ReplacedRows", "assign_ids_by_name", "check_bound",
+    "evolution_partition_name", "replacement_updates", "ReplacedRows", "schema_updates", "spec_updates",
+    "order_updates", "assign_ids_by_name", "check_bound",
 ]
 
 #: the table property ``WRITE ... ORDERED BY / DISTRIBUTED BY`` sets, as Java's
@@ -64,6 +65,31 @@ def check_bound(md: TableMetadata, schema: Schema) -> None:
                 "order first (ALTER TABLE ... WRITE ORDERED BY / UNORDERED)")
 
 
+def schema_updates(md: TableMetadata, schema: Schema, last_column_id: int) -> list[metadata_updates.MetadataUpdate]:
+    """Make ``schema`` current: an equal schema the table has is set by its id (a REST server does not
+    count a re-added schema as "last added"), a new one is added first."""
+    for s in md.schemas:
+        if s.same_schema(schema) and last_column_id <= md.last_column_id:
+            return [] if s.schema_id == md.current_schema_id else [metadata_updates.SetCurrentSchema(s.schema_id)]
+    return [metadata_updates.AddSchema(schema, last_column_id), metadata_updates.SetCurrentSchema(metadata_updates.LAST_ADDED)]
+
+
+def spec_updates(md: TableMetadata, spec: PartitionSpec) -> list[metadata_updates.MetadataUpdate]:
+    """Make ``spec`` the default: an existing spec with the same fields by its id, else added."""
+    for s in md.partition_specs:
+        if tuple(s.fields) == tuple(spec.fields):
+            return [] if s.spec_id == md.default_spec_id else [metadata_updates.SetDefaultSpec(s.spec_id)]
+    return [metadata_updates.AddPartitionSpec(spec), metadata_updates.SetDefaultSpec(metadata_updates.LAST_ADDED)]
+
+
+def order_updates(md: TableMetadata, order: SortOrder) -> list[metadata_updates.MetadataUpdate]:
+    """Make ``order`` the default sort order: an existing order with the same fields by its id, else added."""
+    for o in md.sort_orders:
+        if tuple(o.fields) == tuple(order.fields):
+            return [] if o.order_id == md.default_sort_order_id else [metadata_updates.SetDefaultSortOrder(o.order_id)]
+    return [metadata_updates.AddSortOrder(order), metadata_updates.SetDefaultSortOrder(metadata_updates.LAST_ADDED)]
+
+
 @dataclass(frozen=True)
 class EvolveSchema:
     """A schema change: ``steps`` are ``(SchemaUpdate method, args, kwargs)`` applied in order to a
@@ -87,7 +113,7 @@ class EvolveSchema:
         check_bound(base, schema)
         if schema.same_schema(base.schema()) and last == base.last_column_id:
             return []
-        return [metadata_updates.AddSchema(schema, last), metadata_updates.SetCurrentSchema(metadata_updates.LAST_ADDED)]
+        return schema_updates(base, schema, last)
 
 
 # ------------------------------------------------------------------------------ partition evolution
@@ -122,9 +148,7 @@ class EvolveSpec:
     def apply(self, base: TableMetadata, ctx: Any) -> list[metadata_updates.MetadataUpdate]:
         """The new spec as ``AddPartitionSpec`` + ``SetDefaultSpec`` (none when unchanged)."""
         spec = self.new_spec(base)
-        if tuple(spec.fields) == tuple(base.spec().fields):
-            return []
-        return [metadata_updates.AddPartitionSpec(spec), metadata_updates.SetDefaultSpec(metadata_updates.LAST_ADDED)]
+        return spec_updates(base, spec)
 
     def _source(self, schema: Schema, column: str) -> NestedField:
         f = schema.find_field_or_none(column, self.case_sensitive)
@@ -272,8 +296,7 @@ class SetWriteOrder:
         """``AddSortOrder`` + ``SetDefaultSortOrder`` and the distribution-mode property change."""
         order = self.order(base.schema())
         ups: list[metadata_updates.MetadataUpdate] = []
-        if not order.same_order(base.sort_order()):
-            ups += [metadata_updates.AddSortOrder(order), metadata_updates.SetDefaultSortOrder(metadata_updates.LAST_ADDED)]
+        ups += order_updates(base, order)
         if self.mode is not None and base.properties.get(DISTRIBUTION_MODE) != self.mode:
             ups.append(metadata_updates.SetProperties(((DISTRIBUTION_MODE, self.mode),)))
         return ups
@@ -421,16 +444,20 @@ def replacement_updates(base: TableMetadata, schema: Schema, partition_terms: Se
         return last[0]
 
     fresh = assign_ids_by_name(schema, base.schema(), next_id)
+    old = base.schema()
+    for f in [*base.spec().fields, *base.sort_order().fields]:
+        if not f.transform.is_void and fresh.find_field_or_none(f.source_id) is None:
+            # our metadata builder validates every step, and the old spec or order would not bind to
+            # the new schema between its two updates: refused, the table unchanged
+            raise ValidationError(
+                f"Cannot replace the table with a schema without column {_column(old, f.source_id)!r}: the current "
+                "partition spec or sort order uses it; keep the column, or drop the partition field / change the "
+                "order first (ALTER TABLE ... DROP PARTITION FIELD / WRITE UNORDERED)")
     spec = _replacement_spec(base, fresh, partition_terms)
-    ups += [
-        metadata_updates.RemoveSnapshotRef(MAIN_BRANCH),
-        metadata_updates.AddSchema(fresh, max(last[0], base.last_column_id)),
-        metadata_updates.SetCurrentSchema(metadata_updates.LAST_ADDED),
-        metadata_updates.AddPartitionSpec(spec),
-        metadata_updates.SetDefaultSpec(metadata_updates.LAST_ADDED),
-        metadata_updates.AddSortOrder(SortOrder(0, ())),
-        metadata_updates.SetDefaultSortOrder(metadata_updates.LAST_ADDED),
-    ]
+    ups.append(metadata_updates.RemoveSnapshotRef(MAIN_BRANCH))
+    ups += schema_updates(base, fresh, max(last[0], base.last_column_id))
+    ups += spec_updates(base, spec)
+    ups += order_updates(base, SortOrder(0, ()))
     if location:
         ups.append(metadata_updates.SetLocation(location))
     if props:

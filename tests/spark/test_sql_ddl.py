@@ -107,8 +107,8 @@ def _ref_shape(md, ref) -> tuple:
 
 
 #: the snapshot summary keys a DDL statement decides (the writers' own keys aside)
-_DECIDED = ("operation", "added-data-files", "added-records", "deleted-data-files", "deleted-records",
-            "total-records", "total-data-files")
+#: (file counts follow Spark's task split, which differs between two writers of the same rows)
+_DECIDED = ("operation", "added-records", "deleted-records", "total-records")
 
 
 def _summary(summary: dict) -> dict:
@@ -141,7 +141,8 @@ def test_one_statement_of_each_family_on_each_catalog(spark, cat):
     for statement in [
         "ALTER TABLE {t} SET TBLPROPERTIES ('k1' = 'v1', 'write.metadata.previous-versions-max' = '7')",
         "ALTER TABLE {t} UNSET TBLPROPERTIES ('k1')",
-        "ALTER TABLE {t} ADD COLUMN extra int COMMENT 'new' AFTER id",
+        # at the end: the Hive metastore refuses a column of another type moving into an old position
+        "ALTER TABLE {t} ADD COLUMN extra int COMMENT 'new'",
         "ALTER TABLE {t} ALTER COLUMN extra TYPE bigint",
         "ALTER TABLE {t} ADD PARTITION FIELD days(ts)",
         "ALTER TABLE {t} WRITE ORDERED BY id DESC NULLS LAST",
@@ -151,7 +152,7 @@ def test_one_statement_of_each_family_on_each_catalog(spark, cat):
     ]:
         tw.run(statement)
         tw.assert_same_metadata()
-    tw.write_and_read("(3, 30, 'c', timestamp'2024-01-03 12:00:00')")
+    tw.write_and_read("(3, 'c', timestamp'2024-01-03 12:00:00', 30)")
     if cat.kind != "hadoop":
         new = f"{tw.name}_renamed"
         # Spark takes the new name within the table's catalog: namespace.table

@@ -32,8 +32,8 @@ def test_alter_ctas_and_replace_on_both_session_kinds(spark):
     ctas = f"{t}_ctas"
     procedures.sql(spark, f"CREATE TABLE {ctas} USING iceberg PARTITIONED BY (cat) AS SELECT id, cat FROM {t} WHERE id > 1")
     assert sorted(tuple(r) for r in procedures.sql(spark, f"SELECT * FROM {ctas}").collect()) == [(2, "b"), (3, "c")]
-    procedures.sql(spark, f"REPLACE TABLE {ctas} USING iceberg AS SELECT id * 10 AS id FROM {t}")
+    procedures.sql(spark, f"REPLACE TABLE {ctas} USING iceberg AS SELECT id * 10 AS id, cat FROM {t}")
     assert sorted(r[0] for r in procedures.sql(spark, f"SELECT * FROM {ctas}").collect()) == [10, 20, 30]
     md = catalog_for(spark, "jcat").load_table(("db", f"{name}_ctas")).metadata
     assert [s.summary["operation"] for s in md.snapshots] == ["append", "overwrite"]
-    assert [f.name for f in md.schema().fields] == ["id"] and md.spec().is_unpartitioned()
+    assert [f.name for f in md.schema().fields] == ["id", "cat"] and md.spec().is_unpartitioned()

@@ -203,3 +203,15 @@ def test_a_statement_is_one_metadata_commit(loc):
     assert len(md.metadata_log) == before + 1
     assert [f.name for f in md.schema().fields] == ["b", "id", "c", "data", "ts", "a"]
     assert [f.field_id for f in md.schema().fields] == [5, 1, 6, 2, 3, 4]
+
+
+def test_replacement_without_a_partition_source_is_refused():
+    with pytest.raises(ValidationError, match="without column 'data'"):
+        replacement_updates(table(), Schema((NestedField(1, "id", LONG),)))
+
+
+def test_write_order_back_to_an_earlier_order_sets_it_by_id():
+    md = applied(table(), SetWriteOrder((("id", "identity", "asc", None),), "range"))
+    md = applied(md, SetWriteOrder((), "none"))
+    ups = SetWriteOrder((("id", "identity", "asc", None),), "range").apply(md, None)
+    assert [type(u).__name__ for u in ups] == ["SetDefaultSortOrder", "SetProperties"] and ups[0].sort_order_id == 1
