@@ -17,7 +17,7 @@ from procedures.errors import SqlSyntaxError, ValidationError
 from procedures.framework.declaration import Procedure
 from procedures.framework.registry import get_procedure, list_procedures as registered_procedures
 from procedures.framework.sqltypes import SqlType
-from procedures.frontend import runner, sqlddl
+from procedures.frontend import runner, sqlalter, sqlddl
 from procedures.frontend.parser import CallStatement, is_call, parse_call, split_statements, syntax_error
 from procedures.spark.dataframes import local_frame
 from procedures.spark.environment import check_session
@@ -122,7 +122,13 @@ def execute(spark, text: str, *, script: str | None = None, offset: int = 0):
     try:
         if is_call(text):
             return run_call(spark, parse_call(text))
-        return sqlddl.execute(spark, text, conf_from_spark(spark))
+        conf = conf_from_spark(spark)
+        # Iceberg's DDL (ALTER TABLE, CTAS, REPLACE TABLE) on our tables. Routed here rather than in
+        # sqlddl.execute: sqlalter reads queries and types through sqlddl, so sqlddl cannot import it
+        altered = sqlalter.execute(spark, None, text, conf)
+        if altered is not None:
+            return altered
+        return sqlddl.execute(spark, text, conf)
     except SqlSyntaxError as e:
         if script is None or offset == 0 or e.line is None:
             raise
