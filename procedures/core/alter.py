@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from procedures.core.kernel import updates as metadata_updates
+from procedures.core.kernel.properties import FORMAT_VERSION
 from procedures.core.kernel.builder import RESERVED_PROPERTIES
 from procedures.core.kernel.operations import OverwriteFiles
 from procedures.errors import SchemaEvolutionError, ValidationError
@@ -311,7 +312,7 @@ def _check_settable(key: str) -> None:
         clause = _SPARK_RESERVED[key]
         raise ValidationError(f"{key!r} is a reserved table property"
                               + (f", please use the {clause} clause to specify it" if clause else ""))
-    if key in RESERVED_PROPERTIES and key != "format-version":
+    if key in RESERVED_PROPERTIES and key != FORMAT_VERSION.key:
         raise ValidationError(f"Table property {key!r} is reserved and cannot be set")
 
 
@@ -331,7 +332,7 @@ class SetTableProperties:
         sets = []
         for k, v in self.updates:
             _check_settable(k)
-            if k == "format-version":
+            if k == FORMAT_VERSION.key:
                 try:
                     version = int(v)
                 except ValueError:
@@ -431,8 +432,9 @@ def replacement_updates(base: TableMetadata, schema: Schema, partition_terms: Se
     and ``properties`` are added to the table's."""
     props = dict(properties or {})
     ups: list[metadata_updates.MetadataUpdate] = []
-    if "format-version" in props:
-        version = int(props.pop("format-version"))
+    if FORMAT_VERSION.is_set(props):
+        version = FORMAT_VERSION.read(props)
+        del props[FORMAT_VERSION.key]
         if version != base.format_version:
             ups.append(metadata_updates.UpgradeFormatVersion(version))
     for k in props:
