@@ -234,6 +234,57 @@ class Parser:
     def keyword(self, *words: str) -> bool:
         return self.tok.kind == "IDENT" and self.tok.text.upper() in words
 
+    def op(self, text: str) -> bool:
+        """True when the current token is the operator ``text``."""
+        return self.tok.kind == "OP" and self.tok.text == text
+
+    def take(self, *words: str) -> bool:
+        """Consume ``words`` (keywords, in order) when they come next; otherwise consume nothing."""
+        save = self.i
+        for w in words:
+            if not self.keyword(w):
+                self.i = save
+                return False
+            self.next()
+        return True
+
+    def need(self, *words: str) -> None:
+        """Consume ``words`` or fail naming them."""
+        if not self.take(*words):
+            raise self.error(f"expected {' '.join(words)}")
+
+    def comma(self) -> bool:
+        """Consume a ``,`` when one comes next."""
+        if self.op(","):
+            self.next()
+            return True
+        return False
+
+    def string(self, what: str) -> str:
+        """A string literal's value."""
+        if self.tok.kind != "STRING":
+            raise self.error(f"expected {what}")
+        return self.next().value
+
+    def integer(self, what: str) -> int:
+        """An integer literal."""
+        if self.tok.kind != "NUMBER":
+            raise self.error(f"expected {what}")
+        tok = self.next()
+        try:
+            return int(tok.text)
+        except ValueError:
+            raise self.error(f"expected {what}", tok) from None
+
+    def column(self, what: str = "a column name") -> str:
+        """A (possibly nested) column name, dotted."""
+        return ".".join(self.multipart(what))
+
+    def end(self) -> None:
+        """Fail unless the statement ends here."""
+        if self.tok.kind != "EOF":
+            raise self.error("unexpected text at the end of the statement")
+
     def expect_op(self, op: str, what: str) -> Token:
         if self.tok.kind != "OP" or self.tok.text != op:
             raise self.error(f"expected {what}")

@@ -57,68 +57,15 @@ from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SPARK_APP_ID, SnapshotRefType
 from procedures.spec.types import NestedField
 
-__all__ = ["execute", "parse_partition_term", "AlterParser"]
+__all__ = ["execute", "AlterParser"]
 
 _TIME_UNITS_MS = {"DAYS": 86_400_000, "HOURS": 3_600_000, "MINUTES": 60_000}
-_TRANSFORMS = {"years": "year", "year": "year", "months": "month", "month": "month", "days": "day", "day": "day",
-               "date": "day", "hours": "hour", "hour": "hour", "date_hour": "hour", "identity": "identity"}
 #: words that end a column type in a column definition
 _TYPE_END = {"NOT", "COMMENT", "FIRST", "AFTER", "DEFAULT"}
 
 
 class AlterParser(Parser):
     """Our grammar of the statements above, on the CALL parser's tokens."""
-
-    def op(self, text: str) -> bool:
-        """True when the current token is the operator ``text``."""
-        return self.tok.kind == "OP" and self.tok.text == text
-
-    def take(self, *words: str) -> bool:
-        """Consume ``words`` (keywords, in order) when they come next; otherwise consume nothing."""
-        save = self.i
-        for w in words:
-            if not self.keyword(w):
-                self.i = save
-                return False
-            self.next()
-        return True
-
-    def need(self, *words: str) -> None:
-        """Consume ``words`` or fail naming them."""
-        if not self.take(*words):
-            raise self.error(f"expected {' '.join(words)}")
-
-    def string(self, what: str) -> str:
-        """A string literal."""
-        if self.tok.kind != "STRING":
-            raise self.error(f"expected {what}")
-        return self.next().value
-
-    def integer(self, what: str) -> int:
-        """An integer literal."""
-        if self.tok.kind != "NUMBER":
-            raise self.error(f"expected {what}")
-        tok = self.next()
-        try:
-            return int(tok.text)
-        except ValueError:
-            raise self.error(f"expected {what}", tok) from None
-
-    def column(self, what: str = "a column name") -> str:
-        """A (possibly nested) column name, dotted."""
-        return ".".join(self.multipart(what))
-
-    def end(self) -> None:
-        """Fail unless the statement ends here."""
-        if self.tok.kind != "EOF":
-            raise self.error("unexpected text at the end of the statement")
-
-    def comma(self) -> bool:
-        """Consume a ``,`` when one comes next."""
-        if self.op(","):
-            self.next()
-            return True
-        return False
 
     def spark_type(self):
         """A Spark column type, up to the next top-level ``,``/``)`` or column clause keyword."""
@@ -161,34 +108,6 @@ class AlterParser(Parser):
                 break
         self.expect_op(")", "',' or ')' in the property list")
         return out
-
-
-def parse_partition_term(p: AlterParser) -> tuple[str, str]:
-    """``(column, transform)`` of a partition or sort term: ``col``, ``bucket(16, col)``,
-    ``truncate(4, col)`` (either argument order), ``years|months|days|hours(col)``."""
-    first = p.tok
-    parts = p.multipart("a column or a partition transform")
-    if not p.op("("):
-        return ".".join(parts), "identity"
-    name = ".".join(parts)
-    p.next()
-    columns: list[str] = []
-    numbers: list[int] = []
-    while True:
-        if p.tok.kind == "NUMBER":
-            numbers.append(p.integer("a number"))
-        else:
-            columns.append(p.column())
-        if not p.comma():
-            break
-    p.expect_op(")", "')' closing the transform")
-    fn = name.lower()
-    if fn in _TRANSFORMS and len(columns) == 1 and not numbers:
-        return columns[0], _TRANSFORMS[fn]
-    if fn in ("bucket", "truncate") and len(columns) == 1 and len(numbers) == 1:
-        return columns[0], f"{fn}[{numbers[0]}]"
-    raise p.error(f"unsupported transform {name}(...): use bucket(n, col), truncate(width, col), "
-                  "years/months/days/hours(col) or a column", first)
 
 
 # ------------------------------------------------------------------------------------ entry point
@@ -259,7 +178,7 @@ def _alter_operation(p: AlterParser, table, cs: bool):
         if_exists = p.take("IF", "EXISTS")
         return SetTableProperties(removals=tuple(p.properties(False)), if_exists=if_exists)
     if p.take("ADD", "PARTITION", "FIELD"):
-        column, transform = parse_partition_term(p)
+        column, transform = sqlddl.parse_partition_term(p)
         name = p.ident("a partition field name") if p.take("AS") else None
         return EvolveSpec((("add", column, transform, name),), cs)
     if p.take("DROP", "PARTITION", "FIELD"):
@@ -267,7 +186,7 @@ def _alter_operation(p: AlterParser, table, cs: bool):
     if p.take("REPLACE", "PARTITION", "FIELD"):
         removal = _removal(p, table, cs)
         p.need("WITH")
-        column, transform = parse_partition_term(p)
+        column, transform = sqlddl.parse_partition_term(p)
         name = p.ident("a partition field name") if p.take("AS") else None
         return EvolveSpec((removal, ("add", column, transform, name)), cs)
     if p.take("WRITE"):
@@ -295,7 +214,7 @@ def _alter_operation(p: AlterParser, table, cs: bool):
 
 
 def _removal(p: AlterParser, table, cs: bool) -> tuple:
-    column, transform = parse_partition_term(p)
+    column, transform = sqlddl.parse_partition_term(p)
     # a bare name that is no column of the table names a partition field (as Java's DropPartitionField)
     if transform == "identity" and "." not in column and \
             table.metadata.schema().find_field_or_none(column, cs) is None:
@@ -319,7 +238,7 @@ def _write_order(p: AlterParser, cs: bool) -> SetWriteOrder:
 def _order_terms(p: AlterParser) -> tuple:
     terms = []
     while True:
-        column, transform = parse_partition_term(p)
+        column, transform = sqlddl.parse_partition_term(p)
         direction = "desc" if p.take("DESC") else "asc"
         if direction == "asc":
             p.take("ASC")
@@ -519,7 +438,7 @@ def _create_or_replace(spark, text: str, conf, ours: set[str]):
         elif p.take("PARTITIONED", "BY"):
             p.expect_op("(", "'(' after PARTITIONED BY")
             while True:
-                terms.append(parse_partition_term(p))
+                terms.append(sqlddl.parse_partition_term(p))
                 if not p.comma():
                     break
             p.expect_op(")", "',' or ')' in PARTITIONED BY")

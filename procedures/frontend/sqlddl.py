@@ -54,7 +54,7 @@ from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
 __all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views", "cached_views_on",
-           "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message"]
+           "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message", "parse_partition_term"]
 
 #: numbers the temporary views of our tables within the process
 _VIEWS = itertools.count(1)
@@ -73,18 +73,6 @@ class _DDL(Parser):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self._ids = itertools.count(1)
-
-    def op(self, text: str) -> bool:
-        return self.tok.kind == "OP" and self.tok.text == text
-
-    def take_keywords(self, *words: str) -> bool:
-        save = self.i
-        for w in words:
-            if not self.keyword(w):
-                self.i = save
-                return False
-            self.next()
-        return True
 
     def spark_type(self, depth: int = 0) -> spec_types.IcebergType:
         if self.tok.kind not in ("IDENT", "QIDENT"):
@@ -140,22 +128,14 @@ class _DDL(Parser):
 
     def field(self, name: str, depth: int = 0) -> spec_types.NestedField:
         ftype = self.spark_type(depth)
-        required = self.take_keywords("NOT", "NULL")
+        required = self.take("NOT", "NULL")
         doc = None
-        if self.take_keywords("COMMENT"):
+        if self.take("COMMENT"):
             if self.tok.kind != "STRING":
                 raise self.error("expected a 'comment' string")
             doc = self.next().value
         return spec_types.NestedField(next(self._ids), name, ftype, required, doc)
 
-    def end(self) -> None:
-        if self.tok.kind != "EOF":
-            raise self.error("unexpected text at the end of the statement")
-
-    def string(self, what: str) -> str:
-        if self.tok.kind != "STRING":
-            raise self.error(f"expected {what}")
-        return self.next().value
 
 
 def parse_spark_type(text: str) -> spec_types.IcebergType:
@@ -310,7 +290,7 @@ def _table(conf, parts: list[str]):
 def _create_table(spark, text: str, conf):
     p = _DDL(text)
     p.i = 2
-    if_not_exists = p.take_keywords("IF", "NOT", "EXISTS")
+    if_not_exists = p.take("IF", "NOT", "EXISTS")
     parts = p.multipart("a table name")
     catalog, ident = _table(conf, parts)
     p.expect_op("(", "'(' and the column list")
@@ -327,22 +307,22 @@ def _create_table(spark, text: str, conf):
     props: dict[str, str] = {}
     location = None
     while p.tok.kind != "EOF":
-        if p.take_keywords("USING"):
+        if p.take("USING"):
             provider = p.ident("a table provider")
             if provider.lower() != "iceberg":
                 raise p.error(f"only USING iceberg is supported for catalog {parts[0]}")
-        elif p.take_keywords("PARTITIONED", "BY"):
+        elif p.take("PARTITIONED", "BY"):
             p.expect_op("(", "'(' after PARTITIONED BY")
             while True:
-                transforms.append(_partition_term(p))
+                transforms.append(parse_partition_term(p))
                 if p.op(","):
                     p.next()
                     continue
                 break
             p.expect_op(")", "',' or ')' in PARTITIONED BY")
-        elif p.take_keywords("LOCATION"):
+        elif p.take("LOCATION"):
             location = p.string("a location string")
-        elif p.take_keywords("TBLPROPERTIES"):
+        elif p.take("TBLPROPERTIES"):
             p.expect_op("(", "'(' after TBLPROPERTIES")
             while True:
                 key = p.string("a property name string")
@@ -354,7 +334,7 @@ def _create_table(spark, text: str, conf):
                     continue
                 break
             p.expect_op(")", "',' or ')' in TBLPROPERTIES")
-        elif p.take_keywords("COMMENT"):
+        elif p.take("COMMENT"):
             props["comment"] = p.string("a comment string")
         else:
             raise p.error("expected USING, PARTITIONED BY, LOCATION, TBLPROPERTIES or COMMENT")
@@ -373,32 +353,37 @@ def _create_table(spark, text: str, conf):
     return _empty(spark)
 
 
-def _partition_term(p: _DDL) -> tuple[str, str]:
-    name = p.ident("a partition column or transform")
+#: partition transforms by the names Spark SQL gives them
+_TRANSFORMS = {"years": "year", "year": "year", "months": "month", "month": "month", "days": "day", "day": "day",
+               "date": "day", "hours": "hour", "hour": "hour", "date_hour": "hour", "identity": "identity"}
+
+
+def parse_partition_term(p: Parser) -> tuple[str, str]:
+    """``(column, transform)`` of a partition or sort term: ``col``, ``bucket(16, col)``,
+    ``truncate(4, col)`` (either argument order), ``years|months|days|hours(col)``."""
+    first = p.tok
+    parts = p.multipart("a column or a partition transform")
     if not p.op("("):
-        return name, "identity"
+        return ".".join(parts), "identity"
+    name = ".".join(parts)
     p.next()
-    args: list[str] = []
+    columns: list[str] = []
     numbers: list[int] = []
     while True:
         if p.tok.kind == "NUMBER":
-            numbers.append(int(p.next().text))
+            numbers.append(p.integer("a number"))
         else:
-            args.append(".".join(p.multipart("a column name")))
-        if p.op(","):
-            p.next()
-            continue
-        break
-    p.expect_op(")", "')' closing the partition transform")
+            columns.append(p.column())
+        if not p.comma():
+            break
+    p.expect_op(")", "')' closing the transform")
     fn = name.lower()
-    simple = {"years": "year", "year": "year", "months": "month", "month": "month", "days": "day", "day": "day",
-              "date": "day", "hours": "hour", "hour": "hour", "date_hour": "hour", "identity": "identity"}
-    if fn in simple and len(args) == 1 and not numbers:
-        return args[0], simple[fn]
-    if fn in ("bucket", "truncate") and len(args) == 1 and len(numbers) == 1:
-        return args[0], f"{fn}[{numbers[0]}]"
-    raise ValidationError(f"Unsupported partition transform {name}(...): use years/months/days/hours(col), "
-                          "bucket(n, col) or truncate(width, col)")
+    if fn in _TRANSFORMS and len(columns) == 1 and not numbers:
+        return columns[0], _TRANSFORMS[fn]
+    if fn in ("bucket", "truncate") and len(columns) == 1 and len(numbers) == 1:
+        return columns[0], f"{fn}[{numbers[0]}]"
+    raise p.error(f"unsupported transform {name}(...): use bucket(n, col), truncate(width, col), "
+                  "years/months/days/hours(col) or a column", first)
 
 
 def _dropped(statement: exp.Drop) -> list[exp.Table]:

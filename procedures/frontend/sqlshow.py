@@ -48,17 +48,8 @@ _METADATA_COLUMNS = (("_spec_id", "int"), ("_partition", None), ("_file", "strin
 
 
 class _Show(Parser):
-    def words(self, *words: str) -> bool:
-        save = self.i
-        for w in words:
-            if not self.keyword(w):
-                self.i = save
-                return False
-            self.next()
-        return True
-
     def pattern(self) -> str | None:
-        self.words("LIKE")
+        self.take("LIKE")
         if self.tok.kind == "STRING":
             return self.next().value
         return None
@@ -72,10 +63,10 @@ def execute_show(spark: Any, text: str, conf: Mapping[str, str], ours: set[str])
     """The answer to a ``SHOW`` statement naming one of our catalogs, or None when ``text`` is none of
     the forms above (the dispatcher then refuses it)."""
     p = _Show(text)
-    if not p.words("SHOW"):
+    if not p.take("SHOW"):
         return None
-    if p.words("NAMESPACES") or p.words("DATABASES") or p.words("SCHEMAS"):
-        if not (p.words("IN") or p.words("FROM")):
+    if p.take("NAMESPACES") or p.take("DATABASES") or p.take("SCHEMAS"):
+        if not (p.take("IN") or p.take("FROM")):
             return None
         parts = p.multipart("a catalog or namespace name")
         pattern = p.pattern()
@@ -89,8 +80,8 @@ def execute_show(spark: Any, text: str, conf: Mapping[str, str], ours: set[str])
         names = [_quoted(ns) for ns in catalog.list_namespaces(parent)]
         rows = [(n,) for n in names if _matches(pattern, n)]
         return spark.createDataFrame(rows, "namespace string")
-    if p.words("TABLES"):
-        if not (p.words("IN") or p.words("FROM")):
+    if p.take("TABLES"):
+        if not (p.take("IN") or p.take("FROM")):
             return None
         parts = p.multipart("a namespace name")
         pattern = p.pattern()
@@ -104,7 +95,7 @@ def execute_show(spark: Any, text: str, conf: Mapping[str, str], ours: set[str])
         rows = [(_quoted(ident[:-1]), ident[-1], False) for ident in catalog.list_tables(ns)
                 if _matches(pattern, ident[-1])]
         return spark.createDataFrame(rows, "namespace string, tableName string, isTemporary boolean")
-    if p.words("TBLPROPERTIES"):
+    if p.take("TBLPROPERTIES"):
         parts = p.multipart("a table name")
         key = None
         if p.tok.kind == "OP" and p.tok.text == "(":
@@ -124,9 +115,9 @@ def execute_show(spark: Any, text: str, conf: Mapping[str, str], ours: set[str])
         else:
             rows = sorted(props.items())
         return spark.createDataFrame(rows, "key string, value string")
-    if p.words("CREATE", "TABLE"):
+    if p.take("CREATE", "TABLE"):
         parts = p.multipart("a table name")
-        p.words("AS", "SERDE")
+        p.take("AS", "SERDE")
         p.end()
         if parts[0] not in ours:
             return None

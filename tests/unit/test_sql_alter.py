@@ -11,7 +11,8 @@ from procedures.core.alter import (
 from procedures.core.kernel.builder import MetadataBuilder, new_table_metadata
 from procedures.errors import SchemaEvolutionError, SqlSyntaxError, ValidationError
 from procedures.frontend import sqlalter
-from procedures.frontend.sqlalter import AlterParser, parse_partition_term
+from procedures.frontend.sqlalter import AlterParser
+from procedures.frontend.sqlddl import parse_partition_term
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import NullOrder, SortDirection
