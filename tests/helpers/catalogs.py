@@ -14,6 +14,7 @@ from procedures.catalog.hadoop import HadoopCatalog
 from procedures.catalog.jdbc import JdbcCatalog
 from procedures.errors import NoSuchTableError
 from procedures.framework.context import open_catalog
+from procedures.spark.catalog_conf import conf_from_spark
 from tests import postgres_server
 from tests.helpers.references import require_jdbc_driver
 
@@ -101,7 +102,7 @@ def shared_catalog(spark: Any, kind: str, request: pytest.FixtureRequest) -> Sha
         return SharedCatalog(kind, "jcat", "ours", ours_on_java_warehouse(spark, warehouse))
     if kind == "hive":
         spark.conf.set("spark.sql.catalog.ohive.type", "hive")
-        return SharedCatalog(kind, "jhive", "ohive", open_catalog("ohive", spark))
+        return SharedCatalog(kind, "jhive", "ohive", open_catalog("ohive", conf_from_spark(spark)))
     name = f"j{kind[:2]}{uuid.uuid4().hex[:10]}"
     if kind not in SHARED_KINDS:
         raise ValueError(f"unknown catalog kind {kind!r}; expected one of {SHARED_KINDS}")
