@@ -193,7 +193,9 @@ def _names_a_catalog(text: str, ours: set[str]) -> bool:
         tokens = tokenize(text)
     except ValidationError:
         return any(name in text for name in ours)
-    return any(t.kind in ("IDENT", "QIDENT") and t.value in ours for t in tokens)
+    # a name's first part only: ``SET spark.sql.catalog.local.type = ...`` names no catalog
+    return any(t.kind in ("IDENT", "QIDENT") and t.value in ours and not (i and tokens[i - 1].text == ".")
+               for i, t in enumerate(tokens))
 
 
 def execute(spark, text: str, conf: Mapping[str, str]):

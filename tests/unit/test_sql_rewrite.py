@@ -217,3 +217,23 @@ def test_every_metadata_table_has_rows_of_its_schema(tmp_path):
     log = metadata_table_rows(t, "metadata_log_entries")
     assert log[-1][1] == t.metadata_location and log[-1][2] == t.metadata.current_snapshot_id
     assert [r[0] for r in metadata_table_rows(t, "entries")].count(2) == 1  # the deleted file's entry
+
+
+def test_a_catalog_name_inside_a_dotted_key_is_not_a_table_of_ours():
+    """``SET spark.sql.catalog.local.type = hadoop`` goes to Spark as written (the console sets catalogs so)."""
+    from procedures.frontend import sqlddl
+
+    class Spark:
+        def __init__(self):
+            self.seen = []
+
+        def sql(self, text):
+            self.seen.append(text)
+            return "spark's"
+
+    spark = Spark()
+    conf = {"spark.sql.catalog.local.type": "hadoop", "spark.sql.catalog.local.warehouse": "/tmp/w"}
+    # a SET that only shows a value, and one whose value sqlglot cannot read
+    texts = ["SET spark.sql.catalog.local.type", "SET spark.sql.catalog.local.warehouse=/tmp/x"]
+    assert [sqlddl.execute(spark, text, conf) for text in texts] == ["spark's", "spark's"]
+    assert spark.seen == texts
