@@ -261,6 +261,7 @@ def _data_files_on_disk(ours, name):
     "DELETE FROM {t} WHERE id = 3 AND raise_error('boom') IS NULL",
 ])
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+@pytest.mark.java  # the table is made by Java's SQL (twins)
 def test_a_failing_statement_leaves_the_table_and_no_files(spark, ours, mode, statement):
     mine, _ = _twins(spark, f"dml_fail_{mode[0]}_{statement.split()[0].lower()}", mode=mode)
     before, files = _snapshot_id(ours, mine), _data_files_on_disk(ours, mine)
@@ -278,6 +279,7 @@ def test_a_failing_statement_leaves_the_table_and_no_files(spark, ours, mode, st
     ("INSERT OVERWRITE {t} (id, part) SELECT 1, 'a'", "column list"),
     ("INSERT OVERWRITE {t} SELECT 1", "columns"),
 ])
+@pytest.mark.java  # the table is made by Java's SQL (twins)
 def test_unsupported_or_wrong_statements_get_a_typed_error(spark, ours, statement, message):
     mine, _ = _twins(spark, "dml_unsupported")
     before = _snapshot_id(ours, mine)
