@@ -37,6 +37,7 @@ from procedures.core.table_selectors import TableSelection, select_table, with_v
 from procedures.errors import (
     NamespaceAlreadyExistsError,
     NoSuchTableError,
+    SqlSyntaxError,
     TableAlreadyExistsError,
     UnsupportedStatementError,
     ValidationError,
@@ -218,6 +219,12 @@ def execute(spark, text: str, conf: Mapping[str, str]):
         if [w.upper() for w in text.split()[:2]] == ["CREATE", "TABLE"]:
             return _create_table(spark, text, conf)
         raise ValidationError("Statement nests expressions or types too deeply to be read") from None
+    except SqlSyntaxError:
+        # sqlglot refuses names Spark takes: keywords as name parts (``outer``, ``inner``) and nested
+        # namespaces (``cat.a.b.t``).  Our own grammar reads CREATE TABLE with them.
+        if [w.upper() for w in text.split()[:2]] == ["CREATE", "TABLE"]:
+            return _create_table(spark, text, conf)
+        raise
     # -- the DML (sqldml.execute) and Iceberg DDL (sqlalter.execute) front ends plug in here: each
     #    takes (spark, statement, text, conf) and returns a DataFrame, or None for a statement not its own
     if is_opaque(statement):

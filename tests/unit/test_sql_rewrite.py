@@ -237,3 +237,18 @@ def test_a_catalog_name_inside_a_dotted_key_is_not_a_table_of_ours():
     texts = ["SET spark.sql.catalog.local.type", "SET spark.sql.catalog.local.warehouse=/tmp/x"]
     assert [sqlddl.execute(spark, text, conf) for text in texts] == ["spark's", "spark's"]
     assert spark.seen == texts
+
+
+def test_create_table_with_names_sqlglot_refuses_is_read_by_our_grammar(tmp_path):
+    """Spark takes keywords as name parts and nested namespaces; sqlglot does not, our grammar does."""
+    from procedures.framework.context import open_catalog
+    from procedures.frontend import sqlddl
+
+    class Spark:
+        def createDataFrame(self, rows, schema):
+            return rows
+
+    conf = {"spark.sql.catalog.c.type": "hadoop", "spark.sql.catalog.c.warehouse": str(tmp_path)}
+    open_catalog("c", conf).create_namespace(("db",))
+    sqlddl.execute(Spark(), "CREATE TABLE c.db.outer (id bigint) USING iceberg", conf)
+    assert open_catalog("c", conf).load_table(("db", "outer")).metadata.schema().fields[0].name == "id"
