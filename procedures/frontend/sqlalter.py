@@ -436,12 +436,7 @@ def _create_or_replace(spark, text: str, conf, ours: set[str]):
             if provider.lower() != "iceberg":
                 raise p.error(f"only USING iceberg is supported for catalog {parts[0]}")
         elif p.take("PARTITIONED", "BY"):
-            p.expect_op("(", "'(' after PARTITIONED BY")
-            while True:
-                terms.append(sqlddl.parse_partition_term(p))
-                if not p.comma():
-                    break
-            p.expect_op(")", "',' or ')' in PARTITIONED BY")
+            terms += sqlddl.parse_partitioned_by(p)
         elif p.take("LOCATION"):
             location = p.string("a location string")
         elif p.take("TBLPROPERTIES"):

@@ -55,7 +55,7 @@ from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
 __all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views", "cached_views_on",
-           "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message", "parse_partition_term"]
+           "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message", "parse_partition_term", "parse_partitioned_by"]
 
 #: numbers the temporary views of our tables within the process
 _VIEWS = itertools.count(1)
@@ -321,14 +321,7 @@ def _create_table(spark, text: str, conf):
             if provider.lower() != "iceberg":
                 raise p.error(f"only USING iceberg is supported for catalog {parts[0]}")
         elif p.take("PARTITIONED", "BY"):
-            p.expect_op("(", "'(' after PARTITIONED BY")
-            while True:
-                transforms.append(parse_partition_term(p))
-                if p.op(","):
-                    p.next()
-                    continue
-                break
-            p.expect_op(")", "',' or ')' in PARTITIONED BY")
+            transforms += parse_partitioned_by(p)
         elif p.take("LOCATION"):
             location = p.string("a location string")
         elif p.take("TBLPROPERTIES"):
@@ -365,6 +358,16 @@ def _create_table(spark, text: str, conf):
 #: partition transforms by the names Spark SQL gives them
 _TRANSFORMS = {"years": "year", "year": "year", "months": "month", "month": "month", "days": "day", "day": "day",
                "date": "day", "hours": "hour", "hour": "hour", "date_hour": "hour", "identity": "identity"}
+
+
+def parse_partitioned_by(p: Parser) -> list[tuple[str, str]]:
+    """The parenthesised term list after ``PARTITIONED BY``: ``(col, days(ts), bucket(16, id))``."""
+    p.expect_op("(", "'(' after PARTITIONED BY")
+    terms = [parse_partition_term(p)]
+    while p.comma():
+        terms.append(parse_partition_term(p))
+    p.expect_op(")", "',' or ')' in PARTITIONED BY")
+    return terms
 
 
 def parse_partition_term(p: Parser) -> tuple[str, str]:
