@@ -7,33 +7,55 @@
 #
 # Default lines: 4.0 and 4.1 (3.5 and the newest 4.x run the full suite).  Arguments replace them:
 #   .ci/pyspark_lines.sh '==4.0.*' '==4.1.*'
+# With PYSPARK_LINES_VENVS=DIR the venvs live in DIR (kept), and `--prepare` only builds them there:
+# .ci/run builds them in the background while other stages run, then runs the tests.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO="$(pwd)"
 PYTHON="${PYTHON:-python3}"
+PREPARE_ONLY=0
+if [ "${1:-}" = "--prepare" ]; then
+    PREPARE_ONLY=1
+    shift
+fi
 LINES=("$@")
 if [ "${#LINES[@]}" -eq 0 ]; then
     LINES=('==4.0.*' '==4.1.*')
 fi
-# what each line runs: the data source and the planner (unit and console)
-TESTS=(tests/spark/test_datasource.py tests/spark/test_maintenance_console.py tests/unit/test_health.py)
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/pyspark-lines.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+# what each line runs: the data source and the planner (unit and console); the walk-through notebook
+# runs in both full suites and on the plain install (.ci/clean_install_check.sh), not again here
+TESTS=(tests/spark/test_datasource.py tests/spark/test_maintenance_console.py tests/unit/test_health.py
+       --deselect tests/spark/test_maintenance_console.py::test_maintenance_notebook_runs_top_to_bottom)
+if [ -n "${PYSPARK_LINES_VENVS:-}" ]; then
+    WORK="$PYSPARK_LINES_VENVS"
+    mkdir -p "$WORK"
+else
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/pyspark-lines.XXXXXX")"
+    trap 'rm -rf "$WORK"' EXIT
+fi
 unset PYTHONPATH PYSPARK_PYTHON PYSPARK_DRIVER_PYTHON SPARK_HOME
 
 status=0
 for line in "${LINES[@]}"; do
     started=$(date +%s)
     venv="$WORK/venv$(echo "$line" | tr -c 'A-Za-z0-9.' '_')"
-    printf '\n=== pyspark%s: data-source and planner tests (%s)\n' "$line" "$(date -u +%H:%M:%S)"
-    "$PYTHON" -m venv "$venv"
-    if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$REPO[test-references]" \
-            "pyspark$line"; then
-        echo "pyspark$line: pip install failed" >&2
-        status=1
+    if [ ! -f "$venv/.ci-ready" ]; then
+        printf '\n=== pyspark%s: building %s (%s)\n' "$line" "$venv" "$(date -u +%H:%M:%S)"
+        rm -rf "$venv"
+        "$PYTHON" -m venv "$venv"
+        if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$REPO[test-references]" \
+                "pyspark$line"; then
+            echo "pyspark$line: pip install failed" >&2
+            status=1
+            continue
+        fi
+        touch "$venv/.ci-ready"
+    fi
+    if [ "$PREPARE_ONLY" = 1 ]; then
         continue
     fi
+    printf '\n=== pyspark%s: data-source and planner tests (%s)\n' "$line" "$(date -u +%H:%M:%S)"
     "$venv/bin/python" -c 'import pyspark; print("pyspark", pyspark.__version__)'
     # the venv's python runs the Spark workers too (PATH's python3 may be another one)
     if PATH="$venv/bin:$PATH" PYSPARK_PYTHON="$venv/bin/python" \
