@@ -20,7 +20,7 @@ Two implementations share one plan:
   every content path on the driver.
 
 Nothing here imports pyspark: the Spark side (:func:`procedures.spark.listing.manifest_content_dataframe`,
-:func:`procedures.spark.listing.unreached_paths`) is called by the actions in :mod:`procedures.spark.actions`,
+:func:`procedures.spark.listing.unreached_paths`) is called by the GC engine steps (:mod:`procedures.spark.engine.gc_steps`),
 which decide with :func:`use_spark`.
 """
 

@@ -388,7 +388,7 @@ class RewriteJob:
 
 
 class DistributedRewriter(Protocol):
-    """An engine that rewrites large manifest sets off the driver (``procedures.spark.actions``)."""
+    """An engine that rewrites large manifest sets off the driver (:mod:`procedures.spark.engine.manifest_rewrite_steps`)."""
 
     def wants(self, manifests: Sequence[ManifestFile]) -> bool:
         """Whether these manifests are too many or too large for the driver."""
