@@ -185,11 +185,11 @@ def _described(engine: FileImportEngine, parts: Sequence[str]) -> tuple[SourceTa
     return source, engine.session_table_partitions(source.database, source.name)
 
 
-def execute_snapshot(target: NewTable, plan: SessionImportPlan, engine: FileImportEngine) -> SessionImportResult:
-    """Create ``target`` as a snapshot of the session-catalog table ``params.source``.  Nothing
-    changes on any refusal."""
+def execute_snapshot(table: NewTable, plan: SessionImportPlan, engine: FileImportEngine) -> SessionImportResult:
+    """Create ``table`` (a :class:`NewTable`) as a snapshot of the session-catalog table
+    ``params.source``.  Nothing changes on any refusal."""
     params = plan.params
-    catalog, ident = target.target_catalog, tuple(target.identifier or ())
+    catalog, ident = table.target_catalog, tuple(table.identifier or ())
     source, partitions = _described(engine, params.source)
     if catalog.table_exists(ident):
         raise TableAlreadyExistsError(f"Cannot create table {'.'.join(ident)} as it already exists")
@@ -197,17 +197,18 @@ def execute_snapshot(target: NewTable, plan: SessionImportPlan, engine: FileImpo
     table_creation.check_snapshot_location(location, source.location)
     props = table_creation.snapshot_properties(source.properties, dict(params.properties or {}))
     creation = creation_plan(source, partitions, location, props)
-    table = _create(engine, catalog, ident, source, creation, plan.parallelism, "snapshot")
-    count = _total_files(table)
-    log.info("snapshot of %s as %s: %d file(s)", source.qualified, table.name, count)
+    created = _create(engine, catalog, ident, source, creation, plan.parallelism, "snapshot")
+    count = _total_files(created)
+    log.info("snapshot of %s as %s: %d file(s)", source.qualified, created.name, count)
     return SessionImportResult(count)
 
 
-def execute_migrate(target: NewTable, plan: SessionImportPlan, engine: FileImportEngine) -> SessionImportResult:
-    """Replace the session-catalog table ``params.source`` by an Iceberg table of ``target.catalog``
-    (a hive catalog on the same metastore) with the same name and location."""
+def execute_migrate(table: NewTable, plan: SessionImportPlan, engine: FileImportEngine) -> SessionImportResult:
+    """Replace the session-catalog table ``params.source`` by an Iceberg table of ``table.catalog``
+    (a hive catalog on the same metastore) with the same name and location (``table`` is a
+    :class:`NewTable` without identifier)."""
     params: MigrateParams = plan.params
-    catalog = target.catalog
+    catalog = table.catalog
     if not hasattr(catalog, "client"):
         raise ValidationError(
             f"Cannot migrate into catalog {catalog.name}: migrate keeps the table's name in the Hive metastore, "
@@ -225,12 +226,12 @@ def execute_migrate(target: NewTable, plan: SessionImportPlan, engine: FileImpor
     # refused before the rename: the Iceberg table would share folders with another table
     engine.check_new_table(catalog, ident, creation.metadata, f"migrate into table {db}.{name}")
     if params.dry_run:
-        planned = _create(engine, target.target_catalog, ident, source, creation, plan.parallelism, "migrate")
+        planned = _create(engine, table.target_catalog, ident, source, creation, plan.parallelism, "migrate")
         return SessionImportResult(_total_files(planned))
     engine.rename_session_table(db, name, backup)
     try:
         moved = creation_plan(source, engine.session_table_partitions(db, backup), location, props)
-        table = _create(engine, catalog, ident, source, moved, plan.parallelism, "migrate")
+        created = _create(engine, catalog, ident, source, moved, plan.parallelism, "migrate")
     except BaseException:
         log.error("migrate of %s failed; restoring the original table", source.qualified)
         try:
@@ -244,7 +245,7 @@ def execute_migrate(target: NewTable, plan: SessionImportPlan, engine: FileImpor
         raise
     if params.drop_backup:
         _drop_backup(catalog, db, backup)
-    count = _total_files(table)
+    count = _total_files(created)
     log.info("migrated %s to Iceberg: %d file(s)", source.qualified, count)
     return SessionImportResult(count)
 
