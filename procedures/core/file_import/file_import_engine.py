@@ -14,6 +14,7 @@ from typing import Any, Protocol, Sequence
 from procedures.core.file_import.source_rules import SourcePartition
 from procedures.core.file_import.table_creation import SourceTable
 from procedures.core.kernel.capability import Committer, JobScope
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.partitioning import PartitionSpec
@@ -35,12 +36,12 @@ class ImportSource:
 class FileImportEngine(Committer, JobScope, Protocol):
     """Engine steps of ``add_files``, ``snapshot`` and ``migrate``."""
 
-    def resolve_import_source(self, io: Any, text: str) -> ImportSource:
+    def resolve_import_source(self, io: FileAccess, text: str) -> ImportSource:
         """The source named by ``source_table``: a path import (`` `parquet`.`/dir` ``) or a table
         of the engine's session catalog."""
         ...
 
-    def read_data_files(self, io: Any, md: TableMetadata, spec: PartitionSpec, partitions: Sequence[SourcePartition],
+    def read_data_files(self, io: FileAccess, md: TableMetadata, spec: PartitionSpec, partitions: Sequence[SourcePartition],
                         parallelism: int, job: str) -> list[DataFile]:
         """The ``DataFile`` of every file directly in ``partitions`` (metrics from the footers);
         ``job`` describes the engine's job, ``{n}`` the file count."""

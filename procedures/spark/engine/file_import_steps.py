@@ -40,6 +40,7 @@ from procedures.spark.environment import check_python_workers
 from procedures.spark.session import optional_job
 from procedures.spark.session_catalog import SessionTable, describe_table, list_partitions, rename_table, table_exists
 from procedures.spark.worker import prepare_python_worker
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
 
 __all__ = ["FileImportSteps", "catalog_source", "session_table", "import_data_files", "DRIVER_MAX_FILES"]
@@ -236,11 +237,11 @@ class FileImportSteps:
     #: the engine's commit (:meth:`procedures.spark.engine.spark_engine.SparkEngine.commit`)
     commit: Callable[[Any, Sequence[Any]], Any]
 
-    def resolve_import_source(self, io: Any, text: str) -> ImportSource:
+    def resolve_import_source(self, io: FileAccess, text: str) -> ImportSource:
         """A path import walked through ``io``, or a session-catalog table read through Spark SQL."""
         return _resolve_source(self.spark, io, text)
 
-    def read_data_files(self, io: Any, md: Any, spec: Any, partitions: Sequence[core_add_files.SourcePartition],
+    def read_data_files(self, io: FileAccess, md: Any, spec: Any, partitions: Sequence[core_add_files.SourcePartition],
                         parallelism: int, job: str) -> list[DataFile]:
         """Footers read on the driver for a few files, as a Spark job for more."""
         return import_data_files(self.spark, io, md, spec, partitions, parallelism, job)
