@@ -1,5 +1,5 @@
 """The FileIO seam (:mod:`procedures.spec.file_access`): the implementations in ``procedures/io`` are
-``FileAccess`` objects, and the layers below ``io`` name the protocol, never ``io: Any``."""
+``FileAccess`` objects, and no layer types a FileIO parameter ``Any``."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_the_implementations_are_file_access(io, tmp_path):
     assert isinstance(readable, ReadableFile) and readable.read() == b"abc"
 
 
-def test_no_untyped_file_io_below_the_io_layer():
-    untyped = [f"{p.relative_to(ROOT)}:{i}" for layer in ("spec", "core") for p in sorted((ROOT / layer).rglob("*.py"))
+def test_no_untyped_file_io():
+    untyped = [f"{p.relative_to(ROOT)}:{i}" for p in sorted(ROOT.rglob("*.py"))
                for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\bio: Any\b", line)]
     assert untyped == []
