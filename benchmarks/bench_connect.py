@@ -98,7 +98,7 @@ def force_distributed_steps() -> None:
     """GC steps as Spark jobs even on small tables (as tests/helpers/cluster_flow.py does); attributes a
     baseline commit lacks are left alone."""
     from procedures.core.gc import reachability
-    from procedures.spark.actions import remove_orphan_files as orphans
+    from procedures.spark.engine import gc_steps as orphans
 
     for module, name, value in ((reachability, "DRIVER_MAX_MANIFESTS", 0), (reachability, "DRIVER_MAX_LISTS", 0),
                                 (orphans, "DRIVER_MAX_DIRS", 1)):

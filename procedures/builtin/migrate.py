@@ -1,6 +1,6 @@
 """``migrate`` (procedures.md §3.12): declaration, arguments to
-:class:`~procedures.spark.actions.session_table_import.MigrateParams`, the action
-(:func:`procedures.spark.actions.session_table_import.migrate_table`), the output row.
+:class:`~procedures.core.file_import.session_import.MigrateParams`, the uniform action on a
+:class:`~procedures.core.file_import.session_import.NewTable`, the output row.
 
 The table is a Parquet table of Spark's session catalog; the CALL's catalog must be a hive catalog
 on the same metastore, where the Iceberg table takes the table's name."""
@@ -8,10 +8,11 @@ on the same metastore, where the Iceberg table takes the table's name."""
 from __future__ import annotations
 
 from procedures.builtin.snapshot import session_source
+from procedures.core.file_import.session_import import MIGRATE, MigrateParams, NewTable
 from procedures.framework.context import ProcedureContext
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
-from procedures.spark.actions.session_table_import import MigrateParams, migrate_table
+from procedures.spark.engine.action import Action
 
 __all__ = ["migrate_procedure"]
 
@@ -37,7 +38,10 @@ def migrate_procedure(
     params = MigrateParams(source=source, properties=dict(properties or {}), drop_backup=bool(drop_backup),
                            backup_table_name=backup_table_name,
                            parallelism=None if parallelism is None else int(parallelism), dry_run=bool(dry_run))
-    count = migrate_table(ctx.spark, ctx.catalog, params)
+    # checks read the catalog; a dry run creates in a sandbox over it.  Not ctx.commit: the create
+    # commits on a staged table, which ctx.commit cannot tell from a dry run's
+    target = NewTable(ctx.catalog, None, ctx.catalog_for(bool(dry_run)))
+    result = Action(MIGRATE, ctx.spark).run(target, params)
     if not dry_run:
         ctx.note_changed(source)
-    return [(count,)]
+    return [result.row()]

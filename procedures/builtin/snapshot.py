@@ -1,6 +1,6 @@
 """``snapshot`` (procedures.md §3.13): declaration, arguments to
-:class:`~procedures.spark.actions.session_table_import.SnapshotParams`, the action
-(:func:`procedures.spark.actions.session_table_import.snapshot_table`), the output row.
+:class:`~procedures.core.file_import.session_import.SnapshotParams`, the uniform action on a
+:class:`~procedures.core.file_import.session_import.NewTable`, the output row.
 
 The source is a Parquet table of Spark's session catalog (``db.tbl`` or ``spark_catalog.db.tbl``);
 the new Iceberg table is created in the CALL's catalog."""
@@ -8,11 +8,12 @@ the new Iceberg table is created in the CALL's catalog."""
 from __future__ import annotations
 
 from procedures.catalog.base import split_dotted
+from procedures.core.file_import.session_import import SNAPSHOT, NewTable, SnapshotParams
 from procedures.errors import ValidationError
 from procedures.framework.context import ProcedureContext, known_catalogs
 from procedures.framework.declaration import DRY_RUN, OutputColumn as Col, Parameter as P
 from procedures.framework.registry import register
-from procedures.spark.actions.session_table_import import SnapshotParams, snapshot_table
+from procedures.spark.engine.action import Action
 
 __all__ = ["snapshot_procedure", "session_source"]
 
@@ -57,6 +58,7 @@ def snapshot_procedure(
     params = SnapshotParams(source=source, location=location, properties=dict(properties or {}),
                             parallelism=None if parallelism is None else int(parallelism))
     catalog = ctx.catalog_for(dry_run)
-    count = snapshot_table(ctx.spark, catalog, ident, params)
+    # not ctx.commit: the create commits on a staged table, which ctx.commit cannot tell from a dry run's
+    result = Action(SNAPSHOT, ctx.spark).run(NewTable(catalog, ident), params)
     ctx.note_changed(ident, catalog)
-    return [(count,)]
+    return [result.row()]

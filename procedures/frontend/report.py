@@ -29,6 +29,7 @@ from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.spark.catalog_conf import conf_from_spark, load_catalog
 from procedures.spark.engine.action import Action
+from procedures.spec.file_access import FileAccess
 
 __all__ = ["TableReport", "HealthReport", "health_report", "render_html", "split_target", "REPORT_EXTRA_HINT"]
 
@@ -136,7 +137,7 @@ def _figures(spark: Any, catalog: Any, table: str, include_orphans: bool) -> Hea
     return health_figures(loaded.io, loaded.metadata, table, orphans=orphans)
 
 
-def _size(io: Any, path: str) -> int:
+def _size(io: FileAccess, path: str) -> int:
     try:
         return io.new_input(path).size()
     except OSError:

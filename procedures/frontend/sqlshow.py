@@ -30,7 +30,7 @@ from procedures.frontend.parser import Parser
 from procedures.frontend.sqltext import table_parts
 from procedures.spark.metadata_tables import metadata_table_schema
 from procedures.spark.read import spark_type, unified_partition_type
-from procedures.spec import types as T
+from procedures.spec import types as spec_types
 from procedures.spec.sorting import NullOrder, SortDirection
 
 __all__ = ["execute_show", "describe", "table_properties", "show_create_table", "describe_transform", "ddl_columns"]
@@ -210,15 +210,15 @@ def _describe_sort_field(md, f) -> str:
 
 
 # ------------------------------------------------------------------------------ types as Spark shows them
-def _type_sql(t: T.IcebergType) -> str:
+def _type_sql(t: spec_types.IcebergType) -> str:
     """Spark's ``DataType.sql`` of the Spark type of ``t`` (SHOW CREATE TABLE)."""
-    if isinstance(t, T.StructType):
+    if isinstance(t, spec_types.StructType):
         return "STRUCT<" + ", ".join(_field_ddl(f, ": ") for f in t.fields) + ">"
-    if isinstance(t, T.ListType):
+    if isinstance(t, spec_types.ListType):
         return f"ARRAY<{_type_sql(t.element_type)}>"
-    if isinstance(t, T.MapType):
+    if isinstance(t, spec_types.MapType):
         return f"MAP<{_type_sql(t.key_type)}, {_type_sql(t.value_type)}>"
-    if isinstance(t, T.DecimalType):
+    if isinstance(t, spec_types.DecimalType):
         return f"DECIMAL({t.precision},{t.scale})"
     return spark_type(t).simpleString().upper()
 
@@ -227,7 +227,7 @@ def _sql_string(s: str) -> str:
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _field_ddl(f: T.NestedField, sep: str = " ") -> str:
+def _field_ddl(f: spec_types.NestedField, sep: str = " ") -> str:
     name = f.name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f.name) else "`" + f.name.replace("`", "``") + "`"
     out = f"{name}{sep}{_type_sql(f.field_type)}"
     if f.required:
@@ -301,7 +301,7 @@ def describe(spark: Any, statement: exp.Describe, conf: Mapping[str, str]) -> An
     else:
         rows += [(n, t, None) for n, t in ddl_columns(metadata_table_schema(sel.metadata_table, md))]
     if str(statement.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):
-        ptype = unified_partition_type(md) if sel.metadata_table is None else T.StructType()
+        ptype = unified_partition_type(md) if sel.metadata_table is None else spec_types.StructType()
         rows += [blank, ("# Metadata Columns", "", "")]
         rows += [(n, t or spark_type(ptype).simpleString(), "") for n, t in _METADATA_COLUMNS]
         props = table_properties(sel)

@@ -22,12 +22,13 @@ import logging
 import os
 import stat
 from collections import deque
-from typing import Any, Protocol, Sequence
+from typing import Protocol, Sequence
 
 import pyarrow.fs as pafs
 
 from procedures.core.kernel.paths import local_path, relative_path
 from procedures.io.fileio import FileIO
+from procedures.spec.file_access import FileAccess
 
 __all__ = ["PathFilter", "walk", "list_with_prefix", "modified_before"]
 
@@ -118,7 +119,7 @@ def walk(dirs: Sequence[str], older_than_ms: int | None, path_filter: PathFilter
     return files, list(queue)
 
 
-def list_with_prefix(io: Any, location: str, older_than_ms: int, path_filter: PathFilter) -> list[str]:
+def list_with_prefix(io: FileAccess, location: str, older_than_ms: int, path_filter: PathFilter) -> list[str]:
     """``prefix_listing``: the FileIO's recursive listing, filtered by age and hidden segments."""
     out = []
     for info in io.list_prefix(location):

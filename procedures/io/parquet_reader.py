@@ -43,6 +43,7 @@ from procedures.io.arrow_schema import (
 from procedures.io.avro_data import read_avro_batches
 from procedures.io.orc_data import read_orc_batches
 from procedures.spec.deletion_vector import deserialize_dv_array
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import (
     DELETE_FILE_PATH_ID,
@@ -293,7 +294,7 @@ _pos_cache = _RecentFiles()
 _eq_cache = _RecentFiles()
 
 
-def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
+def read_position_deletes(io: FileAccess, delete: DataFile) -> dict[str, np.ndarray]:
     """Deleted positions of a Parquet position delete file, grouped by data file path (sorted).
 
     A few recently read files are cached per process, since a partition-scoped delete file serves
@@ -338,7 +339,7 @@ def _columns_by_id(arrow_schema: pa.Schema, wanted: Mapping[int, str]) -> dict[i
     return out
 
 
-def read_dv_positions(io: Any, dv: DataFile) -> np.ndarray:
+def read_dv_positions(io: FileAccess, dv: DataFile) -> np.ndarray:
     """Deleted positions of a deletion vector: the Puffin blob at its content offset and size."""
     if dv.content_offset is None or dv.content_size_in_bytes is None:
         raise InvalidMetadataError("deletion vector entry lacks content_offset/content_size_in_bytes",
@@ -349,7 +350,7 @@ def read_dv_positions(io: Any, dv: DataFile) -> np.ndarray:
     return deserialize_dv_array(blob, location=dv.file_path)
 
 
-def deleted_positions(io: Any, data_file_path: str, deletes: Iterable[Any]) -> np.ndarray:
+def deleted_positions(io: FileAccess, data_file_path: str, deletes: Iterable[Any]) -> np.ndarray:
     """Sorted unique positions deleted from a data file by its position deletes and DVs
     (``deletes`` are :class:`~procedures.core.kernel.scan.DeleteFileEntry` or DataFile objects)."""
     parts = []
@@ -396,7 +397,7 @@ class _EqualityDeletes:
         return np.fromiter((t in values for t in zip(*cols)), dtype=bool, count=n)
 
 
-def _equality_delete_sets(io: Any, deletes: Iterable[Any], table_schema: Schema,
+def _equality_delete_sets(io: FileAccess, deletes: Iterable[Any], table_schema: Schema,
                           name_mapping: NameMapping | None) -> list[_EqualityDeletes]:
     out = []
     for d in deletes:
@@ -445,7 +446,7 @@ WHOLE_FILE_READ_BYTES = 8 * 1024 * 1024
 
 
 @contextlib.contextmanager
-def open_parquet(io: Any, path: str, size_hint: int | None = None) -> Iterator[pq.ParquetFile]:
+def open_parquet(io: FileAccess, path: str, size_hint: int | None = None) -> Iterator[pq.ParquetFile]:
     """A :class:`pyarrow.parquet.ParquetFile` of ``path``: read whole into memory when
     ``size_hint`` (the file's recorded size) is at most :data:`WHOLE_FILE_READ_BYTES`, otherwise
     streamed from storage."""
@@ -486,7 +487,7 @@ def _top_level_needed(file_schema: pa.Schema, ids: _FileIds, wanted: set[int]) -
 
 
 @contextlib.contextmanager
-def _open_batches(io: Any, task: Any, name_mapping: NameMapping | None, wanted: set[int], batch_size: int,
+def _open_batches(io: FileAccess, task: Any, name_mapping: NameMapping | None, wanted: set[int], batch_size: int,
                   ) -> Iterator[tuple[pa.Schema, int, Iterator[tuple[pa.RecordBatch | None, int]]]]:
     """(file schema, position of the first row, batches of the top-level columns holding ``wanted``
     ids) of a task's data file, whatever its format."""
@@ -524,7 +525,7 @@ def _selected(batches: Iterator[pa.RecordBatch], file_schema: pa.Schema, name_ma
 
 
 def read_task(
-    io: Any,
+    io: FileAccess,
     task: Any,
     projected_schema: Schema | None = None,
     *,
@@ -670,7 +671,7 @@ def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int,
         yield batch, batch.num_rows
 
 
-def read_task_table(io: Any, task: Any, projected_schema: Schema | None = None, **kwargs: Any) -> pa.Table:
+def read_task_table(io: FileAccess, task: Any, projected_schema: Schema | None = None, **kwargs: Any) -> pa.Table:
     """:func:`read_task` collected into one table (with the output schema even when empty)."""
     projected = projected_schema if projected_schema is not None else task.schema
     schema = output_schema(projected, kwargs.get("metadata_columns", ()), kwargs.get("partition_type"))

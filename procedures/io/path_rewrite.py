@@ -6,13 +6,14 @@ the other columns with their field ids, the blobs' bytes and offsets (so a DV en
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, FileFormat
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
 from procedures.spec.puffin import PuffinWriter, read_puffin
@@ -44,7 +45,7 @@ def _codec(pf: pq.ParquetFile) -> str:
     return _PYARROW_CODECS.get(pf.metadata.row_group(0).column(0).compression.lower(), "zstd")
 
 
-def _rewrite_parquet(io: Any, source: str, output: str, rename: Callable[[str], str]) -> int:
+def _rewrite_parquet(io: FileAccess, source: str, output: str, rename: Callable[[str], str]) -> int:
     data = io.new_input(source).read()
     pf = pq.ParquetFile(pa.BufferReader(data))
     table = pf.read()
@@ -62,7 +63,7 @@ def _rewrite_parquet(io: Any, source: str, output: str, rename: Callable[[str], 
     return len(out)
 
 
-def _rewrite_puffin(io: Any, source: str, output: str, rename: Callable[[str], str]) -> int:
+def _rewrite_puffin(io: FileAccess, source: str, output: str, rename: Callable[[str], str]) -> int:
     pf = read_puffin(io, source)
     props = dict(pf.properties)
     writer = PuffinWriter(props, created_by=None)
@@ -77,7 +78,7 @@ def _rewrite_puffin(io: Any, source: str, output: str, rename: Callable[[str], s
     return len(out)
 
 
-def rewrite_delete_file_paths(io: Any, delete_file: DataFile, output: str, rename: Callable[[str], str]) -> int:
+def rewrite_delete_file_paths(io: FileAccess, delete_file: DataFile, output: str, rename: Callable[[str], str]) -> int:
     """Write a copy of a position delete file (Parquet) or DV Puffin file at ``output`` (a new file:
     an existing one is never replaced) with every data file path passed through ``rename``;
     returns the size written."""

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from procedures.io.arrow_schema import schema_to_arrow
+from procedures.spec.file_access import FileAccess
 from procedures.spec.puffin import PuffinWriter
 from procedures.spec.schema import Schema
 from procedures.spec.statistics import BlobMetadata, StatisticsFile
@@ -41,7 +42,7 @@ def partition_stats_table(schema: Schema, rows: Sequence[tuple]) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=arrow)
 
 
-def write_partition_stats(io: Any, path: str, schema: Schema, rows: Sequence[tuple]) -> int:
+def write_partition_stats(io: FileAccess, path: str, schema: Schema, rows: Sequence[tuple]) -> int:
     """Write the partition statistics file (zstd Parquet, as Java's default codec) and return its size."""
     sink = pa.BufferOutputStream()
     pq.write_table(partition_stats_table(schema, rows), sink, compression="zstd")
@@ -59,7 +60,7 @@ class ThetaBlob:
     ndv: int
 
 
-def write_statistics_file(io: Any, path: str, snapshot_id: int, sequence_number: int, blobs: Sequence[ThetaBlob],
+def write_statistics_file(io: FileAccess, path: str, snapshot_id: int, sequence_number: int, blobs: Sequence[ThetaBlob],
                           *, blob_type: str, ndv_property: str, created_by: str,
                           compression_codec: str | None = "zstd") -> StatisticsFile:
     """Write a Puffin file of theta sketch blobs (zstd-compressed as Java writes them, uncompressed

@@ -90,6 +90,7 @@ from procedures.spec.expressions import (
     not_null,
     starts_with,
 )
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, ManifestFile
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SPARK_APP_ID
@@ -308,7 +309,7 @@ class ManifestPartition(InputPartition):
     schema: Schema
     deletes: DeleteFileIndex
 
-    def plan_tasks(self, io: Any) -> Iterator[Any]:
+    def plan_tasks(self, io: FileAccess) -> Iterator[Any]:
         """The scan tasks of this partition's manifests, deletes attached, in manifest order."""
         plan = ScanManifests(schema=self.schema, entry_filter=self.entry_filter, delete_manifests=(),
                              data_manifests=self.manifests)

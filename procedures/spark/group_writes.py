@@ -33,6 +33,7 @@ from procedures.spark.worker import prepare_python_worker
 from procedures.spark.dataframes import map_slices, slices_frame
 from procedures.spark.environment import check_python_workers
 from procedures.spark.write import WrittenFiles
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
 
 __all__ = ["GroupOutcome", "write_groups", "task_attempts", "portable_error"]
@@ -74,7 +75,7 @@ def _conf(spark: Any, key: str) -> str | None:
         return None
 
 
-def write_groups(spark: Any, io: Any, groups: Sequence[Any], weights: Sequence[int], slots: int,
+def write_groups(spark: Any, io: FileAccess, groups: Sequence[Any], weights: Sequence[int], slots: int,
                  write_group: Callable[[int, Any], list[DataFile]], *, data_path: str,
                  stop_on_failure: bool = False) -> list[GroupOutcome]:
     """Write ``groups`` in one Spark job of at most ``slots`` tasks and return an outcome per group

@@ -34,6 +34,7 @@ from procedures.spark.dataframes import functions, parallelism, slices_frame, st
 from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
 from procedures.core.gc.live_paths import manifest_live_path_list
+from procedures.spec.file_access import FileAccess
 
 __all__ = ["FrameKeeper", "list_directories", "manifest_content_dataframe", "uri_dataframe", "uri_frame",
            "find_orphans_dataframe", "unreached_paths", "within_dataframe", "listed_keys_dataframe",
@@ -191,7 +192,7 @@ def listed_keys_dataframe(spark: Any, files: Sequence[str], dirs: Sequence[str],
     return slices_frame(spark, slices).mapInArrow(list_and_key, struct_schema(ACTUAL_KEYS))
 
 
-def _manifest_keys(io: Any, rows: Iterable[tuple[str, int, int, int]], schemes: dict[str, str],
+def _manifest_keys(io: FileAccess, rows: Iterable[tuple[str, int, int, int]], schemes: dict[str, str],
                    auths: dict[str, str], with_manifests: bool) -> Iterator[pa.RecordBatch]:
     """:data:`VALID_KEYS` batches of the live content files of the manifests ``rows``
     (:func:`~procedures.core.gc.reachability.manifest_row`), and of the manifests themselves with

@@ -31,6 +31,7 @@ from procedures.spark.dataframes import map_slices, parallelism, slices_frame, u
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import ManifestFile
 
 __all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "SparkEntryReader", "in_manifest_order", "in_order", "iter_scan_tasks",
@@ -57,7 +58,7 @@ class SparkEntryReader:
     instead of collecting them (bounded driver memory, for a caller that consumes the entries once).
     """
 
-    def __init__(self, spark: Any, io: Any, name: str = "table", min_manifests: int | None = None,
+    def __init__(self, spark: Any, io: FileAccess, name: str = "table", min_manifests: int | None = None,
                  stream: bool = False) -> None:
         self.spark = spark
         self.io = io  # the driver path reads with the table's own FileIO

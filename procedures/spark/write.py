@@ -36,6 +36,7 @@ from procedures.spark.dataframes import functions, map_slices, slices_frame, str
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description, load_table, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
 from procedures.spec.sorting import NullOrder, SortDirection
 from procedures.spec.transforms import (
@@ -232,7 +233,7 @@ class WrittenFiles:
     metadata references either, so remove_orphan_files collects both.
     """
 
-    def __init__(self, io: Any, data_path: str) -> None:
+    def __init__(self, io: FileAccess, data_path: str) -> None:
         self.io = io
         self.journal = TaskJournal(dict(getattr(io, "properties", {}) or {}),
                                    join_path(data_path, f"{JOURNAL_PREFIX}{_uuid.uuid4()}"))
@@ -284,7 +285,7 @@ class WrittenFiles:
             return []
 
 
-def write_payloads(spark: Any, io: Any, payloads: Sequence[Any],
+def write_payloads(spark: Any, io: FileAccess, payloads: Sequence[Any],
                    write_payload: Callable[[Any], Iterable[list[DataFile]]], *, data_path: str) -> list[DataFile]:
     """Run one Python task per payload (picklable) and return every file written.
 
@@ -308,7 +309,7 @@ def write_payloads(spark: Any, io: Any, payloads: Sequence[Any],
     return written.collect(map_slices(slices_frame(spark, payloads), run))
 
 
-def delete_quietly(io: Any, paths: Sequence[str]) -> None:
+def delete_quietly(io: FileAccess, paths: Sequence[str]) -> None:
     """Delete uncommitted files, logging (not raising) a failure so the job's own error stays visible."""
     if not paths:
         return

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from procedures.errors import InvalidMetadataError, UnsupportedFormatVersionError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.partitioning import PartitionSpec, spec_from_json, spec_to_json
 from procedures.spec.schema import (
     MAX_JSON_NESTING_DEPTH, MAX_NESTING_DEPTH, Schema, schema_from_json, schema_to_json,
@@ -631,7 +632,7 @@ def is_gzip_metadata_name(location: str) -> bool:
     return location.endswith(".gz.metadata.json") or location.endswith(".metadata.json.gz")
 
 
-def read_table_metadata(io: Any, location: str) -> TableMetadata:
+def read_table_metadata(io: FileAccess, location: str) -> TableMetadata:
     """Read and parse the metadata file at ``location`` through ``io`` (anything with
     ``new_input(path).read() -> bytes``).  gzip is recognised by name and by its magic bytes,
     since JSON text can never start with them."""
@@ -645,7 +646,7 @@ def read_table_metadata(io: Any, location: str) -> TableMetadata:
     return metadata_from_json(data, location)
 
 
-def write_table_metadata(io: Any, location: str, md: TableMetadata, *, overwrite: bool = False) -> None:
+def write_table_metadata(io: FileAccess, location: str, md: TableMetadata, *, overwrite: bool = False) -> None:
     """Write ``md`` to ``location`` through ``io`` (``write(path, data, overwrite)``), gzip-
     compressed when the name asks for it.  Without ``overwrite`` the write fails if the file
     exists, which is what makes a file-system commit atomic."""

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.deletion_vector import DV_BLOB_TYPE, deserialize_dv, position_bitmap, serialize_dv
+from procedures.spec.file_access import FileAccess
 
 __all__ = [
     "MAGIC",
@@ -179,7 +180,7 @@ class PuffinFile:
         return out
 
 
-def read_puffin(io: Any, path: str) -> PuffinFile:
+def read_puffin(io: FileAccess, path: str) -> PuffinFile:
     """Read a whole Puffin file through ``io.new_input(path).read()``."""
     return PuffinFile(io.new_input(path).read(), path)
 

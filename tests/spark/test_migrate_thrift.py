@@ -21,7 +21,9 @@ import pytest
 from procedures.spark.hive_jvm import JvmMetastoreClient
 from procedures.catalog.hive_thrift import ThriftMetastoreClient
 from procedures.core.kernel.paths import local_path
-from procedures.spark.actions import session_table_import as MG
+from procedures.core.file_import.session_import import MIGRATE, MigrateParams, NewTable
+from procedures.spark.engine.action import Action
+from procedures.spark.engine.spark_engine import SparkEngine
 from procedures.spark.session import catalog_for
 from tests import connect_server as server_module
 from tests.helpers.references import SPARK4, import_reference, skip_missing_reference
@@ -98,7 +100,7 @@ def test_migrate_replaces_the_table_and_keeps_or_drops_the_backup(env):
     spark, cat = env
     rows = _source(spark, "mt_keep")
     _source(spark, "mt_drop")
-    count = MG.migrate_table(spark, cat, MG.MigrateParams(source=(DB, "mt_keep")))
+    count = Action(MIGRATE, spark).run(NewTable(cat), MigrateParams(source=(DB, "mt_keep"))).count
     table = cat.load_table((DB, "mt_keep"))
     assert count == 3 == int(table.metadata.current_snapshot().summary["total-data-files"])
     assert table.metadata.properties["migrated"] == "true" and table.metadata.properties["owner-team"] == "data"
@@ -107,7 +109,8 @@ def test_migrate_replaces_the_table_and_keeps_or_drops_the_backup(env):
     got = pyiceberg_read(table.metadata_location)
     assert sorted(zip(got["id"].to_pylist(), got["data"].to_pylist(), got["p"].to_pylist()), key=repr) == rows
 
-    assert MG.migrate_table(spark, cat, MG.MigrateParams(source=("spark_catalog", DB, "mt_drop"), drop_backup=True)) == 3
+    assert Action(MIGRATE, spark).run(
+        NewTable(cat), MigrateParams(source=("spark_catalog", DB, "mt_drop"), drop_backup=True)).count == 3
     assert not spark.catalog.tableExists("mt_drop_backup_", DB)
     assert cat.table_exists((DB, "mt_drop"))
 
@@ -117,12 +120,12 @@ def test_migrate_failure_restores_the_table(env, monkeypatch):
     rows = _source(spark, "mt_fail")
     location = _location(spark, "mt_fail")
 
-    def failing(table, ops):
+    def failing(engine, table, ops):
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(MG, "commit", failing)
+    monkeypatch.setattr(SparkEngine, "commit", failing)
     with pytest.raises(RuntimeError, match="injected failure"):
-        MG.migrate_table(spark, cat, MG.MigrateParams(source=(DB, "mt_fail")))
+        Action(MIGRATE, spark).run(NewTable(cat), MigrateParams(source=(DB, "mt_fail")))
     assert not cat.table_exists((DB, "mt_fail"))
     assert not spark.catalog.tableExists("mt_fail_backup_", DB)
     assert _location(spark, "mt_fail") == location

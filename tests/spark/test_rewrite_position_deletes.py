@@ -14,7 +14,9 @@ from procedures.core.kernel.summary import is_dv
 from procedures.frontend import runner
 from procedures.io.delete_writers import read_position_deletes
 from procedures.spark.dataframes import is_connect
+from procedures.spark import scan_planning
 from procedures.spark.dml import delete_where
+from procedures.spark.engine import data_rewrite_steps
 from procedures.spark.group_writes import task_attempts
 from procedures.spark.write import JOURNAL_PREFIX
 from tests.helpers.files import all_files, reached_paths
@@ -56,3 +58,33 @@ def test_task_attempts_read_from_the_session_conf(spark):
     """A group failing on its task's last attempt is reported, not retried: the attempts come from the
     session's conf (``spark.master``), readable on a Connect session too (both run ``local[2]``)."""
     assert task_attempts(spark) == 1
+
+
+def test_live_data_files_are_read_through_the_engines_manifest_reader(spark, classic_spark, java_warehouse,
+                                                                       monkeypatch):
+    """Planning reads the data manifests (the bulk of its reading) through the engine step
+    ``manifest_entry_reader``, as rewrite_data_files does: past the size rule they are read in Spark
+    tasks, and the result is the driver read's."""
+    name = f"rpd_reader_{'connect' if is_connect(spark) else 'classic'}"
+    t = merge_on_read_table(classic_spark, name, appends=3, rows=60, cats=2, delete=None)
+    t = delete_where(classic_spark, t, f"id IN ({', '.join(str(i) for i in range(0, 180, 7))})")
+    before = pyiceberg_read(t.metadata_location)
+    _, deletes = position_deletes(t)
+    readers = []
+
+    class Recording(data_rewrite_steps.SparkEntryReader):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            readers.append(self)
+
+    monkeypatch.setattr(data_rewrite_steps, "SparkEntryReader", Recording)
+    monkeypatch.setattr(scan_planning, "DRIVER_MAX_SCAN_MANIFESTS", 0)  # every data manifest in a task
+    conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
+    rows = runner.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
+                      catalog="ours", conf=conf, spark=spark).rows
+    assert [r.distributed for r in readers] == [True]
+    assert rows[0][0] == len(deletes) and rows[0][1] > 0
+    t = t.refresh()
+    assert_rows_equal(pyiceberg_read(t.metadata_location), before, key="id", label=f"{name} after rewrite")
+    live, after = position_deletes(t)
+    assert {p for f in after for p in read_position_deletes(t.io, f)} <= live

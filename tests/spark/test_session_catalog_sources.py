@@ -19,9 +19,9 @@ from procedures.core.kernel.paths import local_path
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import NoSuchTableError, ValidationError
 from procedures.core.file_import.import_files import ADD_FILES, AddFilesParams
+from procedures.core.file_import.session_import import SNAPSHOT, NewTable, SnapshotParams
 from procedures.spark.engine import file_import_steps as AF
 from procedures.spark.engine.action import Action
-from procedures.spark.actions import session_table_import as MG
 from procedures.spark.dataframes import is_connect
 from procedures.spark.session import catalog_for
 from procedures.spark.session_catalog import describe_table, list_partitions
@@ -90,8 +90,8 @@ def test_describe_and_partitions_through_sql(spark, tmp_path):
               "CLUSTERED BY (id) SORTED BY (x) INTO 4 BUCKETS")
     assert describe_table(spark, (db, "bucketed")).bucket_spec == "4 buckets, bucket columns: [id], sort columns: [x]"
     with pytest.raises(ValidationError, match="bucketed source table: 4 buckets"):
-        MG.snapshot_table(spark, catalog_for(spark, "jcat"), (db, "bucketed_snap"),
-                          MG.SnapshotParams(source=(db, "bucketed")))
+        Action(SNAPSHOT, spark).run(NewTable(catalog_for(spark, "jcat"), (db, "bucketed_snap")),
+                                    SnapshotParams(source=(db, "bucketed")))
 
 
 def test_snapshot_of_a_session_catalog_table(spark, tmp_path):
@@ -101,7 +101,7 @@ def test_snapshot_of_a_session_catalog_table(spark, tmp_path):
     if cat.table_exists(ident):
         cat.drop_table(ident)
     source = describe_table(spark, (db, "snap_src"))
-    count = MG.snapshot_table(spark, cat, ident, MG.SnapshotParams(source=("spark_catalog", db, "snap_src")))
+    count = Action(SNAPSHOT, spark).run(NewTable(cat, ident), SnapshotParams(source=("spark_catalog", db, "snap_src"))).count
     table = cat.load_table(ident)
     expected = _parquet_files(source.location, str(tmp_path / "custom snap_src"))
     assert count == len(expected) == 6

@@ -24,7 +24,7 @@ from procedures.core.kernel.snapshot_producer import live_entries, snapshot_mani
 from procedures.errors import (
     NoSuchTableError, TableAlreadyExistsError, ValidationError,
 )
-from procedures.spark.actions import session_table_import as MG
+from procedures.spark.engine.spark_engine import SparkEngine
 from procedures.spark.session import catalog_for
 from procedures.spec.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
 from tests.helpers.files import fingerprint
@@ -312,14 +312,14 @@ def test_migrate_failure_restores_the_table(spark, hive, monkeypatch, after_crea
     _source(spark, name)
     location = _location(spark, name)
     rows = _spark_rows(spark, f"spark_catalog.{DB}.{name}")
-    real = MG.commit
+    real = SparkEngine.commit
 
-    def failing(table, ops):
+    def failing(engine, table, ops):
         if after_create:
-            real(table, ops)
+            real(engine, table, ops)
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(MG, "commit", failing)
+    monkeypatch.setattr(SparkEngine, "commit", failing)
     with pytest.raises(RuntimeError, match="injected failure"):
         _ours(spark, f"CALL ohive.system.migrate('{DB}.{name}')")
     assert not hive.table_exists((DB, name))

@@ -22,6 +22,7 @@ from procedures.core.kernel.transaction import RetryPolicy, commit
 from procedures.errors import ValidationError
 from procedures.spark.engine import gc_steps as O
 from procedures.spark.dml import append
+from procedures.spark.engine.spark_engine import SparkEngine
 from procedures.spark.session import catalog_for
 from tests.helpers.catalogs import allow_overlap
 from tests.helpers.files import age_everything, fingerprint, touch
@@ -241,13 +242,11 @@ def _set(key: str, value: str):
 def test_migrate_refuses_a_source_folder_that_holds_an_iceberg_table(spark, cats):
     """An Iceberg table of the hive catalog lies inside the Parquet table's folder: migrating the
     Parquet table in place would put the new table around it.  Refused before the rename."""
-    from procedures.spark.actions.session_table_import import read_source
-
     spark.sql("DROP TABLE IF EXISTS spark_catalog.ovsrc.mig")
     spark.sql("DROP TABLE IF EXISTS spark_catalog.ovsrc.mig_backup_")
     spark.sql(f"CREATE TABLE spark_catalog.ovsrc.mig ({COLUMNS}) USING parquet")
     spark.sql("INSERT INTO spark_catalog.ovsrc.mig VALUES (1, 'a'), (2, 'b')")
-    source = normalize_path(read_source(spark, ("ovsrc", "mig")).location).path
+    source = normalize_path(SparkEngine(spark).describe_session_table(("ovsrc", "mig")).location).path
     squatter = _table(spark, cats, "ohive", "squatter", [[(7, "s")]], location=f"{source}/iceberg")
     source_files = fingerprint(source)
     _refused(spark, "CALL ohive.system.migrate('ovsrc.mig')", [squatter], "ovsrc.mig", "ovdb.squatter")

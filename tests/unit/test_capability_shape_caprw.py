@@ -5,6 +5,7 @@ rewriter is chosen in one place."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 
@@ -16,7 +17,7 @@ from procedures.core.data_rewrite import compaction, position_deletes
 from procedures.core.data_rewrite.data_rewrite_engine import DataRewriteEngine
 from procedures.core.data_rewrite.rewriter import Rewriter
 from procedures.core.engine import Engine
-from procedures.core.file_import import import_files
+from procedures.core.file_import import import_files, session_import, source_rules, table_creation
 from procedures.core.file_import.file_import_engine import FileImportEngine
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.kernel.capability import Capability
@@ -39,6 +40,8 @@ CAPABILITIES = {
     "rewrite_table_path": (relocation.REWRITE_TABLE_PATH, relocation.RewriteTablePathParams),
     "create_changelog_view": (changes.CREATE_CHANGELOG_VIEW, changes.ChangelogParams),
     "add_files": (import_files.ADD_FILES, import_files.AddFilesParams),
+    "snapshot": (session_import.SNAPSHOT, session_import.SnapshotParams),
+    "migrate": (session_import.MIGRATE, session_import.MigrateParams),
 }
 PROTOCOLS = (DataRewriteEngine, TableStatsEngine, TableRelocationEngine, ChangelogEngine, FileImportEngine)
 
@@ -95,3 +98,87 @@ def test_the_rewriter_is_chosen_once_and_carries_everything_the_engine_needs():
     assert plan.rewriter == Rewriter("Z-ORDER", zorder_columns=("id",))
     # the options no longer name a rewriter of their own
     assert "rewriter" not in {f.name for f in dataclasses.fields(plan.options)}
+
+
+class _FakeCatalog:
+    """A hive-like catalog (it has a ``client``) that knows no table."""
+
+    name = "cat"
+    client = None
+    io = None
+
+
+class _FakeImportEngine:
+    """The ``file_import`` steps of a session holding ``db.src`` (unpartitioned, one partition), whose
+    create fails: what migrate asks the engine to do is recorded."""
+
+    def __init__(self):
+        self.calls = []
+
+    def describe_session_table(self, parts):
+        return table_creation.SourceTable(
+            database="db", name="src", provider="parquet", location="/w/src",
+            schema_json={"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True}]},
+            partition_columns=(), properties={}, bucketed=None, table_type="MANAGED")
+
+    def session_table_partitions(self, database, name):
+        self.calls.append(("partitions", name))
+        return [source_rules.SourcePartition((), f"/w/{name}", "parquet")]
+
+    def session_table_exists(self, database, name):
+        return False
+
+    def rename_session_table(self, database, name, new_name):
+        self.calls.append(("rename", name, new_name))
+
+    def check_new_table(self, catalog, ident, md, action):
+        self.calls.append(("check", ident, md.location))
+
+    def read_data_files(self, io, md, spec, partitions, parallelism, job):
+        return []
+
+    @contextlib.contextmanager
+    def job(self, description):
+        yield
+
+    def create_table(self, catalog, ident, md, operations):
+        raise RuntimeError("injected failure")
+
+    def remove_created_table(self, catalog, ident, location):
+        self.calls.append(("remove", ident, location))
+
+
+def test_migrate_runs_on_any_engine_and_renames_the_source_back_when_the_create_fails():
+    engine = _FakeImportEngine()
+    capability = session_import.MIGRATE
+    plan = capability.plan(None, session_import.MigrateParams(source=("db", "src")))
+    with pytest.raises(RuntimeError, match="injected failure"):
+        capability.execute(session_import.NewTable(_FakeCatalog()), plan, engine)
+    assert engine.calls == [
+        ("partitions", "src"), ("check", ("db", "src"), "/w/src"), ("rename", "src", "src_backup_"),
+        ("partitions", "src_backup_"), ("check", ("db", "src"), "/w/src"),
+        ("remove", ("db", "src"), "/w/src"), ("rename", "src_backup_", "src"),
+    ]
+    with pytest.raises(ValidationError, match="Parallelism should be larger than 0"):
+        capability.plan(None, session_import.MigrateParams(source=("db", "src"), parallelism=0))
+
+
+def test_a_migrate_dry_run_creates_in_the_sandbox_and_renames_nothing():
+    engine = _FakeImportEngine()
+    sandbox = _FakeCatalog()
+    created = []
+    engine.create_table = lambda catalog, ident, md, ops: created.append(catalog) or _Created()
+    params = session_import.MigrateParams(source=("db", "src"), dry_run=True)
+    result = session_import.MIGRATE.execute(
+        session_import.NewTable(_FakeCatalog(), None, sandbox), session_import.MIGRATE.plan(None, params), engine)
+    assert result.row() == (0,) and created == [sandbox]
+    assert not [c for c in engine.calls if c[0] == "rename"]
+
+
+class _Created:
+    name = "cat.db.src"
+
+    class metadata:  # noqa: N801 -- stands for a table's metadata attribute
+        @staticmethod
+        def current_snapshot():
+            return None

@@ -66,6 +66,7 @@ class Graph:
     swallowed: list[str] = field(default_factory=list)
     dynamic: list[str] = field(default_factory=list)
     pyspark: list[str] = field(default_factory=list)
+    short_aliases: list[str] = field(default_factory=list)
 
 
 def module_name(path: Path) -> str:
@@ -141,6 +142,8 @@ def _scan(g: Graph, name: str, path: Path) -> None:
                                             lines[child.lineno - 1], in_function))
                     if imported is None and alias:
                         aliases[alias] = module
+                        if len(alias) == 1 and any(n.asname == alias for n in child.names):
+                            g.short_aliases.append(f"{path.relative_to(ROOT)}:{child.lineno}: {alias} ({module})")
             if isinstance(child, ast.Try):
                 body_imports = [n for n in child.body if isinstance(n, (ast.Import, ast.ImportFrom))
                                 and any(own(m) for m, _, _ in imports_of(n))]
@@ -282,6 +285,27 @@ def test_lower_layers_never_import_pyspark():
     assert build_graph().pyspark == []
 
 
+def duplicate_module_names(root: Path | None = None) -> dict[str, list[str]]:
+    """Module file names (``__init__`` aside) found in more than one place of the package."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((root or PACKAGE).rglob("*.py")):
+        if path.name != "__init__.py":
+            seen.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    return {stem: places for stem, places in seen.items() if len(places) > 1}
+
+
+def test_module_names_are_unique_across_layers():
+    """A module's name says where its logic lives: the same name in two layers (``migrate.py`` in
+    core and in builtin) makes a reader learn which is which."""
+    assert duplicate_module_names() == {}
+
+
+def test_no_single_letter_module_aliases():
+    """``import ... as P`` hides which module a name comes from (``P`` was ``pruning`` in one file and
+    ``Parameter`` in another); own modules are imported under a name that says what they are."""
+    assert build_graph().short_aliases == []
+
+
 # ------------------------------------------------------------------------------ the checks can fail
 def write_package(tmp_path: Path, files: dict[str, str], monkeypatch) -> None:
     """A small ``procedures`` package of ``files`` (path -> text) under ``tmp_path``, the checks' ROOT."""
@@ -300,6 +324,7 @@ def test_the_checks_catch_violations(tmp_path, monkeypatch):
         "core/__init__.py": "",
         "core/a.py": "from procedures.spark import b\nfrom procedures.core.c import _hidden\n",
         "core/c.py": "import pyspark\nfrom procedures.core import a\n_hidden = 1\n",
+        "core/b.py": "from procedures.core import a as A\n",
         "spark/__init__.py": "",
         "spark/b.py": ("from procedures.core import a\n"
                        "def f():\n    from procedures.core import c\n    return a._x\n"
@@ -318,6 +343,8 @@ def test_the_checks_catch_violations(tmp_path, monkeypatch):
     assert g.swallowed == ["procedures/spark/b.py:6: from procedures.spark import missing"]
     assert g.pyspark == ["procedures/core/c.py:1: import pyspark"]
     assert g.dynamic == ["procedures/spark/b.py:9: __import__(f'procedures.spark.{1}')"]
+    assert g.short_aliases == ["procedures/core/b.py:1: A (procedures.core.a)"]
+    assert duplicate_module_names(tmp_path / "procedures") == {"b": ["procedures/core/b.py", "procedures/spark/b.py"]}
 
 
 @pytest.mark.slow  # a subprocess importing every module

@@ -37,6 +37,7 @@ from procedures.core.changelog.changelog_engine import ChangelogEngine
 from procedures.core.kernel.capability import Capability
 from procedures.core.kernel.scan import DeleteFileEntry, DeleteFileIndex
 from procedures.errors import NoSuchSnapshotError, ValidationError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, ManifestContent, ManifestEntryStatus, ManifestFile
 from procedures.spec.manifest.reader import read_manifest
@@ -212,7 +213,7 @@ def changelog_snapshots(md: TableMetadata, opts: ChangelogOptions) -> list[Snaps
 
 
 # ------------------------------------------------------------------------------ change planning
-def _delete_index(md: TableMetadata, io: Any, manifests: Sequence[ManifestFile]) -> DeleteFileIndex | None:
+def _delete_index(md: TableMetadata, io: FileAccess, manifests: Sequence[ManifestFile]) -> DeleteFileIndex | None:
     deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
     if not deletes:
         return None
@@ -232,7 +233,7 @@ def _paths(entries: Iterable[DeleteFileEntry]) -> frozenset[str]:
     return frozenset(e.data_file.file_path for e in entries)
 
 
-def plan_changelog(md: TableMetadata, io: Any, snapshots: Sequence[Snapshot]) -> list[ChangeTask]:
+def plan_changelog(md: TableMetadata, io: FileAccess, snapshots: Sequence[Snapshot]) -> list[ChangeTask]:
     """The change tasks of ``snapshots`` (from :func:`changelog_snapshots`), see the module doc."""
     specs = md.specs_by_id
     tasks: list[ChangeTask] = []
@@ -262,7 +263,7 @@ def plan_changelog(md: TableMetadata, io: Any, snapshots: Sequence[Snapshot]) ->
     return tasks
 
 
-def _deletes_changed(io: Any, specs: Mapping[int, Any], manifests: Sequence[ManifestFile], sid: int) -> bool:
+def _deletes_changed(io: FileAccess, specs: Mapping[int, Any], manifests: Sequence[ManifestFile], sid: int) -> bool:
     for m in manifests:
         if m.content != ManifestContent.DELETES or m.added_snapshot_id != sid:
             continue
@@ -272,7 +273,7 @@ def _deletes_changed(io: Any, specs: Mapping[int, Any], manifests: Sequence[Mani
     return False
 
 
-def _diff_tasks(io: Any, specs: Mapping[int, Any], manifests: Sequence[ManifestFile], added: set[str],
+def _diff_tasks(io: FileAccess, specs: Mapping[int, Any], manifests: Sequence[ManifestFile], added: set[str],
                 before_index: DeleteFileIndex | None, after_index: DeleteFileIndex | None, ordinal: int,
                 sid: int) -> Iterator[ChangeTask]:
     """Files live before and after the snapshot whose applicable deletes it changed."""

@@ -27,7 +27,8 @@ class DataRewriteEngine(Committer, Protocol):
     """Engine steps of ``rewrite_data_files`` and ``rewrite_position_delete_files``."""
 
     def manifest_entry_reader(self, table: Table) -> EntryReader | None:
-        """How planning reads ``table``'s data manifests; None reads them on the driver."""
+        """How planning reads ``table``'s data manifests (``rewrite_data_files``' file groups,
+        ``rewrite_position_delete_files``' live data files); None reads them on the driver."""
         ...
 
     def rewrite_groups(self, table: Table, rewriter: Rewriter, options: RewriteOptions, groups: RewritePlan, *,

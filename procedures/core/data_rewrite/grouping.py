@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Sequence
 from procedures.core.data_rewrite.options import RewriteOptions, SizeOptions
 from procedures.core.kernel.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, partition_key
 from procedures.core.kernel.summary import content_size
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.metadata_columns import DELETE_FILE_PATH_ID
@@ -288,7 +289,7 @@ def data_bucket(md: TableMetadata):
 
 def plan_rewrite(
     md: TableMetadata,
-    io: Any,
+    io: FileAccess,
     opts: RewriteOptions,
     *,
     filter: Any = None,

@@ -8,7 +8,8 @@ and each kept group is rewritten into new files holding only the positions of *l
 On a v3 table where every position delete is already a deletion vector there is nothing to do; v2
 position delete files of a v3 table are rewritten into DVs (merged with a data file's existing DV,
 which is replaced).  As in Java, a group keeps only the deletes of live data files of its own
-partition.  The engine rewrites the groups (:meth:`DataRewriteEngine.rewrite_delete_groups`); commits go through the same ``RewriteFiles`` path as
+partition.  The engine reads the data manifests (:meth:`DataRewriteEngine.manifest_entry_reader`, only
+when there is a group to rewrite) and rewrites the groups (:meth:`DataRewriteEngine.rewrite_delete_groups`); commits go through the same ``RewriteFiles`` path as
 ``rewrite_data_files``, all at once or, with partial progress, in batches (a failed group or batch
 is logged and skipped, as in Java).
 """
@@ -28,13 +29,14 @@ from procedures.core.data_rewrite.options import (
     PositionDeleteRewriteOptions, parse_position_delete_options, parse_where,
 )
 from procedures.core.kernel.capability import Capability
-from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
+from procedures.core.kernel.scan import read_entries_on_driver, scan_manifests
+from procedures.core.kernel.snapshot_producer import live_entries
 from procedures.core.kernel.summary import content_size, is_dv
 from procedures.core.kernel.transaction import Table
 from procedures.errors import CommitStateUnknownError, IcebergError, ValidationError
 from procedures.spec.evaluators import Evaluator
 from procedures.spec.expressions import Expression
-from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent
+from procedures.spec.manifest.model import DataFile, FileContent
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.projection import inclusive_projection
 
@@ -109,19 +111,21 @@ def plan(metadata: TableMetadata, params: RewritePositionDeletesParams) -> Rewri
     return RewritePositionDeletesPlan(opts, expr, snap.snapshot_id if snap is not None else None, cs)
 
 
-def plan_delete_groups(table: Table, plan: RewritePositionDeletesPlan) -> DeleteGroups:
+def plan_delete_groups(table: Table, plan: RewritePositionDeletesPlan, engine: DataRewriteEngine) -> DeleteGroups:
     """Group the live position delete files of the starting snapshot.
 
-    The live files come from the snapshot's manifests, read on the driver through the table's
-    FileIO (delete manifests are few and small next to the data they describe).
+    The live data files (every data manifest: the bulk of the reading) come through the engine's
+    manifest reader, as ``rewrite_data_files`` plans (:meth:`DataRewriteEngine.manifest_entry_reader`);
+    the delete manifests are read on the driver, as every scan's delete index is.
     """
     if plan.starting_snapshot_id is None:
         return DeleteGroups()
     md = table.metadata
     opts, expr, cs = plan.options, plan.filter, plan.case_sensitive
-    manifests = snapshot_manifests(table.io, md.snapshot_by_id(plan.starting_snapshot_id))
-    data_files = [e.data_file for e in live_entries(table.io, md, [m for m in manifests if m.content == ManifestContent.DATA])]
-    deletes = [e.data_file for e in live_entries(table.io, md, [m for m in manifests if m.content == ManifestContent.DELETES])
+    scan = scan_manifests(md, table.io, snapshot_id=plan.starting_snapshot_id)
+    if scan is None:
+        return DeleteGroups()
+    deletes = [e.data_file for e in live_entries(table.io, md, scan.delete_manifests)
                if e.data_file.content == FileContent.POSITION_DELETES]
     dvs = {f.referenced_data_file: f for f in deletes if is_dv(f)}
     candidates = [f for f in deletes if not is_dv(f)]
@@ -143,6 +147,12 @@ def plan_delete_groups(table: Table, plan: RewritePositionDeletesPlan) -> Delete
         opts = dataclasses.replace(opts, rewrite_all=True)  # every v2 file must become DVs
     grouped = plan_groups([_DeleteTask(f) for f in candidates], opts,
                           bucket_of=lambda t: (t.data_file.spec_id,) + tuple(t.data_file.partition))
+    if not grouped.groups:
+        # nothing to rewrite: the data manifests are not read (nor an engine session asked for)
+        return DeleteGroups((), grouped.total_group_count)
+    reader = engine.manifest_entry_reader(table)
+    entries = read_entries_on_driver(table.io, scan) if reader is None else reader(scan)
+    data_files = [e.data_file for batch in entries for e in batch]
     inputs = _group_inputs(md, grouped.groups, data_files, dvs)
     return DeleteGroups(grouped.groups, grouped.total_group_count, tuple(inputs))
 
@@ -170,7 +180,7 @@ def _replaced_dvs(group: DeleteGroup, added: list[DataFile]) -> list[DataFile]:
 def execute(table: Table, plan: RewritePositionDeletesPlan, engine: DataRewriteEngine) -> RewritePositionDeletesResult:
     """Group the files (:func:`plan_delete_groups`), rewrite the groups on ``engine`` and commit them
     (all at once, or in batches with partial progress)."""
-    grouped = plan_delete_groups(table, plan)
+    grouped = plan_delete_groups(table, plan, engine)
     if not grouped.file_groups:
         return RewritePositionDeletesResult()
     opts, inputs = plan.options, list(grouped.inputs)

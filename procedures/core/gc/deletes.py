@@ -7,11 +7,12 @@ import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import DeleteGuard
 from procedures.errors import ValidationError
+from procedures.spec.file_access import FileAccess
 
 __all__ = ["check_max_concurrent_deletes", "delete_files", "DELETE_BATCH", "DELETE_RETRIES"]
 
@@ -29,7 +30,7 @@ def check_max_concurrent_deletes(value: int | None) -> None:
         raise ValidationError(f"max_concurrent_deletes should have value > 0, value: {value}")
 
 
-def _delete_one(io: Any, path: str, retries: int) -> bool:
+def _delete_one(io: FileAccess, path: str, retries: int) -> bool:
     for attempt in range(retries + 1):
         try:
             io.delete(path)  # a file already gone is not a failure (Java's HadoopFileIO neither)
@@ -42,7 +43,7 @@ def _delete_one(io: Any, path: str, retries: int) -> bool:
     return False
 
 
-def delete_files(io: Any, items: Iterable[tuple[str, str]], *, max_concurrent_deletes: int | None = None,
+def delete_files(io: FileAccess, items: Iterable[tuple[str, str]], *, max_concurrent_deletes: int | None = None,
                  retries: int = DELETE_RETRIES, batch: int | None = None,
                  protect: Callable[[str], bool] | None = reachability.is_table_metadata_file,
                  guard: DeleteGuard | None = None, dry_run: bool = False,

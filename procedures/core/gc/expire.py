@@ -47,6 +47,7 @@ from procedures.core.kernel.manage import ExpireSnapshots
 from procedures.core.kernel.paths import PathSet, path_keys
 from procedures.core.kernel.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.core.kernel.transaction import CommitContext
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
@@ -285,7 +286,7 @@ class ExpiredFiles:
         yield from self.driver.items()
 
 
-def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_ids: Iterable[int], *,
+def expired_files(io: FileAccess, before: TableMetadata, after: TableMetadata, expired_ids: Iterable[int], *,
                   unreached: UnreachedStep | None = None) -> ExpiredFiles:
     """Files reachable from ``expired_ids`` in ``before`` and from no snapshot of ``after``.
 
@@ -343,7 +344,7 @@ def expired_files(io: Any, before: TableMetadata, after: TableMetadata, expired_
     return ExpiredFiles(driver, **retained)
 
 
-def _drop_reachable(io: Any, candidates: dict[str, str], manifests: Iterable[Any]) -> None:
+def _drop_reachable(io: FileAccess, candidates: dict[str, str], manifests: Iterable[Any]) -> None:
     """Remove from ``candidates`` every path a live entry of ``manifests`` names (under any
     spelling), without keeping the retained paths themselves in memory."""
     ms = list(manifests)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 from procedures.core.gc.hidden_paths import HiddenPathFilter
 from procedures.core.kernel.capability import Committer, JobScope
 from procedures.core.kernel.table_overlap import TableFolders
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
@@ -78,7 +79,7 @@ class GcEngine(Committer, JobScope, Protocol):
         """The folders of the other tables of ``table``'s catalog and the warehouse root, read once."""
         ...
 
-    def unreached_content(self, io: Any, candidates: Sequence[ManifestFile],
+    def unreached_content(self, io: FileAccess, candidates: Sequence[ManifestFile],
                           retained: Sequence[ManifestFile]) -> EngineRows | None:
         """``(path, kind)`` rows of the live content files of ``candidates`` that no live entry of
         ``retained`` names, computed by the engine; None when the manifests suit the driver."""
@@ -93,24 +94,24 @@ class GcEngine(Committer, JobScope, Protocol):
         the caller works on the current one."""
         ...
 
-    def valid_content(self, io: Any, manifests: Sequence[ManifestFile], schemes: Mapping[str, str],
+    def valid_content(self, io: FileAccess, manifests: Sequence[ManifestFile], schemes: Mapping[str, str],
                       auths: Mapping[str, str]) -> EngineRows | None:
         """Normalised keys of the live content files of ``manifests``; None when they suit the driver."""
         ...
 
-    def engine_manifests(self, io: Any, md: TableMetadata, schemes: Mapping[str, str],
+    def engine_manifests(self, io: FileAccess, md: TableMetadata, schemes: Mapping[str, str],
                          auths: Mapping[str, str]) -> EngineManifests | None:
         """The manifest lists of ``md`` read by the engine (many or large lists); None otherwise."""
         ...
 
-    def list_files(self, io: Any, location: str, older_than: int | None, path_filter: HiddenPathFilter, *,
+    def list_files(self, io: FileAccess, location: str, older_than: int | None, path_filter: HiddenPathFilter, *,
                    prefix_listing: bool, file_list_view: str | None, schemes: Mapping[str, str],
                    auths: Mapping[str, str]) -> Listing:
         """The files below ``location`` modified before ``older_than`` (any age when None) that are not
         hidden, or the rows of ``file_list_view`` inside it."""
         ...
 
-    def modified_before(self, io: Any, paths: Sequence[str], older_than: int) -> Sequence[bool]:
+    def modified_before(self, io: FileAccess, paths: Sequence[str], older_than: int) -> Sequence[bool]:
         """For each of ``paths``, whether it was last modified before ``older_than`` (a gone file is not)."""
         ...
 

@@ -47,6 +47,7 @@ from procedures.core.kernel.paths import flatten_equal_map, join_path, local_pat
 from procedures.core.kernel.properties import require_gc_enabled
 from procedures.core.kernel.table_overlap import ForeignFolders, TableFolders, gc_roots, table_folders
 from procedures.errors import InvalidMetadataError, ValidationError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.avro_container import GONE_FILE
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
@@ -192,7 +193,7 @@ def format_pairs(pairs: Iterable[tuple[str | None, str | None]]) -> str:
     return "[" + ", ".join(f"({s(a)}, {s(b)})" for a, b in sorted(pairs, key=lambda p: (s(p[0]), s(p[1])))) + "]"
 
 
-def valid_paths(io: Any, md: TableMetadata, metadata_location: str | None, *,
+def valid_paths(io: FileAccess, md: TableMetadata, metadata_location: str | None, *,
                 content_frame: Callable[[Sequence[ManifestFile]], Any] | None = None,
                 lists_step: Callable[[TableMetadata], EngineManifests | None] | None = None) -> ValidFiles:
     """Everything the metadata references.  Content files are read on the driver, unless the
@@ -397,7 +398,7 @@ def _foreign_folders(table: Any, md: TableMetadata, location: str, engine: GcEng
     return ForeignFolders((location,), others, skip=own.name)
 
 
-def _delete(io: Any, orphans: Iterable[str], guard: DeleteGuard,
+def _delete(io: FileAccess, orphans: Iterable[str], guard: DeleteGuard,
             params: RemoveOrphanFilesParams) -> tuple[tuple[str, ...], int, int]:
     """Delete (unless ``dry_run``) the orphans that pass the guard; a dry run reports exactly those."""
     kept: list[str] = []

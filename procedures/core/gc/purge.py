@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
 from procedures.core.gc import reachability
 from procedures.core.gc.delete_guard import table_roots
@@ -34,6 +34,7 @@ from procedures.core.kernel.ownership import Ownership
 from procedures.core.kernel.paths import is_within, local_path
 from procedures.core.kernel.properties import require_gc_enabled
 from procedures.errors import InvalidMetadataError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.metadata import TableMetadata
 
 __all__ = ["PurgePlan", "PurgeResult", "plan_purge", "execute_purge", "PURGE_TABLE", "METADATA"]
@@ -67,7 +68,7 @@ class PurgeResult:
     removed_dirs: int
 
 
-def plan_purge(io: Any, md: TableMetadata, metadata_location: str | None, *, content: bool = True,
+def plan_purge(io: FileAccess, md: TableMetadata, metadata_location: str | None, *, content: bool = True,
                metadata_files: Iterable[str] = (), table: str = "table") -> PurgePlan:
     """Every file ``md`` reaches (with ``content``: data and delete files too), in Java's delete
     order (content files, manifests, manifest lists, statistics, metadata log, ``metadata_files``,
@@ -146,7 +147,7 @@ def _emptied_folders(paths: Iterable[str], roots: Iterable[str]) -> list[str]:
     return sorted(folders, key=lambda f: (-f.count("/"), f))
 
 
-def execute_purge(io: Any, plan: PurgePlan, *, max_workers: int = 8) -> PurgeResult:
+def execute_purge(io: FileAccess, plan: PurgePlan, *, max_workers: int = 8) -> PurgeResult:
     """Delete the files of ``plan`` (with their Hadoop checksum files), then remove each folder they
     leave empty, up to the table's root folders; a folder holding anything else is left as it is.
     Failures are logged and returned, never raised: the table is already dropped."""

@@ -20,7 +20,7 @@ Two implementations share one plan:
   every content path on the driver.
 
 Nothing here imports pyspark: the Spark side (:func:`procedures.spark.listing.manifest_content_dataframe`,
-:func:`procedures.spark.listing.unreached_paths`) is called by the actions in :mod:`procedures.spark.actions`,
+:func:`procedures.spark.listing.unreached_paths`) is called by the GC engine steps (:mod:`procedures.spark.engine.gc_steps`),
 which decide with :func:`use_spark`.
 """
 
@@ -37,6 +37,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from procedures.core.gc.live_paths import manifest_live_paths
 from procedures.core.kernel.paths import is_table_metadata_file
 from procedures.errors import InvalidMetadataError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.avro_container import GONE_FILE
 from procedures.spec.manifest.manifest_list import (
     EncodedManifestList, decode_manifest_list_head, iter_manifest_list_rows, read_encoded_manifest_list,
@@ -123,7 +124,7 @@ def _parents_first(ids: Iterable[int], snapshots: dict[int, Any]) -> list[int]:
     return sorted(ids, key=depth.__getitem__)
 
 
-def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[int] | None = None,
+def read_snapshot_manifests(io: FileAccess, md: TableMetadata, snapshot_ids: Iterable[int] | None = None,
                             *, threads: int = DRIVER_READ_THREADS, per_snapshot: bool = False,
                             shared: dict[str, ManifestFile] | None = None, slim: bool = False,
                             prefetch_bytes: int | None = None) -> SnapshotManifests:
@@ -153,7 +154,7 @@ def read_snapshot_manifests(io: Any, md: TableMetadata, snapshot_ids: Iterable[i
                        prefetch_bytes=prefetch_bytes)
 
 
-def _read_lists(io: Any, wanted: Mapping[int, Any], ids: list[int], *, threads: int, per_snapshot: bool,
+def _read_lists(io: FileAccess, wanted: Mapping[int, Any], ids: list[int], *, threads: int, per_snapshot: bool,
                 shared: dict[str, ManifestFile] | None, slim: bool, prefetch_bytes: int | None) -> SnapshotManifests:
     """:func:`read_snapshot_manifests` of the snapshots ``ids`` among ``wanted`` (id -> anything with
     ``snapshot_id``, ``parent_snapshot_id`` and ``manifest_list``): a parent outside ``wanted`` is
@@ -244,7 +245,7 @@ class ListLink:
 ListChunk = tuple[tuple[int, "int | None", str], ...]
 
 
-def lists_in_engine(io: Any, md: TableMetadata) -> bool:
+def lists_in_engine(io: FileAccess, md: TableMetadata) -> bool:
     """Whether the manifest lists of ``md`` are many or large enough to be read in engine tasks
     rather than on the driver: more than :data:`DRIVER_MAX_LISTS` snapshots with a list, or a
     current list above :data:`DRIVER_MAX_LIST_BYTES` (a file of that many manifests).  The driver
@@ -279,7 +280,7 @@ def manifest_list_chunks(md: TableMetadata, chunks: int) -> list[ListChunk]:
             for a, b in zip(bounds, bounds[1:])]
 
 
-def read_chunk_manifests(io: Any, chunk: Sequence[tuple[int, int | None, str]], *, threads: int = 2,
+def read_chunk_manifests(io: FileAccess, chunk: Sequence[tuple[int, int | None, str]], *, threads: int = 2,
                          prefetch_bytes: int | None = None) -> list[tuple[str, int, int, int]]:
     """:func:`manifest_row` of every distinct manifest the lists of one chunk of
     :func:`manifest_list_chunks` name, read as :func:`read_snapshot_manifests` reads them (slim)."""
@@ -303,13 +304,13 @@ def use_spark(spark: Any, manifests: Iterable[ManifestFile]) -> bool:
     return False
 
 
-def manifest_content_paths(io: Any, manifest: ManifestFile) -> Iterator[tuple[str, str]]:
+def manifest_content_paths(io: FileAccess, manifest: ManifestFile) -> Iterator[tuple[str, str]]:
     """``(path, kind)`` of every live content file of one manifest (DVs give their Puffin file)."""
     for path, content in manifest_live_paths(io, manifest):
         yield path, _KIND_OF_CONTENT[content]
 
 
-def content_paths_driver(io: Any, manifests: Iterable[ManifestFile], *,
+def content_paths_driver(io: FileAccess, manifests: Iterable[ManifestFile], *,
                          threads: int = DRIVER_READ_THREADS) -> dict[str, str]:
     """Live content files of ``manifests`` read on the driver: ``{path: kind}``."""
     ms = list(manifests)
@@ -336,7 +337,7 @@ def path_digest(path: str) -> bytes:
     return hashlib.blake2b(path.encode(), digest_size=16).digest()
 
 
-def stream_content_paths(io: Any, manifests: Iterable[ManifestFile], *, threads: int = DRIVER_READ_THREADS,
+def stream_content_paths(io: FileAccess, manifests: Iterable[ManifestFile], *, threads: int = DRIVER_READ_THREADS,
                          ahead_bytes: int = STREAM_AHEAD_BYTES) -> Iterator[tuple[str, str]]:
     """``(path, kind)`` of the live content files of ``manifests``, each distinct path once, read on
     the driver while the caller consumes them.

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 from procedures.core.health.findings import HealthThresholds, partition_text
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.errors import IcebergError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import FileContent, ManifestContent
 from procedures.spec.metadata import TableMetadata
 
@@ -58,7 +59,7 @@ class HealthFigures:
         return out
 
 
-def health_figures(io: Any, md: TableMetadata, table: str, *, metadata_timestamp_ms: int | None = None,
+def health_figures(io: FileAccess, md: TableMetadata, table: str, *, metadata_timestamp_ms: int | None = None,
                    orphans: Sequence[int] | None = None) -> HealthFigures:
     """The figures of ``md`` (see the module doc).  ``metadata_timestamp_ms`` dates the current
     metadata file (default: its last-updated time); ``orphans`` are the sizes of the orphan files a

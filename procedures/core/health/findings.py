@@ -30,6 +30,7 @@ from procedures.core.kernel.properties import (
 from procedures.core.kernel.snapshot_producer import live_entries, snapshot_manifests
 from procedures.core.kernel.summary import is_dv
 from procedures.errors import IcebergError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, ManifestFile
 from procedures.spec.metadata import TableMetadata
 
@@ -128,7 +129,7 @@ class HealthThresholds:
 
 
 # ------------------------------------------------------------------------------------ analysis
-def analyze(io: Any, md: TableMetadata, table_ref: str, *, now_ms: int | None = None) -> list[Finding]:
+def analyze(io: FileAccess, md: TableMetadata, table_ref: str, *, now_ms: int | None = None) -> list[Finding]:
     """Every finding of the table's current state except orphan files (see :func:`orphan_finding`).
 
     ``table_ref`` is the table argument the fixing calls name (e.g. ``db.events``).  Reads the

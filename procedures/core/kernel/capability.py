@@ -1,7 +1,8 @@
 """The shape every maintenance capability has (``procedures/core/<capability>/``).
 
 ``plan(metadata, params)`` validates the typed parameters once and decides what to do from the
-metadata alone (a capability whose plan must read manifests says why in its docstring);
+metadata alone (a capability whose plan must read manifests says why in its docstring; one that
+creates its table, as ``snapshot`` and ``migrate`` do, gets None and checks the parameters only);
 ``execute(table, plan, engine)`` does it through the engine steps the capability declares as a
 protocol in its own ``engine.py`` and returns the typed result.  ``execute`` takes the table beside
 the plan because it commits to it and reads through its FileIO.  The Spark layer runs every
@@ -46,5 +47,5 @@ class Capability(Generic[ParamsT, PlanT, ResultT]):
     ``execute`` through an engine."""
 
     name: str
-    plan: Callable[[TableMetadata, ParamsT], PlanT]
+    plan: Callable[[TableMetadata | None, ParamsT], PlanT]
     execute: Callable[[Any, PlanT, Any], ResultT]

@@ -40,6 +40,7 @@ from procedures.core.kernel.summary import is_dv
 from procedures.errors import CommitConflictError, ValidationError
 from procedures.spec.evaluators import Evaluator, InclusiveMetricsEvaluator
 from procedures.spec.expressions import ALWAYS_TRUE, Expression
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, FileContent, ManifestEntryStatus
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.projection import inclusive_projection
@@ -125,7 +126,7 @@ def _conflict(check: ConflictCheck, what: str, snap: Snapshot, start: int | None
     )
 
 
-def validate_concurrent(io, base: TableMetadata, parent: Snapshot | None, start: int | None, check: ConflictCheck,
+def validate_concurrent(io: FileAccess, base: TableMetadata, parent: Snapshot | None, start: int | None, check: ConflictCheck,
                         rewritten: Iterable[str], referenced: Iterable[str], dv_targets: Iterable[str]) -> None:
     """Raise :class:`CommitConflictError` when a snapshot committed after ``start`` breaks a rule of
     ``check`` (see the module doc).  ``rewritten``: data files the change removes (copy-on-write);

@@ -43,6 +43,7 @@ from procedures.spec.expressions import (
     referenced_field_ids,
     rewrite_not,
 )
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.manifest_list import ManifestRows, read_manifest_list_where
 from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, FieldSummary, ManifestFile
 from procedures.spec.manifest.reader import read_manifest, read_manifest_where
@@ -462,7 +463,7 @@ class EntryFilter:
         """The projected partition filter of a spec (None when it keeps every partition)."""
         return self._pruner(spec_id)[1]
 
-    def data_entries(self, io: Any, manifest: ManifestFile) -> list[ScanEntry]:
+    def data_entries(self, io: FileAccess, manifest: ManifestFile) -> list[ScanEntry]:
         """The live entries of a data manifest whose partition values and column metrics may match.
 
         The metrics are tested on each entry's bytes before it is decoded
@@ -543,7 +544,7 @@ class ScanManifests:
 
 def scan_manifests(
     table_metadata: TableMetadata,
-    io: Any,
+    io: FileAccess,
     *,
     snapshot_id: int | None = None,
     as_of_timestamp_ms: int | None = None,
@@ -580,13 +581,13 @@ def scan_manifests(
     )
 
 
-def read_entries_on_driver(io: Any, plan: ScanManifests) -> Iterator[list[ScanEntry]]:
+def read_entries_on_driver(io: FileAccess, plan: ScanManifests) -> Iterator[list[ScanEntry]]:
     """The matching entries of each data manifest of ``plan``, in order, read one by one here."""
     for m in plan.data_manifests:
         yield plan.entry_filter.data_entries(io, m)
 
 
-def delete_index(io: Any, plan: ScanManifests) -> DeleteFileIndex:
+def delete_index(io: FileAccess, plan: ScanManifests) -> DeleteFileIndex:
     """The live delete files of ``plan``'s delete manifests whose partitions may match."""
     ef = plan.entry_filter
     index = DeleteFileIndex(sid for sid, s in ef.specs.items() if s.is_unpartitioned())
@@ -629,7 +630,7 @@ def tasks_from_entries(plan: ScanManifests, index: DeleteFileIndex,
 
 def iter_file_scan_tasks(
     table_metadata: TableMetadata,
-    io: Any,
+    io: FileAccess,
     *,
     snapshot_id: int | None = None,
     as_of_timestamp_ms: int | None = None,
@@ -657,7 +658,7 @@ def iter_file_scan_tasks(
 
 def plan_files(
     table_metadata: TableMetadata,
-    io: Any,
+    io: FileAccess,
     *,
     snapshot_id: int | None = None,
     as_of_timestamp_ms: int | None = None,

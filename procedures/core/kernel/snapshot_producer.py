@@ -26,6 +26,7 @@ from procedures.core.kernel.properties import WRITE_METADATA_LOCATION
 from procedures.core.kernel.summary import SummaryBuilder, summary_with_totals
 from procedures.core.kernel.transaction import CommitContext
 from procedures.errors import ValidationError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.manifest_list import (
     ManifestRows, read_manifest_list, read_manifest_list_where, write_manifest_list,
 )
@@ -47,14 +48,14 @@ def new_snapshot_id() -> int:
     return ((u >> 64) ^ (u & ((1 << 64) - 1))) & ((1 << 63) - 1)
 
 
-def snapshot_manifests(io, snapshot: Snapshot | None) -> list[ManifestFile]:
+def snapshot_manifests(io: FileAccess, snapshot: Snapshot | None) -> list[ManifestFile]:
     """The manifests of ``snapshot`` (empty for None)."""
     if snapshot is None or not snapshot.manifest_list:
         return []
     return read_manifest_list(io, snapshot.manifest_list)
 
 
-def snapshot_manifest_rows(io, snapshot: Snapshot | None) -> ManifestRows | list[ManifestFile]:
+def snapshot_manifest_rows(io: FileAccess, snapshot: Snapshot | None) -> ManifestRows | list[ManifestFile]:
     """:func:`snapshot_manifests` kept Avro-encoded (a :class:`ManifestRows`, decoded a row at a time
     when read; a list for a schema the skimming reader does not handle): an operation that walks a
     large table's thousands of manifests holds their bytes, not one object per manifest with its
@@ -64,12 +65,12 @@ def snapshot_manifest_rows(io, snapshot: Snapshot | None) -> ManifestRows | list
     return manifest_list_rows(io, snapshot.manifest_list)
 
 
-def manifest_list_rows(io, path: str) -> ManifestRows | list[ManifestFile]:
+def manifest_list_rows(io: FileAccess, path: str) -> ManifestRows | list[ManifestFile]:
     """Every row of the manifest list at ``path``, kept encoded as :func:`snapshot_manifest_rows` keeps them."""
     return read_manifest_list_where(io, path, None)
 
 
-def live_entries(io, md: TableMetadata, manifests: Iterable[ManifestFile]) -> Iterator[ManifestEntry]:
+def live_entries(io: FileAccess, md: TableMetadata, manifests: Iterable[ManifestFile]) -> Iterator[ManifestEntry]:
     """Every ADDED or EXISTING entry of ``manifests`` with inheritance applied."""
     specs = {s.spec_id: s for s in md.partition_specs}
     for m in manifests:

@@ -30,6 +30,7 @@ from procedures.core.kernel.properties import MANIFEST_TARGET_SIZE_BYTES
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.avro_schemas import manifest_entry_avro_schema
 from procedures.spec.conversions import from_bytes
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.manifest_list import ManifestRows
 from procedures.spec.manifest.model import ManifestContent, ManifestEntry, ManifestFile
 from procedures.spec.manifest.reader import read_manifest
@@ -162,7 +163,7 @@ class ListedManifests(Sequence[ManifestFile]):
 
     __slots__ = ("io", "manifest_list", "positions")
 
-    def __init__(self, io: Any, manifest_list: str, positions: Iterable[int]) -> None:
+    def __init__(self, io: FileAccess, manifest_list: str, positions: Iterable[int]) -> None:
         self.io = io
         self.manifest_list = manifest_list
         self.positions = array("L", positions)
@@ -198,7 +199,7 @@ class ManifestSlice:
     stop: int | None = None
 
 
-def live_copies(io: Any, manifest: ManifestFile, avro_schema: Mapping[str, Any], format_version: int,
+def live_copies(io: FileAccess, manifest: ManifestFile, avro_schema: Mapping[str, Any], format_version: int,
                 specs: Mapping[int, PartitionSpec]) -> Iterator[tuple[tuple, Any]]:
     """``(partition, copy)`` for each live entry of ``manifest`` in file order; ``copy`` goes to
     :func:`write_copy` of a writer with ``avro_schema``: the entry already encoded as EXISTING when
@@ -222,7 +223,7 @@ def write_copy(writer: ManifestWriter, copy: Any) -> None:
         writer.existing_encoded(record, partition, record_count, sequence_number)
 
 
-def copy_slice(io: Any, writer: ManifestWriter, part: ManifestSlice, format_version: int,
+def copy_slice(io: FileAccess, writer: ManifestWriter, part: ManifestSlice, format_version: int,
                specs: Mapping[int, PartitionSpec]) -> int:
     """Write a :class:`ManifestSlice`'s entries into ``writer``; returns how many."""
     written = 0
@@ -376,7 +377,7 @@ class RewriteJob:
         """The Avro schema the job's manifests are written with (:attr:`ManifestWriter.avro_schema`)."""
         return manifest_entry_avro_schema(self.format_version, self.spec.partition_type(self.schema))
 
-    def writer(self, io: Any, chunk: int, attempt: int, sync_marker: bytes | None = None) -> ManifestWriter:
+    def writer(self, io: FileAccess, chunk: int, attempt: int, sync_marker: bytes | None = None) -> ManifestWriter:
         """The writer of chunk ``chunk`` for engine task attempt ``attempt``; the writers of one
         chunk's parts share ``sync_marker`` (:class:`ChunkParts`)."""
         return ManifestWriter(io, self.path_for(chunk, attempt), self.spec, self.schema, self.format_version,
@@ -388,7 +389,7 @@ class RewriteJob:
 
 
 class DistributedRewriter(Protocol):
-    """An engine that rewrites large manifest sets off the driver (``procedures.spark.actions``)."""
+    """An engine that rewrites large manifest sets off the driver (:mod:`procedures.spark.engine.manifest_rewrite_steps`)."""
 
     def wants(self, manifests: Sequence[ManifestFile]) -> bool:
         """Whether these manifests are too many or too large for the driver."""

@@ -50,6 +50,7 @@ from procedures.core.kernel.properties import WRITE_PATH_PROPERTIES
 from procedures.core.table_relocation.table_relocation_engine import TableRelocationEngine
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.conversions import from_bytes, to_bytes
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.manifest_list import read_manifest_list, write_manifest_list
 from procedures.spec.manifest.model import DataFile, FileContent, ManifestContent, ManifestEntry, ManifestFile
 from procedures.spec.manifest.reader import read_manifest
@@ -247,7 +248,7 @@ class TablePathPlan:
     manifests: dict[str, ManifestFile]
 
 
-def _version_chain(io: Any, end_location: str, end: TableMetadata, start_location: str | None,
+def _version_chain(io: FileAccess, end_location: str, end: TableMetadata, start_location: str | None,
                    exists: Callable[[str], bool]) -> list[tuple[str, TableMetadata]]:
     chain = [(end_location, end)]
     for entry in reversed(end.metadata_log):
@@ -260,7 +261,7 @@ def _version_chain(io: Any, end_location: str, end: TableMetadata, start_locatio
     return chain
 
 
-def _read_list(io: Any, path: str) -> list[ManifestFile]:
+def _read_list(io: FileAccess, path: str) -> list[ManifestFile]:
     try:
         return read_manifest_list(io, path)
     except (InvalidMetadataError, OSError) as e:
@@ -270,7 +271,7 @@ def _read_list(io: Any, path: str) -> list[ManifestFile]:
         ) from e
 
 
-def plan_table_path(io: Any, md: TableMetadata, metadata_location: str, params: RewriteTablePathParams,
+def plan_table_path(io: FileAccess, md: TableMetadata, metadata_location: str, params: RewriteTablePathParams,
                     staging: str) -> TablePathPlan:
     """Resolve the versions, rewrite their metadata in memory (refusing paths outside the source
     prefix) and choose the snapshots and manifests to restage.  Reads, never writes."""
@@ -383,14 +384,14 @@ def check_staged_files(staging: str, staged: Iterable[str], existing: Iterable[s
         )
 
 
-def write_version_files(io: Any, plan: TablePathPlan) -> None:
+def write_version_files(io: FileAccess, plan: TablePathPlan) -> None:
     """Stage the rewritten metadata file of every version in range (create-only)."""
     for path, _, rewritten in plan.versions:
         write_table_metadata(io, _stage(plan, path), rewritten, overwrite=False)
 
 
 # ---------------------------------------------------------------------------------------- manifests
-def position_deletes_to_rewrite(io: Any, plan: TablePathPlan, specs: Mapping[int, Any]) -> list[DataFile]:
+def position_deletes_to_rewrite(io: FileAccess, plan: TablePathPlan, specs: Mapping[int, Any]) -> list[DataFile]:
     """Distinct live position delete files (and DVs) of the delete manifests to restage: their
     contents name data files, so they are rewritten too."""
     seen: dict[tuple, DataFile] = {}
@@ -454,7 +455,7 @@ def _moved_file(f: DataFile, source: str, target: str, delete_sizes: Mapping[str
     )
 
 
-def rewrite_manifest(io: Any, manifest: ManifestFile, output_path: str, *, format_version: int, specs: Mapping[int, Any],
+def rewrite_manifest(io: FileAccess, manifest: ManifestFile, output_path: str, *, format_version: int, specs: Mapping[int, Any],
                      schema: Any, source: str, target: str, staging: str, delta_ids: frozenset[int] | None,
                      delete_sizes: Mapping[str, int]) -> ManifestRewrite:
     """Write ``manifest`` with every file path moved to ``target`` at ``output_path`` (a new file: an
@@ -480,7 +481,7 @@ def rewrite_manifest(io: Any, manifest: ManifestFile, output_path: str, *, forma
     return ManifestRewrite(manifest.manifest_path, written.manifest_length, tuple(plan))
 
 
-def write_manifest_lists(io: Any, plan: TablePathPlan, lengths: Mapping[str, int]) -> None:
+def write_manifest_lists(io: FileAccess, plan: TablePathPlan, lengths: Mapping[str, int]) -> None:
     """Stage the manifest list of every restaged snapshot, manifests moved to the target prefix
     (with their restaged lengths where this run rewrote them)."""
     source, target = plan.params.source_prefix, plan.params.target_prefix
@@ -542,7 +543,7 @@ def _staging(table: Any, params: RewriteTablePathParams) -> str:
     return staging
 
 
-def _remove_staged(io: Any, paths: Sequence[str]) -> None:
+def _remove_staged(io: FileAccess, paths: Sequence[str]) -> None:
     for p in paths:
         try:
             io.delete(p)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from procedures.core.kernel.capability import JobScope
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, ManifestFile
 
 __all__ = ["TableRelocationEngine"]
@@ -27,13 +28,13 @@ class TableRelocationEngine(JobScope, Protocol):
         """Whether rewriting files for these manifests is worth engine tasks (else driver threads)."""
         ...
 
-    def rewrite_delete_files(self, io: Any, items: Sequence[tuple[DataFile, str, str, str]],
+    def rewrite_delete_files(self, io: FileAccess, items: Sequence[tuple[DataFile, str, str, str]],
                              in_tasks: bool) -> dict[str, int]:
         """Each ``(delete file, staged path, source prefix, target prefix)`` rewritten with its
         referenced paths moved; the new size of each by the original path."""
         ...
 
-    def rewrite_manifest_paths(self, io: Any, items: Sequence[tuple[ManifestFile, str, dict]],
+    def rewrite_manifest_paths(self, io: FileAccess, items: Sequence[tuple[ManifestFile, str, dict]],
                                in_tasks: bool) -> list[Any]:
         """Each ``(manifest, staged path, rewrite arguments)`` rewritten with
         :func:`procedures.core.table_relocation.relocation.rewrite_manifest`; its ``ManifestRewrite``s."""

@@ -30,6 +30,7 @@ from procedures.core.kernel.transaction import Table
 from procedures.core.table_stats.table_stats_engine import TableStatsEngine
 from procedures.core.table_stats.statistics_files import RegisterStatistics, stats_snapshot
 from procedures.errors import ValidationError
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.manifest_list import read_manifest_list
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat, ManifestEntry
 from procedures.spec.manifest.reader import read_manifest
@@ -181,13 +182,13 @@ def _comparable(v: Any) -> Any:
     return v
 
 
-def _entries(io: Any, md: TableMetadata, snapshot: Snapshot) -> Iterator[ManifestEntry]:
+def _entries(io: FileAccess, md: TableMetadata, snapshot: Snapshot) -> Iterator[ManifestEntry]:
     specs = {s.spec_id: s for s in md.partition_specs}
     for m in read_manifest_list(io, snapshot.manifest_list):
         yield from read_manifest(io, m, specs=specs)
 
 
-def count_partitions(io: Any, md: TableMetadata, snapshot: Snapshot) -> list[PartitionStats]:
+def count_partitions(io: FileAccess, md: TableMetadata, snapshot: Snapshot) -> list[PartitionStats]:
     """Every partition's counters at ``snapshot``, read from its manifests on the driver."""
     return aggregate_entries(md, _entries(io, md, snapshot))
 

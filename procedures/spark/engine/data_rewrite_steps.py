@@ -64,6 +64,7 @@ from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import active_session, in_caller_context, job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import task_ids, write_dataframe, write_in_task, write_payloads, write_settings
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata_columns import row_lineage_names
 from procedures.spec.partitioning import PartitionSpec
@@ -482,7 +483,7 @@ def _delete_groups_on_driver(table: Any, groups: list[DeleteGroup], max_concurre
         return list(pool.map(run, range(len(groups))))
 
 
-def rewrite_delete_group(io: Any, md: Any, group: ShippedDeleteGroup, *, partition_id: int = 0, task_id: int = 0,
+def rewrite_delete_group(io: FileAccess, md: Any, group: ShippedDeleteGroup, *, partition_id: int = 0, task_id: int = 0,
                          operation_id: str | None = None) -> list[DataFile]:
     """New delete files for a group; deletes of data files that are not live targets are dangling
     and dropped.  On v3 each new DV absorbs the data file's current DV."""

@@ -1,6 +1,8 @@
 """The Spark steps of the ``file_import`` capability (:class:`FileImportSteps`, the Spark side of
-:class:`procedures.core.file_import.file_import_engine.FileImportEngine`), also used by ``snapshot`` and
-``migrate`` (:mod:`procedures.spark.actions.session_table_import`).
+:class:`procedures.core.file_import.file_import_engine.FileImportEngine`): the steps of ``add_files``,
+``snapshot`` and ``migrate`` (:mod:`procedures.core.file_import.import_files`,
+:mod:`procedures.core.file_import.session_import`), the latter's catalog work (overlap check, staged
+create, removal of a half-made table) included, as core cannot reach the catalog layer.
 
 * the source: for a path import (`` `parquet`.`/dir` ``) the ``k=v`` directories under the path;
   for a table of Spark's session catalog Spark SQL statements (``DESCRIBE TABLE EXTENDED``,
@@ -17,13 +19,16 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import unquote
 
-from procedures.catalog.base import split_dotted
+from procedures.catalog.base import delete_quietly, split_dotted, staged_create
+from procedures.catalog.overlap import check_table_folders
 from procedures.core.file_import import source_rules as core_add_files
 from procedures.core.file_import.file_import_engine import ImportSource
+from procedures.core.file_import.table_creation import SourceTable
 from procedures.core.kernel.paths import local_path
+from procedures.core.kernel.snapshot_producer import snapshot_manifests
 from procedures.errors import NotFoundError, ValidationError
 from procedures.io.fileio import FileIO
 from procedures.io.data_import import ImportTarget, imported_data_file
@@ -33,8 +38,9 @@ from procedures.spark.dataframes import parallelism as session_parallelism
 from procedures.spark.dataframes import run_slices
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import optional_job
-from procedures.spark.session_catalog import SessionTable, describe_table, list_partitions
+from procedures.spark.session_catalog import SessionTable, describe_table, list_partitions, rename_table, table_exists
 from procedures.spark.worker import prepare_python_worker
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
 
 __all__ = ["FileImportSteps", "catalog_source", "session_table", "import_data_files", "DRIVER_MAX_FILES"]
@@ -207,17 +213,68 @@ def _resolve_source(spark: Any, io: FileIO, text: str) -> ImportSource:
     return catalog_source(spark, parts)
 
 
+def _remove_created(catalog: Any, ident: tuple[str, ...], location: str) -> None:
+    io = catalog.io
+    if catalog.table_exists(ident):
+        table = catalog.load_table(ident)
+        snap = table.metadata.current_snapshot()
+        written = [table.metadata_location]
+        if snap is not None:
+            written.append(snap.manifest_list)
+            written.extend(m.manifest_path for m in snapshot_manifests(io, snap))
+        catalog.drop_table(ident)
+        delete_quietly(io, written)
+    for folder in (f"{location.rstrip('/')}/metadata", location.rstrip("/")):
+        if io.is_dir(folder) and not io.list_dir(folder):
+            io.delete_dir(folder)
+
+
 class FileImportSteps:
     """:class:`~procedures.core.file_import.file_import_engine.FileImportEngine` on ``self.spark`` (None: a path
     import read on the driver)."""
 
     spark: Any
+    #: the engine's commit (:meth:`procedures.spark.engine.spark_engine.SparkEngine.commit`)
+    commit: Callable[[Any, Sequence[Any]], Any]
 
-    def resolve_import_source(self, io: Any, text: str) -> ImportSource:
+    def resolve_import_source(self, io: FileAccess, text: str) -> ImportSource:
         """A path import walked through ``io``, or a session-catalog table read through Spark SQL."""
         return _resolve_source(self.spark, io, text)
 
-    def read_data_files(self, io: Any, md: Any, spec: Any, partitions: Sequence[core_add_files.SourcePartition],
+    def read_data_files(self, io: FileAccess, md: Any, spec: Any, partitions: Sequence[core_add_files.SourcePartition],
                         parallelism: int, job: str) -> list[DataFile]:
         """Footers read on the driver for a few files, as a Spark job for more."""
         return import_data_files(self.spark, io, md, spec, partitions, parallelism, job)
+
+    def describe_session_table(self, parts: Sequence[str]) -> SourceTable:
+        """Read through Spark SQL statements (``DESCRIBE TABLE EXTENDED``, ``SHOW TBLPROPERTIES``)."""
+        table = session_table(self.spark, parts)
+        return SourceTable(
+            database=table.database, name=table.name, provider=table.provider, location=table.location,
+            schema_json=dict(table.schema_json), partition_columns=table.partition_columns,
+            properties=dict(table.properties), bucketed=table.bucket_spec, table_type=table.table_type,
+        )
+
+    def session_table_partitions(self, database: str, name: str) -> list[core_add_files.SourcePartition]:
+        """Read through ``SHOW PARTITIONS`` and ``DESCRIBE``."""
+        return catalog_source(self.spark, (database, name)).partitions
+
+    def session_table_exists(self, database: str, name: str) -> bool:
+        """Through ``spark.catalog.tableExists``."""
+        return table_exists(self.spark, database, name)
+
+    def rename_session_table(self, database: str, name: str, new_name: str) -> None:
+        """``ALTER TABLE ... RENAME TO``."""
+        rename_table(self.spark, database, name, new_name)
+
+    def check_new_table(self, catalog: Any, ident: tuple[str, ...], md: Any, action: str) -> None:
+        """Against the folders of every table ``catalog`` lists (:mod:`procedures.catalog.overlap`)."""
+        check_table_folders(catalog, ident, md, action=action)
+
+    def create_table(self, catalog: Any, ident: tuple[str, ...], md: Any, operations: Sequence[Any]) -> Any:
+        """A staged create (:func:`procedures.catalog.base.staged_create`) committed through the engine's commit."""
+        return self.commit(staged_create(catalog, ident, md), operations)
+
+    def remove_created_table(self, catalog: Any, ident: tuple[str, ...], location: str) -> None:
+        """The catalog entry dropped, then the files the create wrote and its empty folders deleted."""
+        _remove_created(catalog, ident, location)

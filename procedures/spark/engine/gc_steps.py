@@ -24,6 +24,7 @@ from procedures.errors import ValidationError
 from procedures.io.directory_walk import list_with_prefix, modified_before, walk
 from procedures.spark import listing as spark_listing
 from procedures.spark.dataframes import functions
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import ManifestFile
 from procedures.spec.metadata import TableMetadata
 
@@ -49,7 +50,7 @@ class GcSteps:
         """The catalog's other tables' folders and its warehouse root."""
         return neighbours(table)
 
-    def unreached_content(self, io: Any, candidates: Sequence[ManifestFile],
+    def unreached_content(self, io: FileAccess, candidates: Sequence[ManifestFile],
                           retained: Sequence[ManifestFile]) -> EngineRows | None:
         """A Spark job when the manifests pass the driver's limits; each side read once (kept)."""
         if not reachability.use_spark(self.spark, [*candidates, *retained]):
@@ -68,7 +69,7 @@ class GcSteps:
         for row in rows.toLocalIterator(prefetchPartitions=prefetch):
             yield tuple(row)
 
-    def valid_content(self, io: Any, manifests: Sequence[ManifestFile], schemes: Mapping[str, str],
+    def valid_content(self, io: FileAccess, manifests: Sequence[ManifestFile], schemes: Mapping[str, str],
                       auths: Mapping[str, str]) -> EngineRows | None:
         """The content files as normalised keys (:data:`procedures.spark.listing.VALID_KEYS`) in
         Spark when the manifests pass the driver's limits."""
@@ -77,7 +78,7 @@ class GcSteps:
         return spark_listing.valid_keys_dataframe(self.spark, dict(io.properties), list(manifests),
                                                   dict(schemes), dict(auths))
 
-    def engine_manifests(self, io: Any, md: TableMetadata, schemes: Mapping[str, str],
+    def engine_manifests(self, io: FileAccess, md: TableMetadata, schemes: Mapping[str, str],
                          auths: Mapping[str, str]) -> EngineManifests | None:
         """For many or large lists (:func:`~procedures.core.gc.reachability.lists_in_engine`) the
         manifests read in Spark tasks and kept there, persisted: they feed the valid keys and, when
@@ -93,7 +94,7 @@ class GcSteps:
         return EngineManifests(spark_listing.manifest_keys_dataframe(manifests, props, dict(schemes), dict(auths)),
                                manifest_paths)
 
-    def list_files(self, io: Any, location: str, older_than: int | None, path_filter: HiddenPathFilter, *,
+    def list_files(self, io: FileAccess, location: str, older_than: int | None, path_filter: HiddenPathFilter, *,
                    prefix_listing: bool, file_list_view: str | None, schemes: Mapping[str, str],
                    auths: Mapping[str, str]) -> Listing:
         """The view's rows, the FileIO's prefix listing, or a walk of the tree: the driver walks the
@@ -112,7 +113,7 @@ class GcSteps:
         return Listing(files, tuple(pending), older_than=older_than, partition_prefixes=path_filter.partition_prefixes,
                        io_properties=dict(getattr(io, "properties", {}) or {}))
 
-    def modified_before(self, io: Any, paths: Sequence[str], older_than: int) -> Sequence[bool]:
+    def modified_before(self, io: FileAccess, paths: Sequence[str], older_than: int) -> Sequence[bool]:
         """A ``stat`` per path on the driver (:func:`procedures.io.directory_walk.modified_before`)."""
         return modified_before(paths, older_than, io)
 

@@ -53,6 +53,7 @@ from procedures.spark.dataframes import functions, parallelism, partition_slots,
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.manifest_list import ManifestRows
 from procedures.spec.manifest.model import ManifestFile
 
@@ -116,7 +117,7 @@ class ManifestRewriteSteps:
 
     spark: Any
 
-    def manifest_rewriter(self, io: Any, name: str) -> "SparkManifestRewriter | None":
+    def manifest_rewriter(self, io: FileAccess, name: str) -> "SparkManifestRewriter | None":
         """A :class:`SparkManifestRewriter` on the session; None without one (all on the driver)."""
         if self.spark is None:
             return None

@@ -25,6 +25,7 @@ from procedures.io.path_rewrite import rewrite_delete_file_paths
 from procedures.spark.dataframes import slices_frame, struct_schema
 from procedures.spark.session import optional_job
 from procedures.spark.worker import prepare_python_worker
+from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, ManifestFile
 
 __all__ = ["TableRelocationSteps", "DRIVER_THREADS"]
@@ -41,18 +42,18 @@ def _moved_reference(source: str, target: str, path: str) -> str:
     return new_path(path, source, target)
 
 
-def _rewrite_delete(io: Any, item: tuple[DataFile, str, str, str]) -> tuple[str, int]:
+def _rewrite_delete(io: FileAccess, item: tuple[DataFile, str, str, str]) -> tuple[str, int]:
     delete_file, output, source, target = item
     size = rewrite_delete_file_paths(io, delete_file, output, functools.partial(_moved_reference, source, target))
     return delete_file.file_path, size
 
 
-def _rewrite_one_manifest(io: Any, item: tuple[ManifestFile, str, dict]) -> ManifestRewrite:
+def _rewrite_one_manifest(io: FileAccess, item: tuple[ManifestFile, str, dict]) -> ManifestRewrite:
     manifest, output, kwargs = item
     return rewrite_manifest(io, manifest, output, **kwargs)
 
 
-def _run(spark: Any, io: Any, distributed: bool, items: Sequence[Any], fn: Callable[[Any, Any], Any],
+def _run(spark: Any, io: FileAccess, distributed: bool, items: Sequence[Any], fn: Callable[[Any, Any], Any],
          description: str) -> list[Any]:
     """``fn(io, item)`` for every item: one Spark task each when ``distributed``, else driver threads."""
     if not items:
@@ -91,13 +92,13 @@ class TableRelocationSteps:
         """Spark tasks past the driver's manifest limits."""
         return use_spark(self.spark, manifests)
 
-    def rewrite_delete_files(self, io: Any, items: Sequence[tuple[DataFile, str, str, str]],
+    def rewrite_delete_files(self, io: FileAccess, items: Sequence[tuple[DataFile, str, str, str]],
                              in_tasks: bool) -> dict[str, int]:
         """Delete files rewritten with their referenced paths moved; new sizes by original path."""
         return dict(_run(self.spark, io, in_tasks, items, _rewrite_delete,
                          f"rewrite_table_path: rewrite {len(items)} position delete files"))
 
-    def rewrite_manifest_paths(self, io: Any, items: Sequence[tuple[ManifestFile, str, dict]],
+    def rewrite_manifest_paths(self, io: FileAccess, items: Sequence[tuple[ManifestFile, str, dict]],
                                in_tasks: bool) -> list[ManifestRewrite]:
         """Manifests rewritten with their paths moved."""
         return _run(self.spark, io, in_tasks, items, _rewrite_one_manifest,
