@@ -36,11 +36,7 @@ url, warehouse, report = sys.argv[1], sys.argv[2], sys.argv[3]
 # the GC steps as Spark jobs even on this small table (the size rules would keep them on the driver)
 reachability.DRIVER_MAX_MANIFESTS = 0
 reachability.DRIVER_MAX_LISTS = 0
-for name in ("procedures.spark.actions.remove_orphan_files", "procedures.spark.engine.remove_orphan_files"):
-    try:
-        importlib.import_module(name).DRIVER_MAX_DIRS = 1
-    except ImportError:
-        pass
+importlib.import_module("procedures.spark.engine.gc_steps").DRIVER_MAX_DIRS = 1
 spark = ConnectSession.builder.remote(url).create()
 spark.conf.set("spark.sql.catalog.solo.type", "hadoop")
 spark.conf.set("spark.sql.catalog.solo.warehouse", warehouse)
