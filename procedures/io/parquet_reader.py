@@ -42,6 +42,7 @@ from procedures.io.arrow_schema import (
 )
 from procedures.io.avro_data import read_avro_batches
 from procedures.io.orc_data import read_orc_batches
+from procedures.io.read_filters import RowFilter, row_filter
 from procedures.spec.deletion_vector import deserialize_dv_array
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import (
@@ -487,40 +488,48 @@ def _top_level_needed(file_schema: pa.Schema, ids: _FileIds, wanted: set[int]) -
 
 @contextlib.contextmanager
 def _open_batches(io: Any, task: Any, name_mapping: NameMapping | None, wanted: set[int], batch_size: int,
-                  ) -> Iterator[tuple[pa.Schema, int, Iterator[tuple[pa.RecordBatch | None, int]]]]:
-    """(file schema, position of the first row, batches of the top-level columns holding ``wanted``
-    ids) of a task's data file, whatever its format."""
+                  rows: RowFilter | None = None,
+                  ) -> Iterator[tuple[pa.Schema, Iterator[tuple[pa.RecordBatch | None, int, int]]]]:
+    """(file schema, batches of the top-level columns holding ``wanted`` ids with their row count
+    and the file position of their first row) of a task's data file, whatever its format.  With
+    ``rows``, Parquet row groups whose statistics prove no row matches are not read."""
     df: DataFile = task.data_file
     if df.file_format == FileFormat.PARQUET:
         # a split of a large file streams its row groups; a small file is one read
         size_hint = df.file_size_in_bytes if getattr(task, "length", None) is None else None
         with open_parquet(io, df.file_path, size_hint) as pf:
             file_schema = pf.schema_arrow
-            columns = _top_level_needed(file_schema, _FileIds(file_schema, name_mapping), wanted)
-            row_groups, offset = _row_groups_in_range(pf.metadata, getattr(task, "start", 0), getattr(task, "length", None))
+            ids = _FileIds(file_schema, name_mapping)
+            columns = _top_level_needed(file_schema, ids, wanted)
+            meta = pf.metadata
+            row_groups = _row_groups_in_range(meta, getattr(task, "start", 0), getattr(task, "length", None))
+            if rows is not None and not ids.positional:
+                row_groups = rows.row_groups(meta, file_schema, ids.mapped, row_groups)
             # decoding columns on threads only pays off for large files
             threads = size_hint is None or size_hint > WHOLE_FILE_READ_BYTES
-            yield file_schema, offset, _batches(pf, columns, batch_size, row_groups, threads)
+            yield file_schema, _batches(pf, columns, batch_size, row_groups, threads)
         return
     # ORC and Avro files are planned whole (they have no split offsets); a range that does not
     # start the file is another task's share of it and reads nothing
     if getattr(task, "start", 0):
-        yield pa.schema([]), 0, iter(())
+        yield pa.schema([]), iter(())
         return
     if df.file_format == FileFormat.AVRO:
         file_schema, raw = read_avro_batches(io.new_input(df.file_path).read(), df.file_path, batch_size)
-        yield file_schema, 0, _selected(raw, file_schema, name_mapping, wanted)
+        yield file_schema, _selected(raw, file_schema, name_mapping, wanted)
         return
     with io.new_input(df.file_path).open() as stream:
         file_schema, raw = read_orc_batches(stream, df.file_path)
-        yield file_schema, 0, _selected(raw, file_schema, name_mapping, wanted)
+        yield file_schema, _selected(raw, file_schema, name_mapping, wanted)
 
 
 def _selected(batches: Iterator[pa.RecordBatch], file_schema: pa.Schema, name_mapping: NameMapping | None,
-              wanted: set[int]) -> Iterator[tuple[pa.RecordBatch | None, int]]:
+              wanted: set[int]) -> Iterator[tuple[pa.RecordBatch | None, int, int]]:
     columns = _top_level_needed(file_schema, _FileIds(file_schema, name_mapping), wanted)
+    pos = 0
     for batch in batches:
-        yield (batch.select(columns) if columns else None), batch.num_rows
+        yield (batch.select(columns) if columns else None), batch.num_rows, pos
+        pos += batch.num_rows
 
 
 def read_task(
@@ -534,6 +543,7 @@ def read_task(
     partition_type: StructType | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     apply_deletes: bool = True,
+    filter_rows: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Read one :class:`~procedures.core.kernel.scan.FileScanTask` as record batches of
     :func:`output_schema` (``projected_schema`` defaults to the task's schema).
@@ -542,6 +552,11 @@ def read_task(
     ``_deleted`` says which ones the deletes remove (Iceberg's semantics for that column).
     ``apply_deletes=False`` ignores the task's deletes (reading a file as written).  ``specs`` (the
     table's specs by id) supplies identity-partition values and ``_partition``.
+
+    ``filter_rows`` lets the read drop Parquet row groups and rows that the task's residual filter
+    proves unmatched (:mod:`procedures.io.read_filters`; rows it cannot decide are kept), for
+    callers that apply the filter to the rows afterwards anyway.  Positions (``_pos``, deletes)
+    stay those of the file.
     """
     projected = projected_schema if projected_schema is not None else task.schema
     out_schema = output_schema(projected, metadata_columns, partition_type)
@@ -565,8 +580,9 @@ def read_task(
     all_fields = read_fields + extra + [NestedField(f.field_id, f.name, f.field_type, False) for f in lineage_fields]
 
     wanted = {fld.field_id for fld in all_fields}
-    with _open_batches(io, task, name_mapping, wanted, batch_size) as (file_schema, offset, batches):
-        for batch, n in batches:
+    rows = row_filter(task.residual, task.schema) if filter_rows else None
+    with _open_batches(io, task, name_mapping, wanted, batch_size, rows) as (file_schema, batches):
+        for batch, n, offset in batches:
             arrays = _project_batch(batch, file_schema, all_fields, n, constants, name_mapping)
             deleted = _delete_mask(dpos, offset, n)
             if eq_sets:
@@ -601,9 +617,13 @@ def read_task(
                 else:
                     metadata_field(name, partition_type)  # raises naming the column
             out = pa.RecordBatch.from_arrays(out_cols, schema=out_schema)
-            if deleted is not None and not keep_deleted and deleted.any():
-                out = out.filter(pa.array(~deleted))
-            offset += n
+            keep = None if deleted is None or keep_deleted or not deleted.any() else ~deleted
+            if rows is not None:
+                may_match = rows.mask({fld.field_id: a for fld, a in zip(all_fields, arrays)}, n)
+                if may_match is not None:
+                    keep = may_match if keep is None else (keep & may_match)
+            if keep is not None:
+                out = out.filter(pa.array(keep))
             if out.num_rows:
                 yield out
 
@@ -635,39 +655,44 @@ def _row_group_start(rg: Any) -> int:
     return col.data_page_offset
 
 
-def _row_groups_in_range(meta: Any, start: int, length: int | None) -> tuple[list[int] | None, int]:
-    """(row groups of a split, position of its first row); ``None`` = every row group from row 0."""
+def _row_groups_in_range(meta: Any, start: int, length: int | None) -> list[int]:
+    """The row groups of a split (every row group when ``length`` is None)."""
     if length is None:
-        return None, 0
+        return list(range(meta.num_row_groups))
     end = start + length
-    chosen: list[int] = []
-    first_row = 0
-    rows_before = 0
-    for i in range(meta.num_row_groups):
-        rg = meta.row_group(i)
-        if start <= _row_group_start(rg) < end:
-            if not chosen:
-                first_row = rows_before
-            chosen.append(i)
-        rows_before += rg.num_rows
-    return chosen, first_row
+    return [i for i in range(meta.num_row_groups) if start <= _row_group_start(meta.row_group(i)) < end]
 
 
-def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int,
-             row_groups: list[int] | None = None, use_threads: bool = True) -> Iterator[tuple[pa.RecordBatch | None, int]]:
-    if row_groups is not None and not row_groups:
-        return
-    if not columns:
-        # nothing to read but the row count (count(*), metadata columns only)
-        for rg in (range(pf.metadata.num_row_groups) if row_groups is None else row_groups):
-            remaining = pf.metadata.row_group(rg).num_rows
+def _runs(meta: Any, row_groups: list[int]) -> Iterator[tuple[list[int], int]]:
+    """Consecutive runs of ``row_groups`` with the file position of each run's first row."""
+    starts = np.concatenate([[0], np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])])
+    run: list[int] = []
+    for g in row_groups:
+        if run and g != run[-1] + 1:
+            yield run, int(starts[run[0]])
+            run = []
+        run.append(g)
+    if run:
+        yield run, int(starts[run[0]])
+
+
+def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int, row_groups: list[int],
+             use_threads: bool = True) -> Iterator[tuple[pa.RecordBatch | None, int, int]]:
+    meta = pf.metadata
+    for run, pos in _runs(meta, row_groups):
+        if not columns:
+            # nothing to read but the row count (count(*), metadata columns only)
+            remaining = sum(meta.row_group(g).num_rows for g in run)
             while remaining > 0:
                 n = min(batch_size, remaining)
                 remaining -= n
-                yield None, n
-        return
-    for batch in pf.iter_batches(batch_size=batch_size, columns=columns, row_groups=row_groups, use_threads=use_threads):
-        yield batch, batch.num_rows
+                yield None, n, pos
+                pos += n
+            continue
+        # batches may span the row groups of one run, whose rows are contiguous in the file
+        for batch in pf.iter_batches(batch_size=batch_size, columns=columns, row_groups=run, use_threads=use_threads):
+            yield batch, batch.num_rows, pos
+            pos += batch.num_rows
 
 
 def read_task_table(io: Any, task: Any, projected_schema: Schema | None = None, **kwargs: Any) -> pa.Table:
