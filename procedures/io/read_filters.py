@@ -115,6 +115,17 @@ def _stats_readable(file_type: pa.DataType, t: Any) -> bool:
     return pa.types.is_decimal(file_type) and pa.types.is_decimal(target) and file_type.scale == target.scale
 
 
+def _combine(left: Any, right: Any, absorbing: bool, op: Any) -> Any:
+    """``left op right`` where either side may be a constant (True/False for every row)."""
+    if left is absorbing or right is absorbing:
+        return absorbing
+    if left is (not absorbing):
+        return right
+    if right is (not absorbing):
+        return left
+    return op(left, right)
+
+
 class _ArrowMask(BoundExpressionVisitor):
     """Visits a bound filter to a numpy mask of the rows that may match, or True/False for all."""
 
@@ -132,22 +143,10 @@ class _ArrowMask(BoundExpressionVisitor):
         return True  # rewrite_not leaves none; unknown keeps every row
 
     def and_(self, left: Any, right: Any) -> Any:
-        if left is False or right is False:
-            return False
-        if left is True:
-            return right
-        if right is True:
-            return left
-        return left & right
+        return _combine(left, right, False, np.logical_and)
 
     def or_(self, left: Any, right: Any) -> Any:
-        if left is True or right is True:
-            return True
-        if left is False:
-            return right
-        if right is False:
-            return left
-        return left | right
+        return _combine(left, right, True, np.logical_or)
 
     def predicate(self, pred: BoundPredicate) -> Any:
         if isinstance(pred.term, BoundTransform) or len(pred.term.positions) != 1:
