@@ -373,7 +373,8 @@ class _EqualityDeletes:
     """The key rows of one equality delete file, projected to the table's types.
 
     A single key column is matched with Arrow's ``is_in`` (nulls match nulls, as the spec's
-    null-safe equality asks); several columns fall back to a set of Python tuples.
+    null-safe equality asks), several with combined per-column value indexes; types Arrow cannot
+    hash fall back to a set of Python tuples.
     """
 
     def __init__(self, ids: tuple[int, ...], arrays: list[pa.Array]) -> None:
@@ -381,6 +382,7 @@ class _EqualityDeletes:
         self.arrays = arrays
         self.empty = not arrays or len(arrays[0]) == 0
         self._tuples: set | None = None
+        self._codes: Any = None  # (distinct values per column, sorted row keys), or False: use tuples
 
     def matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray:
         """Which of ``n`` rows (their key columns, in ``ids`` order) the file deletes."""
@@ -390,11 +392,52 @@ class _EqualityDeletes:
                 return hit.to_numpy(zero_copy_only=False)
             except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
                 pass  # e.g. extension types: compare as Python values below
+        hit = self._coded_matches(columns, n)
+        if hit is not None:
+            return hit
         if self._tuples is None:
             self._tuples = set(zip(*(a.to_pylist() for a in self.arrays)))
         values = self._tuples
         cols = [c.to_pylist() for c in columns]
         return np.fromiter((t in values for t in zip(*cols)), dtype=bool, count=n)
+
+    def _coded_matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray | None:
+        """Several key columns matched without a Python pass over the rows: each column's values
+        become their index among the delete file's distinct values of that column (null-safe), and
+        the indexes of a row combine into one integer key looked up among the delete rows' keys.
+        None when a column's type cannot be matched this way or the keys would overflow."""
+        if self._codes is None:
+            self._codes = self._delete_codes()
+        if self._codes is False:
+            return None
+        uniques, keys = self._codes
+        combined = np.zeros(n, dtype=np.int64)
+        possible = np.ones(n, dtype=bool)
+        try:
+            for col, values in zip(columns, uniques):
+                if col.type != values.type:
+                    return None
+                idx = pc.index_in(col, value_set=values, skip_nulls=False)
+                possible &= idx.is_valid().to_numpy(zero_copy_only=False)
+                combined = combined * len(values) + pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
+            return None
+        return possible & np.isin(combined, keys)
+
+    def _delete_codes(self) -> Any:
+        uniques, keys, space = [], np.zeros(len(self.arrays[0]), dtype=np.int64), 1
+        try:
+            for arr in self.arrays:
+                values = pc.unique(arr)
+                space *= max(len(values), 1)
+                if space >= 1 << 62:
+                    return False
+                codes = pc.index_in(arr, value_set=values, skip_nulls=False).to_numpy(zero_copy_only=False)
+                keys = keys * len(values) + codes
+                uniques.append(values)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
+            return False
+        return uniques, np.unique(keys)
 
 
 def _equality_delete_sets(io: Any, deletes: Iterable[Any], table_schema: Schema,
