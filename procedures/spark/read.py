@@ -424,7 +424,8 @@ def read_table(
 
     ``snapshot_id``, ``as_of_timestamp`` (epoch millis, a datetime, or ISO text; naive means UTC) or
     ``ref`` (branch or tag) choose the snapshot; ``filter`` (Spark-SQL text or an expression) prunes
-    files and, when given as text, is also applied to the rows; ``columns`` selects top-level or
+    files and, when given as text, is also applied to the rows (the read then also skips the
+    Parquet row groups and rows the filter rules out); ``columns`` selects top-level or
     dotted columns; ``metadata_columns`` adds ``_file``, ``_pos``, ``_spec_id``, ``_partition``,
     ``_deleted``, ``_row_id``, ``_last_updated_sequence_number`` after them.
     """
