@@ -309,19 +309,26 @@ def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
                               "only Parquet is supported")
     with open_parquet(io, delete.file_path, delete.file_size_in_bytes) as pf:
         names = _columns_by_id(pf.schema_arrow, {DELETE_FILE_PATH_ID: "file_path", DELETE_FILE_POS_ID: "pos"})
-        table = pf.read(columns=[names[DELETE_FILE_PATH_ID], names[DELETE_FILE_POS_ID]])
-    paths = table.column(0)
-    pos = table.column(1).to_numpy()
+        # a file-scoped delete file names one data file: its path column need not be decoded
+        scoped = delete.referenced_data_file is not None
+        wanted = [names[DELETE_FILE_POS_ID]] if scoped else [names[DELETE_FILE_PATH_ID], names[DELETE_FILE_POS_ID]]
+        table = pf.read(columns=wanted)
+    pos = table.column(names[DELETE_FILE_POS_ID]).to_numpy()
     out: dict[str, np.ndarray] = {}
-    if delete.referenced_data_file is not None:
-        out[delete.referenced_data_file] = np.sort(pos)
+    if scoped:
+        out[delete.referenced_data_file] = _sorted(pos)
     else:
-        enc = pc.dictionary_encode(paths).combine_chunks()
+        enc = pc.dictionary_encode(table.column(names[DELETE_FILE_PATH_ID])).combine_chunks()
         codes = enc.indices.to_numpy()
         for i, p in enumerate(enc.dictionary.to_pylist()):
-            out[p] = np.sort(pos[codes == i])
+            out[p] = _sorted(pos[codes == i])
     _pos_cache.put(key, out)
     return out
+
+
+def _sorted(pos: np.ndarray) -> np.ndarray:
+    # writers sort positions (the spec asks for it): checking is linear, sorting is not
+    return pos if len(pos) < 2 or bool(np.all(pos[1:] >= pos[:-1])) else np.sort(pos)
 
 
 def _columns_by_id(arrow_schema: pa.Schema, wanted: Mapping[int, str]) -> dict[int, str]:
@@ -366,7 +373,9 @@ def deleted_positions(io: Any, data_file_path: str, deletes: Iterable[Any]) -> n
                 parts.append(got)
     if not parts:
         return np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate(parts)) if len(parts) > 1 else np.unique(parts[0])
+    if len(parts) == 1 and (len(parts[0]) < 2 or bool(np.all(parts[0][1:] > parts[0][:-1]))):
+        return parts[0]  # one sorted source without repeats (the usual case): nothing to merge
+    return np.unique(np.concatenate(parts))
 
 
 class _EqualityDeletes:

@@ -304,3 +304,20 @@ def test_multi_column_equality_deletes_match_null_safe_rows_of_every_type(tmp_pa
         expected = [i for i in range(n) if tuple(data[c][i] for c in names) not in gone]
         assert out.column("id").to_pylist() == expected
         assert len(expected) < n
+
+
+def test_file_scoped_position_deletes_read_only_positions_and_need_not_be_sorted(tmp_path, monkeypatch):
+    import procedures.io.parquet_reader as reader
+
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    pos = dataclasses.replace(_pos_delete_file(tmp_path / "pos.parquet", [(df.file_path, 3), (df.file_path, 1)]),
+                              referenced_data_file=df.file_path)
+    read_columns = []
+    original = pq.ParquetFile.read
+    monkeypatch.setattr(pq.ParquetFile, "read",
+                        lambda self, columns=None, **kw: read_columns.append(columns) or original(self, columns, **kw))
+    monkeypatch.setattr(reader, "_pos_cache", reader._RecentFiles())
+    schema = Schema((NestedField(1, "id", INT, True),))
+    out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(pos, 2)]), schema, metadata_columns=("_pos",))
+    assert out.to_pydict() == {"id": [0, 2, 4], "_pos": [0, 2, 4]}
+    assert read_columns == [["pos"]]
