@@ -170,12 +170,15 @@ class _FileIds:
                 self.mapped = arrow_field_ids(name_mapping, arrow_schema)
             else:
                 self.positional = True
+                # positions in the file, not in a batch that holds only some of its columns
+                self._file_position = {f.name: i for i, f in reversed(list(enumerate(arrow_schema)))}
 
     def of(self, f: pa.Field, path: tuple[str, ...], position: int | None) -> int | None:
         if self.mapped is not None:
             return self.mapped.get(path)
         if self.positional:
-            return position + 1 if (position is not None and len(path) == 1) else None
+            at = self._file_position.get(f.name) if position is not None and len(path) == 1 else None
+            return None if at is None else at + 1
         return field_id(f)
 
 
@@ -538,21 +541,48 @@ def _top_level_needed(file_schema: pa.Schema, ids: _FileIds, wanted: set[int]) -
     return names
 
 
+def _parquet_columns(file_schema: pa.Schema, ids: _FileIds, fields: Sequence[NestedField]) -> list[str]:
+    """The Parquet column paths to read for ``fields``: whole top-level columns, except that a
+    struct read for some of its children reads only those (``loc.lat``), so a projection of a
+    nested field decodes no sibling columns."""
+    by_id = {f.field_id: f for f in fields}
+    out: list[str] = []
+    for i, f in enumerate(file_schema):
+        tf = by_id.get(ids.of(f, (f.name,), i))
+        if tf is not None:
+            out.extend(_struct_paths(f, (f.name,), tf.field_type, ids))
+    return out
+
+
+def _struct_paths(f: pa.Field, path: tuple[str, ...], t: IcebergType, ids: _FileIds) -> list[str]:
+    whole = [".".join(path)]
+    if not (isinstance(t, StructType) and pa.types.is_struct(f.type)) or ids.positional:
+        return whole
+    targets = {c.field_id: c for c in t.fields}
+    kids = [f.type.field(k) for k in range(f.type.num_fields)]
+    found = [(c, targets[fid]) for c in kids if (fid := ids.of(c, path + (c.name,), None)) in targets]
+    if not found or len(found) == len(kids):
+        # none of the wanted children is in the file: the struct's own nulls still come from it
+        return whole
+    return [p for c, tc in found for p in _struct_paths(c, path + (c.name,), tc.field_type, ids)]
+
+
 @contextlib.contextmanager
-def _open_batches(io: Any, task: Any, name_mapping: NameMapping | None, wanted: set[int], batch_size: int,
+def _open_batches(io: Any, task: Any, name_mapping: NameMapping | None, fields: Sequence[NestedField], batch_size: int,
                   rows: RowFilter | None = None,
                   ) -> Iterator[tuple[pa.Schema, Iterator[tuple[pa.RecordBatch | None, int, int]]]]:
-    """(file schema, batches of the top-level columns holding ``wanted`` ids with their row count
+    """(file schema, batches of the columns holding ``fields`` (by id) with their row count
     and the file position of their first row) of a task's data file, whatever its format.  With
     ``rows``, Parquet row groups whose statistics prove no row matches are not read."""
     df: DataFile = task.data_file
+    wanted = {fld.field_id for fld in fields}
     if df.file_format == FileFormat.PARQUET:
         # a split of a large file streams its row groups; a small file is one read
         size_hint = df.file_size_in_bytes if getattr(task, "length", None) is None else None
         with open_parquet(io, df.file_path, size_hint) as pf:
             file_schema = pf.schema_arrow
             ids = _FileIds(file_schema, name_mapping)
-            columns = _top_level_needed(file_schema, ids, wanted)
+            columns = _parquet_columns(file_schema, ids, fields)
             meta = pf.metadata
             row_groups = _row_groups_in_range(meta, getattr(task, "start", 0), getattr(task, "length", None))
             if rows is not None and not ids.positional:
@@ -631,9 +661,8 @@ def read_task(
     lineage_fields = [f for f in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if f.name in want_lineage]
     all_fields = read_fields + extra + [NestedField(f.field_id, f.name, f.field_type, False) for f in lineage_fields]
 
-    wanted = {fld.field_id for fld in all_fields}
     rows = row_filter(task.residual, task.schema) if filter_rows else None
-    with _open_batches(io, task, name_mapping, wanted, batch_size, rows) as (file_schema, batches):
+    with _open_batches(io, task, name_mapping, all_fields, batch_size, rows) as (file_schema, batches):
         for batch, n, offset in batches:
             arrays = _project_batch(batch, file_schema, all_fields, n, constants, name_mapping)
             deleted = _delete_mask(dpos, offset, n)

@@ -321,3 +321,49 @@ def test_file_scoped_position_deletes_read_only_positions_and_need_not_be_sorted
     out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(pos, 2)]), schema, metadata_columns=("_pos",))
     assert out.to_pydict() == {"id": [0, 2, 4], "_pos": [0, 2, 4]}
     assert read_columns == [["pos"]]
+
+
+def test_files_without_ids_or_mapping_project_a_subset_by_file_position(tmp_path):
+    flat = Schema(FILE_SCHEMA.fields[:3])
+    df = _write(tmp_path / "n.parquet", flat, {k: ROWS[k] for k in ("id", "name", "gone")}, with_ids=False)
+    schema = Schema((NestedField(2, "renamed", STRING),))  # the file's second column only
+    assert read_task_table(IO, _task(df, schema), schema).to_pydict() == {"renamed": ["a", None, "c", "d", "e"]}
+
+
+def test_nested_projection_reads_only_the_wanted_leaves(tmp_path, monkeypatch):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    columns = []
+    original = pq.ParquetFile.iter_batches
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches",
+                        lambda self, *a, **kw: columns.append(kw.get("columns")) or original(self, *a, **kw))
+    evolved = _evolved()
+    full = read_task_table(IO, _task(df, evolved), evolved, specs={0: SPEC})
+    # loc.lat (id 8) alone, and the renamed longitude (id 9) with a child the file lacks (id 15)
+    only_lat = Schema((NestedField(7, "loc", StructType((NestedField(8, "lat", DOUBLE),))),))
+    columns.clear()
+    out = read_task_table(IO, _task(df, evolved), only_lat)
+    assert columns == [["loc.lat"]]
+    assert out.column("loc").to_pylist() == [None if r is None else {"lat": r["lat"]} for r in full.column("loc").to_pylist()]
+    lon_alt = Schema((NestedField(1, "id", LONG, True),
+                      NestedField(7, "loc", StructType((NestedField(9, "longitude", DOUBLE), NestedField(15, "alt", DOUBLE))))))
+    columns.clear()
+    out = read_task_table(IO, _task(df, evolved), lon_alt)
+    assert columns == [["id", "loc.lon"]]
+    assert out.column("loc").to_pylist() == [
+        None if r is None else {"longitude": r["longitude"], "alt": None} for r in full.column("loc").to_pylist()]
+    # only children the file lacks: the struct is read whole for its nulls
+    alt = Schema((NestedField(7, "loc", StructType((NestedField(15, "alt", DOUBLE),))),))
+    columns.clear()
+    out = read_task_table(IO, _task(df, evolved), alt)
+    assert columns == [["loc"]]
+    assert out.column("loc").to_pylist() == [None if r is None else {"alt": None} for r in full.column("loc").to_pylist()]
+    # through a name mapping (a file without ids)
+    no_ids = pa.schema([pa.field("id", pa.int32(), False),
+                        pa.field("loc", pa.struct([pa.field("lat", pa.float64()), pa.field("lon", pa.float64())]))])
+    pq.write_table(pa.Table.from_pydict({k: ROWS[k] for k in ("id", "loc")}, schema=no_ids), str(tmp_path / "m.parquet"))
+    plain = DataFile(str(tmp_path / "m.parquet"), FileFormat.PARQUET, ("eu",), 5, (tmp_path / "m.parquet").stat().st_size,
+                     spec_id=0)
+    columns.clear()
+    out = read_task_table(IO, _task(plain, evolved), only_lat, name_mapping=create_mapping(FILE_SCHEMA))
+    assert columns == [["loc.lat"]]
+    assert out.column("loc").to_pylist() == [{"lat": 1.0}, None, {"lat": 3.0}, {"lat": 4.0}, None]
