@@ -310,7 +310,13 @@ def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
     if delete.file_format != FileFormat.PARQUET:
         raise ValidationError(f"Cannot read {delete.file_format.value} position delete file {delete.file_path}; "
                               "only Parquet is supported")
-    with open_parquet(io, delete.file_path, delete.file_size_in_bytes) as pf:
+    with contextlib.ExitStack() as stack:
+        try:
+            # the path column repeats a few paths: read as a dictionary, never as one string per row
+            pf = stack.enter_context(open_parquet(io, delete.file_path, delete.file_size_in_bytes,
+                                                  read_dictionary=["file_path"]))
+        except KeyError:  # a hand-written file that names the column otherwise (matched by id below)
+            pf = stack.enter_context(open_parquet(io, delete.file_path, delete.file_size_in_bytes))
         names = _columns_by_id(pf.schema_arrow, {DELETE_FILE_PATH_ID: "file_path", DELETE_FILE_POS_ID: "pos"})
         # a file-scoped delete file names one data file: its path column need not be decoded
         scoped = delete.referenced_data_file is not None
@@ -321,7 +327,11 @@ def read_position_deletes(io: Any, delete: DataFile) -> dict[str, np.ndarray]:
     if scoped:
         out[delete.referenced_data_file] = _sorted(pos)
     else:
-        enc = pc.dictionary_encode(table.column(names[DELETE_FILE_PATH_ID])).combine_chunks()
+        paths = table.column(names[DELETE_FILE_PATH_ID])
+        if pa.types.is_dictionary(paths.type):
+            enc = paths.unify_dictionaries().combine_chunks()
+        else:
+            enc = pc.dictionary_encode(paths).combine_chunks()
         codes = enc.indices.to_numpy()
         for i, p in enumerate(enc.dictionary.to_pylist()):
             out[p] = _sorted(pos[codes == i])
@@ -501,15 +511,15 @@ WHOLE_FILE_READ_BYTES = 8 * 1024 * 1024
 
 
 @contextlib.contextmanager
-def open_parquet(io: Any, path: str, size_hint: int | None = None) -> Iterator[pq.ParquetFile]:
-    """A :class:`pyarrow.parquet.ParquetFile` of ``path``: read whole into memory when
-    ``size_hint`` (the file's recorded size) is at most :data:`WHOLE_FILE_READ_BYTES`, otherwise
-    streamed from storage."""
+def open_parquet(io: Any, path: str, size_hint: int | None = None, **options: Any) -> Iterator[pq.ParquetFile]:
+    """A :class:`pyarrow.parquet.ParquetFile` of ``path`` (``options`` passed on to it): read whole
+    into memory when ``size_hint`` (the file's recorded size) is at most
+    :data:`WHOLE_FILE_READ_BYTES`, otherwise streamed from storage."""
     if size_hint is not None and 0 < size_hint <= WHOLE_FILE_READ_BYTES:
-        yield pq.ParquetFile(pa.BufferReader(io.new_input(path).read()))
+        yield pq.ParquetFile(pa.BufferReader(io.new_input(path).read()), **options)
         return
     with io.new_input(path).open() as f:
-        yield pq.ParquetFile(f)
+        yield pq.ParquetFile(f, **options)
 
 
 # ------------------------------------------------------------------------------ reading

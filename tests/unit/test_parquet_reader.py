@@ -367,3 +367,17 @@ def test_nested_projection_reads_only_the_wanted_leaves(tmp_path, monkeypatch):
     out = read_task_table(IO, _task(plain, evolved), only_lat, name_mapping=create_mapping(FILE_SCHEMA))
     assert columns == [["loc.lat"]]
     assert out.column("loc").to_pylist() == [{"lat": 1.0}, None, {"lat": 3.0}, {"lat": 4.0}, None]
+
+
+def test_position_delete_files_match_columns_by_id_whatever_their_names(tmp_path):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    arrow = schema_to_arrow(POSITION_DELETE_SCHEMA)
+    renamed = pa.schema([arrow.field(1).with_name("position"), arrow.field(0).with_name("path")])
+    path = tmp_path / "pos.parquet"
+    pq.write_table(pa.Table.from_pydict({"position": [4, 0], "path": [df.file_path, "/other.parquet"]},
+                                        schema=renamed), str(path))
+    pos = DataFile(str(path), FileFormat.PARQUET, ("eu",), 2, path.stat().st_size,
+                   content=FileContent.POSITION_DELETES, spec_id=0)
+    schema = Schema((NestedField(1, "id", INT, True),))
+    out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(pos, 2)]), schema)
+    assert out.column("id").to_pylist() == [0, 1, 2, 3]
