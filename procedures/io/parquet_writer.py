@@ -798,13 +798,10 @@ def write_data_files(
     writers: dict[tuple, RollingDataWriter] = {}
     counter = [0]
     try:
-        tables = (cast_to_schema(batch, settings.schema) if cast else (
-            pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch) for batch in batches)
-        if settings.spec.fields:
-            # Spark hands over 10,000-row batches: split by partition in larger runs, since each
-            # split costs a group-by and a take per column and partition however few its rows
-            tables = _coalesced(tables, PARTITION_RUN_ROWS)
-        for table in tables:
+        for batch in batches:
+            table = cast_to_schema(batch, settings.schema) if cast else (
+                pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+            )
             for values, rows in partition_table(table, settings.spec, settings.schema):
                 w = writers.get(values)
                 if w is None:
@@ -821,24 +818,6 @@ def write_data_files(
         for w in writers.values():
             w.abort()
         raise
-
-
-#: rows :func:`write_data_files` gathers from small batches before splitting them by partition
-PARTITION_RUN_ROWS = 131_072
-
-
-def _coalesced(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
-    """Consecutive tables concatenated (no copy) into runs of at least ``rows`` rows, in order."""
-    run: list[pa.Table] = []
-    held = 0
-    for t in tables:
-        run.append(t)
-        held += t.num_rows
-        if held >= rows:
-            yield pa.concat_tables(run).combine_chunks() if len(run) > 1 else run[0]
-            run, held = [], 0
-    if run:
-        yield pa.concat_tables(run).combine_chunks() if len(run) > 1 else run[0]
 
 
 def iter_partitions(table: pa.Table, settings: WriteSettings) -> Iterator[tuple[tuple, pa.Table]]:

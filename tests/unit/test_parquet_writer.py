@@ -351,24 +351,3 @@ def test_position_delete_file_from_arrays_is_sorted_and_keeps_pos_plain(tmp_path
     chunk = pq.ParquetFile(path).metadata.row_group(0)
     encodings = {chunk.column(i).path_in_schema: chunk.column(i).encodings for i in range(chunk.num_columns)}
     assert "RLE_DICTIONARY" not in encodings["pos"] and "RLE_DICTIONARY" in encodings["file_path"]
-
-
-def test_small_batches_are_split_by_partition_in_larger_runs(tmp_path, monkeypatch):
-    import procedures.io.parquet_writer as writer
-
-    schema = Schema((NestedField(1, "id", LONG, True), NestedField(2, "d", DATE)))
-    spec = PartitionSpec(0, (PartitionField(2, 1000, IdentityTransform(), "d"),))
-    settings = WriteSettings(schema, spec, str(tmp_path / "data"), {}, metrics=MetricsConfig.from_properties({}, schema))
-    splits = []
-    original = writer.partition_table
-    monkeypatch.setattr(writer, "partition_table", lambda t, *a: splits.append(t.num_rows) or original(t, *a))
-    monkeypatch.setattr(writer, "PARTITION_RUN_ROWS", 250)
-    batches = [pa.table({"id": pa.array(range(i, i + 100), pa.int64()),
-                         "d": pa.array([(i + k) % 3 for k in range(100)], pa.date32())}).to_batches()[0]
-               for i in range(0, 1000, 100)]  # ten 100-row batches, the way Spark hands them over
-    files = writer.write_data_files(FileIO(), settings, batches)
-    assert splits == [300, 300, 300, 100]
-    got = {}
-    for f in files:
-        got.setdefault(f.partition, []).extend(pq.read_table(f.file_path).column("id").to_pylist())
-    assert got == {(d,): [i for i in range(1000) if i % 3 == d] for d in range(3)}  # rows in order per partition
