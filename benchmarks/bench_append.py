@@ -3,7 +3,8 @@ commit) beside Iceberg Java's ``INSERT INTO`` of the same DataFrame, in the same
 driver's peak RSS.
 
 Each timed run appends to a freshly created empty table (setup, untimed); afterwards both tables
-must hold the same rows (count and column sums), checked before figures are printed.
+must hold the same rows (count and column sums), checked before figures are printed.  ``--cases``:
+``partitioned`` (by ``day``, 8 partitions) and ``unpartitioned``.
 """
 
 from __future__ import annotations
@@ -26,27 +27,44 @@ from _common import (  # noqa: E402
     timing_figures,
 )
 
+from procedures.spark.dml import append  # noqa: E402
+from procedures.spark.read import read_table  # noqa: E402
+
 AGG = ["count(*) AS n", "sum(id) AS s_id", "sum(v) AS s_v", "sum(length(s)) AS s_len", "count(distinct day) AS days"]
 COLUMNS = "id bigint, v double, s string, day date"
 
 
+CASES = ("partitioned", "unpartitioned")
+
+
 def main() -> None:
-    args = arg_parser(__doc__.splitlines()[0]).parse_args()
+    parser = arg_parser(__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
+    args = parser.parse_args()
     rows = 5_000_000 * args.scale
     spark = start_spark(args.warehouse)
-    from procedures.spark.dml import append
-    from procedures.spark.read import read_table
-
-    ours_ident, java_ident = "jcat.db.bench_append_ours", "jcat.db.bench_append_java"
     df = spark.range(rows).selectExpr(
         "id", "id * 0.5 AS v", "concat('row-', id) AS s", "date_add(DATE'2024-01-01', CAST(id % 8 AS int)) AS day"
     ).cache()
     df.count()
+    figures = []
+    for case in args.cases.split(","):
+        if case not in CASES:
+            raise SystemExit(f"unknown case {case!r}; choose from {', '.join(CASES)}")
+        figures += _case(spark, df, rows, case == "partitioned", args)
+    print_figures(figures, title="DataFrame append: ours vs Iceberg Java INSERT")
+    spark.stop()
+
+
+def _case(spark, df, rows: int, partitioned: bool, args) -> list[Figure]:
+    """Figures of one append case (the tables are created per timed run, untimed)."""
+    suffix = "" if partitioned else "_unpart"
+    ours_ident, java_ident = f"jcat.db.bench_append_ours{suffix}", f"jcat.db.bench_append_java{suffix}"
 
     def create(ident: str) -> None:
         spark.sql(f"DROP TABLE IF EXISTS {ident}")
         # both tables are created by Java with identical DDL; only the write path differs
-        spark.sql(f"CREATE TABLE {ident} ({COLUMNS}) USING iceberg PARTITIONED BY (day) "
+        spark.sql(f"CREATE TABLE {ident} ({COLUMNS}) USING iceberg {'PARTITIONED BY (day) ' if partitioned else ''}"
                   "TBLPROPERTIES ('format-version'='2')")
 
     def ours():
@@ -74,12 +92,11 @@ def main() -> None:
     ref = spark.table(java_ident).selectExpr(*AGG).collect()[0]
     if got_java != ref or got_ours != ref or ref["n"] != rows:
         raise SystemExit(f"results differ: ours read by Java {got_java}, by us {got_ours}; Java's table {ref}")
-    case = f"append {rows // 1_000_000}M rows, 8 partitions"
+    case = f"append {rows // 1_000_000}M rows, {'8 partitions' if partitioned else 'unpartitioned'}"
     figures = timing_figures(case, t_ours, t_ref)
     figures.append(Figure(case, "driver (py) peak RSS", rss_ours, rss_before, "MiB"))
     figures.append(Figure(case, "JVM peak RSS", jvm_ours, jvm_ref, "MiB"))
-    print_figures(figures, title="DataFrame append: ours vs Iceberg Java INSERT")
-    spark.stop()
+    return figures
 
 
 if __name__ == "__main__":

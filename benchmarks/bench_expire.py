@@ -1,6 +1,6 @@
 """expire_snapshots: ours beside Iceberg Java's procedure on the same table state, in the same run.
 
-For each size (default 10, 100 and 1,000 snapshots, times --scale) a table gets one small append per
+For each size (default 10, 100, 1,000 and 5,000 snapshots, times --scale) a table gets one small append per
 snapshot (copies of one Java-written Parquet file, committed through our core) and then a
 merge-on-read DELETE by Java.  The table folder is saved; before every timed run it is restored, so
 Java's ``CALL jcat.system.expire_snapshots`` and ours (``CALL ours.system.expire_snapshots``)
@@ -29,7 +29,7 @@ CALL = "CALL {cat}.system.expire_snapshots(table => 'db.{name}', older_than => T
 
 def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10,100,1000", help="snapshot counts (comma-separated)")
+    parser.add_argument("--sizes", default="10,100,1000,5000", help="snapshot counts (comma-separated)")
     args = parser.parse_args()
     warehouse, spark, ours = hadoop_pair(args, "bench-expire-")
     figures: list[Figure] = []

@@ -42,6 +42,7 @@ from procedures.io.arrow_schema import (
 )
 from procedures.io.avro_data import read_avro_batches
 from procedures.io.orc_data import read_orc_batches
+from procedures.io.read_filters import RowFilter, row_filter
 from procedures.spec.deletion_vector import deserialize_dv_array
 from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
@@ -170,12 +171,15 @@ class _FileIds:
                 self.mapped = arrow_field_ids(name_mapping, arrow_schema)
             else:
                 self.positional = True
+                # positions in the file, not in a batch that holds only some of its columns
+                self._file_position = {f.name: i for i, f in reversed(list(enumerate(arrow_schema)))}
 
     def of(self, f: pa.Field, path: tuple[str, ...], position: int | None) -> int | None:
         if self.mapped is not None:
             return self.mapped.get(path)
         if self.positional:
-            return position + 1 if (position is not None and len(path) == 1) else None
+            at = self._file_position.get(f.name) if position is not None and len(path) == 1 else None
+            return None if at is None else at + 1
         return field_id(f)
 
 
@@ -307,21 +311,38 @@ def read_position_deletes(io: FileAccess, delete: DataFile) -> dict[str, np.ndar
     if delete.file_format != FileFormat.PARQUET:
         raise ValidationError(f"Cannot read {delete.file_format.value} position delete file {delete.file_path}; "
                               "only Parquet is supported")
-    with open_parquet(io, delete.file_path, delete.file_size_in_bytes) as pf:
+    with contextlib.ExitStack() as stack:
+        try:
+            # the path column repeats a few paths: read as a dictionary, never as one string per row
+            pf = stack.enter_context(open_parquet(io, delete.file_path, delete.file_size_in_bytes,
+                                                  read_dictionary=["file_path"]))
+        except KeyError:  # a hand-written file that names the column otherwise (matched by id below)
+            pf = stack.enter_context(open_parquet(io, delete.file_path, delete.file_size_in_bytes))
         names = _columns_by_id(pf.schema_arrow, {DELETE_FILE_PATH_ID: "file_path", DELETE_FILE_POS_ID: "pos"})
-        table = pf.read(columns=[names[DELETE_FILE_PATH_ID], names[DELETE_FILE_POS_ID]])
-    paths = table.column(0)
-    pos = table.column(1).to_numpy()
+        # a file-scoped delete file names one data file: its path column need not be decoded
+        scoped = delete.referenced_data_file is not None
+        wanted = [names[DELETE_FILE_POS_ID]] if scoped else [names[DELETE_FILE_PATH_ID], names[DELETE_FILE_POS_ID]]
+        table = pf.read(columns=wanted)
+    pos = table.column(names[DELETE_FILE_POS_ID]).to_numpy()
     out: dict[str, np.ndarray] = {}
-    if delete.referenced_data_file is not None:
-        out[delete.referenced_data_file] = np.sort(pos)
+    if scoped:
+        out[delete.referenced_data_file] = _sorted(pos)
     else:
-        enc = pc.dictionary_encode(paths).combine_chunks()
+        paths = table.column(names[DELETE_FILE_PATH_ID])
+        if pa.types.is_dictionary(paths.type):
+            enc = paths.unify_dictionaries().combine_chunks()
+        else:
+            enc = pc.dictionary_encode(paths).combine_chunks()
         codes = enc.indices.to_numpy()
         for i, p in enumerate(enc.dictionary.to_pylist()):
-            out[p] = np.sort(pos[codes == i])
+            out[p] = _sorted(pos[codes == i])
     _pos_cache.put(key, out)
     return out
+
+
+def _sorted(pos: np.ndarray) -> np.ndarray:
+    # writers sort positions (the spec asks for it): checking is linear, sorting is not
+    return pos if len(pos) < 2 or bool(np.all(pos[1:] >= pos[:-1])) else np.sort(pos)
 
 
 def _columns_by_id(arrow_schema: pa.Schema, wanted: Mapping[int, str]) -> dict[int, str]:
@@ -366,14 +387,17 @@ def deleted_positions(io: FileAccess, data_file_path: str, deletes: Iterable[Any
                 parts.append(got)
     if not parts:
         return np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate(parts)) if len(parts) > 1 else np.unique(parts[0])
+    if len(parts) == 1 and (len(parts[0]) < 2 or bool(np.all(parts[0][1:] > parts[0][:-1]))):
+        return parts[0]  # one sorted source without repeats (the usual case): nothing to merge
+    return np.unique(np.concatenate(parts))
 
 
 class _EqualityDeletes:
     """The key rows of one equality delete file, projected to the table's types.
 
     A single key column is matched with Arrow's ``is_in`` (nulls match nulls, as the spec's
-    null-safe equality asks); several columns fall back to a set of Python tuples.
+    null-safe equality asks), several with combined per-column value indexes; types Arrow cannot
+    hash fall back to a set of Python tuples.
     """
 
     def __init__(self, ids: tuple[int, ...], arrays: list[pa.Array]) -> None:
@@ -381,6 +405,7 @@ class _EqualityDeletes:
         self.arrays = arrays
         self.empty = not arrays or len(arrays[0]) == 0
         self._tuples: set | None = None
+        self._codes: Any = None  # (distinct values per column, sorted row keys), or False: use tuples
 
     def matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray:
         """Which of ``n`` rows (their key columns, in ``ids`` order) the file deletes."""
@@ -390,11 +415,52 @@ class _EqualityDeletes:
                 return hit.to_numpy(zero_copy_only=False)
             except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
                 pass  # e.g. extension types: compare as Python values below
+        hit = self._coded_matches(columns, n)
+        if hit is not None:
+            return hit
         if self._tuples is None:
             self._tuples = set(zip(*(a.to_pylist() for a in self.arrays)))
         values = self._tuples
         cols = [c.to_pylist() for c in columns]
         return np.fromiter((t in values for t in zip(*cols)), dtype=bool, count=n)
+
+    def _coded_matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray | None:
+        """Several key columns matched without a Python pass over the rows: each column's values
+        become their index among the delete file's distinct values of that column (null-safe), and
+        the indexes of a row combine into one integer key looked up among the delete rows' keys.
+        None when a column's type cannot be matched this way or the keys would overflow."""
+        if self._codes is None:
+            self._codes = self._delete_codes()
+        if self._codes is False:
+            return None
+        uniques, keys = self._codes
+        combined = np.zeros(n, dtype=np.int64)
+        possible = np.ones(n, dtype=bool)
+        try:
+            for col, values in zip(columns, uniques):
+                if col.type != values.type:
+                    return None
+                idx = pc.index_in(col, value_set=values, skip_nulls=False)
+                possible &= idx.is_valid().to_numpy(zero_copy_only=False)
+                combined = combined * len(values) + pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
+            return None
+        return possible & np.isin(combined, keys)
+
+    def _delete_codes(self) -> Any:
+        uniques, keys, space = [], np.zeros(len(self.arrays[0]), dtype=np.int64), 1
+        try:
+            for arr in self.arrays:
+                values = pc.unique(arr)
+                space *= max(len(values), 1)
+                if space >= 1 << 62:
+                    return False
+                codes = pc.index_in(arr, value_set=values, skip_nulls=False).to_numpy(zero_copy_only=False)
+                keys = keys * len(values) + codes
+                uniques.append(values)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
+            return False
+        return uniques, np.unique(keys)
 
 
 def _equality_delete_sets(io: FileAccess, deletes: Iterable[Any], table_schema: Schema,
@@ -446,15 +512,15 @@ WHOLE_FILE_READ_BYTES = 8 * 1024 * 1024
 
 
 @contextlib.contextmanager
-def open_parquet(io: FileAccess, path: str, size_hint: int | None = None) -> Iterator[pq.ParquetFile]:
-    """A :class:`pyarrow.parquet.ParquetFile` of ``path``: read whole into memory when
-    ``size_hint`` (the file's recorded size) is at most :data:`WHOLE_FILE_READ_BYTES`, otherwise
-    streamed from storage."""
+def open_parquet(io: FileAccess, path: str, size_hint: int | None = None, **options: Any) -> Iterator[pq.ParquetFile]:
+    """A :class:`pyarrow.parquet.ParquetFile` of ``path`` (``options`` passed on to it): read whole
+    into memory when ``size_hint`` (the file's recorded size) is at most
+    :data:`WHOLE_FILE_READ_BYTES`, otherwise streamed from storage."""
     if size_hint is not None and 0 < size_hint <= WHOLE_FILE_READ_BYTES:
-        yield pq.ParquetFile(pa.BufferReader(io.new_input(path).read()))
+        yield pq.ParquetFile(pa.BufferReader(io.new_input(path).read()), **options)
         return
     with io.new_input(path).open() as f:
-        yield pq.ParquetFile(f)
+        yield pq.ParquetFile(f, **options)
 
 
 # ------------------------------------------------------------------------------ reading
@@ -486,42 +552,84 @@ def _top_level_needed(file_schema: pa.Schema, ids: _FileIds, wanted: set[int]) -
     return names
 
 
+def _parquet_columns(file_schema: pa.Schema, ids: _FileIds, fields: Sequence[NestedField]) -> list[str]:
+    """The Parquet column paths to read for ``fields``: whole top-level columns, except that a
+    struct read for some of its children reads only those (``loc.lat``), so a projection of a
+    nested field decodes no sibling columns."""
+    by_id = {f.field_id: f for f in fields}
+    out: list[str] = []
+    for i, f in enumerate(file_schema):
+        tf = by_id.get(ids.of(f, (f.name,), i))
+        if tf is not None:
+            out.extend(_struct_paths(f, (f.name,), tf.field_type, ids))
+    return out
+
+
+def _struct_paths(f: pa.Field, path: tuple[str, ...], t: IcebergType, ids: _FileIds) -> list[str]:
+    whole = [".".join(path)]
+    if not (isinstance(t, StructType) and pa.types.is_struct(f.type)) or ids.positional:
+        return whole
+    targets = {c.field_id: c for c in t.fields}
+    kids = [f.type.field(k) for k in range(f.type.num_fields)]
+    found = [(c, targets[fid]) for c in kids if (fid := ids.of(c, path + (c.name,), None)) in targets]
+    if not found or len(found) == len(kids):
+        # none of the wanted children is in the file: the struct's own nulls still come from it
+        return whole
+    return [p for c, tc in found for p in _struct_paths(c, path + (c.name,), tc.field_type, ids)]
+
+
 @contextlib.contextmanager
+<<<<<<< HEAD
 def _open_batches(io: FileAccess, task: Any, name_mapping: NameMapping | None, wanted: set[int], batch_size: int,
                   ) -> Iterator[tuple[pa.Schema, int, Iterator[tuple[pa.RecordBatch | None, int]]]]:
     """(file schema, position of the first row, batches of the top-level columns holding ``wanted``
     ids) of a task's data file, whatever its format."""
+=======
+def _open_batches(io: Any, task: Any, name_mapping: NameMapping | None, fields: Sequence[NestedField], batch_size: int,
+                  rows: RowFilter | None = None,
+                  ) -> Iterator[tuple[pa.Schema, Iterator[tuple[pa.RecordBatch | None, int, int]]]]:
+    """(file schema, batches of the columns holding ``fields`` (by id) with their row count
+    and the file position of their first row) of a task's data file, whatever its format.  With
+    ``rows``, Parquet row groups whose statistics prove no row matches are not read."""
+>>>>>>> scan37
     df: DataFile = task.data_file
+    wanted = {fld.field_id for fld in fields}
     if df.file_format == FileFormat.PARQUET:
         # a split of a large file streams its row groups; a small file is one read
         size_hint = df.file_size_in_bytes if getattr(task, "length", None) is None else None
         with open_parquet(io, df.file_path, size_hint) as pf:
             file_schema = pf.schema_arrow
-            columns = _top_level_needed(file_schema, _FileIds(file_schema, name_mapping), wanted)
-            row_groups, offset = _row_groups_in_range(pf.metadata, getattr(task, "start", 0), getattr(task, "length", None))
+            ids = _FileIds(file_schema, name_mapping)
+            columns = _parquet_columns(file_schema, ids, fields)
+            meta = pf.metadata
+            row_groups = _row_groups_in_range(meta, getattr(task, "start", 0), getattr(task, "length", None))
+            if rows is not None and not ids.positional:
+                row_groups = rows.row_groups(meta, file_schema, ids.mapped, row_groups)
             # decoding columns on threads only pays off for large files
             threads = size_hint is None or size_hint > WHOLE_FILE_READ_BYTES
-            yield file_schema, offset, _batches(pf, columns, batch_size, row_groups, threads)
+            yield file_schema, _batches(pf, columns, batch_size, row_groups, threads)
         return
     # ORC and Avro files are planned whole (they have no split offsets); a range that does not
     # start the file is another task's share of it and reads nothing
     if getattr(task, "start", 0):
-        yield pa.schema([]), 0, iter(())
+        yield pa.schema([]), iter(())
         return
     if df.file_format == FileFormat.AVRO:
         file_schema, raw = read_avro_batches(io.new_input(df.file_path).read(), df.file_path, batch_size)
-        yield file_schema, 0, _selected(raw, file_schema, name_mapping, wanted)
+        yield file_schema, _selected(raw, file_schema, name_mapping, wanted)
         return
     with io.new_input(df.file_path).open() as stream:
         file_schema, raw = read_orc_batches(stream, df.file_path)
-        yield file_schema, 0, _selected(raw, file_schema, name_mapping, wanted)
+        yield file_schema, _selected(raw, file_schema, name_mapping, wanted)
 
 
 def _selected(batches: Iterator[pa.RecordBatch], file_schema: pa.Schema, name_mapping: NameMapping | None,
-              wanted: set[int]) -> Iterator[tuple[pa.RecordBatch | None, int]]:
+              wanted: set[int]) -> Iterator[tuple[pa.RecordBatch | None, int, int]]:
     columns = _top_level_needed(file_schema, _FileIds(file_schema, name_mapping), wanted)
+    pos = 0
     for batch in batches:
-        yield (batch.select(columns) if columns else None), batch.num_rows
+        yield (batch.select(columns) if columns else None), batch.num_rows, pos
+        pos += batch.num_rows
 
 
 def read_task(
@@ -535,6 +643,7 @@ def read_task(
     partition_type: StructType | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     apply_deletes: bool = True,
+    filter_rows: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Read one :class:`~procedures.core.kernel.scan.FileScanTask` as record batches of
     :func:`output_schema` (``projected_schema`` defaults to the task's schema).
@@ -543,6 +652,11 @@ def read_task(
     ``_deleted`` says which ones the deletes remove (Iceberg's semantics for that column).
     ``apply_deletes=False`` ignores the task's deletes (reading a file as written).  ``specs`` (the
     table's specs by id) supplies identity-partition values and ``_partition``.
+
+    ``filter_rows`` lets the read drop Parquet row groups and rows that the task's residual filter
+    proves unmatched (:mod:`procedures.io.read_filters`; rows it cannot decide are kept), for
+    callers that apply the filter to the rows afterwards anyway.  Positions (``_pos``, deletes)
+    stay those of the file.
     """
     projected = projected_schema if projected_schema is not None else task.schema
     out_schema = output_schema(projected, metadata_columns, partition_type)
@@ -565,9 +679,9 @@ def read_task(
     lineage_fields = [f for f in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if f.name in want_lineage]
     all_fields = read_fields + extra + [NestedField(f.field_id, f.name, f.field_type, False) for f in lineage_fields]
 
-    wanted = {fld.field_id for fld in all_fields}
-    with _open_batches(io, task, name_mapping, wanted, batch_size) as (file_schema, offset, batches):
-        for batch, n in batches:
+    rows = row_filter(task.residual, task.schema) if filter_rows else None
+    with _open_batches(io, task, name_mapping, all_fields, batch_size, rows) as (file_schema, batches):
+        for batch, n, offset in batches:
             arrays = _project_batch(batch, file_schema, all_fields, n, constants, name_mapping)
             deleted = _delete_mask(dpos, offset, n)
             if eq_sets:
@@ -602,9 +716,13 @@ def read_task(
                 else:
                     metadata_field(name, partition_type)  # raises naming the column
             out = pa.RecordBatch.from_arrays(out_cols, schema=out_schema)
-            if deleted is not None and not keep_deleted and deleted.any():
-                out = out.filter(pa.array(~deleted))
-            offset += n
+            keep = None if deleted is None or keep_deleted or not deleted.any() else ~deleted
+            if rows is not None:
+                may_match = rows.mask({fld.field_id: a for fld, a in zip(all_fields, arrays)}, n)
+                if may_match is not None:
+                    keep = may_match if keep is None else (keep & may_match)
+            if keep is not None:
+                out = out.filter(pa.array(keep))
             if out.num_rows:
                 yield out
 
@@ -636,39 +754,44 @@ def _row_group_start(rg: Any) -> int:
     return col.data_page_offset
 
 
-def _row_groups_in_range(meta: Any, start: int, length: int | None) -> tuple[list[int] | None, int]:
-    """(row groups of a split, position of its first row); ``None`` = every row group from row 0."""
+def _row_groups_in_range(meta: Any, start: int, length: int | None) -> list[int]:
+    """The row groups of a split (every row group when ``length`` is None)."""
     if length is None:
-        return None, 0
+        return list(range(meta.num_row_groups))
     end = start + length
-    chosen: list[int] = []
-    first_row = 0
-    rows_before = 0
-    for i in range(meta.num_row_groups):
-        rg = meta.row_group(i)
-        if start <= _row_group_start(rg) < end:
-            if not chosen:
-                first_row = rows_before
-            chosen.append(i)
-        rows_before += rg.num_rows
-    return chosen, first_row
+    return [i for i in range(meta.num_row_groups) if start <= _row_group_start(meta.row_group(i)) < end]
 
 
-def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int,
-             row_groups: list[int] | None = None, use_threads: bool = True) -> Iterator[tuple[pa.RecordBatch | None, int]]:
-    if row_groups is not None and not row_groups:
-        return
-    if not columns:
-        # nothing to read but the row count (count(*), metadata columns only)
-        for rg in (range(pf.metadata.num_row_groups) if row_groups is None else row_groups):
-            remaining = pf.metadata.row_group(rg).num_rows
+def _runs(meta: Any, row_groups: list[int]) -> Iterator[tuple[list[int], int]]:
+    """Consecutive runs of ``row_groups`` with the file position of each run's first row."""
+    starts = np.concatenate([[0], np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])])
+    run: list[int] = []
+    for g in row_groups:
+        if run and g != run[-1] + 1:
+            yield run, int(starts[run[0]])
+            run = []
+        run.append(g)
+    if run:
+        yield run, int(starts[run[0]])
+
+
+def _batches(pf: pq.ParquetFile, columns: list[str], batch_size: int, row_groups: list[int],
+             use_threads: bool = True) -> Iterator[tuple[pa.RecordBatch | None, int, int]]:
+    meta = pf.metadata
+    for run, pos in _runs(meta, row_groups):
+        if not columns:
+            # nothing to read but the row count (count(*), metadata columns only)
+            remaining = sum(meta.row_group(g).num_rows for g in run)
             while remaining > 0:
                 n = min(batch_size, remaining)
                 remaining -= n
-                yield None, n
-        return
-    for batch in pf.iter_batches(batch_size=batch_size, columns=columns, row_groups=row_groups, use_threads=use_threads):
-        yield batch, batch.num_rows
+                yield None, n, pos
+                pos += n
+            continue
+        # batches may span the row groups of one run, whose rows are contiguous in the file
+        for batch in pf.iter_batches(batch_size=batch_size, columns=columns, row_groups=run, use_threads=use_threads):
+            yield batch, batch.num_rows, pos
+            pos += batch.num_rows
 
 
 def read_task_table(io: FileAccess, task: Any, projected_schema: Schema | None = None, **kwargs: Any) -> pa.Table:

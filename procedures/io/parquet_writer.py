@@ -20,7 +20,7 @@ import re
 import uuid as _uuid
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -474,6 +474,7 @@ def footer_metrics(
     fallback_bounds: Mapping[int, tuple[Any, Any]] | None = None,
     leaves: Mapping[str, _Leaf] | None = None,
     foreign_footer: bool = False,
+    row_groups: Sequence[int] | None = None,
 ) -> ParquetMetrics:
     """Iceberg metrics of a Parquet file from its footer, as Java's Parquet metrics.
 
@@ -484,16 +485,19 @@ def footer_metrics(
     field, from :func:`file_column_ids`) reads a file written with other names or ids.  With
     ``foreign_footer`` (a file another writer wrote) float/double statistics are read as the
     Parquet spec tells readers and as Java's footer metrics do: a min of 0 is -0.0, a max of 0 is
-    +0.0, and a min or max that is NaN drops the column's bounds.
+    +0.0, and a min or max that is NaN drops the column's bounds.  ``row_groups`` limits the
+    metrics to those row groups (a reader's row-group pruning).
     """
     if leaves is None:
         leaves = parquet_column_ids(schema)
-    m = ParquetMetrics(record_count=md.num_rows)
+    groups = range(md.num_row_groups) if row_groups is None else row_groups
+    m = ParquetMetrics(record_count=md.num_rows if row_groups is None else
+                       sum(md.row_group(g).num_rows for g in groups))
     lows: dict[int, Any] = {}
     highs: dict[int, Any] = {}
     missing: set[int] = set()
     no_bounds: set[int] = set()
-    for g in range(md.num_row_groups):
+    for g in groups:
         rg = md.row_group(g)
         first = rg.column(0) if rg.num_columns else None
         if first is not None:

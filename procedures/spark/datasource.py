@@ -14,8 +14,9 @@ sensitivity, the default parallelism) in a per-session subclass that Spark pickl
 Reading plans with :mod:`procedures.core.kernel.scan` when Spark plans the query: one Spark partition per
 task group of :mod:`procedures.core.kernel.splits`, each read with :class:`procedures.spark.read.TaskReader`
 (deletes and deletion vectors applied as in ``read_table``).  Spark hands pushed filters to
-``pushFilters`` (Spark 4.1+): the ones we can translate prune manifests and files; all of them go
-back to Spark, which still applies them to the rows, since file pruning is not row filtering.
+``pushFilters`` (Spark 4.1+): the ones we can translate prune manifests, files, Parquet row groups
+(by their statistics) and the rows the reader can decide (:mod:`procedures.io.read_filters`); all
+of them go back to Spark, which still applies them to the rows, since that pruning is inclusive.
 Spark never pushes the selected columns to a Python data source (its scan builder lacks column
 pushdown), so a read projects to the schema the reader is given: the table's, or a narrower one
 given with ``spark.read.schema(...)``.
@@ -37,7 +38,7 @@ import datetime as dt
 import inspect
 import sys
 import uuid as _uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -441,7 +442,9 @@ class IcebergReader(IcebergReaderBase):
                     expr = None
             if expr is not None:
                 self.filters.append(expr)
-            # pruning is by file, not by row: Spark must still filter the rows
+                # Spark filters the rows again, so the read may skip those the filter rules out
+                self.task_reader = replace(self.task_reader, filter_rows=True)
+            # pruning is inclusive, not exact: Spark must still filter the rows
             yield f
 
 

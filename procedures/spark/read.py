@@ -274,6 +274,8 @@ class TaskReader:
     metadata_columns: tuple[str, ...] = ()
     partition_type: StructType | None = None
     apply_deletes: bool = True
+    #: skip row groups and rows the tasks' residual filter proves unmatched (the caller re-filters)
+    filter_rows: bool = False
 
     @classmethod
     def for_table(cls, table: Table, projected: Schema, scan_schema: Schema | None = None, **kwargs: Any) -> "TaskReader":
@@ -291,7 +293,8 @@ class TaskReader:
         for light in tasks:
             yield from read_task(io, replace(light, schema=self.scan_schema), self.projected, specs=self.specs,
                                  name_mapping=mapping, metadata_columns=self.metadata_columns,
-                                 partition_type=self.partition_type, apply_deletes=self.apply_deletes)
+                                 partition_type=self.partition_type, apply_deletes=self.apply_deletes,
+                                 filter_rows=self.filter_rows)
 
 
 def read_tasks(
@@ -305,6 +308,7 @@ def read_tasks(
     apply_deletes: bool = True,
     split_size: int | None = None,
     open_file_cost: int | None = None,
+    filter_rows: bool = False,
 ) -> Any:
     """A DataFrame of planned tasks read on the executors (the building block of the readers).
 
@@ -316,6 +320,9 @@ def read_tasks(
     ``read.split.target-size`` / ``read.split.open-file-cost`` / ``read.split.planning-lookback``
     unless ``split_size`` / ``open_file_cost`` are given.  Without an explicit ``split_size`` a
     small scan is spread so every core of the session gets a partition.
+
+    ``filter_rows`` lets the executors skip Parquet row groups and rows that the tasks' residual
+    filter proves unmatched; only for callers that apply that filter to the rows afterwards.
     """
     md = table.metadata
     for name in metadata_columns:
@@ -328,7 +335,7 @@ def read_tasks(
     groups = plan_read_groups(spark, md, list(tasks), split_size, open_file_cost)
     payloads = [pickle.dumps([light_task(t) for t in g], protocol=pickle.HIGHEST_PROTOCOL) for g in groups]
     reader = TaskReader.for_table(table, projected, scan_schema, metadata_columns=tuple(metadata_columns),
-                                  partition_type=ptype, apply_deletes=apply_deletes)
+                                  partition_type=ptype, apply_deletes=apply_deletes, filter_rows=filter_rows)
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_python_worker()
@@ -417,7 +424,8 @@ def read_table(
 
     ``snapshot_id``, ``as_of_timestamp`` (epoch millis, a datetime, or ISO text; naive means UTC) or
     ``ref`` (branch or tag) choose the snapshot; ``filter`` (Spark-SQL text or an expression) prunes
-    files and, when given as text, is also applied to the rows; ``columns`` selects top-level or
+    files and, when given as text, is also applied to the rows (the read then also skips the
+    Parquet row groups and rows the filter rules out); ``columns`` selects top-level or
     dotted columns; ``metadata_columns`` adds ``_file``, ``_pos``, ``_spec_id``, ``_partition``,
     ``_deleted``, ``_row_id``, ``_last_updated_sequence_number`` after them.
     """
@@ -433,8 +441,11 @@ def read_table(
         )
     filter_names = referenced_names(expr) if (expr is not None and isinstance(filter, str)) else set()
     projected, order = _projection(sel.schema, columns, filter_names, case_sensitive)
-    df = read_tasks(spark, t, tasks, projected, scan_schema=sel.schema, metadata_columns=metadata_columns)
-    if isinstance(filter, str) and filter.strip():
+    text_filter = isinstance(filter, str) and bool(filter.strip())
+    # a text filter is applied to the rows below, so the read may skip what it proves unmatched
+    df = read_tasks(spark, t, tasks, projected, scan_schema=sel.schema, metadata_columns=metadata_columns,
+                    filter_rows=text_filter)
+    if text_filter:
         df = df.where(filter)
     if order is not None:
         df = df.select(*[f"`{c}`" if "." not in c else c for c in order], *metadata_columns)
@@ -473,9 +484,10 @@ def read_files(
             raise ValidationError(f"Cannot read {sorted(missing)[:3]} of {t.name}: not live data files of the snapshot")
     filter_names = referenced_names(expr) if (expr is not None and isinstance(filter, str)) else set()
     projected, order = _projection(sel.schema, columns, filter_names, True)
+    text_filter = isinstance(filter, str) and bool(filter.strip())
     df = read_tasks(spark, t, tasks, projected, scan_schema=sel.schema, metadata_columns=metadata_columns,
-                    apply_deletes=apply_deletes)
-    if isinstance(filter, str) and filter.strip():
+                    apply_deletes=apply_deletes, filter_rows=text_filter)
+    if text_filter:
         df = df.where(filter)
     if order is not None:
         df = df.select(*[f"`{c}`" if "." not in c else c for c in order], *metadata_columns)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import procedures
@@ -225,6 +226,33 @@ def test_pushed_filters_prune_planned_files(spark4, name):
     assert _read(spark4, ident, **{"split-size": 1}).rdd.getNumPartitions() == 6
     contains = _read(spark4, ident).where("cat LIKE '%b%'")
     assert contains.count() == 60
+
+
+@needs_spark4
+@needs_pushdown
+def test_pushed_filters_skip_rows_in_the_read_and_spark_still_filters(spark4, name):
+    """The reader hands Spark only the rows a pushed filter may match (row groups skipped by their
+    statistics, rows tested in Arrow); Spark's own filter then gives the same rows as the references."""
+    from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
+
+    ident = _create(spark4, name, props=", 'write.parquet.row-group-size-bytes'='4096'")
+    append(spark4, ident, _rows(spark4, 0, 20000, parts=1))
+    delete_where(spark4, ident, "id >= 5050 AND id < 5060")  # position deletes inside the range read
+    kept = [i for i in range(5000, 5100) if not 5050 <= i < 5060]
+    source_cls = ds.register_data_source(spark4)
+    schema = _read(spark4, ident).schema
+    reader = source_cls({"path": ident}).reader(schema)
+    filters = [GreaterThanOrEqual(("id",), 5000), LessThan(("id",), 5100)]
+    assert len(list(reader.pushFilters(filters))) == 2
+    handed = [r for p in reader.partitions() for b in reader.read(p) for r in b.column(0).to_pylist()]
+    assert sorted(handed) == kept
+    df = _read(spark4, ident).where("id >= 5000 AND id < 5100")
+    assert sorted(r.id for r in df.collect()) == kept
+    ours = spark_df_to_arrow(_read(spark4, ident).where("id >= 5000 AND v < 7600.0"))
+    ref = pyiceberg_read(_metadata(spark4, ident))
+    ref = ref.filter(pc.and_(pc.greater_equal(ref["id"], 5000), pc.less(ref["v"], 7600.0)))
+    assert ours.num_rows == len([i for i in range(5000, 5067) if not 5050 <= i < 5060])
+    assert_rows_equal(ours, ref, key="id", label="pyiceberg")
 
 
 @needs_spark4

@@ -269,3 +269,115 @@ def test_rows_copied_with_their_lineage_keep_it(tmp_path, fmt):
                           metadata_columns=("_row_id", "_last_updated_sequence_number"))
     assert out.column("_row_id").to_pylist() == [100, 101, 102, 103]
     assert out.column("_last_updated_sequence_number").to_pylist() == [9, 9, 9, 9]
+
+
+def test_multi_column_equality_deletes_match_null_safe_rows_of_every_type(tmp_path):
+    """Two- and three-column keys (nulls equal to nulls, as the spec asks) delete exactly the rows a
+    Python comparison of the key tuples deletes, including key values that are not in the batch."""
+    import random
+
+    rng = random.Random(7)
+    n = 3000
+    data = {
+        "id": list(range(n)),
+        "name": [rng.choice([None, "a", "b", "c", "d"]) for _ in range(n)],
+        "f": [rng.choice([None, 0.5, 1.5, 2.5]) for _ in range(n)],
+        "d": [rng.choice([None, dt.date(2024, 1, 1), dt.date(1969, 12, 31)]) for _ in range(n)],
+    }
+    schema = Schema((NestedField(1, "id", INT, True), NestedField(2, "name", STRING), NestedField(4, "f", FLOAT),
+                     NestedField(6, "d", DATE)))
+    df = _write(tmp_path / "d.parquet", schema, data)
+    for ids, keys in [
+        ((2, 4), [("a", 0.5), (None, 1.5), ("zz", 0.5), (None, None), ("c", 9.0)]),
+        ((2, 4, 6), [("b", 2.5, dt.date(2024, 1, 1)), (None, None, None), ("d", 0.5, None)]),
+    ]:
+        eq_schema = Schema(tuple(f for f in schema.fields if f.field_id in ids))
+        eq_path = tmp_path / f"eq{len(ids)}.parquet"
+        columns = {f.name: [k[i] for k in keys] for i, f in enumerate(eq_schema.fields)}
+        pq.write_table(pa.Table.from_pydict(columns, schema=schema_to_arrow(eq_schema)), str(eq_path))
+        eqd = DataFile(str(eq_path), FileFormat.PARQUET, ("eu",), len(keys), 10, content=FileContent.EQUALITY_DELETES,
+                       equality_ids=ids, spec_id=0)
+        projected = Schema((schema.fields[0],))
+        out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(eqd, 2)]), projected, batch_size=700)
+        names = [f.name for f in eq_schema.fields]
+        gone = {tuple(k) for k in keys}
+        expected = [i for i in range(n) if tuple(data[c][i] for c in names) not in gone]
+        assert out.column("id").to_pylist() == expected
+        assert len(expected) < n
+
+
+def test_file_scoped_position_deletes_read_only_positions_and_need_not_be_sorted(tmp_path, monkeypatch):
+    import procedures.io.parquet_reader as reader
+
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    pos = dataclasses.replace(_pos_delete_file(tmp_path / "pos.parquet", [(df.file_path, 3), (df.file_path, 1)]),
+                              referenced_data_file=df.file_path)
+    read_columns = []
+    original = pq.ParquetFile.read
+    monkeypatch.setattr(pq.ParquetFile, "read",
+                        lambda self, columns=None, **kw: read_columns.append(columns) or original(self, columns, **kw))
+    monkeypatch.setattr(reader, "_pos_cache", reader._RecentFiles())
+    schema = Schema((NestedField(1, "id", INT, True),))
+    out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(pos, 2)]), schema, metadata_columns=("_pos",))
+    assert out.to_pydict() == {"id": [0, 2, 4], "_pos": [0, 2, 4]}
+    assert read_columns == [["pos"]]
+
+
+def test_files_without_ids_or_mapping_project_a_subset_by_file_position(tmp_path):
+    flat = Schema(FILE_SCHEMA.fields[:3])
+    df = _write(tmp_path / "n.parquet", flat, {k: ROWS[k] for k in ("id", "name", "gone")}, with_ids=False)
+    schema = Schema((NestedField(2, "renamed", STRING),))  # the file's second column only
+    assert read_task_table(IO, _task(df, schema), schema).to_pydict() == {"renamed": ["a", None, "c", "d", "e"]}
+
+
+def test_nested_projection_reads_only_the_wanted_leaves(tmp_path, monkeypatch):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    columns = []
+    original = pq.ParquetFile.iter_batches
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches",
+                        lambda self, *a, **kw: columns.append(kw.get("columns")) or original(self, *a, **kw))
+    evolved = _evolved()
+    full = read_task_table(IO, _task(df, evolved), evolved, specs={0: SPEC})
+    # loc.lat (id 8) alone, and the renamed longitude (id 9) with a child the file lacks (id 15)
+    only_lat = Schema((NestedField(7, "loc", StructType((NestedField(8, "lat", DOUBLE),))),))
+    columns.clear()
+    out = read_task_table(IO, _task(df, evolved), only_lat)
+    assert columns == [["loc.lat"]]
+    assert out.column("loc").to_pylist() == [None if r is None else {"lat": r["lat"]} for r in full.column("loc").to_pylist()]
+    lon_alt = Schema((NestedField(1, "id", LONG, True),
+                      NestedField(7, "loc", StructType((NestedField(9, "longitude", DOUBLE), NestedField(15, "alt", DOUBLE))))))
+    columns.clear()
+    out = read_task_table(IO, _task(df, evolved), lon_alt)
+    assert columns == [["id", "loc.lon"]]
+    assert out.column("loc").to_pylist() == [
+        None if r is None else {"longitude": r["longitude"], "alt": None} for r in full.column("loc").to_pylist()]
+    # only children the file lacks: the struct is read whole for its nulls
+    alt = Schema((NestedField(7, "loc", StructType((NestedField(15, "alt", DOUBLE),))),))
+    columns.clear()
+    out = read_task_table(IO, _task(df, evolved), alt)
+    assert columns == [["loc"]]
+    assert out.column("loc").to_pylist() == [None if r is None else {"alt": None} for r in full.column("loc").to_pylist()]
+    # through a name mapping (a file without ids)
+    no_ids = pa.schema([pa.field("id", pa.int32(), False),
+                        pa.field("loc", pa.struct([pa.field("lat", pa.float64()), pa.field("lon", pa.float64())]))])
+    pq.write_table(pa.Table.from_pydict({k: ROWS[k] for k in ("id", "loc")}, schema=no_ids), str(tmp_path / "m.parquet"))
+    plain = DataFile(str(tmp_path / "m.parquet"), FileFormat.PARQUET, ("eu",), 5, (tmp_path / "m.parquet").stat().st_size,
+                     spec_id=0)
+    columns.clear()
+    out = read_task_table(IO, _task(plain, evolved), only_lat, name_mapping=create_mapping(FILE_SCHEMA))
+    assert columns == [["loc.lat"]]
+    assert out.column("loc").to_pylist() == [{"lat": 1.0}, None, {"lat": 3.0}, {"lat": 4.0}, None]
+
+
+def test_position_delete_files_match_columns_by_id_whatever_their_names(tmp_path):
+    df = _write(tmp_path / "d.parquet", FILE_SCHEMA, ROWS)
+    arrow = schema_to_arrow(POSITION_DELETE_SCHEMA)
+    renamed = pa.schema([arrow.field(1).with_name("position"), arrow.field(0).with_name("path")])
+    path = tmp_path / "pos.parquet"
+    pq.write_table(pa.Table.from_pydict({"position": [4, 0], "path": [df.file_path, "/other.parquet"]},
+                                        schema=renamed), str(path))
+    pos = DataFile(str(path), FileFormat.PARQUET, ("eu",), 2, path.stat().st_size,
+                   content=FileContent.POSITION_DELETES, spec_id=0)
+    schema = Schema((NestedField(1, "id", INT, True),))
+    out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(pos, 2)]), schema)
+    assert out.column("id").to_pylist() == [0, 1, 2, 3]
