@@ -579,19 +579,12 @@ def _struct_paths(f: pa.Field, path: tuple[str, ...], t: IcebergType, ids: _File
 
 
 @contextlib.contextmanager
-<<<<<<< HEAD
-def _open_batches(io: FileAccess, task: Any, name_mapping: NameMapping | None, wanted: set[int], batch_size: int,
-                  ) -> Iterator[tuple[pa.Schema, int, Iterator[tuple[pa.RecordBatch | None, int]]]]:
-    """(file schema, position of the first row, batches of the top-level columns holding ``wanted``
-    ids) of a task's data file, whatever its format."""
-=======
-def _open_batches(io: Any, task: Any, name_mapping: NameMapping | None, fields: Sequence[NestedField], batch_size: int,
+def _open_batches(io: FileAccess, task: Any, name_mapping: NameMapping | None, fields: Sequence[NestedField], batch_size: int,
                   rows: RowFilter | None = None,
                   ) -> Iterator[tuple[pa.Schema, Iterator[tuple[pa.RecordBatch | None, int, int]]]]:
     """(file schema, batches of the columns holding ``fields`` (by id) with their row count
     and the file position of their first row) of a task's data file, whatever its format.  With
     ``rows``, Parquet row groups whose statistics prove no row matches are not read."""
->>>>>>> scan37
     df: DataFile = task.data_file
     wanted = {fld.field_id for fld in fields}
     if df.file_format == FileFormat.PARQUET:
