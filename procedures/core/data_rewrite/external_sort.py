@@ -34,8 +34,9 @@ from procedures.spec.sorting import SortField
 __all__ = ["BatchCursor", "ExternalSorter", "SORT_MEMORY_BYTES", "SPILL_BATCH_ROWS"]
 
 #: Arrow bytes of rows sorted at once (a buffer before it spills, a range when merging).  Sorting holds
-#: about twice that (the rows made contiguous, then taken in order batch by batch) plus the keys.
-SORT_MEMORY_BYTES = 128 * 1024 * 1024
+#: about twice that (the rows made contiguous, then taken in order batch by batch) plus the keys; a
+#: task that sorts and writes must fit that and its writer's row group in 512 MiB.
+SORT_MEMORY_BYTES = 64 * 1024 * 1024
 #: Rows per batch of a spilled run: the granularity of the boundary keys and of a binary search's read.
 SPILL_BATCH_ROWS = 32_768
 #: Key columns are stored in the run files under this prefix (a NUL cannot start a table column name).

@@ -91,6 +91,10 @@ log = logging.getLogger(__name__)
 IN_TASK_SORT_MAX_BYTES = 64 * 1024 * 1024
 #: Rows per batch handed to the writer after an in-task sort (it rolls files between batches).
 SORTED_BATCH_ROWS = 65_536
+#: Most Arrow bytes the writer of an in-task sort buffers for a row group: with the sorter's budget
+#: (twice ``SORT_MEMORY_BYTES`` at most) and the process itself, the task's Python worker stays
+#: under 512 MiB whatever the group's size (the default buffer, 256 MiB, took it to 1 GiB).
+SORTED_ROW_GROUP_BUFFER_BYTES = 96 * 1024 * 1024
 
 
 #: the least a file weighs when groups are dealt over tasks (opening one costs a round trip)
@@ -254,6 +258,7 @@ def _write_sorted(reader: TaskReader, settings: Any, fields: Sequence[SortField]
     """Inside a task: a group's rows read, sorted in bounded memory (:class:`ExternalSorter`, spilling
     to the task's local disk past ``memory_bytes``) and written as ``n_out`` equal runs of rows, each
     its own file(s), as the range partitions of a shuffle would be."""
+    settings = dataclasses.replace(settings, row_group_buffer_bytes=SORTED_ROW_GROUP_BUFFER_BYTES)
     with ExternalSorter(reader.projected, fields, _spill_dir(), memory_bytes=memory_bytes) as sorter:
         for batch in read_ahead(reader.batches(light_tasks)):
             sorter.add(batch)
