@@ -92,9 +92,9 @@ IN_TASK_SORT_MAX_BYTES = 64 * 1024 * 1024
 #: Rows per batch handed to the writer after an in-task sort (it rolls files between batches).
 SORTED_BATCH_ROWS = 65_536
 #: Most Arrow bytes the writer of an in-task sort buffers for a row group: with the sorter's budget
-#: (twice ``SORT_MEMORY_BYTES`` at most) and the process itself, the task's Python worker stays
-#: under 512 MiB whatever the group's size (the default buffer, 256 MiB, took it to 1 GiB).
-SORTED_ROW_GROUP_BUFFER_BYTES = 96 * 1024 * 1024
+#: (``SORT_MEMORY_BYTES``) and the process itself, the task's Python worker stays under 512 MiB
+#: whatever the group's size (the default buffer, 256 MiB, and 128 MiB sorted at once took it to 1 GiB).
+SORTED_ROW_GROUP_BUFFER_BYTES = 48 * 1024 * 1024
 
 
 #: the least a file weighs when groups are dealt over tasks (opening one costs a round trip)
