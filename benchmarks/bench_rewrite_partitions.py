@@ -54,12 +54,15 @@ def _mor_table(spark, name: str, rows: int, files: int) -> None:
 def _partitions_table(spark, name: str, partitions: int, files_per_partition: int) -> None:
     spark.sql(f"DROP TABLE IF EXISTS jcat.db.{name} PURGE")
     spark.sql(f"CREATE TABLE jcat.db.{name} (id bigint, p int, data string) USING iceberg "
-              "PARTITIONED BY (p) TBLPROPERTIES ('format-version'='2')")
+              "PARTITIONED BY (p) TBLPROPERTIES ('format-version'='2', "
+              "'write.distribution-mode'='none', 'write.spark.fanout.enabled'='false')")
     for i in range(files_per_partition):
-        # one file per partition per append: the writer's fanout is sorted by p
+        # one file per partition per append: one task writes rows sorted by p, so Java's clustered
+        # writer holds one file open at a time (its fanout writer, 1,000 files open with a
+        # compressor buffer each, ran the JVM out of heap)
         (spark.range(partitions * 20).selectExpr(f"id + {i * partitions * 20} AS id", f"CAST(id % {partitions} AS INT) AS p",
                                                  "concat('row-', id) AS data")
-         .sortWithinPartitions("p").coalesce(1).writeTo(f"jcat.db.{name}").append())
+         .repartition(1).sortWithinPartitions("p").writeTo(f"jcat.db.{name}").append())
 
 
 def _rows(spark, name: str) -> tuple:

@@ -184,6 +184,9 @@ class WriteSettings:
     #: columns to dictionary-encode (None: all); pyarrow keeps a dictionary of unique values where
     #: parquet-mr falls back to plain, so columns known to be unique (delete positions) leave it out
     dictionary_columns: tuple[str, ...] | None = None
+    #: most Arrow bytes a Parquet writer buffers for one row group (None: ``ROW_GROUP_BUFFER_MAX_BYTES``);
+    #: a writer that must stay within a memory budget (an in-task sort) sets less
+    row_group_buffer_bytes: int | None = None
 
     @classmethod
     def from_metadata(cls, metadata: Any, *, spec_id: int | None = None, sort_order_id: int | None = None) -> "WriteSettings":
@@ -651,7 +654,7 @@ class ParquetFileWriter:
         self._buffered_bytes += table.nbytes
         ratio = (self.bytes_written / self._arrow_bytes_written) if self._arrow_bytes_written else 0.25
         if (self._buffered_bytes * ratio >= self.settings.row_group_size
-                or self._buffered_bytes >= ROW_GROUP_BUFFER_MAX_BYTES):
+                or self._buffered_bytes >= (self.settings.row_group_buffer_bytes or ROW_GROUP_BUFFER_MAX_BYTES)):
             self.flush()
 
     def flush(self) -> None:

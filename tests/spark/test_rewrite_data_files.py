@@ -269,3 +269,75 @@ def test_rewrite_on_both_session_kinds(spark, classic_spark, java_warehouse, str
     data_dir = t.metadata.location.removeprefix("file:") + "/data"
     assert all_files(data_dir) <= reached_paths(t)
     assert not any(JOURNAL_PREFIX in p for p in all_files(data_dir))
+
+
+def _task_partitions(files) -> set[int]:
+    # data file names start with the Spark task partition that wrote them
+    return {int(f.file_path.rsplit("/", 1)[-1].split("-")[0]) for f in files}
+
+
+@JAVA
+@pytest.mark.parametrize("strategy,max_concurrent", [("binpack", 2), ("sort", 1)])
+def test_many_groups_share_one_job_and_match_java(spark, java_warehouse, strategy, max_concurrent):
+    # twelve partitions of three files: twelve file groups, rewritten by one Spark job of at most
+    # max-concurrent-file-group-rewrites tasks instead of a job per group, with Java's outcome
+    name = f"rw_many_groups_{strategy}"
+    inserts = [", ".join(f"({i * 100 + k}, 'c{k % 12:02d}', {k / 4})" for k in range(48)) for i in range(3)]
+    _twins(spark, name, PARTITIONED.format(fv=2), inserts, after=["DELETE FROM {t} WHERE id % 7 = 3"])
+    before = _snapshot_all(spark, java_warehouse, name)
+    options = {"min-input-files": "2", "max-concurrent-file-group-rewrites": str(max_concurrent)}
+    extra, java_extra = {}, ""
+    if strategy == "sort":
+        extra, java_extra = {"strategy": "sort", "sort_order": "id DESC"}, ", strategy => 'sort', sort_order => 'id DESC'"
+    jobs = _jobs_without_group(spark)
+    ours = _ours(spark, java_warehouse, table=f"db.{name}", options=options, **extra)
+    new_jobs = _jobs_without_group(spark) - jobs
+    java = _java(spark, name + "_twin", f", options => map('min-input-files', '2'){java_extra}")
+    assert ours[0] == java[0] == 36 and ours[1] == java[1] == 12 and ours[2] == java[2]
+    # planning reads the manifests in one job, the twelve groups take one more (a job each before)
+    assert len(new_jobs) <= 2, new_jobs
+    _assert_same(spark, java_warehouse, name, before, "id")
+    _, files = _live_data_files(java_warehouse, name)
+    files = [f for f in files if f.content == FileContent.DATA]
+    assert len(files) == 12
+    assert _task_partitions(files) <= set(range(max_concurrent))
+    if strategy == "sort":
+        for f in files:
+            ids = pq.read_table(f.file_path.removeprefix("file:"), columns=["id"]).column(0).to_pylist()
+            assert ids == sorted(ids, reverse=True)
+
+
+@pytest.mark.parametrize("partial", [True, False])
+def test_a_failing_group_in_a_shared_job(spark, java_warehouse, partial):
+    """One of three groups of a shared job fails (a data file of partition c1 is gone).  With
+    partial progress the other two commit, one commit each, and the failed group's files count as
+    failed; without it the call fails and leaves the table and its folder exactly as they were."""
+    import os
+
+    name = f"rw_failing_group_{'partial' if partial else 'all'}"
+    t = merge_on_read_table(spark, name, appends=4, rows=12, cats=3, delete="id IN (1, 6, 11, 16, 21)")
+    _, live = _live_data_files(java_warehouse, name)
+    victim = next(f for f in live if f.content == FileContent.DATA and tuple(f.partition) == ("c1",))
+    os.remove(victim.file_path.removeprefix("file:"))
+    data_dir = t.metadata.location.removeprefix("file:") + "/data"
+    files_before = all_files(data_dir)
+    snapshot_before = t.metadata.current_snapshot().snapshot_id
+    options = {"min-input-files": "2", "partial-progress.enabled": str(partial).lower(),
+               "partial-progress.max-commits": "3"}
+    jobs = _jobs_without_group(spark)
+    if partial:
+        row = _ours(spark, java_warehouse, table=f"db.{name}", options=options)
+        assert row[0] == 8 and row[1] == 2 and row[3] == 4
+        t = t.refresh()
+        new = [s for s in t.metadata.snapshots if s.snapshot_id > 0 and s.parent_snapshot_id is not None
+               and s.summary["operation"] == "replace"]
+        assert len(new) == 2
+        _, live = _live_data_files(java_warehouse, name)
+        assert victim.file_path in {f.file_path for f in live}
+        assert all_files(data_dir) <= reached_paths(t)
+    else:
+        with pytest.raises(Exception):
+            _ours(spark, java_warehouse, table=f"db.{name}", options=options)
+        assert t.refresh().metadata.current_snapshot().snapshot_id == snapshot_before
+        assert all_files(data_dir) == files_before
+    assert len(_jobs_without_group(spark) - jobs) <= 2

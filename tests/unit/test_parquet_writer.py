@@ -190,6 +190,20 @@ def test_a_row_group_ends_at_the_arrow_buffer_limit(tmp_path, monkeypatch):
     assert len(f.split_offsets) == 4
 
 
+def test_settings_lower_the_arrow_buffer_limit_of_one_writer(tmp_path):
+    # an in-task sort keeps its worker within a memory budget by buffering less per row group
+    from dataclasses import replace
+
+    schema = Schema((NestedField(1, "id", LONG, True),))
+    rows = pa.table({"id": pa.array(range(100_000), pa.int64())})
+    settings = WriteSettings(schema, UNPARTITIONED_SPEC, str(tmp_path / "data"),
+                             {"write.parquet.row-group-size-bytes": str(1 << 30)})
+    (f,) = write_data_files(FileIO(), replace(settings, row_group_buffer_bytes=200_000),
+                            rows.to_batches(max_chunksize=10_000))
+    md = pq.ParquetFile(f.file_path).metadata
+    assert md.num_row_groups == 4 and md.num_rows == 100_000
+
+
 def test_partitioned_write_paths_and_tuples(tmp_path):
     schema = Schema((
         NestedField(1, "id", LONG, True),

@@ -1,7 +1,11 @@
 """The Spark steps of the ``data_rewrite`` capability (:class:`DataRewriteSteps`, the Spark side of
 :class:`procedures.core.data_rewrite.data_rewrite_engine.DataRewriteEngine`): planning reads manifests
 in Spark tasks, data file groups are rewritten as Spark jobs from a driver thread pool bounded by
-``max-concurrent-file-group-rewrites``, position delete groups in one Spark job.
+``max-concurrent-file-group-rewrites``, position delete groups in one Spark job.  Data file groups
+that need no shuffle and one task each (small bin-pack groups, in-task sorts: :func:`batchable`) all
+share one Spark job of at most ``max-concurrent-file-group-rewrites`` tasks, each group still its own
+unit of success (:func:`rewrite_batched_groups`), since a job per small group costs more than the
+group's work; the others run one group per job.
 
 Rewriting one data file group (``rewrite_data_files``, procedures.md §3.9): a group's data files are read with their deletes applied (:func:`procedures.spark.read.read_tasks`
 on the tasks planned from the starting snapshot), optionally clustered, and written as new data
@@ -34,7 +38,7 @@ import logging
 import os
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -63,7 +67,9 @@ from procedures.spark.read import TaskReader, group_tasks, light_task, read_task
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import active_session, in_caller_context, job_description, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
-from procedures.spark.write import task_ids, write_dataframe, write_in_task, write_payloads, write_settings
+from procedures.spark.write import (
+    delete_quietly, task_ids, write_dataframe, write_in_task, write_payloads, write_settings,
+)
 from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
 from procedures.spec.metadata_columns import row_lineage_names
@@ -72,7 +78,10 @@ from procedures.spec.sorting import NullOrder, SortDirection, SortField, SortOrd
 from procedures.spec.transforms import IdentityTransform
 from procedures.spec.types import BinaryType, BooleanType, DecimalType, DoubleType, FixedType, FloatType, StringType
 
-__all__ = ["DataRewriteSteps", "rewrite_group", "rewrite_delete_group", "group_description", "IN_TASK_SORT_MAX_BYTES"]
+__all__ = [
+    "DataRewriteSteps", "rewrite_group", "rewrite_batched_groups", "rewrite_delete_group", "group_description",
+    "in_task_kind", "batchable", "ShippedDataGroup", "IN_TASK_SORT_MAX_BYTES",
+]
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +92,15 @@ log = logging.getLogger(__name__)
 IN_TASK_SORT_MAX_BYTES = 64 * 1024 * 1024
 #: Rows per batch handed to the writer after an in-task sort (it rolls files between batches).
 SORTED_BATCH_ROWS = 65_536
+#: Most Arrow bytes the writer of an in-task sort buffers for a row group: with the sorter's budget
+#: (``SORT_MEMORY_BYTES``) and the process itself, the task's Python worker stays under 512 MiB
+#: whatever the group's size (the default buffer, 256 MiB, and 128 MiB sorted at once took it to 1 GiB).
+SORTED_ROW_GROUP_BUFFER_BYTES = 48 * 1024 * 1024
 
 
-#: the least a delete file weighs when groups are dealt over tasks (opening one costs a round trip)
-DELETE_OPEN_FILE_COST = 4 * 1024 * 1024
+#: the least a file weighs when groups are dealt over tasks (opening one costs a round trip)
+OPEN_FILE_COST = 4 * 1024 * 1024
+DELETE_OPEN_FILE_COST = OPEN_FILE_COST
 
 
 def group_description(table: Table, group: FileGroup, total: int, rewriter: str, groups_in_partition: int) -> str:
@@ -229,11 +243,32 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
 
     def write_splits(payload: list[tuple[int, list[Any]]]) -> Iterator[list[DataFile]]:
         for index, split in payload:
-            # one operation id per split keeps file names unique within the task
-            yield write_in_task(reader.io_properties, settings, f"{operation_id}-{index}",
-                                read_ahead(reader.batches(split)))
+            yield _write_split(reader, settings, f"{operation_id}-{index}", split)
 
     return write_payloads(spark, table.io, payloads, write_splits, data_path=settings.data_path)
+
+
+def _write_split(reader: TaskReader, settings: Any, operation_id: str, split: list[Any]) -> list[DataFile]:
+    """Inside a task: one bin-pack split read (deletes applied) and written as it is read; one
+    operation id per split keeps file names unique within the task."""
+    return write_in_task(reader.io_properties, settings, operation_id, read_ahead(reader.batches(split)))
+
+
+def _write_sorted(reader: TaskReader, settings: Any, fields: Sequence[SortField], memory_bytes: int, n_out: int,
+                  operation_id: str, light_tasks: list[Any]) -> Iterator[list[DataFile]]:
+    """Inside a task: a group's rows read, sorted in bounded memory (:class:`ExternalSorter`, spilling
+    to the task's local disk past ``memory_bytes``) and written as ``n_out`` equal runs of rows, each
+    its own file(s), as the range partitions of a shuffle would be."""
+    settings = dataclasses.replace(settings, row_group_buffer_bytes=SORTED_ROW_GROUP_BUFFER_BYTES)
+    with ExternalSorter(reader.projected, fields, _spill_dir(), memory_bytes=memory_bytes) as sorter:
+        for batch in read_ahead(reader.batches(light_tasks)):
+            sorter.add(batch)
+        rows = BatchCursor(sorter.sorted_batches(SORTED_BATCH_ROWS))
+        bounds = [sorter.rows * i // n_out for i in range(n_out + 1)]
+        for i in range(n_out):
+            count = bounds[i + 1] - bounds[i]
+            if count:
+                yield write_in_task(reader.io_properties, settings, f"{operation_id}-{i}", rows.take(count))
 
 
 def _spill_dir() -> str | None:
@@ -262,19 +297,41 @@ def _sort_in_task(spark: Any, table: Table, tasks: Sequence[Any], group: FileGro
     memory_bytes = SORT_MEMORY_BYTES  # read on the driver, so a session can lower it for a test
 
     def sort_and_write(light_tasks: list[Any]) -> Iterator[list[DataFile]]:
-        with ExternalSorter(schema, fields, _spill_dir(), memory_bytes=memory_bytes) as sorter:
-            for batch in read_ahead(reader.batches(light_tasks)):
-                sorter.add(batch)
-            # the group's expected file count in equal runs of rows, each its own file(s), as the range
-            # partitions of the shuffle would be
-            rows = BatchCursor(sorter.sorted_batches(SORTED_BATCH_ROWS))
-            bounds = [sorter.rows * i // n_out for i in range(n_out + 1)]
-            for i in range(n_out):
-                count = bounds[i + 1] - bounds[i]
-                if count:
-                    yield write_in_task(reader.io_properties, settings, f"{operation_id}-{i}", rows.take(count))
+        return _write_sorted(reader, settings, fields, memory_bytes, n_out, operation_id, light_tasks)
 
     return write_payloads(spark, table.io, [payload], sort_and_write, data_path=settings.data_path)
+
+
+def _output_spec_id(md: Any, group: FileGroup) -> int:
+    return group.output_spec_id if group.output_spec_id is not None else md.default_spec_id
+
+
+def in_task_kind(md: Any, group: FileGroup, rewriter: Rewriter, options: RewriteOptions) -> str | None:
+    """How a group is rewritten without a shuffle, if it is: ``BIN_PACK`` (its files stay in their
+    spec: splits read and written by the tasks that read them), ``SORT`` (it stays in its spec, is
+    small or one range partition anyway, and Arrow sorts its keys: one Python task sorts it), else
+    None (the group goes through Spark's range shuffle)."""
+    spec_id = _output_spec_id(md, group)
+    if any(t.data_file.spec_id != spec_id for t in group.tasks):
+        return None
+    if rewriter.kind == BIN_PACK:
+        return BIN_PACK
+    n_out = max(1, group.expected_output_files)
+    if (rewriter.kind == SORT and rewriter.sort_order is not None
+            and (group.input_size <= IN_TASK_SORT_MAX_BYTES or n_out * options.shuffle_partitions_per_file == 1)
+            and arrow_sortable(md.schema(), rewriter.sort_order.fields)):
+        return SORT
+    return None
+
+
+def batchable(md: Any, group: FileGroup, rewriter: Rewriter, options: RewriteOptions) -> bool:
+    """Whether a group can share a Spark job with other groups (:func:`rewrite_batched_groups`):
+    it is rewritten without a shuffle and by one task on its own path anyway (one bin-pack split,
+    or an in-task sort), so running it as one task of a shared job costs it no parallelism."""
+    kind = in_task_kind(md, group, rewriter, options)
+    if kind == BIN_PACK:
+        return group.input_size <= max(1, group.input_split_size)
+    return kind == SORT
 
 
 def rewrite_group(
@@ -305,12 +362,11 @@ def rewrite_group(
     lineage = row_lineage_names(md.format_version)
     with job_description(spark, text):
         temp: list[str] = []
-        if rewriter.kind == BIN_PACK and not _sort_fields(SortOrder(0, ()), output_spec, repartition):
+        kind = in_task_kind(md, group, rewriter, options)
+        if kind == BIN_PACK:
             files = _bin_pack_splits(spark, table, tasks, group, output_spec.spec_id)
             return [dataclasses.replace(f, sort_order_id=rewriter.sort_order_id) for f in files]
-        if (rewriter.kind == SORT and rewriter.sort_order is not None and not repartition
-                and (group.input_size <= IN_TASK_SORT_MAX_BYTES or n_out * options.shuffle_partitions_per_file == 1)
-                and arrow_sortable(schema, rewriter.sort_order.fields)):
+        if kind == SORT:
             files = _sort_in_task(spark, table, tasks, group, output_spec.spec_id, rewriter.sort_order.fields)
             return [dataclasses.replace(f, sort_order_id=rewriter.sort_order_id) for f in files]
         # the read only feeds a shuffle: scan-sized splits (spread over the cores for a small group)
@@ -346,12 +402,79 @@ def rewrite_group(
     return [dataclasses.replace(f, sort_order_id=rewriter.sort_order_id) for f in files]
 
 
-def _by_completion(futures: dict[Future, int], order: Sequence[int]) -> Iterator[Future]:
-    """Futures as they finish; those finishing together in the plan's group-number order."""
+@dataclasses.dataclass(frozen=True)
+class ShippedDataGroup:
+    """A :class:`FileGroup` as a task of a shared job receives it: how it is rewritten (``BIN_PACK``:
+    each split read and written on its own; ``SORT``: the one split sorted), its tasks without
+    metrics, the key of its writer settings and the number of files a sort cuts it into."""
+
+    kind: str
+    splits: tuple[tuple[Any, ...], ...]
+    settings_key: tuple[int, int]
+    n_out: int
+
+
+def rewrite_batched_groups(spark: Any, table: Table, groups: Sequence[FileGroup], rewriter: Rewriter,
+                           options: RewriteOptions, *, slots: int, stop_on_failure: bool,
+                           description: str) -> list[GroupRewrite]:
+    """Rewrite :func:`batchable` ``groups`` in one Spark job of at most ``slots`` tasks (groups dealt
+    over them balanced by bytes, :func:`~procedures.spark.group_writes.write_groups`), one outcome
+    per group that ran, indexed by position in ``groups``.  Each group is written as its own path
+    would (splits written as read, or sorted in bounded memory) and fails on its own: its files are
+    deleted and the task goes on with its other groups (skips them with ``stop_on_failure``)."""
+    md = table.metadata
+    schema = md.schema()
+    lineage = row_lineage_names(md.format_version)
+    reader = TaskReader.for_table(table, schema, metadata_columns=lineage)
+    settings: dict[tuple[int, int], Any] = {}
+    shipped = []
+    for group in groups:
+        spec_id = _output_spec_id(md, group)
+        key = (spec_id, group.max_output_file_size)
+        if key not in settings:
+            settings[key] = write_settings(md, spec_id=spec_id, row_lineage=bool(lineage),
+                                           properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
+        kind = in_task_kind(md, group, rewriter, options)
+        tasks = [dataclasses.replace(t, schema=schema) for t in group.tasks]
+        splits = group_tasks(md, tasks, max(1, group.input_split_size), 0, 1) if kind == BIN_PACK else [tasks]
+        shipped.append(ShippedDataGroup(kind, tuple(tuple(light_task(t) for t in split) for split in splits), key,
+                                        max(1, group.expected_output_files)))
+    fields = tuple(rewriter.sort_order.fields) if rewriter.sort_order is not None else ()
+    memory_bytes = SORT_MEMORY_BYTES  # read on the driver, so a session can lower it for a test
+    operation_id = str(uuid.uuid4())
+    io_props = reader.io_properties
+
+    def write(index: int, group: ShippedDataGroup) -> list[DataFile]:
+        written: list[DataFile] = []
+        prefix = f"{operation_id}-{index}"  # unique file names when a task rewrites several groups
+        try:
+            if group.kind == BIN_PACK:
+                for k, split in enumerate(group.splits):
+                    written.extend(_write_split(reader, settings[group.settings_key], f"{prefix}-{k}", list(split)))
+            else:
+                for files in _write_sorted(reader, settings[group.settings_key], fields, memory_bytes, group.n_out,
+                                           prefix, list(group.splits[0])):
+                    written.extend(files)
+        except BaseException:
+            # write_groups needs a failed group to leave nothing behind: its finished files go too
+            delete_quietly(file_io(io_props), [f.file_path for f in written])
+            raise
+        return written
+
+    weights = [sum(max(content_size(f), OPEN_FILE_COST) for f in group.files) for group in groups]
+    with job_description(spark, description):
+        outcomes = write_groups(spark, table.io, shipped, weights, slots, write, stop_on_failure=stop_on_failure,
+                                data_path=next(iter(settings.values())).data_path)
+    return [GroupRewrite(o.index, tuple(dataclasses.replace(f, sort_order_id=rewriter.sort_order_id) for f in o.files),
+                         o.error, o.task_traceback) for o in outcomes]
+
+
+def _by_completion(futures: Iterable[Future], key: Callable[[Future], int]) -> Iterator[Future]:
+    """Futures as they finish; those finishing together in ``key`` order (the plan's group number)."""
     pending = set(futures)
     while pending:
         done, pending = wait(pending, return_when=FIRST_COMPLETED)
-        yield from sorted(done, key=lambda f: order[futures[f]])
+        yield from sorted(done, key=key)
 
 
 class DataRewriteSteps:
@@ -386,31 +509,60 @@ class DataRewriteSteps:
                        stop_on_failure: bool) -> Iterator[GroupRewrite]:
         """Groups rewritten on a driver thread pool of ``max-concurrent-file-group-rewrites`` threads
         (``Rewrite-Service``), each thread's Spark jobs in the caller's job group; outcomes in order of
-        completion.  After a failure with ``stop_on_failure`` the groups not yet started are cancelled
+        completion.  Groups that need no shuffle and one task each (:func:`batchable`) share one
+        Spark job instead of one job each, at most ``max-concurrent-file-group-rewrites`` of them
+        in flight (:func:`rewrite_batched_groups`): a job's fixed cost would otherwise dominate small
+        groups.  After a failure with ``stop_on_failure`` the groups not yet started are cancelled
         and the running ones still report, so their files can be cleaned up."""
         spark = None if self.on_driver else self.rewrite_session()
-        rewrite = in_caller_context(spark, lambda g: self.rewrite_data_group(table, rewriter, options, groups, g))
+        md = table.metadata
+        batched = [] if spark is None else [i for i, g in enumerate(groups.groups)
+                                            if batchable(md, g, rewriter, options)]
+        if len(batched) < 2:
+            batched = []
+        in_batch = set(batched)
+
+        def one(index: int) -> list[GroupRewrite]:
+            files = self.rewrite_data_group(table, rewriter, options, groups, groups.groups[index])
+            return [GroupRewrite(index, tuple(files))]
+
+        def batch() -> list[GroupRewrite]:
+            members = [groups.groups[i] for i in batched]
+            text = (f"Rewriting {sum(g.input_file_count for g in members)} files in {len(members)} file groups "
+                    f"({rewriter.kind}) in {table.name}")
+            slots = max(1, min(options.max_concurrent, 2 * parallelism(spark)))
+            outcomes = rewrite_batched_groups(spark, table, members, rewriter, options, slots=slots,
+                                              stop_on_failure=stop_on_failure, description=text)
+            return [dataclasses.replace(o, index=batched[o.index]) for o in outcomes]
+
+        run_one = in_caller_context(spark, one)
+        run_batch = in_caller_context(spark, batch)
         order = [g.global_index for g in groups.groups]
         with ThreadPoolExecutor(options.max_concurrent, thread_name_prefix="Rewrite-Service") as pool:
-            futures = {pool.submit(rewrite, g): i for i, g in enumerate(groups.groups)}
+            futures: dict[Future, list[int]] = {}
+            if batched:
+                futures[pool.submit(run_batch)] = batched
+            for i in range(len(groups.groups)):
+                if i not in in_batch:
+                    futures[pool.submit(run_one, i)] = [i]
             failed = False
-            for fut in _by_completion(futures, order):
-                index = futures[fut]
+            for fut in _by_completion(futures, lambda f: order[futures[f][0]]):
                 if fut.cancelled():
                     continue
                 try:
-                    outcome = GroupRewrite(index, tuple(fut.result()))
+                    outcomes = fut.result()
                 except Exception as e:  # noqa: BLE001 - reported; the capability decides
-                    outcome = GroupRewrite(index, error=e)
+                    outcomes = [GroupRewrite(i, error=e) for i in futures[fut]]
                 except BaseException as e:  # an interrupt: without partial progress it fails the call too
                     if not stop_on_failure:
                         raise
-                    outcome = GroupRewrite(index, error=e)
-                if outcome.error is not None and stop_on_failure and not failed:
-                    failed = True
-                    for other in futures:
-                        other.cancel()
-                yield outcome
+                    outcomes = [GroupRewrite(i, error=e) for i in futures[fut]]
+                for outcome in outcomes:
+                    if outcome.error is not None and stop_on_failure and not failed:
+                        failed = True
+                        for other in futures:
+                            other.cancel()
+                    yield outcome
 
     def rewrite_delete_groups(self, table: Table, groups: Sequence[DeleteGroup],
                               options: PositionDeleteRewriteOptions, *, stop_on_failure: bool) -> list[GroupRewrite]:
