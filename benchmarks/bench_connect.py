@@ -22,6 +22,7 @@ check of a change.  ``--kinds classic`` runs the classic side alone (pyspark 3.5
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shutil
@@ -98,10 +99,16 @@ def force_distributed_steps() -> None:
     """GC steps as Spark jobs even on small tables (as tests/helpers/cluster_flow.py does); attributes a
     baseline commit lacks are left alone."""
     from procedures.core.gc import reachability
-    from procedures.spark.engine import gc_steps as orphans
 
+    # the directory limit lives in the GC steps of the Spark engine now, in the orphans action before
+    orphans = []
+    for module_name in ("procedures.spark.engine.gc_steps", "procedures.spark.actions.remove_orphan_files"):
+        try:
+            orphans.append(importlib.import_module(module_name))
+        except ImportError:
+            continue
     for module, name, value in ((reachability, "DRIVER_MAX_MANIFESTS", 0), (reachability, "DRIVER_MAX_LISTS", 0),
-                                (orphans, "DRIVER_MAX_DIRS", 1)):
+                                *((m, "DRIVER_MAX_DIRS", 1) for m in orphans)):
         if hasattr(module, name):
             setattr(module, name, value)
 

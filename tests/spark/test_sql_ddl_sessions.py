@@ -10,6 +10,7 @@ import pytest
 
 import procedures
 from procedures.errors import SchemaEvolutionError
+from procedures.spark.dataframes import is_connect
 from procedures.spark.session import catalog_for
 from tests.helpers.our_tables import SCHEMA, fresh_table
 
@@ -37,3 +38,18 @@ def test_alter_ctas_and_replace_on_both_session_kinds(spark):
     md = catalog_for(spark, "jcat").load_table(("db", f"{name}_ctas")).metadata
     assert [s.summary["operation"] for s in md.snapshots] == ["append", "overwrite"]
     assert [f.name for f in md.schema().fields] == ["id", "cat"] and md.spec().is_unpartitioned()
+
+
+def test_statement_results_are_empty_frames_without_a_job(spark):
+    """INSERT and DDL hand back an empty frame of no columns; on a classic session collecting it
+    starts no Spark job (a createDataFrame of an empty list parallelized an RDD and ran one)."""
+    name = f"ddl_{uuid.uuid4().hex[:8]}"
+    fresh_table(spark, name, SCHEMA)
+    results = [procedures.sql(spark, f"INSERT INTO jcat.db.{name} VALUES (1, 'a')"),
+               procedures.sql(spark, f"ALTER TABLE jcat.db.{name} ADD COLUMN n int")]
+    tracker = None if is_connect(spark) else spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None)) if tracker else set()
+    for df in results:
+        assert df.columns == [] and df.collect() == []
+    if tracker is not None:
+        assert set(tracker.getJobIdsForGroup(None)) == before
