@@ -49,7 +49,7 @@ from procedures.errors import TableAlreadyExistsError, ValidationError
 from procedures.framework.context import open_catalog
 from procedures.frontend import sqlddl
 from procedures.frontend.parser import Parser, Token
-from procedures.spark.dataframes import functions
+from procedures.spark.dataframes import functions, no_result
 from procedures.spark.session import record_engine
 from procedures.spark.write import write_dataframe
 from procedures.spec.partitioning import PartitionSpecBuilder
@@ -129,17 +129,13 @@ def execute(spark, statement, text: str, conf: Mapping[str, str]):
         if parts[0] not in ours or len(parts) < 3:
             return None
         _alter(spark, p, parts, conf)
-        return _empty(spark)
+        return no_result(spark)
     replace = head[:2] == ["REPLACE", "TABLE"] or head[:4] == ["CREATE", "OR", "REPLACE", "TABLE"]
     if replace or head[:2] == ["CREATE", "TABLE"]:
         return _create_or_replace(spark, text, conf, ours)
     return None
 
 
-def _empty(spark):
-    from pyspark.sql import types as T  # noqa: PLC0415 -- pyspark only when a statement runs
-
-    return spark.createDataFrame([], T.StructType([]))
 
 
 def _case_sensitive(conf: Mapping[str, str]) -> bool:
@@ -460,7 +456,7 @@ def _create_or_replace(spark, text: str, conf, ours: set[str]):
     exists = catalog.table_exists(ident)
     if exists and not replace:
         if if_not_exists:
-            return _empty(spark)
+            return no_result(spark)
         raise TableAlreadyExistsError(f"Table {'.'.join(parts)} already exists")
     if not exists and replace and not create:
         raise ValidationError(f"Cannot replace table {'.'.join(parts)}: it does not exist "
@@ -476,7 +472,7 @@ def _create_or_replace(spark, text: str, conf, ours: set[str]):
         _replace(spark, conf, parts, catalog.load_table(ident), schema, terms, props, location, df)
     else:
         _create(spark, conf, catalog, ident, schema, terms, props, location, df)
-    return _empty(spark)
+    return no_result(spark)
 
 
 def _rows_for(spark, table_md, df):

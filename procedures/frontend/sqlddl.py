@@ -46,7 +46,7 @@ from procedures.framework.context import open_catalog
 from procedures.frontend import sqldml, sqlshow
 from procedures.frontend.parser import Parser, tokenize
 from procedures.frontend.sqltext import DIALECT, is_opaque, our_table_refs, parse_statement, table_parts
-from procedures.spark.dataframes import functions
+from procedures.spark.dataframes import functions, no_result
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spark.table_reads import read_selection
@@ -272,7 +272,7 @@ def _create_namespace(spark, conf, parts: tuple[str, ...], if_not_exists: bool):
     except NamespaceAlreadyExistsError:
         if not if_not_exists:
             raise
-    return _empty(spark)
+    return no_result(spark)
 
 
 def _drop_namespace(spark, conf, parts: tuple[str, ...], statement: exp.Drop):
@@ -281,16 +281,11 @@ def _drop_namespace(spark, conf, parts: tuple[str, ...], statement: exp.Drop):
             f"DROP NAMESPACE ... CASCADE is not supported on {'.'.join(parts)}: drop its tables first")
     catalog = open_catalog(parts[0], conf)
     if statement.args.get("exists") and not catalog.namespace_exists(tuple(parts[1:])):
-        return _empty(spark)
+        return no_result(spark)
     catalog.drop_namespace(tuple(parts[1:]))
-    return _empty(spark)
+    return no_result(spark)
 
 
-def _empty(spark):
-    # an always-false filter over an empty range becomes an empty local relation in the optimizer: no
-    # Spark job when a caller collects it, where a classic createDataFrame([]) parallelizes an RDD
-    # (about 10 ms per statement on the driver, and a job on every collect)
-    return spark.range(0, 0, 1, 1).select().where(functions(spark).lit(False))
 
 
 def _table(conf, parts: list[str]):
@@ -346,14 +341,14 @@ def _create_table(spark, text: str, conf):
         builder.add(column, transform)
     if catalog.table_exists(ident):
         if if_not_exists:
-            return _empty(spark)
+            return no_result(spark)
         raise TableAlreadyExistsError(f"Table {'.'.join(parts)} already exists")
     md, _ = new_table_metadata(
         schema=schema, spec=builder.build(), properties=props,
         location=location or catalog.default_table_location(ident),
     )
     catalog.create_table(ident, md)
-    return _empty(spark)
+    return no_result(spark)
 
 
 #: partition transforms by the names Spark SQL gives them
@@ -413,7 +408,7 @@ def _drop_table(spark, statement: exp.Drop, conf):
         except NoSuchTableError:
             if not statement.args.get("exists"):
                 raise
-    return _empty(spark)
+    return no_result(spark)
 
 
 #: the temporary views standing for our tables in statements: (catalog, identifier) -> view names.
@@ -593,4 +588,4 @@ def _insert(spark, statement: exp.Insert, text: str, conf, ours: set[str]):
     # the names just given: the write need not ask a Connect server to analyze the plan again
     append(spark, table, df, columns=[f.name for f in fields])
     refresh_table_views(spark, conf, [(parts[0], ident)])
-    return _empty(spark)
+    return no_result(spark)

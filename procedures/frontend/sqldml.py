@@ -33,7 +33,7 @@ from procedures.core.kernel.row_level import DELETE, MERGE, UPDATE, conflict_che
 from procedures.errors import IcebergError, ValidationError
 from procedures.framework.context import open_catalog
 from procedures.frontend.sqltext import DIALECT, our_table_refs, parse_statement, table_parts
-from procedures.spark.dataframes import functions
+from procedures.spark.dataframes import functions, no_result
 from procedures.spark.dml import delete_where, match_files, overwrite, overwrite_partitions
 from procedures.spark.read import read_table, spark_type
 from procedures.spark.row_changes import KEYS, apply_row_changes, read_target, target_columns
@@ -67,10 +67,6 @@ def parse(text: str) -> exp.Expression:
     return parse_statement(_LOCAL_TARGET.sub(lambda m: f"{m.group(1)}`{m.group(2)}`{m.group(3)}", text, count=1))
 
 
-def _empty(spark: Any) -> Any:
-    from pyspark.sql import types as T  # noqa: PLC0415 -- pyspark only when a statement runs
-
-    return spark.createDataFrame([], T.StructType([]))
 
 
 def _q(name: str) -> str:
@@ -153,7 +149,7 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
         raise ValidationError(views.clean_message(message)) from None
     finally:
         views.drop()
-    return _empty(spark)
+    return no_result(spark)
 
 
 def changed_table(statement: exp.Expression) -> tuple[str, tuple[str, ...]]:

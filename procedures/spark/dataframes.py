@@ -42,6 +42,7 @@ __all__ = [
     "slices_frame",
     "payload_frame",
     "empty_frame",
+    "no_result",
     "INLINE_PAYLOAD_BYTES",
     "map_slices",
     "run_slices",
@@ -287,6 +288,14 @@ def empty_frame(spark: Any, schema: Any) -> Any:
     no task: an always-false filter becomes an empty local relation in the optimizer (the
     ``sparkContext.emptyRDD`` of both session kinds)."""
     return spark.range(0, 0, 1, 1).mapInArrow(_no_batches, struct_schema(schema)).where(functions(spark).lit(False))
+
+
+def no_result(spark: Any) -> Any:
+    """The result of a statement that returns nothing (INSERT, DDL, DML): no columns, no rows, and
+    no Spark job when a caller collects it (the always-false filter becomes an empty local relation;
+    a classic ``createDataFrame([])`` parallelizes an RDD, about 10 ms per statement, and runs a job on
+    every collect)."""
+    return spark.range(0, 0, 1, 1).select().where(functions(spark).lit(False))
 
 
 def _pickled_batches(values: Iterable[Any]) -> Iterator[Any]:
