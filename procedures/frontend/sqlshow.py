@@ -299,7 +299,10 @@ def describe(spark: Any, statement: exp.Describe, conf: Mapping[str, str]) -> An
             rows += [(f"Part {i}", describe_transform(md, pf.transform, pf.source_id), "")
                      for i, pf in enumerate(spec.fields)]
     else:
-        rows += [(n, t, None) for n, t in ddl_columns(metadata_table_schema(sel.metadata_table, md))]
+        # Spark reads the DDL so that a type naming a dotted field (readable_metrics' `s.x`) is shown
+        # as Spark shows it, unquoted
+        schema = spark.createDataFrame([], metadata_table_schema(sel.metadata_table, md)).schema
+        rows += [(f.name, f.dataType.simpleString(), None) for f in schema.fields]
     if str(statement.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):
         ptype = unified_partition_type(md) if sel.metadata_table is None else T.StructType()
         rows += [blank, ("# Metadata Columns", "", "")]

@@ -6,8 +6,10 @@ forms, ``ManifestEntriesTable`` / ``AllEntriesTable``, ``PartitionsTable``, ``Po
 They are small (one row per snapshot, ref, manifest, file, partition or deleted position) and are
 built on the driver from the metadata, manifests and delete files.  The tables Java reads from one
 snapshot (files, entries, manifests, partitions, position deletes) take a ``snapshot_id`` for time
-travel; the others describe the whole table.  Java's derived ``readable_metrics`` column of
-``files`` and ``entries`` is not produced, and ``position_deletes.row`` is always null.
+travel; the others describe the whole table.  The file tables and the entries tables end with Java's
+derived ``readable_metrics`` column: one struct per primitive column of the current schema (named by
+its full dotted name, in name order, as Java's ``MetricsUtil``) holding that column's metrics from the
+file's maps with the bounds decoded to the column's type.  ``position_deletes.row`` is always null.
 """
 
 from __future__ import annotations
@@ -25,9 +27,13 @@ from procedures.io.parquet_reader import read_dv_positions, read_position_delete
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
 from procedures.spec.snapshots import Snapshot
+from procedures.spec.schema import Schema, walk_fields
 from procedures.spec.types import (
     DateType,
+    GeographyType,
+    GeometryType,
     IcebergType,
+    NestedField,
     StructType,
     TimestampNanoType,
     TimestampType,
@@ -83,6 +89,26 @@ def _ddl(t: StructType) -> str:
     return spark_type(t).simpleString()
 
 
+def _metric_columns(schema: Schema) -> list[tuple[str, NestedField]]:
+    """The columns ``readable_metrics`` describes: every primitive field by its full name (list
+    elements ``element``, map keys and values ``key``/``value``), sorted by name as Java does."""
+    cols = [(".".join(path), f) for path, f, _ in walk_fields(schema.as_struct()) if f.field_type.is_primitive]
+    return sorted(cols, key=lambda c: c[0])
+
+
+def _readable_metrics_ddl(schema: Schema) -> str:
+    cols = _metric_columns(schema)
+    if not cols:
+        return ""
+    fields = []
+    for name, f in cols:
+        t = spark_type(f.field_type).simpleString()
+        quoted = "`" + name.replace("`", "``") + "`"
+        fields.append(f"{quoted}:struct<column_size:bigint,value_count:bigint,null_value_count:bigint,"
+                      f"nan_value_count:bigint,lower_bound:{t},upper_bound:{t}>")
+    return ", readable_metrics struct<" + ",".join(fields) + ">"
+
+
 def metadata_table_schema(name: str, md: TableMetadata) -> str:
     """The DDL schema (Spark ``simpleString`` field list) of metadata table ``name``."""
     ptype = unified_partition_type(md)
@@ -105,10 +131,11 @@ def metadata_table_schema(name: str, md: TableMetadata) -> str:
                 "lower_bound:string,upper_bound:string>>"
                 + (", reference_snapshot_id bigint" if name == "all_manifests" else ""))
     if name in _FILE_TABLES:
-        return ", ".join(f"{n} {t}" for n, t in _file_fields(ptype))
+        return ", ".join(f"{n} {t}" for n, t in _file_fields(ptype)) + _readable_metrics_ddl(md.schema())
     if name in ("entries", "all_entries"):
         return ("status int, snapshot_id bigint, sequence_number bigint, file_sequence_number bigint, "
-                "data_file struct<" + ",".join(f"{n}:{t}" for n, t in _file_fields(ptype)) + ">")
+                "data_file struct<" + ",".join(f"{n}:{t}" for n, t in _file_fields(ptype)) + ">"
+                + _readable_metrics_ddl(md.schema()))
     if name == "partitions":
         part = f"partition {_ddl(ptype)}, spec_id int, " if ptype.fields else ""
         return (part + "record_count bigint, file_count int, total_data_file_size_in_bytes bigint, "
@@ -209,6 +236,40 @@ def _file_row(md: TableMetadata, ptype: StructType, df: Any) -> tuple:
             df.referenced_data_file, df.content_offset, df.content_size_in_bytes)
 
 
+def _bound(raw: bytes | None, t: IcebergType) -> Any:
+    if raw is None:
+        return None
+    if isinstance(t, (GeometryType, GeographyType)):  # Spark reads these as binary, bounds too
+        return bytes(raw)
+    value = from_bytes(raw, t)
+    return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _spark_value(value, t)
+
+
+def _readable_metrics(cols: list[tuple[str, NestedField]], df: Any) -> tuple | None:
+    """Java's ``readable_metrics`` of a file: per column its sizes and counts and decoded bounds
+    (nulls where the file has none, e.g. for a delete file, whose metrics are of its own columns)."""
+    if not cols:
+        return None
+
+    def get(m: dict | None, fid: int) -> Any:
+        return None if m is None else m.get(fid)
+
+    out = []
+    for _, f in cols:
+        fid, t = f.field_id, f.field_type
+        out.append((get(df.column_sizes, fid), get(df.value_counts, fid), get(df.null_value_counts, fid),
+                    get(df.nan_value_counts, fid), _bound(get(df.lower_bounds, fid), t),
+                    _bound(get(df.upper_bounds, fid), t)))
+    return tuple(out)
+
+
+def _metrics_column(md: TableMetadata) -> Callable[[Any], tuple]:
+    """The ``readable_metrics`` cell of a file's row, as a 1-tuple (empty when the schema has no
+    primitive column, where the column is left out)."""
+    cols = _metric_columns(md.schema())
+    return (lambda df: (_readable_metrics(cols, df),)) if cols else (lambda df: ())
+
+
 def _reachable_manifests(t: Table) -> list:
     """Every manifest of every snapshot, each once (Java's ``all_*`` tables read them by path)."""
     seen: dict[str, Any] = {}
@@ -233,18 +294,20 @@ def _files(content: ManifestContent | None, every_snapshot: bool = False
            ) -> Callable[[Table, Snapshot | None], Iterator[tuple]]:
     def rows(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
         ptype = unified_partition_type(t.metadata)
+        metrics = _metrics_column(t.metadata)
         for e in _entries_of(t, snap, content, every_snapshot):
             if e.status != ManifestEntryStatus.DELETED:
-                yield _file_row(t.metadata, ptype, e.data_file)
+                yield (*_file_row(t.metadata, ptype, e.data_file), *metrics(e.data_file))
     return rows
 
 
 def _entries(every_snapshot: bool) -> Callable[[Table, Snapshot | None], Iterator[tuple]]:
     def rows(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
         ptype = unified_partition_type(t.metadata)
+        metrics = _metrics_column(t.metadata)
         for e in _entries_of(t, snap, every_snapshot=every_snapshot):
             yield (int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number,
-                   _file_row(t.metadata, ptype, e.data_file))
+                   _file_row(t.metadata, ptype, e.data_file), *metrics(e.data_file))
     return rows
 
 

@@ -5,8 +5,7 @@ TABLE`` and ``DESCRIBE [EXTENDED]``.
 
 Java and we read the SAME table: Java through its Spark catalog (``spark.sql``), we through ours on the
 same warehouse, metastore, database or REST server (``procedures.sql``), so snapshot ids, paths and
-times are equal and every value is compared.  Java's derived ``readable_metrics`` column is left out
-(documented in docs/sql.md)."""
+times are equal and every value is compared, Java's derived ``readable_metrics`` column too."""
 
 from __future__ import annotations
 
@@ -34,11 +33,7 @@ def _rows(df) -> list[tuple]:
 
 
 def _schema(df) -> list[tuple[str, str]]:
-    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name != "readable_metrics"]
-
-
-def _without_readable_metrics(df):
-    return df.drop("readable_metrics") if "readable_metrics" in df.columns else df
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
 
 
 def _compare(spark, text: str, java: str, ours: str) -> list[str]:
@@ -47,7 +42,7 @@ def _compare(spark, text: str, java: str, ours: str) -> list[str]:
     column for partition field"), ours must still answer."""
     got = procedures.sql(spark, text.format(cat=ours))
     try:
-        want = _without_readable_metrics(spark.sql(text.format(cat=java)))
+        want = spark.sql(text.format(cat=java))
         want.collect()
     except Exception as e:  # noqa: BLE001 -- Java's failure is reported, ours is still read
         JAVA_FAILS.append(f"{text}: {str(e).splitlines()[0][:200]}")
@@ -124,9 +119,8 @@ def _shows(spark, cat, ns: str, name: str) -> list[str]:
     for q in queries:
         out += _compare(spark, q, cat.java, cat.ours)
     # a metadata table's columns: Java documents those of `files` (the data file fields' docs), ours
-    # leave the comment empty; names and types are Java's (without readable_metrics)
-    want = [tuple(r)[:2] for r in spark.sql(f"DESCRIBE {cat.java}.{ns}.{name}.files").collect()
-            if r[0] != "readable_metrics"]
+    # leave the comment empty; names and types are Java's
+    want = [tuple(r)[:2] for r in spark.sql(f"DESCRIBE {cat.java}.{ns}.{name}.files").collect()]
     got = [tuple(r)[:2] for r in procedures.sql(spark, f"DESCRIBE {cat.ours}.{ns}.{name}.files").collect()]
     if got != want:
         out.append(f"DESCRIBE files: ours {got}, Java {want}")
@@ -139,6 +133,36 @@ def test_reads_and_metadata_tables_equal_java(spark, request, version):
     cat = shared_catalog(spark, "hadoop", request)
     _java_table(spark, cat.java, "db", f"reads_v{version}", version)
     assert _reads(spark, cat, "db", f"reads_v{version}") == []
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("version", [2, 3])
+def test_readable_metrics_equal_java(spark, request, version):
+    """``readable_metrics`` of the file and entries tables, Java's on the same table: one struct per
+    primitive column (nested ones by their dotted names, list elements and map keys/values, in name
+    order), bounds decoded to every type Spark reads (float NaN counted, decimal, date, timestamps with
+    and without zone, binary, boolean), and nulls for a delete file's row, whose metrics are its own."""
+    cat = shared_catalog(spark, "hadoop", request)
+    t = f"{cat.java}.db.metrics_v{version}"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE TABLE {t} (id bigint NOT NULL, f float, d double, dec decimal(10,2), ts timestamp, dt date, "
+              "s struct<x:int, `y.z`:string>, m map<string,int>, l array<int>, b binary, bo boolean, "
+              f"tn timestamp_ntz, Up int) USING iceberg PARTITIONED BY (bucket(4, id)) "
+              f"TBLPROPERTIES ('format-version'='{version}', 'write.delete.mode'='merge-on-read')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, float('NaN'), 1.5, 3.25, timestamp'2024-01-01 10:00:00', date'2024-01-01', "
+              "named_struct('x', 1, 'y.z', 'a'), map('k', 1), array(1, 2), X'0102', true, "
+              "timestamp_ntz'2024-01-01 00:00:00', 7), (2, 1.0, null, null, null, null, null, null, null, null, "
+              "null, null, null), (9, -2.5, -1.0, -7.5, timestamp'2023-05-01 00:00:00', date'1969-12-31', "
+              "named_struct('x', -3, 'y.z', 'zz'), map('a', 2), array(), X'ff', false, "
+              "timestamp_ntz'1999-01-01 00:00:00', -1)")
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")
+    problems = []
+    for m in ("files", "data_files", "delete_files", "all_files", "all_data_files", "all_delete_files",
+              "entries", "all_entries"):
+        problems += _compare(spark, f"SELECT * FROM {{cat}}.db.metrics_v{version}.{m}", cat.java, cat.ours)
+        problems += _compare(spark, f"SELECT readable_metrics.`s.y.z`.upper_bound, readable_metrics.f "
+                                    f"FROM {{cat}}.db.metrics_v{version}.{m}", cat.java, cat.ours)
+    assert problems == []
 
 
 @pytest.mark.java
