@@ -44,7 +44,8 @@ from procedures.spec.types import (
 from procedures.core.kernel.snapshot_producer import snapshot_manifests
 from procedures.spark.read import load_table, spark_type, unified_partition_type
 
-__all__ = ["METADATA_TABLES", "SNAPSHOT_TABLES", "metadata_table", "metadata_table_rows", "metadata_table_schema"]
+__all__ = ["METADATA_TABLES", "SNAPSHOT_TABLES", "metadata_table", "metadata_table_docs", "metadata_table_rows",
+           "metadata_table_schema"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -69,6 +70,9 @@ def _spark_value(value: Any, t: IcebergType) -> Any:
     if isinstance(t, Decimal):
         return value
     return value
+
+
+_FILE_TABLES = ("files", "data_files", "delete_files", "all_files", "all_data_files", "all_delete_files")
 
 
 # ------------------------------------------------------------------------------ schemas
@@ -149,6 +153,64 @@ def metadata_table_schema(name: str, md: TableMetadata) -> str:
         return (f"file_path string, pos bigint, row {_ddl(md.schema().as_struct())}, {part}spec_id int, "
                 f"delete_file_path string{dv}")
     raise ValidationError(f"Unknown metadata table {name!r}; known: {', '.join(METADATA_TABLES)}")
+
+
+#: the spec's docs of the data file fields, the column comments of Java's file tables
+_FILE_DOCS = {
+    "content": "Contents of the file: 0=data, 1=position deletes, 2=equality deletes",
+    "file_path": "Location URI with FS scheme",
+    "file_format": "File format name: avro, orc, or parquet",
+    "spec_id": "Partition spec ID",
+    "partition": "Partition data tuple, schema based on the partition spec",
+    "record_count": "Number of records in the file",
+    "file_size_in_bytes": "Total file size in bytes",
+    "column_sizes": "Map of column id to total size on disk",
+    "value_counts": "Map of column id to total count, including null and NaN",
+    "null_value_counts": "Map of column id to null value count",
+    "nan_value_counts": "Map of column id to number of NaN values in the column",
+    "lower_bounds": "Map of column id to lower bound",
+    "upper_bounds": "Map of column id to upper bound",
+    "key_metadata": "Encryption key metadata blob",
+    "split_offsets": "Splittable offsets",
+    "equality_ids": "Equality comparison field IDs",
+    "sort_order_id": "Sort order ID",
+    "first_row_id": "The first row ID assigned to the first row in the data file",
+    "referenced_data_file": "Fully qualified location (URI with FS scheme) of a data file that all deletes reference",
+    "content_offset": "The offset in the file where the content starts",
+    "content_size_in_bytes": "The length of referenced content stored in the file",
+}
+_READABLE_METRICS_DOC = {"readable_metrics": "Column metrics in readable form"}
+#: column comments of each metadata table, as Java's metadata table schemas document their fields
+_DOCS: dict[str, dict[str, str]] = {
+    **{n: {**_FILE_DOCS, **_READABLE_METRICS_DOC} for n in _FILE_TABLES},
+    "entries": _READABLE_METRICS_DOC,
+    "all_entries": _READABLE_METRICS_DOC,
+    "partitions": {
+        "record_count": "Count of records in data files",
+        "file_count": "Count of data files",
+        "total_data_file_size_in_bytes": "Total size in bytes of data files",
+        "position_delete_record_count": "Count of records in position delete files",
+        "position_delete_file_count": "Count of position delete files",
+        "equality_delete_record_count": "Count of records in equality delete files",
+        "equality_delete_file_count": "Count of equality delete files",
+        "last_updated_at": "Commit time of snapshot that last updated this partition",
+        "last_updated_snapshot_id": "Id of snapshot that last updated this partition",
+    },
+    "position_deletes": {
+        "file_path": "Path of a file in which a deleted row is stored",
+        "pos": "Ordinal position of a deleted row in the data file",
+        "row": "Deleted row values",
+        "partition": "Partition that position delete row belongs to",
+        "spec_id": "Spec ID used to track the file containing a row",
+        "delete_file_path": "Path of the file in which a row is stored",
+    },
+}
+
+
+def metadata_table_docs(name: str) -> dict[str, str]:
+    """The comment of each documented column of metadata table ``name`` (what ``DESCRIBE`` shows), the
+    spec's field docs as Java's metadata table schemas carry them; undocumented columns are absent."""
+    return _DOCS.get(name, {})
 
 
 # ------------------------------------------------------------------------------ rows
@@ -382,8 +444,6 @@ METADATA_TABLES: dict[str, Callable[[Table, Snapshot | None], Iterator[tuple]]] 
 #: the metadata tables read from one snapshot: time travel (``VERSION AS OF``) chooses it
 SNAPSHOT_TABLES = frozenset({"manifests", "files", "data_files", "delete_files", "entries", "partitions",
                              "position_deletes"})
-
-_FILE_TABLES = ("files", "data_files", "delete_files", "all_files", "all_data_files", "all_delete_files")
 
 
 def metadata_table_rows(table: Table, name: str, snapshot_id: int | None = None) -> list[tuple]:

@@ -118,12 +118,16 @@ def _shows(spark, cat, ns: str, name: str) -> list[str]:
     out = []
     for q in queries:
         out += _compare(spark, q, cat.java, cat.ours)
-    # a metadata table's columns: Java documents those of `files` (the data file fields' docs), ours
-    # leave the comment empty; names and types are Java's
-    want = [tuple(r)[:2] for r in spark.sql(f"DESCRIBE {cat.java}.{ns}.{name}.files").collect()]
-    got = [tuple(r)[:2] for r in procedures.sql(spark, f"DESCRIBE {cat.ours}.{ns}.{name}.files").collect()]
-    if got != want:
-        out.append(f"DESCRIBE files: ours {got}, Java {want}")
+    return out
+
+
+def _describe_metadata_tables(spark, cat, ns: str, name: str) -> list[str]:
+    """DESCRIBE of every metadata table: Java's names, types and column comments (the spec's field docs
+    Java's metadata table schemas carry: those of the data file fields, the partition counts, the
+    position delete columns, ``readable_metrics``)."""
+    out = []
+    for m in METADATA_TABLES:
+        out += _compare(spark, f"DESCRIBE {{cat}}.{ns}.{name}.{m}", cat.java, cat.ours)
     return out
 
 
@@ -133,6 +137,22 @@ def test_reads_and_metadata_tables_equal_java(spark, request, version):
     cat = shared_catalog(spark, "hadoop", request)
     _java_table(spark, cat.java, "db", f"reads_v{version}", version)
     assert _reads(spark, cat, "db", f"reads_v{version}") == []
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("version", [2, 3])
+def test_describe_metadata_tables_equal_java(spark, request, version):
+    cat = shared_catalog(spark, "hadoop", request)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat.java}.descdb")
+    _java_table(spark, cat.java, "descdb", f"desc_v{version}", version)
+    problems = _describe_metadata_tables(spark, cat, "descdb", f"desc_v{version}")
+    # an unpartitioned table: the metadata tables have no partition column
+    t = f"{cat.java}.descdb.flat_v{version}"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE TABLE {t} (id bigint, data string) USING iceberg TBLPROPERTIES ('format-version'='{version}')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    problems += _describe_metadata_tables(spark, cat, "descdb", f"flat_v{version}")
+    assert problems == [], "\n".join(problems)
 
 
 @pytest.mark.java
