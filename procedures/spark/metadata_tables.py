@@ -9,7 +9,8 @@ snapshot (files, entries, manifests, partitions, position deletes) take a ``snap
 travel; the others describe the whole table.  The file tables and the entries tables end with Java's
 derived ``readable_metrics`` column: one struct per primitive column of the current schema (named by
 its full dotted name, in name order, as Java's ``MetricsUtil``) holding that column's metrics from the
-file's maps with the bounds decoded to the column's type.  ``position_deletes.row`` is always null.
+file's maps with the bounds decoded to the column's type.  ``position_deletes.row`` holds the deleted
+row where the delete file stores it (the spec's optional ``row`` column), else null.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ import uuid as _uuid
 from decimal import Decimal
 from typing import Any, Callable, Iterator
 
+import pyarrow as pa
+
 from procedures.catalog.base import Table
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.conversions import from_bytes, to_human_string
 from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
-from procedures.io.parquet_reader import read_dv_positions, read_position_deletes
+from procedures.io.parquet_reader import read_dv_positions, read_position_delete_rows, read_position_deletes
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
+from procedures.spec.metadata_columns import DELETE_FILE_ROW_ID
 from procedures.spec.snapshots import Snapshot
 from procedures.spec.schema import Schema, walk_fields
 from procedures.spec.types import (
@@ -33,6 +37,8 @@ from procedures.spec.types import (
     GeographyType,
     GeometryType,
     IcebergType,
+    ListType,
+    MapType,
     NestedField,
     StructType,
     TimestampNanoType,
@@ -42,7 +48,7 @@ from procedures.spec.types import (
     UUIDType,
 )
 from procedures.core.kernel.snapshot_producer import snapshot_manifests
-from procedures.spark.read import load_table, spark_type, unified_partition_type
+from procedures.spark.read import load_table, spark_type, to_spark_arrow, unified_partition_type
 
 __all__ = ["METADATA_TABLES", "SNAPSHOT_TABLES", "metadata_table", "metadata_table_docs", "metadata_table_rows",
            "metadata_table_schema"]
@@ -403,19 +409,42 @@ def _partitions(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
         yield (*head, a[0], a[1], a[2], a[3], a[4], a[5], a[6], _ts(a[7]), a[8])
 
 
+def _python_cell(value: Any, t: IcebergType) -> Any:
+    """An Arrow ``to_pylist`` value in the form Spark's ``createDataFrame`` takes for the Spark type of
+    ``t``: structs as tuples, maps as dicts (Arrow gives key/value pairs)."""
+    if value is None:
+        return None
+    if isinstance(t, StructType):
+        return tuple(_python_cell(value.get(f.name), f.field_type) for f in t.fields)
+    if isinstance(t, ListType):
+        return [_python_cell(v, t.element_type) for v in value]
+    if isinstance(t, MapType):
+        return {_python_cell(k, t.key_type): _python_cell(v, t.value_type) for k, v in value}
+    return value
+
+
 def _position_deletes(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
     md = t.metadata
     ptype = unified_partition_type(md)
+    row_type = md.schema().as_struct()
+    row_field = NestedField(DELETE_FILE_ROW_ID, "row", row_type, False)
     for e in _entries_of(t, snap, ManifestContent.DELETES):
         df = e.data_file
         if e.status == ManifestEntryStatus.DELETED or df.content != FileContent.POSITION_DELETES:
             continue
         part = (_partition_row(md, ptype, df.spec_id, df.partition),) if ptype.fields else ()
+        dv = (df.content_offset, df.content_size_in_bytes) if md.format_version >= 3 else ()
+        stored = None if df.content_offset is not None else read_position_delete_rows(t.io, df, row_type)
+        if stored is not None:  # the file keeps the deleted rows: Java shows them
+            batch = pa.RecordBatch.from_arrays([stored.column("row").combine_chunks()], names=["row"])
+            cells = to_spark_arrow(batch, [row_field]).column(0).to_pylist()
+            for path, pos, cell in zip(stored.column(0).to_pylist(), stored.column(1).to_pylist(), cells):
+                yield (path, pos, _python_cell(cell, row_type), *part, df.spec_id, df.file_path, *dv)
+            continue
         if df.content_offset is not None:  # a deletion vector: one data file's positions in a Puffin blob
             by_path = {df.referenced_data_file: read_dv_positions(t.io, df)}
         else:
             by_path = read_position_deletes(t.io, df)
-        dv = (df.content_offset, df.content_size_in_bytes) if md.format_version >= 3 else ()
         for path, positions in by_path.items():
             for pos in positions.tolist():
                 yield (path, pos, None, *part, df.spec_id, df.file_path, *dv)
