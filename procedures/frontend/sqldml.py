@@ -125,9 +125,10 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
         return None
     target = statement.this
     ours = our_table_refs(statement, catalog_names(conf))
-    if isinstance(target, exp.Schema) and target.this in ours:
-        raise ValidationError("INSERT OVERWRITE with a column list is not supported on our tables: select the "
-                              "table's columns in order instead")
+    columns = None
+    if isinstance(target, exp.Schema) and target.this in ours:  # INSERT OVERWRITE t (b, a) ...
+        columns = [i.name for i in target.expressions]
+        target = target.this
     if not isinstance(target, exp.Table) or target not in ours:
         return None
     parts = table_parts(target)
@@ -143,7 +144,7 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
         elif isinstance(statement, exp.Merge):
             _merge(spark, table, statement, views)
         else:
-            _insert_overwrite(spark, table, statement, views)
+            _insert_overwrite(spark, table, statement, target, columns, views)
     except IcebergError:
         raise
     except Exception as e:  # noqa: BLE001 -- a Spark error may quote one of our views: name the table
@@ -159,7 +160,8 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
 def changed_table(statement: exp.Expression) -> tuple[str, tuple[str, ...]]:
     """``(catalog, identifier)`` of the table a statement :func:`execute` ran changed, for refreshing
     the views that stand for it."""
-    parts = table_parts(statement.this)
+    target = statement.this
+    parts = table_parts(target.this if isinstance(target, exp.Schema) else target)
     return parts[0], tuple(parts[1:])
 
 
@@ -391,12 +393,34 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
 
 
 # ------------------------------------------------------------------------------------ INSERT OVERWRITE
-def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, views: _Views) -> None:
+def _listed_fields(t: Any, columns: list[str], by_name: Mapping[str, Any], static: Mapping[str, Any]) -> list[Any]:
+    """The table columns an INSERT's column list names, in its order (the query's columns match them
+    by position); the columns it leaves out are written as null, so a required one is refused, as by
+    Spark."""
+    listed = []
+    for name in columns:
+        f = by_name.get(name.lower())
+        if f is None:
+            raise ValidationError(f"INSERT OVERWRITE: the column list names {name}, not a column of {t.name} "
+                                  f"(columns: {', '.join(f.name for f in by_name.values())})")
+        if f in listed or f.name in static:
+            raise ValidationError(f"INSERT OVERWRITE: column {f.name} is given twice (in the column list"
+                                  + (" and in PARTITION)" if f.name in static else ")"))
+        listed.append(f)
+    missing = [f.name for f in by_name.values() if f.required and f not in listed and f.name not in static]
+    if missing:
+        raise ValidationError(f"Cannot write to {t.name}: the column list leaves out the required column(s) "
+                              f"{', '.join(missing)}; list them")
+    return listed
+
+
+def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, target: exp.Table, columns: list[str] | None,
+                      views: _Views) -> None:
     F = functions(spark)
     fields = list(t.metadata.schema().fields)
     by_name = {f.name.lower(): f for f in fields}
     static: dict[str, exp.Expression] = {}
-    partition = statement.this.args.get("partition")
+    partition = target.args.get("partition")
     for e in partition.expressions if partition is not None else []:
         if isinstance(e, exp.EQ) and isinstance(e.this, exp.Column):
             f = by_name.get(e.this.name.lower())
@@ -408,7 +432,8 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, views: _Views) 
     query = statement.expression
     views.replace_refs(query)
     df = spark.sql(_sql(query))
-    dynamic_fields = [f for f in fields if f.name not in static]
+    dynamic_fields = ([f for f in fields if f.name not in static] if columns is None
+                      else _listed_fields(t, columns, by_name, static))
     if len(df.columns) != len(dynamic_fields):
         raise ValidationError(
             f"Cannot write to {t.name}: the query has {len(df.columns)} columns, the table expects "
@@ -418,7 +443,12 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, views: _Views) 
     given = dict(zip([f.name for f in dynamic_fields], df.columns))
     out = []
     for f in fields:
-        col = F.expr(_sql(static[f.name])) if f.name in static else F.col(_q(given[f.name]))
+        if f.name in static:
+            col = F.expr(_sql(static[f.name]))
+        elif f.name in given:
+            col = F.col(_q(given[f.name]))
+        else:  # left out of the column list: null, as Spark fills a column without a default
+            col = F.lit(None)
         out.append(_cast(F, col, f.field_type, f.name))
     rows = df.select(*out)
     mode = str(spark.conf.get(OVERWRITE_MODE, "static") or "static").strip().lower()

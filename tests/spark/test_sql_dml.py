@@ -136,6 +136,24 @@ def test_insert_overwrite_static_and_dynamic_match_java(spark, ours, fv):
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
 
 
+@pytest.mark.java
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_insert_overwrite_with_a_column_list_matches_java(spark, ours, dynamic):
+    """``INSERT OVERWRITE t (cols) ...``: the query's columns go to the listed ones by position, the
+    columns left out are null; with ``PARTITION`` the list names the other columns."""
+    mine, java = _twins(spark, f"dml_cols_{int(dynamic)}", partitioned=True)
+    try:
+        if dynamic:
+            spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        _run_both(spark, mine, java, "INSERT OVERWRITE {t} (n, part, data, id) SELECT n * 2, part, upper(data), id "
+                                     "FROM {t} WHERE id < 12")
+        _run_both(spark, mine, java, "INSERT OVERWRITE TABLE {t} PARTITION (part = 'p1') (n, id, data) "
+                                     "VALUES (70, 7, 'seven')")
+        _run_both(spark, mine, java, "INSERT OVERWRITE {t} (id, part) SELECT 31, 'p2'")
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+
+
 def test_insert_overwrite_into_a_catalog_named_local(spark, tmp_path):
     """sqlglot reads ``INSERT OVERWRITE local...`` as Hive's ``INSERT OVERWRITE LOCAL DIRECTORY``."""
     spark.conf.set("spark.sql.catalog.local.type", "hadoop")
@@ -276,7 +294,8 @@ def test_a_failing_statement_leaves_the_table_and_no_files(spark, ours, mode, st
     ("MERGE INTO {t} t USING (SELECT 1 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN DELETE", "only INSERT"),
     ("UPDATE {t} SET nope = 1", "not a top-level column"),
     ("UPDATE {t} SET n = 1, n = 2", "assigned twice"),
-    ("INSERT OVERWRITE {t} (id, part) SELECT 1, 'a'", "column list"),
+    ("INSERT OVERWRITE {t} (id, nope) SELECT 1, 'a'", "not a column"),
+    ("INSERT OVERWRITE {t} (id, id) SELECT 1, 2", "given twice"),
     ("INSERT OVERWRITE {t} SELECT 1", "columns"),
 ])
 @pytest.mark.java  # the table is made by Java's SQL (twins)
