@@ -39,6 +39,7 @@ from procedures.spark.read import read_table, spark_type
 from procedures.spark.row_changes import KEYS, apply_row_changes, read_target, target_columns
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import ALWAYS_TRUE, Expression, and_
+from procedures.spec.types import StructType
 
 __all__ = ["is_dml", "parse", "execute", "changed_table", "CARDINALITY_VIOLATION"]
 
@@ -206,22 +207,75 @@ def _cast(F: Any, column: Any, t: Any, name: str) -> Any:
     return column.cast(spark_type(t)).alias(name)
 
 
-def _assignments(t: Any, eqs: list[exp.Expression], what: str) -> dict[str, exp.Expression]:
-    """``SET col = expr, ...`` as column name -> expression; a nested or unknown column is refused."""
-    names = {f.name.lower(): f.name for f in t.metadata.schema().fields}
+def _assignments(t: Any, eqs: list[exp.Expression], what: str, alias: str | None = None
+                 ) -> dict[str, exp.Expression]:
+    """``SET col = expr, ...`` as top-level column name -> expression.  A nested field (``s.x = 1``)
+    is assigned as Spark's Iceberg assignment alignment does it: its top-level struct is rebuilt with
+    the assigned fields and the others read from the target row ``alias`` (no alias: INSERT, where
+    nested fields cannot be named).  An unknown column is refused."""
+    schema_fields = {f.name.lower(): f for f in t.metadata.schema().fields}
+    listing = ", ".join(f.name for f in schema_fields.values())
     out: dict[str, exp.Expression] = {}
+    nested: dict[str, dict[tuple[str, ...], exp.Expression]] = {}
     for eq in eqs:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise ValidationError(f"{what}: expected assignments `column = expression`, got {_sql(eq)}")
-        col = eq.this
-        name = names.get(col.name.lower())
-        if name is None or (col.table and col.table.lower() in names):
-            raise ValidationError(f"{what}: {_sql(col)} is not a top-level column of {t.name} "
-                                  f"(columns: {', '.join(names.values())}); nested fields cannot be assigned")
-        if name in out:
-            raise ValidationError(f"{what}: column {name} is assigned twice")
-        out[name] = eq.expression
+        parts = [p.name for p in eq.this.parts]
+        if len(parts) > 1 and parts[0].lower() not in schema_fields:
+            parts = parts[1:]  # qualified by the target's name or alias
+        f = schema_fields.get(parts[0].lower())
+        if f is None or len(parts) > 1 and alias is None:
+            raise ValidationError(f"{what}: {_sql(eq.this)} is not a "
+                                  f"{'top-level ' if alias is None else ''}column of {t.name} (columns: {listing})")
+        if len(parts) == 1:
+            if f.name in out or f.name in nested:
+                raise ValidationError(f"{what}: column {f.name} is assigned twice")
+            out[f.name] = eq.expression
+            continue
+        if f.name in out:
+            raise ValidationError(f"{what}: column {f.name} is assigned twice (whole and by field)")
+        path = _field_path(f, parts[1:], what, _sql(eq.this))
+        paths = nested.setdefault(f.name, {})
+        for other in paths:
+            if other[:len(path)] == path or path[:len(other)] == other:
+                raise ValidationError(f"{what}: {f.name}.{'.'.join(path)} is assigned twice (or within a field "
+                                      "also assigned)")
+        paths[path] = eq.expression
+    for name, paths in nested.items():
+        f = schema_fields[name.lower()]
+        out[name] = _struct_assignment(f.field_type, paths, f"{_q(alias or '')}.{_q(name)}")
     return out
+
+
+def _field_path(f: Any, names: list[str], what: str, shown: str) -> tuple[str, ...]:
+    """The field names (as the schema spells them) of a nested path below struct column ``f``."""
+    path, t = [], f.field_type
+    for n in names:
+        kids = {k.name.lower(): k for k in t.fields} if isinstance(t, StructType) else {}
+        k = kids.get(n.lower())
+        if k is None:
+            raise ValidationError(f"{what}: {shown} is not a field of {f.name}: only struct fields can be "
+                                  "assigned by name")
+        path.append(k.name)
+        t = k.field_type
+    return tuple(path)
+
+
+def _struct_assignment(struct: Any, assigned: dict[tuple[str, ...], exp.Expression], base: str) -> exp.Expression:
+    """``named_struct`` of ``struct``'s fields: an assigned one gets its expression (cast to its type),
+    one with assignments below it is rebuilt the same way, the others are read from ``base``."""
+    args = []
+    for f in struct.fields:
+        below = {p[1:]: e for p, e in assigned.items() if p[0] == f.name and len(p) > 1}
+        if (f.name,) in assigned:
+            value = f"CAST({_sql(assigned[(f.name,)])} AS {_type_sql(f.field_type)})"
+        elif below:
+            value = _sql(_struct_assignment(f.field_type, below, f"{base}.{_q(f.name)}"))
+        else:
+            value = f"{base}.{_q(f.name)}"
+        literal = f.name.replace("\\", "\\\\").replace("'", "\\'")
+        args.append(f"'{literal}', {value}")
+    return exp.maybe_parse(f"named_struct({', '.join(args)})", dialect=DIALECT)
 
 
 # ------------------------------------------------------------------------------------ DELETE
@@ -261,7 +315,7 @@ def _exact_filter(condition: exp.Expression, t: Any) -> bool:
 # ------------------------------------------------------------------------------------ UPDATE
 def _update(spark: Any, t: Any, statement: exp.Update, views: _Views) -> None:
     F = functions(spark)
-    sets = _assignments(t, statement.expressions, "UPDATE")
+    sets = _assignments(t, statement.expressions, "UPDATE", _alias(statement.this))
     where = statement.args.get("where")
     condition = where.this if where is not None else None
     if t.metadata.current_snapshot_id is None:
@@ -333,7 +387,7 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
                                           "clauses must name the columns they set")
                 assigned = {c: f"{_q(salias)}.{_q(c)}" for c in columns}
             else:
-                assigned = {c: _sql(e) for c, e in _assignments(t, then.expressions, "MERGE UPDATE").items()}
+                assigned = {c: _sql(e) for c, e in _assignments(t, then.expressions, "MERGE UPDATE", talias).items()}
             actions[i] = "update"
         elif isinstance(then, exp.Insert):
             if kind != "not_matched":

@@ -137,6 +137,25 @@ def test_insert_overwrite_static_and_dynamic_match_java(spark, ours, fv):
 
 
 @pytest.mark.java
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_nested_field_assignments_match_java(spark, ours, mode):
+    """UPDATE and MERGE setting struct fields (``SET s.x = ...``, nested two deep, qualified by the
+    alias): the struct is rebuilt with the other fields kept; a null struct gets the assigned fields."""
+    props = f"'format-version'='2', 'write.update.mode'='{mode}', 'write.merge.mode'='{mode}'"
+    mine, java = java_twins(spark, f"dml_nested_{mode[0]}", "id bigint, s struct<x:int, y:struct<a:string, b:string>>",
+                            props=props)
+    for n in (mine, java):
+        spark.sql(f"INSERT INTO jcat.db.{n} VALUES (1, named_struct('x', 1, 'y', named_struct('a', 'a1', 'b', 'b1'))), "
+                  "(2, null), (3, named_struct('x', 3, 'y', null)), (4, named_struct('x', 4, 'y', "
+                  "named_struct('a', 'a4', 'b', null)))")
+    _run_both(spark, mine, java, "UPDATE {t} SET s.x = s.x * 10 + id WHERE id < 3")
+    _run_both(spark, mine, java, "UPDATE {t} AS u SET u.s.y.b = concat('n', id), id = id + 100 WHERE id >= 3")
+    _run_both(spark, mine, java, "MERGE INTO {t} AS t USING (SELECT 1 AS id, 'm' AS v UNION ALL SELECT 9, 'z') AS s "
+                                 "ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.s.y.a = s.v, s.x = -1 "
+                                 "WHEN NOT MATCHED THEN INSERT (id, s) VALUES (s.id, named_struct('x', 9, 'y', null))")
+
+
+@pytest.mark.java
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_insert_overwrite_with_a_column_list_matches_java(spark, ours, dynamic):
     """``INSERT OVERWRITE t (cols) ...``: the query's columns go to the listed ones by position, the
@@ -292,7 +311,8 @@ def test_a_failing_statement_leaves_the_table_and_no_files(spark, ours, mode, st
 @pytest.mark.parametrize("statement,message", [
     ("MERGE INTO {t} t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN INSERT *", "INSERT"),
     ("MERGE INTO {t} t USING (SELECT 1 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN DELETE", "only INSERT"),
-    ("UPDATE {t} SET nope = 1", "not a top-level column"),
+    ("UPDATE {t} SET nope = 1", "not a column"),
+    ("UPDATE {t} SET data.x = 1", "only struct fields"),
     ("UPDATE {t} SET n = 1, n = 2", "assigned twice"),
     ("INSERT OVERWRITE {t} (id, nope) SELECT 1, 'a'", "not a column"),
     ("INSERT OVERWRITE {t} (id, id) SELECT 1, 2", "given twice"),
