@@ -46,6 +46,7 @@ from procedures.spec.types import (
     TimestamptzNanoType,
     TimestamptzType,
     UUIDType,
+    VariantType,
 )
 from procedures.core.kernel.snapshot_producer import snapshot_manifests
 from procedures.spark.read import load_table, spark_type, to_spark_arrow, unified_partition_type
@@ -102,7 +103,9 @@ def _ddl(t: StructType) -> str:
 def _metric_columns(schema: Schema) -> list[tuple[str, NestedField]]:
     """The columns ``readable_metrics`` describes: every primitive field by its full name (list
     elements ``element``, map keys and values ``key``/``value``), sorted by name as Java does."""
-    cols = [(".".join(path), f) for path, f, _ in walk_fields(schema.as_struct()) if f.field_type.is_primitive]
+    # a variant is no primitive to Java (nor has Spark 3.5 a type for it): no metrics struct
+    cols = [(".".join(path), f) for path, f, _ in walk_fields(schema.as_struct())
+            if f.field_type.is_primitive and not isinstance(f.field_type, VariantType)]
     return sorted(cols, key=lambda c: c[0])
 
 
