@@ -212,6 +212,8 @@ _DOCS: dict[str, dict[str, str]] = {
         "partition": "Partition that position delete row belongs to",
         "spec_id": "Spec ID used to track the file containing a row",
         "delete_file_path": "Path of the file in which a row is stored",
+        "content_offset": "The offset in the DV where the content starts",
+        "content_size_in_bytes": "The length in bytes of the DV blob",
     },
 }
 
