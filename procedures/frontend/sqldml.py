@@ -449,8 +449,8 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
 # ------------------------------------------------------------------------------------ INSERT OVERWRITE
 def _listed_fields(t: Any, columns: list[str], by_name: Mapping[str, Any], static: Mapping[str, Any]) -> list[Any]:
     """The table columns an INSERT's column list names, in its order (the query's columns match them
-    by position); the columns it leaves out are written as null, so a required one is refused, as by
-    Spark."""
+    by position); every column not given in PARTITION must be listed, as Spark requires of an Iceberg
+    table."""
     listed = []
     for name in columns:
         f = by_name.get(name.lower())
@@ -461,10 +461,10 @@ def _listed_fields(t: Any, columns: list[str], by_name: Mapping[str, Any], stati
             raise ValidationError(f"INSERT OVERWRITE: column {f.name} is given twice (in the column list"
                                   + (" and in PARTITION)" if f.name in static else ")"))
         listed.append(f)
-    missing = [f.name for f in by_name.values() if f.required and f not in listed and f.name not in static]
-    if missing:
-        raise ValidationError(f"Cannot write to {t.name}: the column list leaves out the required column(s) "
-                              f"{', '.join(missing)}; list them")
+    missing = [f.name for f in by_name.values() if f not in listed and f.name not in static]
+    if missing:  # Spark with Iceberg: "Cannot find data for the output column"
+        raise ValidationError(f"Cannot write to {t.name}: the column list leaves out the column(s) "
+                              f"{', '.join(missing)}; list every column not given in PARTITION")
     return listed
 
 
@@ -501,8 +501,8 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, target: exp.Tab
             col = F.expr(_sql(static[f.name]))
         elif f.name in given:
             col = F.col(_q(given[f.name]))
-        else:  # left out of the column list: null, as Spark fills a column without a default
-            col = F.lit(None)
+        else:  # unreachable: _listed_fields refuses a list that leaves a column out
+            raise ValidationError(f"INSERT OVERWRITE: no value for column {f.name}")
         out.append(_cast(F, col, f.field_type, f.name))
     rows = df.select(*out)
     mode = str(spark.conf.get(OVERWRITE_MODE, "static") or "static").strip().lower()
