@@ -39,6 +39,7 @@ from procedures.spark.read import read_table, spark_type
 from procedures.spark.row_changes import KEYS, apply_row_changes, read_target, target_columns
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import ALWAYS_TRUE, Expression, and_
+from procedures.spec.types import StructType
 
 __all__ = ["is_dml", "parse", "execute", "changed_table", "CARDINALITY_VIOLATION"]
 
@@ -121,9 +122,10 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
         return None
     target = statement.this
     ours = our_table_refs(statement, catalog_names(conf))
-    if isinstance(target, exp.Schema) and target.this in ours:
-        raise ValidationError("INSERT OVERWRITE with a column list is not supported on our tables: select the "
-                              "table's columns in order instead")
+    columns = None
+    if isinstance(target, exp.Schema) and target.this in ours:  # INSERT OVERWRITE t (b, a) ...
+        columns = [i.name for i in target.expressions]
+        target = target.this
     if not isinstance(target, exp.Table) or target not in ours:
         return None
     parts = table_parts(target)
@@ -139,7 +141,7 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
         elif isinstance(statement, exp.Merge):
             _merge(spark, table, statement, views)
         else:
-            _insert_overwrite(spark, table, statement, views)
+            _insert_overwrite(spark, table, statement, target, columns, views)
     except IcebergError:
         raise
     except Exception as e:  # noqa: BLE001 -- a Spark error may quote one of our views: name the table
@@ -155,7 +157,8 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
 def changed_table(statement: exp.Expression) -> tuple[str, tuple[str, ...]]:
     """``(catalog, identifier)`` of the table a statement :func:`execute` ran changed, for refreshing
     the views that stand for it."""
-    parts = table_parts(statement.this)
+    target = statement.this
+    parts = table_parts(target.this if isinstance(target, exp.Schema) else target)
     return parts[0], tuple(parts[1:])
 
 
@@ -200,22 +203,75 @@ def _cast(F: Any, column: Any, t: Any, name: str) -> Any:
     return column.cast(spark_type(t)).alias(name)
 
 
-def _assignments(t: Any, eqs: list[exp.Expression], what: str) -> dict[str, exp.Expression]:
-    """``SET col = expr, ...`` as column name -> expression; a nested or unknown column is refused."""
-    names = {f.name.lower(): f.name for f in t.metadata.schema().fields}
+def _assignments(t: Any, eqs: list[exp.Expression], what: str, alias: str | None = None
+                 ) -> dict[str, exp.Expression]:
+    """``SET col = expr, ...`` as top-level column name -> expression.  A nested field (``s.x = 1``)
+    is assigned as Spark's Iceberg assignment alignment does it: its top-level struct is rebuilt with
+    the assigned fields and the others read from the target row ``alias`` (no alias: INSERT, where
+    nested fields cannot be named).  An unknown column is refused."""
+    schema_fields = {f.name.lower(): f for f in t.metadata.schema().fields}
+    listing = ", ".join(f.name for f in schema_fields.values())
     out: dict[str, exp.Expression] = {}
+    nested: dict[str, dict[tuple[str, ...], exp.Expression]] = {}
     for eq in eqs:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise ValidationError(f"{what}: expected assignments `column = expression`, got {_sql(eq)}")
-        col = eq.this
-        name = names.get(col.name.lower())
-        if name is None or (col.table and col.table.lower() in names):
-            raise ValidationError(f"{what}: {_sql(col)} is not a top-level column of {t.name} "
-                                  f"(columns: {', '.join(names.values())}); nested fields cannot be assigned")
-        if name in out:
-            raise ValidationError(f"{what}: column {name} is assigned twice")
-        out[name] = eq.expression
+        parts = [p.name for p in eq.this.parts]
+        if len(parts) > 1 and parts[0].lower() not in schema_fields:
+            parts = parts[1:]  # qualified by the target's name or alias
+        f = schema_fields.get(parts[0].lower())
+        if f is None or len(parts) > 1 and alias is None:
+            raise ValidationError(f"{what}: {_sql(eq.this)} is not a "
+                                  f"{'top-level ' if alias is None else ''}column of {t.name} (columns: {listing})")
+        if len(parts) == 1:
+            if f.name in out or f.name in nested:
+                raise ValidationError(f"{what}: column {f.name} is assigned twice")
+            out[f.name] = eq.expression
+            continue
+        if f.name in out:
+            raise ValidationError(f"{what}: column {f.name} is assigned twice (whole and by field)")
+        path = _field_path(f, parts[1:], what, _sql(eq.this))
+        paths = nested.setdefault(f.name, {})
+        for other in paths:
+            if other[:len(path)] == path or path[:len(other)] == other:
+                raise ValidationError(f"{what}: {f.name}.{'.'.join(path)} is assigned twice (or within a field "
+                                      "also assigned)")
+        paths[path] = eq.expression
+    for name, paths in nested.items():
+        f = schema_fields[name.lower()]
+        out[name] = _struct_assignment(f.field_type, paths, f"{_q(alias or '')}.{_q(name)}")
     return out
+
+
+def _field_path(f: Any, names: list[str], what: str, shown: str) -> tuple[str, ...]:
+    """The field names (as the schema spells them) of a nested path below struct column ``f``."""
+    path, t = [], f.field_type
+    for n in names:
+        kids = {k.name.lower(): k for k in t.fields} if isinstance(t, StructType) else {}
+        k = kids.get(n.lower())
+        if k is None:
+            raise ValidationError(f"{what}: {shown} is not a field of {f.name}: only struct fields can be "
+                                  "assigned by name")
+        path.append(k.name)
+        t = k.field_type
+    return tuple(path)
+
+
+def _struct_assignment(struct: Any, assigned: dict[tuple[str, ...], exp.Expression], base: str) -> exp.Expression:
+    """``named_struct`` of ``struct``'s fields: an assigned one gets its expression (cast to its type),
+    one with assignments below it is rebuilt the same way, the others are read from ``base``."""
+    args = []
+    for f in struct.fields:
+        below = {p[1:]: e for p, e in assigned.items() if p[0] == f.name and len(p) > 1}
+        if (f.name,) in assigned:
+            value = f"CAST({_sql(assigned[(f.name,)])} AS {_type_sql(f.field_type)})"
+        elif below:
+            value = _sql(_struct_assignment(f.field_type, below, f"{base}.{_q(f.name)}"))
+        else:
+            value = f"{base}.{_q(f.name)}"
+        literal = f.name.replace("\\", "\\\\").replace("'", "\\'")
+        args.append(f"'{literal}', {value}")
+    return exp.maybe_parse(f"named_struct({', '.join(args)})", dialect=DIALECT)
 
 
 # ------------------------------------------------------------------------------------ DELETE
@@ -255,7 +311,7 @@ def _exact_filter(condition: exp.Expression, t: Any) -> bool:
 # ------------------------------------------------------------------------------------ UPDATE
 def _update(spark: Any, t: Any, statement: exp.Update, views: _Views) -> None:
     F = functions(spark)
-    sets = _assignments(t, statement.expressions, "UPDATE")
+    sets = _assignments(t, statement.expressions, "UPDATE", _alias(statement.this))
     where = statement.args.get("where")
     condition = where.this if where is not None else None
     if t.metadata.current_snapshot_id is None:
@@ -327,7 +383,7 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
                                           "clauses must name the columns they set")
                 assigned = {c: f"{_q(salias)}.{_q(c)}" for c in columns}
             else:
-                assigned = {c: _sql(e) for c, e in _assignments(t, then.expressions, "MERGE UPDATE").items()}
+                assigned = {c: _sql(e) for c, e in _assignments(t, then.expressions, "MERGE UPDATE", talias).items()}
             actions[i] = "update"
         elif isinstance(then, exp.Insert):
             if kind != "not_matched":
@@ -387,12 +443,34 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
 
 
 # ------------------------------------------------------------------------------------ INSERT OVERWRITE
-def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, views: _Views) -> None:
+def _listed_fields(t: Any, columns: list[str], by_name: Mapping[str, Any], static: Mapping[str, Any]) -> list[Any]:
+    """The table columns an INSERT's column list names, in its order (the query's columns match them
+    by position); every column not given in PARTITION must be listed, as Spark requires of an Iceberg
+    table."""
+    listed = []
+    for name in columns:
+        f = by_name.get(name.lower())
+        if f is None:
+            raise ValidationError(f"INSERT OVERWRITE: the column list names {name}, not a column of {t.name} "
+                                  f"(columns: {', '.join(f.name for f in by_name.values())})")
+        if f in listed or f.name in static:
+            raise ValidationError(f"INSERT OVERWRITE: column {f.name} is given twice (in the column list"
+                                  + (" and in PARTITION)" if f.name in static else ")"))
+        listed.append(f)
+    missing = [f.name for f in by_name.values() if f not in listed and f.name not in static]
+    if missing:  # Spark with Iceberg: "Cannot find data for the output column"
+        raise ValidationError(f"Cannot write to {t.name}: the column list leaves out the column(s) "
+                              f"{', '.join(missing)}; list every column not given in PARTITION")
+    return listed
+
+
+def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, target: exp.Table, columns: list[str] | None,
+                      views: _Views) -> None:
     F = functions(spark)
     fields = list(t.metadata.schema().fields)
     by_name = {f.name.lower(): f for f in fields}
     static: dict[str, exp.Expression] = {}
-    partition = statement.this.args.get("partition")
+    partition = target.args.get("partition")
     for e in partition.expressions if partition is not None else []:
         if isinstance(e, exp.EQ) and isinstance(e.this, exp.Column):
             f = by_name.get(e.this.name.lower())
@@ -404,7 +482,8 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, views: _Views) 
     query = statement.expression
     views.replace_refs(query)
     df = spark.sql(_sql(query))
-    dynamic_fields = [f for f in fields if f.name not in static]
+    dynamic_fields = ([f for f in fields if f.name not in static] if columns is None
+                      else _listed_fields(t, columns, by_name, static))
     if len(df.columns) != len(dynamic_fields):
         raise ValidationError(
             f"Cannot write to {t.name}: the query has {len(df.columns)} columns, the table expects "
@@ -414,7 +493,12 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, views: _Views) 
     given = dict(zip([f.name for f in dynamic_fields], df.columns))
     out = []
     for f in fields:
-        col = F.expr(_sql(static[f.name])) if f.name in static else F.col(_q(given[f.name]))
+        if f.name in static:
+            col = F.expr(_sql(static[f.name]))
+        elif f.name in given:
+            col = F.col(_q(given[f.name]))
+        else:  # unreachable: _listed_fields refuses a list that leaves a column out
+            raise ValidationError(f"INSERT OVERWRITE: no value for column {f.name}")
         out.append(_cast(F, col, f.field_type, f.name))
     rows = df.select(*out)
     mode = str(spark.conf.get(OVERWRITE_MODE, "static") or "static").strip().lower()

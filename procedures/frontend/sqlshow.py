@@ -28,7 +28,7 @@ from procedures.errors import NoSuchNamespaceError, UnsupportedStatementError
 from procedures.framework.context import open_catalog
 from procedures.frontend.parser import Parser
 from procedures.frontend.sqltext import table_parts
-from procedures.spark.metadata_tables import metadata_table_schema
+from procedures.spark.metadata_tables import metadata_table_docs, metadata_table_schema
 from procedures.spark.read import spark_type, unified_partition_type
 from procedures.spec import types as spec_types
 from procedures.spec.sorting import NullOrder, SortDirection
@@ -299,7 +299,17 @@ def describe(spark: Any, statement: exp.Describe, conf: Mapping[str, str]) -> An
             rows += [(f"Part {i}", describe_transform(md, pf.transform, pf.source_id), "")
                      for i, pf in enumerate(spec.fields)]
     else:
-        rows += [(n, t, None) for n, t in ddl_columns(metadata_table_schema(sel.metadata_table, md))]
+        # Spark reads the DDL so that a type naming a dotted field (readable_metrics' `s.x`) is shown
+        # as Spark shows it, unquoted
+        schema = spark.createDataFrame([], metadata_table_schema(sel.metadata_table, md)).schema
+        docs = metadata_table_docs(sel.metadata_table)
+        rows += [(f.name, f.dataType.simpleString(), docs.get(f.name)) for f in schema.fields]
+        if sel.metadata_table == "position_deletes" and "partition" in schema.fieldNames():
+            # Java's position_deletes table is partitioned by the identity of each partition field,
+            # which Spark lists by its nested column name
+            rows += [("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
+            rows += [(f"partition.{f.name}", f.dataType.simpleString(), None)
+                     for f in schema["partition"].dataType.fields]
     if str(statement.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):
         ptype = unified_partition_type(md) if sel.metadata_table is None else spec_types.StructType()
         rows += [blank, ("# Metadata Columns", "", "")]

@@ -49,6 +49,7 @@ from procedures.spec.manifest.model import DataFile, FileContent, FileFormat
 from procedures.spec.metadata_columns import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
+    DELETE_FILE_ROW_ID,
     FILE_PATH,
     IS_DELETED,
     LAST_UPDATED_SEQUENCE_NUMBER,
@@ -88,6 +89,7 @@ __all__ = [
     "output_schema",
     "deleted_positions",
     "read_position_deletes",
+    "read_position_delete_rows",
     "read_dv_positions",
     "constant_array",
 ]
@@ -343,6 +345,25 @@ def read_position_deletes(io: FileAccess, delete: DataFile) -> dict[str, np.ndar
 def _sorted(pos: np.ndarray) -> np.ndarray:
     # writers sort positions (the spec asks for it): checking is linear, sorting is not
     return pos if len(pos) < 2 or bool(np.all(pos[1:] >= pos[:-1])) else np.sort(pos)
+
+
+def read_position_delete_rows(io: FileAccess, delete: DataFile, row_type: StructType) -> pa.Table | None:
+    """``file_path``, ``pos`` and ``row`` of a Parquet position delete file that stores the deleted
+    rows (the spec's optional, deprecated ``row`` column), in file order, ``row`` projected onto
+    ``row_type`` by field id (columns the file lacks are null, as in a data file read); None when the
+    file does not store rows."""
+    if delete.file_format != FileFormat.PARQUET:
+        return None
+    with open_parquet(io, delete.file_path, delete.file_size_in_bytes) as pf:
+        schema = pf.schema_arrow
+        found = _columns_by_id(schema, {DELETE_FILE_PATH_ID: "file_path", DELETE_FILE_POS_ID: "pos"})
+        row = next((f.name for f in schema if field_id(f) == DELETE_FILE_ROW_ID), None)
+        if row is None:
+            return None
+        table = pf.read(columns=[found[DELETE_FILE_PATH_ID], found[DELETE_FILE_POS_ID], row])
+    proj = _Projector(_FileIds(table.schema, None), {})
+    rows = proj.value(table.column(2), table.schema.field(2), (row,), row_type)
+    return pa.table({"file_path": table.column(0), "pos": table.column(1), "row": rows})
 
 
 def _columns_by_id(arrow_schema: pa.Schema, wanted: Mapping[int, str]) -> dict[int, str]:

@@ -6,8 +6,11 @@ forms, ``ManifestEntriesTable`` / ``AllEntriesTable``, ``PartitionsTable``, ``Po
 They are small (one row per snapshot, ref, manifest, file, partition or deleted position) and are
 built on the driver from the metadata, manifests and delete files.  The tables Java reads from one
 snapshot (files, entries, manifests, partitions, position deletes) take a ``snapshot_id`` for time
-travel; the others describe the whole table.  Java's derived ``readable_metrics`` column of
-``files`` and ``entries`` is not produced, and ``position_deletes.row`` is always null.
+travel; the others describe the whole table.  The file tables and the entries tables end with Java's
+derived ``readable_metrics`` column: one struct per primitive column of the current schema (named by
+its full dotted name, in name order, as Java's ``MetricsUtil``) holding that column's metrics from the
+file's maps with the bounds decoded to the column's type.  ``position_deletes.row`` holds the deleted
+row where the delete file stores it (the spec's optional ``row`` column), else null.
 """
 
 from __future__ import annotations
@@ -17,28 +20,39 @@ import uuid as _uuid
 from decimal import Decimal
 from typing import Any, Callable, Iterator
 
+import pyarrow as pa
+
 from procedures.catalog.base import Table
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.conversions import from_bytes, to_human_string
 from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
-from procedures.io.parquet_reader import read_dv_positions, read_position_deletes
+from procedures.io.parquet_reader import read_dv_positions, read_position_delete_rows, read_position_deletes
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
+from procedures.spec.metadata_columns import DELETE_FILE_ROW_ID
 from procedures.spec.snapshots import Snapshot
+from procedures.spec.schema import Schema, walk_fields
 from procedures.spec.types import (
     DateType,
+    GeographyType,
+    GeometryType,
     IcebergType,
+    ListType,
+    MapType,
+    NestedField,
     StructType,
     TimestampNanoType,
     TimestampType,
     TimestamptzNanoType,
     TimestamptzType,
     UUIDType,
+    VariantType,
 )
 from procedures.core.kernel.snapshot_producer import snapshot_manifests
-from procedures.spark.read import load_table, spark_type, unified_partition_type
+from procedures.spark.read import load_table, spark_type, to_spark_arrow, unified_partition_type
 
-__all__ = ["METADATA_TABLES", "SNAPSHOT_TABLES", "metadata_table", "metadata_table_rows", "metadata_table_schema"]
+__all__ = ["METADATA_TABLES", "SNAPSHOT_TABLES", "metadata_table", "metadata_table_docs", "metadata_table_rows",
+           "metadata_table_schema"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -65,6 +79,9 @@ def _spark_value(value: Any, t: IcebergType) -> Any:
     return value
 
 
+_FILE_TABLES = ("files", "data_files", "delete_files", "all_files", "all_data_files", "all_delete_files")
+
+
 # ------------------------------------------------------------------------------ schemas
 def _file_fields(ptype: StructType) -> list[tuple[str, str]]:
     part = [("partition", _ddl(ptype))] if ptype.fields else []
@@ -81,6 +98,28 @@ def _file_fields(ptype: StructType) -> list[tuple[str, str]]:
 
 def _ddl(t: StructType) -> str:
     return spark_type(t).simpleString()
+
+
+def _metric_columns(schema: Schema) -> list[tuple[str, NestedField]]:
+    """The columns ``readable_metrics`` describes: every primitive field by its full name (list
+    elements ``element``, map keys and values ``key``/``value``), sorted by name as Java does."""
+    # a variant is no primitive to Java (nor has Spark 3.5 a type for it): no metrics struct
+    cols = [(".".join(path), f) for path, f, _ in walk_fields(schema.as_struct())
+            if f.field_type.is_primitive and not isinstance(f.field_type, VariantType)]
+    return sorted(cols, key=lambda c: c[0])
+
+
+def _readable_metrics_ddl(schema: Schema) -> str:
+    cols = _metric_columns(schema)
+    if not cols:
+        return ""
+    fields = []
+    for name, f in cols:
+        t = spark_type(f.field_type).simpleString()
+        quoted = "`" + name.replace("`", "``") + "`"
+        fields.append(f"{quoted}:struct<column_size:bigint,value_count:bigint,null_value_count:bigint,"
+                      f"nan_value_count:bigint,lower_bound:{t},upper_bound:{t}>")
+    return ", readable_metrics struct<" + ",".join(fields) + ">"
 
 
 def metadata_table_schema(name: str, md: TableMetadata) -> str:
@@ -105,10 +144,11 @@ def metadata_table_schema(name: str, md: TableMetadata) -> str:
                 "lower_bound:string,upper_bound:string>>"
                 + (", reference_snapshot_id bigint" if name == "all_manifests" else ""))
     if name in _FILE_TABLES:
-        return ", ".join(f"{n} {t}" for n, t in _file_fields(ptype))
+        return ", ".join(f"{n} {t}" for n, t in _file_fields(ptype)) + _readable_metrics_ddl(md.schema())
     if name in ("entries", "all_entries"):
         return ("status int, snapshot_id bigint, sequence_number bigint, file_sequence_number bigint, "
-                "data_file struct<" + ",".join(f"{n}:{t}" for n, t in _file_fields(ptype)) + ">")
+                "data_file struct<" + ",".join(f"{n}:{t}" for n, t in _file_fields(ptype)) + ">"
+                + _readable_metrics_ddl(md.schema()))
     if name == "partitions":
         part = f"partition {_ddl(ptype)}, spec_id int, " if ptype.fields else ""
         return (part + "record_count bigint, file_count int, total_data_file_size_in_bytes bigint, "
@@ -122,6 +162,66 @@ def metadata_table_schema(name: str, md: TableMetadata) -> str:
         return (f"file_path string, pos bigint, row {_ddl(md.schema().as_struct())}, {part}spec_id int, "
                 f"delete_file_path string{dv}")
     raise ValidationError(f"Unknown metadata table {name!r}; known: {', '.join(METADATA_TABLES)}")
+
+
+#: the spec's docs of the data file fields, the column comments of Java's file tables
+_FILE_DOCS = {
+    "content": "Contents of the file: 0=data, 1=position deletes, 2=equality deletes",
+    "file_path": "Location URI with FS scheme",
+    "file_format": "File format name: avro, orc, or parquet",
+    "spec_id": "Partition spec ID",
+    "partition": "Partition data tuple, schema based on the partition spec",
+    "record_count": "Number of records in the file",
+    "file_size_in_bytes": "Total file size in bytes",
+    "column_sizes": "Map of column id to total size on disk",
+    "value_counts": "Map of column id to total count, including null and NaN",
+    "null_value_counts": "Map of column id to null value count",
+    "nan_value_counts": "Map of column id to number of NaN values in the column",
+    "lower_bounds": "Map of column id to lower bound",
+    "upper_bounds": "Map of column id to upper bound",
+    "key_metadata": "Encryption key metadata blob",
+    "split_offsets": "Splittable offsets",
+    "equality_ids": "Equality comparison field IDs",
+    "sort_order_id": "Sort order ID",
+    "first_row_id": "The first row ID assigned to the first row in the data file",
+    "referenced_data_file": "Fully qualified location (URI with FS scheme) of a data file that all deletes reference",
+    "content_offset": "The offset in the file where the content starts",
+    "content_size_in_bytes": "The length of referenced content stored in the file",
+}
+_READABLE_METRICS_DOC = {"readable_metrics": "Column metrics in readable form"}
+#: column comments of each metadata table, as Java's metadata table schemas document their fields
+_DOCS: dict[str, dict[str, str]] = {
+    **{n: {**_FILE_DOCS, **_READABLE_METRICS_DOC} for n in _FILE_TABLES},
+    "entries": _READABLE_METRICS_DOC,
+    "all_entries": _READABLE_METRICS_DOC,
+    "partitions": {
+        "record_count": "Count of records in data files",
+        "file_count": "Count of data files",
+        "total_data_file_size_in_bytes": "Total size in bytes of data files",
+        "position_delete_record_count": "Count of records in position delete files",
+        "position_delete_file_count": "Count of position delete files",
+        "equality_delete_record_count": "Count of records in equality delete files",
+        "equality_delete_file_count": "Count of equality delete files",
+        "last_updated_at": "Commit time of snapshot that last updated this partition",
+        "last_updated_snapshot_id": "Id of snapshot that last updated this partition",
+    },
+    "position_deletes": {
+        "file_path": "Path of a file in which a deleted row is stored",
+        "pos": "Ordinal position of a deleted row in the data file",
+        "row": "Deleted row values",
+        "partition": "Partition that position delete row belongs to",
+        "spec_id": "Spec ID used to track the file containing a row",
+        "delete_file_path": "Path of the file in which a row is stored",
+        "content_offset": "The offset in the DV where the content starts",
+        "content_size_in_bytes": "The length in bytes of the DV blob",
+    },
+}
+
+
+def metadata_table_docs(name: str) -> dict[str, str]:
+    """The comment of each documented column of metadata table ``name`` (what ``DESCRIBE`` shows), the
+    spec's field docs as Java's metadata table schemas carry them; undocumented columns are absent."""
+    return _DOCS.get(name, {})
 
 
 # ------------------------------------------------------------------------------ rows
@@ -209,6 +309,40 @@ def _file_row(md: TableMetadata, ptype: StructType, df: Any) -> tuple:
             df.referenced_data_file, df.content_offset, df.content_size_in_bytes)
 
 
+def _bound(raw: bytes | None, t: IcebergType) -> Any:
+    if raw is None:
+        return None
+    if isinstance(t, (GeometryType, GeographyType)):  # Spark reads these as binary, bounds too
+        return bytes(raw)
+    value = from_bytes(raw, t)
+    return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _spark_value(value, t)
+
+
+def _readable_metrics(cols: list[tuple[str, NestedField]], df: Any) -> tuple | None:
+    """Java's ``readable_metrics`` of a file: per column its sizes and counts and decoded bounds
+    (nulls where the file has none, e.g. for a delete file, whose metrics are of its own columns)."""
+    if not cols:
+        return None
+
+    def get(m: dict | None, fid: int) -> Any:
+        return None if m is None else m.get(fid)
+
+    out = []
+    for _, f in cols:
+        fid, t = f.field_id, f.field_type
+        out.append((get(df.column_sizes, fid), get(df.value_counts, fid), get(df.null_value_counts, fid),
+                    get(df.nan_value_counts, fid), _bound(get(df.lower_bounds, fid), t),
+                    _bound(get(df.upper_bounds, fid), t)))
+    return tuple(out)
+
+
+def _metrics_column(md: TableMetadata) -> Callable[[Any], tuple]:
+    """The ``readable_metrics`` cell of a file's row, as a 1-tuple (empty when the schema has no
+    primitive column, where the column is left out)."""
+    cols = _metric_columns(md.schema())
+    return (lambda df: (_readable_metrics(cols, df),)) if cols else (lambda df: ())
+
+
 def _reachable_manifests(t: Table) -> list:
     """Every manifest of every snapshot, each once (Java's ``all_*`` tables read them by path)."""
     seen: dict[str, Any] = {}
@@ -233,18 +367,20 @@ def _files(content: ManifestContent | None, every_snapshot: bool = False
            ) -> Callable[[Table, Snapshot | None], Iterator[tuple]]:
     def rows(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
         ptype = unified_partition_type(t.metadata)
+        metrics = _metrics_column(t.metadata)
         for e in _entries_of(t, snap, content, every_snapshot):
             if e.status != ManifestEntryStatus.DELETED:
-                yield _file_row(t.metadata, ptype, e.data_file)
+                yield (*_file_row(t.metadata, ptype, e.data_file), *metrics(e.data_file))
     return rows
 
 
 def _entries(every_snapshot: bool) -> Callable[[Table, Snapshot | None], Iterator[tuple]]:
     def rows(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
         ptype = unified_partition_type(t.metadata)
+        metrics = _metrics_column(t.metadata)
         for e in _entries_of(t, snap, every_snapshot=every_snapshot):
             yield (int(e.status), e.snapshot_id, e.sequence_number, e.file_sequence_number,
-                   _file_row(t.metadata, ptype, e.data_file))
+                   _file_row(t.metadata, ptype, e.data_file), *metrics(e.data_file))
     return rows
 
 
@@ -278,19 +414,42 @@ def _partitions(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
         yield (*head, a[0], a[1], a[2], a[3], a[4], a[5], a[6], _ts(a[7]), a[8])
 
 
+def _python_cell(value: Any, t: IcebergType) -> Any:
+    """An Arrow ``to_pylist`` value in the form Spark's ``createDataFrame`` takes for the Spark type of
+    ``t``: structs as tuples, maps as dicts (Arrow gives key/value pairs)."""
+    if value is None:
+        return None
+    if isinstance(t, StructType):
+        return tuple(_python_cell(value.get(f.name), f.field_type) for f in t.fields)
+    if isinstance(t, ListType):
+        return [_python_cell(v, t.element_type) for v in value]
+    if isinstance(t, MapType):
+        return {_python_cell(k, t.key_type): _python_cell(v, t.value_type) for k, v in value}
+    return value
+
+
 def _position_deletes(t: Table, snap: Snapshot | None) -> Iterator[tuple]:
     md = t.metadata
     ptype = unified_partition_type(md)
+    row_type = md.schema().as_struct()
+    row_field = NestedField(DELETE_FILE_ROW_ID, "row", row_type, False)
     for e in _entries_of(t, snap, ManifestContent.DELETES):
         df = e.data_file
         if e.status == ManifestEntryStatus.DELETED or df.content != FileContent.POSITION_DELETES:
             continue
         part = (_partition_row(md, ptype, df.spec_id, df.partition),) if ptype.fields else ()
+        dv = (df.content_offset, df.content_size_in_bytes) if md.format_version >= 3 else ()
+        stored = None if df.content_offset is not None else read_position_delete_rows(t.io, df, row_type)
+        if stored is not None:  # the file keeps the deleted rows: Java shows them
+            batch = pa.RecordBatch.from_arrays([stored.column("row").combine_chunks()], names=["row"])
+            cells = to_spark_arrow(batch, [row_field]).column(0).to_pylist()
+            for path, pos, cell in zip(stored.column(0).to_pylist(), stored.column(1).to_pylist(), cells):
+                yield (path, pos, _python_cell(cell, row_type), *part, df.spec_id, df.file_path, *dv)
+            continue
         if df.content_offset is not None:  # a deletion vector: one data file's positions in a Puffin blob
             by_path = {df.referenced_data_file: read_dv_positions(t.io, df)}
         else:
             by_path = read_position_deletes(t.io, df)
-        dv = (df.content_offset, df.content_size_in_bytes) if md.format_version >= 3 else ()
         for path, positions in by_path.items():
             for pos in positions.tolist():
                 yield (path, pos, None, *part, df.spec_id, df.file_path, *dv)
@@ -319,8 +478,6 @@ METADATA_TABLES: dict[str, Callable[[Table, Snapshot | None], Iterator[tuple]]] 
 #: the metadata tables read from one snapshot: time travel (``VERSION AS OF``) chooses it
 SNAPSHOT_TABLES = frozenset({"manifests", "files", "data_files", "delete_files", "entries", "partitions",
                              "position_deletes"})
-
-_FILE_TABLES = ("files", "data_files", "delete_files", "all_files", "all_data_files", "all_delete_files")
 
 
 def metadata_table_rows(table: Table, name: str, snapshot_id: int | None = None) -> list[tuple]:

@@ -361,6 +361,21 @@ def test_replace_table_keeps_history_as_java(spark, cat, fv):
     tw.write_and_read("(6, 'f', timestamp'2024-03-02 00:00:00')")
 
 
+@pytest.mark.parametrize("fv", [2, 3])
+def test_replace_table_dropping_a_partition_source_matches_java(spark, cat, fv):
+    """REPLACE TABLE / CREATE OR REPLACE whose schema drops a column the current spec and sort order use:
+    Java keeps the old spec and order in the metadata (naming the dropped column) and makes the new
+    ones current; so do we."""
+    tw = Twins(spark, cat, "id bigint, data string, ts timestamp", partitioned_by="days(ts)", fv=fv,
+               rows="(1, 'a', timestamp'2024-01-01 10:00:00')")
+    tw.run("ALTER TABLE {t} WRITE ORDERED BY data")
+    tw.run("REPLACE TABLE {t} (id bigint, extra string) USING iceberg PARTITIONED BY (bucket(4, id))")
+    tw.assert_same_metadata()
+    tw.run("CREATE OR REPLACE TABLE {t} USING iceberg AS SELECT 5 AS id")
+    tw.assert_same_metadata()
+    tw.write_and_read("(6)")
+
+
 @pytest.mark.parametrize("cat", ["hadoop", "sqlite"], indirect=True)
 def test_create_table_as_select_matches_java(spark, cat):
     src = Twins(spark, cat, "id bigint, data string, n smallint", rows="(1, 'a', 1), (2, 'b', 2)")

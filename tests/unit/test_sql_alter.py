@@ -206,9 +206,22 @@ def test_a_statement_is_one_metadata_commit(loc):
     assert [f.field_id for f in md.schema().fields] == [5, 1, 6, 2, 3, 4]
 
 
-def test_replacement_without_a_partition_source_is_refused():
+@pytest.mark.parametrize("fv", [2, 3])
+def test_replacement_without_a_partition_source_keeps_the_old_spec(fv):
+    """As Java's replace transaction: the old spec (and sort order) stay in the metadata naming the dropped
+    column; the new schema and spec are current."""
+    md = applied(table(fv), SetWriteOrder((("data", "identity", "asc", None),), None))
+    b = MetadataBuilder(md)
+    b.apply_all(replacement_updates(md, Schema((NestedField(1, "id", LONG),)), [("id", "bucket[2]")]))
+    out = b.build()
+    assert [f.name for f in out.schema().fields] == ["id"]
+    assert [f.name for f in out.spec().fields] == ["id_bucket"] and out.sort_order().is_unsorted()
+    assert [f.name for f in out.spec_by_id(0).fields] == ["data"]
+
+
+def test_replacement_of_a_v1_table_without_a_partition_source_is_refused():
     with pytest.raises(ValidationError, match="without column 'data'"):
-        replacement_updates(table(), Schema((NestedField(1, "id", LONG),)))
+        replacement_updates(table(1), Schema((NestedField(1, "id", LONG),)))
 
 
 def test_write_order_back_to_an_earlier_order_sets_it_by_id():

@@ -252,3 +252,19 @@ def test_create_table_with_names_sqlglot_refuses_is_read_by_our_grammar(tmp_path
     open_catalog("c", conf).create_namespace(("db",))
     sqlddl.execute(Spark(), "CREATE TABLE c.db.outer (id bigint) USING iceberg", conf)
     assert open_catalog("c", conf).load_table(("db", "outer")).metadata.schema().fields[0].name == "id"
+
+
+def test_readable_metrics_describe_primitive_columns_by_dotted_name_in_name_order():
+    """Java's layout: one struct per primitive leaf (list elements, map keys/values by their path names),
+    sorted by name; a variant column (no primitive to Java, no Spark 3.5 type) has none."""
+    schema = Schema((
+        T.NestedField(1, "z", T.LONG), T.NestedField(2, "v", T.VARIANT),
+        T.NestedField(3, "s", T.StructType((T.NestedField(4, "b.c", T.STRING),))),
+        T.NestedField(5, "l", T.ListType(6, T.LONG)),
+    ))
+    md, _ = new_table_metadata(schema=schema, location="/t", format_version=3)
+    ddl = metadata_table_schema("files", md)
+    metrics = ddl[ddl.index("readable_metrics struct<"):]
+    names = [n for n in ("`l.element`", "`s.b.c`", "`z`", "`v`") if n in metrics]
+    assert names == ["`l.element`", "`s.b.c`", "`z`"]
+    assert metrics.index("`l.element`") < metrics.index("`s.b.c`") < metrics.index("`z`")

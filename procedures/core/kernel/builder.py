@@ -144,6 +144,13 @@ class MetadataBuilder:
                     f"Column {schema.find_column_name(fid)!r} has a default value, which needs format version 3"
                 )
 
+    def _current_schema(self) -> Schema:
+        # read without freezing the metadata: between REPLACE TABLE's schema change and its new spec
+        # the default spec may name a dropped column, which a whole-metadata check refuses (Java's
+        # builder does not check that intermediate state either)
+        sid = self._md["current_schema_id"]
+        return next(s for s in self._md["schemas"] if s.schema_id == sid)
+
     def _resolve(self, requested: int, last_added: int | None, what: str) -> int:
         if requested == metadata_updates.LAST_ADDED:
             if last_added is None:
@@ -163,7 +170,7 @@ class MetadataBuilder:
             if s.compatible_with(spec):
                 self._last_added_spec = s.spec_id
                 return
-        schema = self.current().schema()
+        schema = self._current_schema()
         spec.partition_type(schema)  # binds: raises when a source column is missing or the transform does not fit
         if self._md["format_version"] == 1:
             expected = list(range(1000, 1000 + len(spec.fields)))
@@ -192,7 +199,7 @@ class MetadataBuilder:
         if not order.fields:
             new_id = 0
         else:
-            schema = self.current().schema()
+            schema = self._current_schema()
             for f in order.fields:
                 if schema.find_field_or_none(f.source_id) is None:
                     raise ValidationError(f"Cannot add sort order: source column id {f.source_id} is not in the current schema")
