@@ -295,7 +295,7 @@ def no_result(spark: Any) -> Any:
     no Spark job when a caller collects it (the always-false filter becomes an empty local relation;
     a classic ``createDataFrame([])`` parallelizes an RDD, about 10 ms per statement, and runs a job on
     every collect)."""
-    return spark.range(0, 0, 1, 1).select().where(functions(spark).lit(False))
+    return spark.range(0, 0, 1, 1).select().where("false")
 
 
 def _pickled_batches(values: Iterable[Any]) -> Iterator[Any]:

@@ -18,6 +18,7 @@ from procedures.spec.schema import Schema
 from procedures.spec.sorting import NullOrder, SortDirection
 from procedures.spec.transforms import parse_transform
 from procedures.spec.types import LONG, STRING, TIMESTAMP, NestedField
+from tests.helpers.fake_session import FakeSession
 
 SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "data", STRING), NestedField(3, "ts", TIMESTAMP)))
 
@@ -146,11 +147,8 @@ def test_replacement_keeps_ids_of_kept_columns_and_history():
 
 
 # ------------------------------------------------------------------ statements end to end (no Spark needed)
-class _NoSpark:
+class _NoSpark(FakeSession):
     """Stands for a session: ALTER TABLE statements need one only for their empty result."""
-
-    def createDataFrame(self, rows, schema):  # noqa: N802 -- pyspark's name
-        return rows
 
 
 @pytest.fixture()

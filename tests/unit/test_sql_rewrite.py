@@ -26,6 +26,7 @@ from procedures.errors import NoSuchRefError, NoSuchTableError, UnsupportedState
 from procedures.frontend import sqlddl
 from procedures.frontend.sqltext import parse_statement
 from procedures.spec.metadata import metadata_from_json
+from tests.helpers.fake_session import FakeSession, NoRows
 
 S1, S2, S3 = 101, 202, 303
 
@@ -75,14 +76,11 @@ class _Frame:
         self.views[name] = self.sel
 
 
-class _Spark:
+class _Spark(FakeSession):
     """Records what reaches ``spark.sql``; answers the TIMESTAMP AS OF evaluation."""
 
     def __init__(self):
         self.sql_texts: list[str] = []
-
-    def createDataFrame(self, rows, schema):  # noqa: N802 -- pyspark's name
-        return "empty"
 
     def sql(self, text):
         self.sql_texts.append(text)
@@ -162,14 +160,14 @@ def test_statements_naming_none_of_our_catalogs_reach_spark_as_written(conf):
 
 def test_drop_table_and_namespace(conf, catalog):
     spark = _Spark()
-    assert sqlddl.execute(spark, "DROP TABLE IF EXISTS local.db.t", conf) == "empty"
-    assert sqlddl.execute(spark, "DROP TABLE IF EXISTS local.db.t", conf) == "empty"
+    assert isinstance(sqlddl.execute(spark, "DROP TABLE IF EXISTS local.db.t", conf), NoRows)
+    assert isinstance(sqlddl.execute(spark, "DROP TABLE IF EXISTS local.db.t", conf), NoRows)
     with pytest.raises(NoSuchTableError):
         sqlddl.execute(spark, "DROP TABLE local.db.t", conf)
     sqlddl.execute(spark, "DROP TABLE local.db.`my table`", conf)
-    assert sqlddl.execute(spark, "DROP NAMESPACE local.db", conf) == "empty"
+    assert isinstance(sqlddl.execute(spark, "DROP NAMESPACE local.db", conf), NoRows)
     assert not catalog.namespace_exists(("db",))
-    assert sqlddl.execute(spark, "DROP NAMESPACE IF EXISTS local.db", conf) == "empty"
+    assert isinstance(sqlddl.execute(spark, "DROP NAMESPACE IF EXISTS local.db", conf), NoRows)
     assert spark.sql_texts == []
 
 
@@ -244,9 +242,8 @@ def test_create_table_with_names_sqlglot_refuses_is_read_by_our_grammar(tmp_path
     from procedures.framework.context import open_catalog
     from procedures.frontend import sqlddl
 
-    class Spark:
-        def createDataFrame(self, rows, schema):
-            return rows
+    class Spark(FakeSession):
+        pass
 
     conf = {"spark.sql.catalog.c.type": "hadoop", "spark.sql.catalog.c.warehouse": str(tmp_path)}
     open_catalog("c", conf).create_namespace(("db",))
