@@ -62,6 +62,7 @@ __all__ = [
     "data_location",
     "partition_table",
     "ParquetFileWriter",
+    "dictionary_columns",
     "RollingDataWriter",
     "write_data_files",
     "parquet_column_ids",
@@ -460,13 +461,67 @@ def nan_counts(table: pa.Table, schema: Schema, config: MetricsConfig) -> dict[i
     return out
 
 
+#: Arrow leaves out a column chunk's min/max when either is longer than this (its default
+#: ``max_statistics_size``); shorter values always keep their footer statistics
+ARROW_STATISTICS_MAX_BYTES = 4096
+
+
 def _string_min_max(table: pa.Table, schema: Schema, leaf: _Leaf) -> tuple[Any, Any] | None:
     col = source_column(table, schema, leaf.field_id)
     if isinstance(col.type, pa.BaseExtensionType):
         col = _storage(col)
+    # a min/max over every string costs a tenth of the row group's encoding: only when the
+    # footer may go without one (a value over Arrow's statistics limit)
+    longest = pc.max(pc.binary_length(col)).as_py() if len(col) else None
+    if longest is None or longest <= ARROW_STATISTICS_MAX_BYTES:
+        return None
     mm = pc.min_max(col)
     lo, hi = mm["min"].as_py(), mm["max"].as_py()
     return None if lo is None else (lo, hi)
+
+
+#: rows of a row group's start that decide whether its columns are dictionary-encoded (a page's worth)
+DICTIONARY_SAMPLE_ROWS = 20_000
+
+
+def dictionary_columns(table: pa.Table, schema: Schema) -> list[str]:
+    """The Parquet leaf paths worth dictionary-encoding in a file starting with ``table``'s rows.
+
+    parquet-mr, Java's writer, drops a column's dictionary after its first page unless the
+    dictionary plus the encoded ids come out smaller than the plain values; pyarrow keeps a
+    dictionary until it outgrows ``write.parquet.dict-size-bytes`` and stores it even then, which
+    for unique values (ids, timestamps, free text) costs encoding time and makes the file bigger.
+    The same test is made here on the first ``DICTIONARY_SAMPLE_ROWS`` rows of each column outside
+    lists and maps; repeated columns keep their dictionary.
+    """
+    out = []
+    for path, leaf in parquet_column_ids(schema).items():
+        if leaf.repeated:
+            out.append(path)
+            continue
+        col = source_column(table, schema, leaf.field_id)
+        if _dictionary_pays(_storage(col.slice(0, DICTIONARY_SAMPLE_ROWS))):
+            out.append(path)
+    return out
+
+
+def _dictionary_pays(sample: pa.Array | pa.ChunkedArray) -> bool:
+    values = len(sample) - sample.null_count
+    if values == 0 or pa.types.is_boolean(sample.type):
+        return True
+    if pa.types.is_binary(sample.type) or pa.types.is_string(sample.type) or pa.types.is_large_binary(
+            sample.type) or pa.types.is_large_string(sample.type) or pa.types.is_binary_view(
+            sample.type) or pa.types.is_string_view(sample.type):
+        width = (pc.sum(pc.binary_length(sample)).as_py() or 0) / values + 4  # plain: length prefix + bytes
+    else:
+        try:
+            width = sample.type.byte_width
+        except ValueError:  # a type without a fixed width: keep Arrow's default
+            return True
+    distinct = pc.count_distinct(sample, mode="only_valid").as_py()
+    plain = values * width
+    encoded = distinct * width + values * max(distinct - 1, 1).bit_length() / 8
+    return encoded < plain
 
 
 def footer_metrics(
@@ -622,7 +677,8 @@ class ParquetFileWriter:
         self.partition = partition
         self._arrow_schema = schema_to_arrow(settings.schema, include_unknown=False)
         self._stream = io.new_output(path).create()
-        self._writer = pq.ParquetWriter(self._stream, self._arrow_schema, **settings.parquet_options())
+        # opened at the first row group, whose rows decide the dictionary columns
+        self._writer: pq.ParquetWriter | None = None
         self._buffer: list[pa.Table] = []
         self._buffered_bytes = 0
         self._arrow_bytes_written = 0
@@ -670,17 +726,18 @@ class ParquetFileWriter:
             if mm is not None:
                 old = self._fallback.get(leaf.field_id)
                 self._fallback[leaf.field_id] = mm if old is None else (min(old[0], mm[0]), max(old[1], mm[1]))
-        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self._open(table).write_table(table, row_group_size=max(table.num_rows, 1))
         self._arrow_bytes_written += nbytes
 
     def close(self) -> DataFile:
         """Finish the file and describe it as a ``DataFile``."""
         self.flush()
-        self._writer.close()
+        writer = self._open(None)
+        writer.close()
         size = self._stream.tell()
         self._stream.close()
         self.closed = True
-        md = self._writer.writer.metadata
+        md = writer.writer.metadata
         if md is None:  # pragma: no cover - pyarrow always keeps the footer of a closed writer
             raise ValidationError(f"{self.path}: pyarrow returned no footer metadata")
         m = footer_metrics(md, self.settings.schema, self.settings.metrics, self._nan, self._fallback)
@@ -689,8 +746,17 @@ class ParquetFileWriter:
 
     def discard(self) -> None:
         """Stop writing without a footer (the caller deletes the file)."""
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
         self._stream.close()
+
+    def _open(self, first: pa.Table | None) -> pq.ParquetWriter:
+        if self._writer is None:
+            opts = self.settings.parquet_options()
+            if self.settings.dictionary_columns is None and first is not None:
+                opts["use_dictionary"] = dictionary_columns(first, self.settings.schema)
+            self._writer = pq.ParquetWriter(self._stream, self._arrow_schema, **opts)
+        return self._writer
 
 
 class RollingDataWriter:

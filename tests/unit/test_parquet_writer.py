@@ -139,6 +139,53 @@ def test_long_strings_still_get_bounds(tmp_path):
     assert f.null_value_counts == {1: 0}
 
 
+def test_long_strings_in_a_later_row_group_keep_both_row_groups_bounds(tmp_path):
+    # the writer computes its own min/max only for row groups holding a value over Arrow's limit:
+    # the file's bounds then come from the footer of one row group and that fallback of the other
+    schema = Schema((NestedField(1, "s", STRING),))
+    rows = pa.table({"s": ["m", "0short"] * 500 + ["z" * 5000, "k"] * 500})
+    settings = WriteSettings(schema, UNPARTITIONED_SPEC, str(tmp_path / "data"),
+                             {"write.parquet.row-group-size-bytes": "1"})  # a row group per batch
+    (f,) = write_data_files(FileIO(), settings, rows.to_batches(max_chunksize=1000))
+    assert pq.ParquetFile(f.file_path).metadata.num_row_groups == 2
+    assert f.lower_bounds[1] == b"0short" and f.upper_bounds[1] == b"z" * 15 + b"{"
+
+
+def test_short_strings_are_not_scanned_for_bounds(tmp_path, monkeypatch):
+    # the footer keeps min/max of values within Arrow's statistics limit: no second pass over them
+    import pyarrow.compute as pc
+
+    calls = []
+    real = pc.min_max
+    monkeypatch.setattr(pc, "min_max", lambda *a, **k: calls.append(1) or real(*a, **k))
+    schema = Schema((NestedField(1, "s", STRING),))
+    (f,) = write(tmp_path, rows={"s": ["b", "a", None]}, schema=schema)
+    assert f.lower_bounds[1] == b"a" and f.upper_bounds[1] == b"b"
+    assert calls == []
+
+
+def test_unique_columns_are_not_dictionary_encoded(tmp_path):
+    # as parquet-mr decides after a column's first page: a dictionary that saves nothing over plain
+    # values is dropped (pyarrow would keep one until it outgrew 2 MiB, and store it)
+    schema = Schema((NestedField(1, "id", LONG, True), NestedField(2, "name", STRING),
+                     NestedField(3, "kind", STRING), NestedField(4, "day", DATE),
+                     NestedField(5, "tags", ListType(6, STRING))))
+    n = 30_000
+    rows = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "name": [f"row-{i}" for i in range(n)],
+        "kind": [("a", "b", "c")[i % 3] for i in range(n)],
+        "day": pa.array([dt.date(2024, 1, 1 + i % 8) for i in range(n)], pa.date32()),
+        "tags": [[str(i)] for i in range(n)],
+    })
+    (f,) = write(tmp_path, rows=rows, schema=schema)
+    chunk = pq.ParquetFile(f.file_path).metadata.row_group(0)
+    dictionary = {chunk.column(i).path_in_schema for i in range(chunk.num_columns)
+                  if "RLE_DICTIONARY" in chunk.column(i).encodings}
+    assert dictionary == {"kind", "day", "tags.list.element"}
+    assert pq.read_table(f.file_path).equals(rows.cast(pq.read_table(f.file_path).schema))
+
+
 def test_rolling_and_file_names(tmp_path):
     schema = Schema((NestedField(1, "id", LONG, True), NestedField(2, "s", STRING)))
     rows = pa.table({"id": pa.array(range(200_000), pa.int64()), "s": [f"v{i % 977}" for i in range(200_000)]})
