@@ -8,6 +8,7 @@ with Java on twin tables is tests/spark/test_sql_dml.py and test_sql_ddl.py, pys
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,6 +53,11 @@ def _operations(spark, t: str) -> list[str]:
     return [r[0] for r in procedures.sql(spark, f"SELECT operation FROM {t}.snapshots ORDER BY committed_at").collect()]
 
 
+def _files_on_disk(spark, t: str) -> list[str]:
+    root = Path(_metadata(spark, t).location.removeprefix("file:"), "data")
+    return sorted(str(p) for p in root.rglob("*") if p.is_file())
+
+
 def _clean(error: BaseException) -> None:
     assert "__procedures_" not in str(error) and "at org.apache" not in str(error)
 
@@ -80,6 +86,12 @@ def test_delete_update_merge(spark, request, fv, mode, partitioned):
                               "ON t.id = s.id WHEN MATCHED THEN UPDATE SET n = 0")
     _clean(e.value)
     assert _load(spark, t).metadata_location == before
+    # so does an UPDATE failing in its Spark job, and the files it wrote are gone
+    files = _files_on_disk(spark, t)
+    with pytest.raises(Exception, match="boom") as e:
+        procedures.sql(spark, f"UPDATE {t} SET n = raise_error('boom') WHERE id = 3")
+    _clean(e.value)
+    assert _load(spark, t).metadata_location == before and _files_on_disk(spark, t) == files
 
     ops = _operations(spark, t)
     cow = mode == "copy-on-write"
@@ -181,6 +193,16 @@ def test_ctas_and_replace(spark, request):
     with pytest.raises(IcebergError, match="already exists") as e:
         procedures.sql(spark, f"CREATE TABLE {t} AS SELECT 1 AS id")
     _clean(e.value)
+    # a query failing in its Spark job: no table is created, the source is unchanged
+    before = _load(spark, src).metadata_location
+    with pytest.raises(Exception, match="boom") as e:
+        procedures.sql(spark, f"CREATE TABLE {t}_f AS SELECT id, CAST(raise_error('boom') AS int) AS x FROM {src}")
+    _clean(e.value)
+    with pytest.raises(Exception, match="boom") as e:
+        procedures.sql(spark, f"INSERT INTO {src} SELECT id, CAST(raise_error('boom') AS string) FROM {src}")
+    _clean(e.value)
+    assert _load(spark, src).metadata_location == before
+    assert not catalog_for(spark, "jcat").table_exists(tuple(f"{t}_f".split(".")[1:]))
     _same_on_every_kind(request, (after, ops))
 
 
@@ -224,6 +246,9 @@ def test_refs_time_travel_and_metadata_tables(spark, request):
     assert _rows(spark, f"SELECT name, type, min_snapshots_to_keep FROM {t}.refs") == \
         [("b1", "BRANCH", 2), ("main", "BRANCH", None), ("t1", "TAG", None)]
     assert procedures.sql(spark, f"SELECT count(*) FROM {t}.files VERSION AS OF 't1'").first()[0] == 2
+    assert procedures.read_table(spark, f"{t}.snapshots").count() == 3
+    assert procedures.read_table(spark, f"{t}.files", snapshot_id=first).count() == 2
+    assert sorted(tuple(r) for r in procedures.read_table(spark, f"{t}.branch_b1").collect()) == old
     assert _rows(spark, f"SELECT partition.cat, record_count FROM {t}.partitions") == [("a", 3), ("b", 1)]
     procedures.sql(spark, f"ALTER TABLE {t} DROP TAG t1")
     procedures.sql(spark, f"ALTER TABLE {t} DROP BRANCH IF EXISTS b1")
