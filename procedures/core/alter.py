@@ -446,15 +446,6 @@ def replacement_updates(base: TableMetadata, schema: Schema, partition_terms: Se
         return last[0]
 
     fresh = assign_ids_by_name(schema, base.schema(), next_id)
-    if base.format_version == 1:
-        old = base.schema()
-        for f in base.spec().fields:
-            if fresh.find_field_or_none(f.source_id) is None:
-                # v1 specs keep every earlier field (as void) in the new spec, which must bind to the
-                # new schema; v2 keeps the old spec beside the new one, as Java does
-                raise ValidationError(
-                    f"Cannot replace the v1 table with a schema without column {_column(old, f.source_id)!r}: the "
-                    "current partition spec uses it; keep the column, or upgrade the table to format v2 first")
     spec = _replacement_spec(base, fresh, partition_terms)
     ups.append(metadata_updates.RemoveSnapshotRef(MAIN_BRANCH))
     ups += schema_updates(base, fresh, max(last[0], base.last_column_id))

@@ -468,10 +468,11 @@ def _create_or_replace(spark, text: str, conf, ours: set[str]):
         columns = [NestedField(i + 1, f.name, sqlddl.parse_spark_type(f.dataType.simpleString()), False)
                    for i, f in enumerate(df.schema.fields)]
     schema = Schema(tuple(columns))
-    if exists:
-        _replace(spark, conf, parts, catalog.load_table(ident), schema, terms, props, location, df)
-    else:
-        _create(spark, conf, catalog, ident, schema, terms, props, location, df)
+    with sqlddl.user_errors():
+        if exists:
+            _replace(spark, conf, parts, catalog.load_table(ident), schema, terms, props, location, df)
+        else:
+            _create(spark, conf, catalog, ident, schema, terms, props, location, df)
     return no_result(spark)
 
 

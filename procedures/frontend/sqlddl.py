@@ -25,9 +25,10 @@ listing these.  Statements that name none of our catalogs go to ``spark.sql`` un
 from __future__ import annotations
 
 import itertools
+import contextlib
 import re
 import uuid
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from sqlglot import exp
 
@@ -35,6 +36,7 @@ from procedures.catalog.config import catalog_names
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.table_selectors import TableSelection, select_table, with_version
 from procedures.errors import (
+    IcebergError,
     NamespaceAlreadyExistsError,
     NoSuchTableError,
     SqlSyntaxError,
@@ -45,7 +47,15 @@ from procedures.errors import (
 from procedures.framework.context import open_catalog
 from procedures.frontend import sqldml, sqlshow
 from procedures.frontend.parser import Parser, tokenize
-from procedures.frontend.sqltext import DIALECT, is_opaque, our_table_refs, parse_statement, table_parts
+from procedures.frontend.sqltext import (
+    DIALECT,
+    has_stack_trace,
+    is_opaque,
+    our_table_refs,
+    parse_statement,
+    table_parts,
+    user_message,
+)
 from procedures.spark.dataframes import functions, no_result
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
@@ -55,7 +65,7 @@ from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
 __all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views", "cached_views_on",
-           "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message", "parse_partition_term", "parse_partitioned_by"]
+           "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message", "user_errors", "parse_partition_term", "parse_partitioned_by"]
 
 #: numbers the temporary views of our tables within the process
 _VIEWS = itertools.count(1)
@@ -419,6 +429,28 @@ def _drop_table(spark, statement: exp.Drop, conf):
 _TABLE_VIEWS: dict[tuple[str, tuple[str, ...]], set[str]] = {}
 
 
+#: every view :func:`substitute_reads` made -> the table as its statement named it, so that a Spark
+#: error raised later (a write's job, where the views are no longer at hand) can name the table
+_VIEW_TABLES: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def user_errors(views: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Spark errors raised inside the block about our tables become a ValidationError naming the
+    tables, not our views, without the JVM stack trace a Connect error carries; other errors and
+    ours pass unchanged."""
+    try:
+        yield
+    except IcebergError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- a Spark error about a statement on our tables, as ours
+        message = str(e)
+        known = {**_VIEW_TABLES, **(views or {})}
+        if not has_stack_trace(message) and not any(v in message for v in known):
+            raise
+        raise ValidationError(user_message(message, known)) from None
+
+
 def _view_key(catalog: str, ident) -> tuple[str, tuple[str, ...]]:
     return catalog.lower(), tuple(ident)
 
@@ -523,6 +555,7 @@ def substitute_reads(spark, statement: exp.Expression, conf, ours: set[str]) -> 
                 # only views of the current rows follow later commits (refresh_table_views)
                 _TABLE_VIEWS.setdefault(_view_key(sel.table.catalog.name, sel.table.identifier), set()).add(view)
         views[view] = name
+        _VIEW_TABLES[view] = name
         last = table_parts(ref)[-1]
         # Spark reads only [A-Za-z0-9_] unquoted
         alias = ref.args.get("alias") or exp.TableAlias(
@@ -533,20 +566,6 @@ def substitute_reads(spark, statement: exp.Expression, conf, ours: set[str]) -> 
                 replacement.set(key_, value)
         ref.replace(replacement)
     return statement.sql(dialect=DIALECT), views
-
-
-#: where a JVM stack trace starts in the text of a Spark error (classic and Connect)
-_STACK = re.compile(r"\n\s*(JVM stacktrace:|at [\w$.]+\(|\tat )")
-
-
-def user_message(message: str, views: Mapping[str, str]) -> str:
-    """A Spark error's message with our views named as the user's tables, without a JVM stack trace."""
-    m = _STACK.search(message)
-    if m:
-        message = message[:m.start()]
-    for view, table in views.items():
-        message = message.replace(f"`{view}`", table).replace(view, table)
-    return message.strip()
 
 
 def _sql_over_views(spark, query: str, views: Mapping[str, str]):
@@ -576,7 +595,8 @@ def _insert(spark, statement: exp.Insert, text: str, conf, ours: set[str]):
     F = functions(spark)
     catalog, ident = _table(conf, list(parts))
     table = catalog.load_table(ident)
-    df = _sql_over_views(spark, *substitute_reads(spark, statement.expression, conf, ours))
+    query, views = substitute_reads(spark, statement.expression, conf, ours)
+    df = _sql_over_views(spark, query, views)
     fields = table.metadata.schema().fields
     if len(df.columns) != len(fields):
         raise ValidationError(
@@ -586,6 +606,7 @@ def _insert(spark, statement: exp.Insert, text: str, conf, ours: set[str]):
     df = df.select(*[F.col(f"`{c}`").cast(iceberg_to_spark_ddl(f.field_type)).alias(f.name)
                      for c, f in zip(df.columns, fields)])
     # the names just given: the write need not ask a Connect server to analyze the plan again
-    append(spark, table, df, columns=[f.name for f in fields])
+    with user_errors(views):
+        append(spark, table, df, columns=[f.name for f in fields])
     refresh_table_views(spark, conf, [(parts[0], ident)])
     return no_result(spark)

@@ -32,7 +32,14 @@ from procedures.catalog.config import catalog_names
 from procedures.core.kernel.row_level import DELETE, MERGE, UPDATE, conflict_check
 from procedures.errors import IcebergError, ValidationError
 from procedures.framework.context import open_catalog
-from procedures.frontend.sqltext import DIALECT, our_table_refs, parse_statement, table_parts
+from procedures.frontend.sqltext import (
+    DIALECT,
+    has_stack_trace,
+    our_table_refs,
+    parse_statement,
+    table_parts,
+    user_message,
+)
 from procedures.spark.dataframes import functions, no_result
 from procedures.spark.dml import delete_where, match_files, overwrite, overwrite_partitions
 from procedures.spark.read import read_table, spark_type
@@ -100,11 +107,6 @@ class _Views:
             new.set("alias", alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(parts[-1])))
             ref.replace(new)
 
-    def clean_message(self, message: str) -> str:
-        for view, shown in self.names.items():
-            message = message.replace(f"`{view}`", shown).replace(view, shown)
-        return message
-
     def drop(self) -> None:
         for view in self.names:
             try:
@@ -146,9 +148,10 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
         raise
     except Exception as e:  # noqa: BLE001 -- a Spark error may quote one of our views: name the table
         message = str(e)
-        if not any(v in message for v in views.names):
+        # a Connect error carries the server's JVM stack trace (and the plan, naming our views)
+        if not any(v in message for v in views.names) and not has_stack_trace(message):
             raise
-        raise ValidationError(views.clean_message(message)) from None
+        raise ValidationError(user_message(message, views.names)) from None
     finally:
         views.drop()
     return no_result(spark)

@@ -11,7 +11,8 @@ sqlglot does not parse, and for the Iceberg extensions sqlglot reads only as an 
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+import re
+from typing import Iterable, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -20,7 +21,7 @@ from sqlglot.errors import ParseError, TokenError
 from procedures.errors import SqlSyntaxError
 from procedures.frontend.parser import syntax_error
 
-__all__ = ["parse_statement", "table_parts", "our_table_refs", "is_opaque"]
+__all__ = ["parse_statement", "table_parts", "our_table_refs", "is_opaque", "has_stack_trace", "user_message"]
 
 DIALECT = "spark"
 
@@ -103,3 +104,22 @@ def is_opaque(statement: exp.Expression) -> bool:
     branches and tags) and a few Spark statements (``SHOW TABLES``); those are read by our grammar.
     """
     return isinstance(statement, exp.Command)
+
+
+#: where a JVM stack trace starts in the text of a Spark error (classic and Connect)
+_STACK = re.compile(r"\n\s*(JVM stacktrace:|at [\w$.]+\(|\tat )")
+
+
+def has_stack_trace(message: str) -> bool:
+    """True when a Spark error's text carries a JVM stack trace (a Connect error always does)."""
+    return _STACK.search(message) is not None
+
+
+def user_message(message: str, views: Mapping[str, str]) -> str:
+    """A Spark error's message with our views named as the user's tables, without a JVM stack trace."""
+    m = _STACK.search(message)
+    if m:
+        message = message[:m.start()]
+    for view, table in views.items():
+        message = message.replace(f"`{view}`", table).replace(view, table)
+    return message.strip()

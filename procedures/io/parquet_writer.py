@@ -310,7 +310,12 @@ def partition_table(table: pa.Table, spec: PartitionSpec, schema: Schema) -> lis
     keys: dict[str, Any] = {}
     types = []
     for i, pf in enumerate(spec.fields):
-        source = schema.find_field(pf.source_id)
+        source = schema.find_field_or_none(pf.source_id) if pf.transform.is_void else schema.find_field(pf.source_id)
+        if source is None:
+            # a v1 spec's void field of a column the table has dropped: its values are null
+            keys[f"_p{i}"] = pa.nulls(table.num_rows, pa.int32())
+            types.append(UnknownType())
+            continue
         col = source_column(table, schema, pf.source_id)
         if isinstance(source.field_type, UUIDType) and isinstance(col.type, pa.BaseExtensionType):
             arr = _apply_to_uuids(pf.transform, col, source.field_type)

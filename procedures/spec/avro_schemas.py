@@ -38,6 +38,7 @@ from procedures.spec.types import (
     NestedField,
     StringType,
     StructType,
+    UnknownType,
     TimeType,
     TimestampNanoType,
     TimestampType,
@@ -250,7 +251,8 @@ class _Converter:
         for f in s.fields:
             avro_type = self.type(f.field_type, f.field_id)
             out: dict[str, Any] = {"name": sanitize_name(f.name)}
-            if f.required:
+            if f.required or avro_type == "null":
+                # Avro's null is optional already (and ["null", "null"] is no valid union)
                 out["type"] = avro_type
             else:
                 out["type"] = ["null", avro_type]
@@ -324,6 +326,8 @@ _SIMPLE_AVRO: dict[type, Any] = {
     BinaryType: "bytes",
     DateType: {"type": "int", "logicalType": "date"},
     TimeType: {"type": "long", "logicalType": "time-micros"},
+    # a partition field of a dropped column (a replaced v1 table's void field): its values are null
+    UnknownType: "null",
 }
 
 

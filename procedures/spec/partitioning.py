@@ -349,19 +349,28 @@ class PartitionSpecBuilder:
         """Add a field on a column (name or id) with a transform; returns the builder."""
         if isinstance(transform, str):
             transform = parse_transform(transform)
+        if transform.is_void and isinstance(source, int) and self.schema.find_field_or_none(source) is None:
+            # a v1 spec cannot drop a field: a table replaced without the column keeps it as void,
+            # naming the dropped column (as Java's replacement); its partition values are null
+            if name is None:
+                raise ValidationError(f"Cannot add a void partition field of dropped column {source} without a name")
+            return self._append(source, transform, name, field_id)
         src = self._resolve(source)
         if not isinstance(transform, UnknownTransform) and not transform.can_transform(src.field_type):
             raise ValidationError(
                 f"Cannot partition by {transform} of column {src.name!r}: type {src.field_type} is not supported"
             )
         column = self.schema.find_column_name(src.field_id) or src.name
-        name = name if name is not None else _default_name(column, transform)
-        self._check_name(name, src.field_id, transform)
-        self._check_redundant(src.field_id, transform)
+        return self._append(src.field_id, transform, name if name is not None else _default_name(column, transform),
+                            field_id)
+
+    def _append(self, source_id: int, transform: Transform, name: str, field_id: int | None) -> "PartitionSpecBuilder":
+        self._check_name(name, source_id, transform)
+        self._check_redundant(source_id, transform)
         if field_id is None:
-            field_id = self._next_id(src.field_id, transform)
+            field_id = self._next_id(source_id, transform)
         self._last_id = max(self._last_id, field_id)
-        self._fields.append(PartitionField(src.field_id, field_id, transform, name))
+        self._fields.append(PartitionField(source_id, field_id, transform, name))
         return self
 
     def _check_name(self, name: str, source_id: int, transform: Transform) -> None:

@@ -151,6 +151,26 @@ def test_partition_struct_avro_types() -> None:
     assert fields[1010]["type"] == ["null", {"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": False}]
 
 
+def test_void_field_of_a_dropped_column_writes_null_as_java() -> None:
+    """A replaced v1 table keeps the old field as void of a column the schema no longer has: its
+    partition type is ``unknown``, written as Avro ``null`` (Java's manifest of such a table), and the
+    manifest round-trips with a null value for it."""
+    spec = PartitionSpec(1, (_pf(99, 1000, "void", "gone_day"), _pf(1, 1001, "bucket[4]", "id_bucket")))
+    ptype = spec.partition_type(SCHEMA)
+    schema = manifest_entry_avro_schema(1, ptype)
+    fastavro.parse_schema(schema)
+    data_file = schema["fields"][-1]["type"]
+    partition = next(f for f in data_file["fields"] if f["name"] == "partition")["type"]
+    assert partition["fields"][0] == {"name": "gone_day", "type": "null", "default": None, "field-id": 1000}
+    mio = MemIO()
+    f = _full_file(FileContent.DATA, 1, (None, 3), spec_id=1)
+    with ManifestWriter(mio, "s3://bucket/t/metadata/v.avro", spec, SCHEMA, 1, ManifestContent.DATA, 55) as w:
+        w.add(f)
+    m = w.close()
+    assert m.partitions[0] == FieldSummary(True, False, None, None)
+    assert [e.data_file.partition for e in read_manifest(mio, m, specs={1: spec})] == [(None, 3)]
+
+
 def test_sanitize_name() -> None:
     assert sanitize_name("my-col") == "my_x2Dcol"
     assert sanitize_name("1a") == "_1a"

@@ -217,9 +217,17 @@ def test_replacement_without_a_partition_source_keeps_the_old_spec(fv):
     assert [f.name for f in out.spec_by_id(0).fields] == ["data"]
 
 
-def test_replacement_of_a_v1_table_without_a_partition_source_is_refused():
-    with pytest.raises(ValidationError, match="without column 'data'"):
-        replacement_updates(table(1), Schema((NestedField(1, "id", LONG),)))
+def test_replacement_of_a_v1_table_without_a_partition_source_keeps_a_void_field():
+    """v1 specs cannot drop fields: as Java, the new spec keeps the old one as ``void`` of the dropped
+    column (source id 2, no longer in the schema) beside the new terms."""
+    md = table(1)
+    b = MetadataBuilder(md)
+    b.apply_all(replacement_updates(md, Schema((NestedField(1, "id", LONG),)), [("id", "bucket[2]")]))
+    out = b.build()
+    assert [(f.source_id, str(f.transform), f.name, f.field_id) for f in out.spec().fields] == [
+        (2, "void", "data", 1000), (1, "bucket[2]", "id_bucket", 1001)]
+    assert out.schema().find_field_or_none(2) is None
+    assert [str(f.field_type) for f in out.spec().partition_type(out.schema()).fields] == ["unknown", "int"]
 
 
 def test_write_order_back_to_an_earlier_order_sets_it_by_id():
