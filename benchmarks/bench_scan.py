@@ -7,10 +7,13 @@ Cases (``--cases``):
 * ``posdel``: a v2 table with 5% of its rows deleted by position delete files, every column aggregated;
 * ``dv``: the same rows in a v3 table, the 5% deleted by deletion vectors;
 * ``filter``: the v2 table with a selective filter (1% of the ids; files hold id ranges, so metrics prune);
-* ``columns``: a 20-column v2 table with the same deletes, 3 of its columns read.
+* ``eqdel``: the same rows in a v2 table whose 5% are deleted by an equality delete file on ``id``
+  (written and committed by this package: Spark's SQL writes only position deletes);
+* ``columns``: a 20-column v2 table with the same deletes, 3 of its columns read (``id``, the double
+  ``c8`` and the string ``c13``).
 
-Both sides compute the same aggregate, and the script checks they agree before printing figures; the
-floor's rows differ by the deleted ones and are not compared.  Driver peak RSS is printed for ``posdel``.
+Both sides compute the same aggregate, and the script checks they agree (and that the deleted rows are
+gone) before printing figures; the floor's rows differ by the deleted ones and are not compared.  Driver peak RSS is printed for ``posdel``.
 """
 
 from __future__ import annotations
@@ -34,14 +37,26 @@ from _common import (  # noqa: E402
     timing_figures,
 )
 
+from dataclasses import replace  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
+
+from procedures.catalog.hadoop import HadoopCatalog  # noqa: E402
+from procedures.core.kernel.operations import RowDelta  # noqa: E402
+from procedures.core.kernel.transaction import commit  # noqa: E402
+from procedures.io.parquet_writer import WriteSettings, write_data_files  # noqa: E402
 from procedures.spark.read import read_table  # noqa: E402
+from procedures.spec.manifest.model import FileContent  # noqa: E402
+from procedures.spec.schema import Schema  # noqa: E402
 
-CASES = ("posdel", "dv", "filter", "columns")
+CASES = ("posdel", "dv", "eqdel", "filter", "columns")
 AGG = ["count(*) AS n", "sum(id) AS s_id", "sum(v) AS s_v", "sum(length(s)) AS s_len"]
-WIDE_AGG = ["count(*) AS n", "sum(id) AS s_id", "sum(c7) AS s_7", "sum(length(c13)) AS s_13"]
+# c8 is a double: the former sum(c7) summed a string column, null for every row, and spent most of
+# the time on both sides parsing 5M strings as doubles
+WIDE_AGG = ["count(*) AS n", "sum(id) AS s_id", "sum(c8) AS s_8", "sum(length(c13)) AS s_13"]
 
 
-def _create(spark, ident: str, rows: int, version: int, wide: bool) -> None:
+def _create(spark, ident: str, rows: int, version: int, wide: bool, equality: bool = False) -> None:
     spark.sql(f"DROP TABLE IF EXISTS {ident} PURGE")
     if wide:
         cols = ", ".join(f"c{i} {'string' if i % 2 else 'double'}" for i in range(1, 20))
@@ -53,7 +68,24 @@ def _create(spark, ident: str, rows: int, version: int, wide: bool) -> None:
         spark.sql(f"CREATE TABLE {ident} (id bigint, v double, s string) USING iceberg "
                   f"TBLPROPERTIES ('format-version'='{version}', 'write.delete.mode'='merge-on-read')")
         spark.sql(f"INSERT INTO {ident} SELECT id, id * 0.5, concat('row-', id) FROM range({rows})")
-    spark.sql(f"DELETE FROM {ident} WHERE id % 20 = 7")  # 5% of rows, as position deletes or DVs
+    if equality:
+        _equality_delete(spark, ident, rows)
+    else:
+        spark.sql(f"DELETE FROM {ident} WHERE id % 20 = 7")  # 5% of rows, as position deletes or DVs
+
+
+def _equality_delete(spark, ident: str, rows: int) -> None:
+    """Delete the same 5% of rows (``id % 20 = 7``) with one equality delete file on ``id``."""
+    warehouse = spark.conf.get("spark.sql.catalog.jcat.warehouse")
+    table = HadoopCatalog("jcat", warehouse).load_table(tuple(ident.split(".")[1:]))
+    md = table.metadata
+    key = Schema((md.schema().find_field("id"),))
+    settings = replace(WriteSettings.from_metadata(md), schema=key, dictionary_columns=())
+    ids = pa.table({"id": pa.array(range(7, rows, 20), pa.int64())})
+    files = [replace(f, content=FileContent.EQUALITY_DELETES, equality_ids=(key.fields[0].field_id,))
+             for f in write_data_files(table.io, settings, [ids])]
+    commit(table, [RowDelta(add_deletes=files)])
+    spark.sql(f"REFRESH TABLE {ident}")
 
 
 def main() -> None:
@@ -65,17 +97,17 @@ def main() -> None:
     figures: list[Figure] = []
     built: set[str] = set()
 
-    def table(version: int, wide: bool) -> str:
-        ident = f"jcat.db.bench_scan_v{version}{'_wide' if wide else ''}"
+    def table(version: int, wide: bool, equality: bool = False) -> str:
+        ident = f"jcat.db.bench_scan_v{version}{'_wide' if wide else ''}{'_eq' if equality else ''}"
         if ident not in built:
-            _create(spark, ident, rows, version, wide)
+            _create(spark, ident, rows, version, wide, equality)
             built.add(ident)
         return ident
 
     for case in args.cases.split(","):
         if case not in CASES:
             raise SystemExit(f"unknown case {case!r}; choose from {', '.join(CASES)}")
-        ident = table(3 if case == "dv" else 2, case == "columns")
+        ident = table(3 if case == "dv" else 2, case == "columns", case == "eqdel")
         agg, where = (WIDE_AGG if case == "columns" else AGG), None
         if case == "filter":
             where = f"id < {rows // 100}"
@@ -83,7 +115,7 @@ def main() -> None:
 
         # our API's projection and filter are read_table's ``columns`` and ``filter`` (a mapInArrow
         # DataFrame cannot see a later select or where); Java's and the floor's come from the plan
-        columns = ["id", "c7", "c13"] if case == "columns" else None
+        columns = ["id", "c8", "c13"] if case == "columns" else None
 
         def ours(ident=ident, agg=agg, where=where, columns=columns):
             return read_table(spark, ident, filter=where, columns=columns).selectExpr(*agg).collect()[0]
@@ -97,6 +129,7 @@ def main() -> None:
             return (df.where(where) if where else df).selectExpr(*agg).collect()[0]
 
         label = {"posdel": "5% pos-deleted, all columns", "dv": "v3, 5% deleted by DVs, all columns",
+                 "eqdel": "5% deleted by an equality delete, all columns",
                  "filter": "5% pos-deleted, 1% of ids", "columns": "20 columns, 3 read, 5% pos-deleted"}[case]
         label = f"scan {rows / 1e6:g}M, {label}"
         if case == "posdel":

@@ -416,9 +416,11 @@ def deleted_positions(io: FileAccess, data_file_path: str, deletes: Iterable[Any
 class _EqualityDeletes:
     """The key rows of one equality delete file, projected to the table's types.
 
-    A single key column is matched with Arrow's ``is_in`` (nulls match nulls, as the spec's
-    null-safe equality asks), several with combined per-column value indexes; types Arrow cannot
-    hash fall back to a set of Python tuples.
+    A single integer-like key column (ints, dates, times, timestamps) is matched by binary search
+    in its sorted keys, sorted once per delete file; any other single column with Arrow's ``is_in``,
+    which hashes the whole key set again on every call, so once per batch (nulls match nulls, as the
+    spec's null-safe equality asks); several columns with combined per-column value indexes; types
+    Arrow cannot hash fall back to a set of Python tuples.
     """
 
     def __init__(self, ids: tuple[int, ...], arrays: list[pa.Array]) -> None:
@@ -427,10 +429,14 @@ class _EqualityDeletes:
         self.empty = not arrays or len(arrays[0]) == 0
         self._tuples: set | None = None
         self._codes: Any = None  # (distinct values per column, sorted row keys), or False: use tuples
+        self._sorted: Any = None  # (sorted distinct non-null keys as int64, whether a null key), or False
 
     def matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray:
         """Which of ``n`` rows (their key columns, in ``ids`` order) the file deletes."""
         if len(columns) == 1 and columns[0].type == self.arrays[0].type:
+            hit = self._sorted_matches(columns[0])
+            if hit is not None:
+                return hit
             try:
                 hit = pc.is_in(columns[0], value_set=self.arrays[0], skip_nulls=False)
                 return hit.to_numpy(zero_copy_only=False)
@@ -444,6 +450,23 @@ class _EqualityDeletes:
         values = self._tuples
         cols = [c.to_pylist() for c in columns]
         return np.fromiter((t in values for t in zip(*cols)), dtype=bool, count=n)
+
+    def _sorted_matches(self, column: pa.Array) -> np.ndarray | None:
+        """Rows of an integer-like ``column`` whose value (or null) is a key; None for other types."""
+        if self._sorted is None:
+            self._sorted = _sorted_int_keys(self.arrays[0])
+        if self._sorted is False:
+            return None
+        keys, null_key = self._sorted
+        values = _as_int64(column)
+        if len(keys):
+            hit = keys[np.minimum(np.searchsorted(keys, values), len(keys) - 1)] == values
+        else:
+            hit = np.zeros(len(values), dtype=bool)
+        if column.null_count:
+            valid = column.is_valid().to_numpy(zero_copy_only=False)
+            hit = (hit & valid) | ~valid if null_key else hit & valid
+        return hit
 
     def _coded_matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray | None:
         """Several key columns matched without a Python pass over the rows: each column's values
@@ -482,6 +505,31 @@ class _EqualityDeletes:
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
             return False
         return uniques, np.unique(keys)
+
+
+def _integer_like(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t)
+            or pa.types.is_duration(t))
+
+
+def _as_int64(arr: pa.Array) -> np.ndarray:
+    """The values of an integer-like array as int64 (nulls as 0): the same bits read as a signed
+    integer of their width, so equal values stay equal and distinct ones distinct."""
+    signed = pa.int32() if arr.type.bit_width == 32 else pa.int64() if arr.type.bit_width == 64 else (
+        pa.int16() if arr.type.bit_width == 16 else pa.int8())
+    ints = arr.view(signed)
+    if ints.null_count:
+        ints = pc.fill_null(ints, 0)
+    return ints.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def _sorted_int_keys(keys: pa.Array) -> Any:
+    """(sorted distinct non-null keys as int64, whether a key is null) of an integer-like key
+    column, or False for other types."""
+    if not _integer_like(keys.type):
+        return False
+    valid = keys.drop_null()
+    return np.unique(_as_int64(valid)), keys.null_count > 0
 
 
 def _equality_delete_sets(io: FileAccess, deletes: Iterable[Any], table_schema: Schema,

@@ -33,17 +33,19 @@ def session_conf(conf: Any) -> Mapping[str, Any]:
     return conf_from_spark(conf) if _is_session(conf) else conf
 
 
-def load_catalog(name: str, conf: Any = None) -> Catalog:
+def load_catalog(name: str, conf: Any = None, *, values: Mapping[str, Any] | None = None) -> Catalog:
     """:func:`procedures.catalog.config.load_catalog` from Spark conf keys, a plain dict, or a
     SparkSession; a hive catalog without ``uri`` opens the metastore of that session (else of the
-    process's running one)."""
+    process's running one).  ``values`` is the session's conf when the caller has already read it
+    (:func:`conf_from_spark` costs tens of JVM round trips, a tenth of a small read)."""
     session = conf if _is_session(conf) else None
 
     def embedded(catalog: str, key: str, lock_enabled: bool, hadoop: Mapping[str, str]) -> MetastoreClient:
         return JvmMetastoreClient(_embedded_metastore_session(catalog, key, session), None,
                                   lock_enabled=lock_enabled, conf=hadoop)
 
-    return catalog_config.load_catalog(name, session_conf(conf), embedded_metastore=embedded)
+    return catalog_config.load_catalog(name, values if values is not None else session_conf(conf),
+                                       embedded_metastore=embedded)
 
 
 def conf_from_spark(spark: Any) -> dict[str, str]:

@@ -111,8 +111,9 @@ def load_table(spark: Any, table: str | Table) -> Table:
     if isinstance(table, Table):
         return table
 
-    catalog_name, ident = resolve_identifier(table, conf=conf_from_spark(spark))
-    return load_catalog(catalog_name, spark).load_table(ident)
+    conf = conf_from_spark(spark)
+    catalog_name, ident = resolve_identifier(table, conf=conf)
+    return load_catalog(catalog_name, spark, values=conf).load_table(ident)
 
 
 # ------------------------------------------------------------------------------ types

@@ -9,7 +9,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+import procedures.spark.catalog_conf as catalog_conf
 import procedures.spark.dataframes as dataframes
+import procedures.spark.read as read_module
 import procedures.spark.scan_planning as scan_planning
 from oracles import spark_df_to_arrow
 from procedures.catalog.hadoop import HadoopCatalog
@@ -244,3 +246,20 @@ def test_classic_and_connect_sessions_read_the_same(classic_spark, connect_spark
         classic, connect = read_table(classic_spark, t, **kwargs), read_table(connect_spark, t, **kwargs)
         assert classic.schema == connect.schema
         assert _tuples(classic) == _tuples(connect) and _tuples(classic)
+
+
+@pytest.mark.java
+def test_loading_a_table_by_name_reads_the_session_conf_once(spark, table, monkeypatch):
+    # each read of the conf costs tens of JVM round trips (on Connect, a server call): a tenth of a
+    # small read's time when it was read twice, once for the identifier and again for the catalog
+    calls = []
+    real = catalog_conf.conf_from_spark
+
+    def counting(session):
+        calls.append(1)
+        return real(session)
+
+    monkeypatch.setattr(catalog_conf, "conf_from_spark", counting)
+    monkeypatch.setattr(read_module, "conf_from_spark", counting)
+    assert load_table(spark, table).name.endswith("read_api")
+    assert len(calls) == 1

@@ -306,6 +306,47 @@ def test_multi_column_equality_deletes_match_null_safe_rows_of_every_type(tmp_pa
         assert len(expected) < n
 
 
+@pytest.mark.parametrize("field_type", [INT, LONG, DATE, TIMESTAMP], ids=str)
+def test_single_integer_like_key_equality_deletes_hash_no_key_set_per_batch(tmp_path, monkeypatch, field_type):
+    """One integer-like key column is matched against keys sorted once per delete file: Arrow's
+    is_in hashed all 250k keys again for every batch (0.3 s per 2.5M rows on one core, most of
+    an equality-deleted scan's Python time).  Nulls match only a null key, as before."""
+    import random
+
+    import pyarrow.compute as pc
+
+    rng = random.Random(11)
+    n = 5000
+    base = {INT: 0, LONG: 1 << 40, DATE: dt.date(1969, 6, 1), TIMESTAMP: dt.datetime(1969, 12, 31, 23, 59)}[field_type]
+
+    def value(i):
+        if isinstance(base, dt.datetime):
+            return base + dt.timedelta(microseconds=i)
+        if isinstance(base, dt.date):
+            return base + dt.timedelta(days=i)
+        return base - 2500 + i  # negative and positive values alike
+
+    schema = Schema((NestedField(1, "id", INT, True), NestedField(2, "k", field_type)))
+    data = {"id": list(range(n)), "k": [None if i % 97 == 0 else value(rng.randrange(3000)) for i in range(n)]}
+    df = _write(tmp_path / "d.parquet", schema, data)
+    eq_schema = Schema((schema.fields[1],))
+    for name, keys in [("with-null", [value(i) for i in range(0, 3000, 7)] + [None]),
+                       ("no-null", [value(i) for i in range(1, 3000, 5)] + [value(10_000)])]:
+        eq_path = tmp_path / f"eq-{name}.parquet"
+        pq.write_table(pa.Table.from_pydict({"k": keys}, schema=schema_to_arrow(eq_schema)), str(eq_path))
+        eqd = DataFile(str(eq_path), FileFormat.PARQUET, ("eu",), len(keys), 10, content=FileContent.EQUALITY_DELETES,
+                       equality_ids=(2,), spec_id=0)
+        calls = []
+        real = pc.is_in
+        monkeypatch.setattr(pc, "is_in", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+        out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(eqd, 2)]), Schema((schema.fields[0],)),
+                              batch_size=300)
+        gone = set(keys)
+        expected = [i for i in range(n) if data["k"][i] not in gone]
+        assert out.column("id").to_pylist() == expected and 0 < len(expected) < n
+        assert calls == []
+
+
 def test_file_scoped_position_deletes_read_only_positions_and_need_not_be_sorted(tmp_path, monkeypatch):
     import procedures.io.parquet_reader as reader
 
