@@ -10,10 +10,14 @@ with table locations replaced and the ``*_bytes_count`` columns left out, since 
 order rows reach a task) and the tables' contents must agree before any figure is printed.  The GC steps
 are forced onto Spark (the size rules would keep a small table's on the driver), as the cluster test does.
 
-``--baseline-commit REV`` first runs the classic cases of this script on the package as it was at REV (a
-``git archive`` of REV in a temporary folder, the package imported from there and shipped to the
-workers through PYTHONPATH), in a subprocess, and adds its times: the "classic no slower than before"
-check of a change.  ``--kinds classic`` runs the classic side alone (pyspark 3.5 has no Connect server).
+``--baseline-commit REV`` also runs the classic cases on the package as it was at REV (a ``git archive``
+of REV in a temporary folder, the package imported from there and shipped to the workers through
+PYTHONPATH): the "classic no slower than before" check of a change.  Then each side runs in a
+long-lived worker process of its own (``--serve``: its own JVM, started the same way, both with the
+Connect server plugin) and the coordinator interleaves their runs, rotating the order every attempt, so
+both sides meet the same machine load and the same JVM warm-up; running the baseline first in a
+separate process made the figures depend on what else ran on a shared machine at the time.
+``--kinds classic`` runs the classic side alone (pyspark 3.5 has no Connect server).
 
     python benchmarks/bench_connect.py --rows 200000 --repeat 3
     python benchmarks/bench_connect.py --baseline-commit main --kinds classic
@@ -215,6 +219,24 @@ def cases(classic: Any, warehouse: Path, args: argparse.Namespace) -> list[Case]
 
 
 # ------------------------------------------------------------------------------------------ running
+def run_once(case: Case, index: int, sessions: dict[str, Any], kind: str, attempt: int) -> tuple[float, dict]:
+    """One timed run of ``case`` on ``kind``: its table set up first (untimed, classic), its output
+    (and the table's contents) afterwards, the table dropped."""
+    name = f"c{index}_{kind}_{attempt}"
+    short = case.setup(name)
+    seconds, result = timed(lambda: case.run(sessions[kind], name, short))
+    output = {"output": result}
+    if case.check:
+        output["contents"] = contents(sessions["classic"], name)
+        sql(sessions["classic"], f"DROP TABLE IF EXISTS {CATALOG}.db.{name} PURGE")
+    return seconds, output
+
+
+def same(a: Any, b: Any) -> bool:
+    """Outputs compared as JSON (a worker's come back through JSON, a tuple as a list)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
 def measure(sessions: dict[str, Any], warehouse: Path, args: argparse.Namespace) -> dict:
     """``{case: {"outputs": {kind: output}, "runs": {kind: [seconds]}, "errors": {kind: text}}}``;
     stops at the first case whose outputs differ between the kinds.  A kind whose run raises is not
@@ -233,27 +255,20 @@ def measure(sessions: dict[str, Any], warehouse: Path, args: argparse.Namespace)
             for kind in (kinds if attempt % 2 == 0 else kinds[::-1]):
                 if kind in errors:
                     continue
-                name = f"c{index}_{kind}_{attempt}"
-                short = case.setup(name)
                 try:
-                    seconds, result = timed(lambda: case.run(sessions[kind], name, short))
+                    seconds, output = run_once(case, index, sessions, kind, attempt)
                 except Exception as e:  # noqa: BLE001 -- shown in the table, the other kind goes on
                     errors[kind] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
                     if kind == "classic":
                         raise
                     continue
-                output = {"output": result}
-                if case.check:
-                    output["contents"] = contents(sessions["classic"], name)
                 if attempt == 0:
                     outputs[kind] = output
-                elif output != outputs[kind]:
+                elif not same(output, outputs[kind]):
                     raise SystemExit(f"{case.title}: {kind} gave another output on run {attempt}: {output} "
                                      f"(first: {outputs[kind]})")
                 if attempt >= args.warmup:
                     runs[kind].append(seconds)
-                if case.check:
-                    sql(sessions["classic"], f"DROP TABLE IF EXISTS {CATALOG}.db.{name} PURGE")
             if attempt == 0 and len({json.dumps(o, sort_keys=True, default=str) for o in outputs.values()}) > 1:
                 raise SystemExit(f"{case.title}: outputs differ between the session kinds: "
                                  + json.dumps(outputs, indent=1, default=str))
@@ -263,28 +278,130 @@ def measure(sessions: dict[str, Any], warehouse: Path, args: argparse.Namespace)
     return results
 
 
-def baseline(rev: str, args: argparse.Namespace) -> dict:
-    """The classic cases run on the package as of ``rev`` (a ``git archive`` of it), in a subprocess."""
+#: how a worker (``--serve``) marks its answer lines on stdout, among whatever else lands there
+ANSWER = "BENCH-ANSWER "
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Worker mode of the interleaved baseline: start the sessions once, then run the case runs the
+    coordinator asks for on stdin (``{"case": i, "kind": k, "attempt": a}``, one JSON per line; an
+    empty line ends), answering each with ``seconds`` and ``output`` (or ``error``)."""
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    warehouse = Path(tempfile.mkdtemp(prefix="bench-connect-"))
+    sessions = start_sessions(warehouse, kinds, args.cores)
+    if not args.local_gc:
+        force_distributed_steps()
+    all_cases = cases(sessions["classic"], warehouse, args)
+    print(ANSWER + json.dumps({"ready": [c.title for c in all_cases]}), flush=True)
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                break
+            ask = json.loads(line)
+            try:
+                seconds, output = run_once(all_cases[ask["case"]], ask["case"], sessions, ask["kind"], ask["attempt"])
+                answer = {"seconds": seconds, "output": output}
+            except Exception as e:  # noqa: BLE001 -- the coordinator shows it
+                answer = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"}
+            print(ANSWER + json.dumps(answer, default=str), flush=True)
+    finally:
+        for session in reversed(list(sessions.values())):
+            session.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
+    return 0
+
+
+class Worker:
+    """A ``--serve`` subprocess running this script on the package found in ``root``."""
+
+    def __init__(self, label: str, root: Path, kinds: str, args: argparse.Namespace) -> None:
+        command = [sys.executable, str(Path(__file__).resolve()), "--serve", "--kinds", kinds,
+                   "--rows", str(args.rows), "--commits", str(args.commits), "--orphans", str(args.orphans),
+                   "--cores", str(args.cores)] + (["--local-gc"] if args.local_gc else [])
+        env = {**os.environ, "BENCH_PROCEDURES_ROOT": str(root), "PYTHONPATH": str(root)}
+        # run from ``root``: Spark's Python workers put their working directory first on sys.path
+        # (``python -m pyspark.daemon``), so a checkout as the working directory would win
+        self.label = label
+        self.process = subprocess.Popen(command, env=env, cwd=root, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.titles = self.read()["ready"]
+
+    def read(self) -> dict:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith(ANSWER):
+                return json.loads(line[len(ANSWER):])
+        raise SystemExit(f"{self.label}: the worker ended (exit code {self.process.wait()})")
+
+    def ask(self, case: int, kind: str, attempt: int) -> dict:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"case": case, "kind": kind, "attempt": attempt}) + "\n")
+        self.process.stdin.flush()
+        return self.read()
+
+    def close(self) -> None:
+        if self.process.poll() is None and self.process.stdin is not None:
+            self.process.stdin.write("\n")
+            self.process.stdin.close()
+        self.process.wait()
+
+
+def interleaved(rev: str, kinds: tuple[str, ...], args: argparse.Namespace) -> tuple[dict, dict]:
+    """The cases on this checkout (``kinds``) and the classic cases on the package as of ``rev`` (a
+    ``git archive`` of it), each side in a long-lived worker process of its own with its own JVM,
+    started alike (both with the Connect server plugin when Connect is measured), their runs
+    interleaved: for every case and attempt each side runs once, the order rotating from attempt to
+    attempt, so no side always meets a warmer JVM or a quieter machine.  Returns ``(current,
+    baseline)`` results as :func:`measure` gives them."""
     folder = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    workers: list[Worker] = []
     try:
         archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, "procedures"],
                                  check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-        out = folder / "results.json"
-        command = [sys.executable, str(Path(__file__).resolve()), "--kinds", "classic", "--json", str(out),
-                   "--rows", str(args.rows), "--commits", str(args.commits), "--orphans", str(args.orphans),
-                   "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--cores", str(args.cores)]
-        if args.local_gc:
-            command.append("--local-gc")
-        env = {**os.environ, "BENCH_PROCEDURES_ROOT": str(folder), "PYTHONPATH": str(folder)}
-        print(f"baseline: the classic cases on {rev} ({folder})", file=sys.stderr)
-        # run from the baseline's folder: Spark's Python workers put their working directory first on
-        # sys.path (``python -m pyspark.daemon``), so a checkout as the working directory would win
-        subprocess.run(command, env=env, check=True, cwd=folder)
-        if args.json:
-            shutil.copyfile(out, args.json.with_name(f"{args.json.stem}.baseline.json"))
-        return json.loads(out.read_text())
+        print(f"baseline: the classic cases on {rev} ({folder}), interleaved with this checkout's", file=sys.stderr)
+        kinds_text = ",".join(kinds)
+        current = Worker("current", REPO, kinds_text, args)
+        workers.append(current)
+        # the baseline's JVM runs the Connect server plugin too (idle), so both JVMs carry the same load
+        before = Worker(rev, folder, kinds_text, args)
+        workers.append(before)
+        slots = [(current, k) for k in kinds] + [(before, "classic")]
+        results: tuple[dict, dict] = ({}, {})
+        for index, title in enumerate(current.titles):
+            outputs: list[dict] = [{}, {}]
+            runs: list[dict[str, list[float]]] = [{k: [] for k in kinds}, {"classic": []}]
+            errors: list[dict[str, str]] = [{}, {}]
+            for attempt in range(args.warmup + args.repeat):
+                shift = attempt % len(slots)
+                for worker, kind in slots[shift:] + slots[:shift]:
+                    side = 0 if worker is current else 1
+                    if kind in errors[side]:
+                        continue
+                    answer = worker.ask(index, kind, attempt)
+                    if "error" in answer:
+                        errors[side][kind] = answer["error"]
+                        if kind == "classic":
+                            raise SystemExit(f"{title}: {worker.label} classic failed: {answer['error']}")
+                        continue
+                    if attempt == 0:
+                        outputs[side][kind] = answer["output"]
+                    elif not same(answer["output"], outputs[side][kind]):
+                        raise SystemExit(f"{title}: {worker.label} {kind} gave another output on run {attempt}")
+                    if attempt >= args.warmup:
+                        runs[side][kind].append(answer["seconds"])
+                if attempt == 0 and len({json.dumps(o, sort_keys=True, default=str)
+                                         for o in outputs[0].values()}) > 1:
+                    raise SystemExit(f"{title}: outputs differ between the session kinds: "
+                                     + json.dumps(outputs[0], indent=1, default=str))
+            for side in (0, 1):
+                results[side][title] = {"outputs": outputs[side], "runs": runs[side], "errors": errors[side]}
+            print(f"  {title}: " + ", ".join(f"{k} {min(v):.3f} s" for k, v in runs[0].items() if v)
+                  + f", {rev} classic {min(runs[1]['classic']):.3f} s", file=sys.stderr)
+        return results
     finally:
+        for worker in workers:
+            worker.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -335,22 +452,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline-commit", metavar="REV", help="also run the classic cases at git revision REV")
     p.add_argument("--json", type=Path, help="write the results as JSON")
     p.add_argument("--warehouse", type=Path, help="warehouse folder (default: a temporary one)")
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # a worker of --baseline-commit
     args = p.parse_args(argv)
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     if not set(kinds) <= set(KINDS) or "classic" not in kinds:
         p.error("--kinds: classic, or classic,connect")
-    base = baseline(args.baseline_commit, args) if args.baseline_commit else None
-    warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="bench-connect-"))
-    sessions = start_sessions(warehouse, kinds, args.cores)
-    try:
-        results = measure(sessions, warehouse, args)
-    finally:
-        for session in reversed(list(sessions.values())):
-            session.stop()
-        if args.warehouse is None:
-            shutil.rmtree(warehouse, ignore_errors=True)
+    if args.serve:
+        return serve(args)
+    base = None
+    if args.baseline_commit:
+        results, base = interleaved(args.baseline_commit, kinds, args)
+    else:
+        warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="bench-connect-"))
+        sessions = start_sessions(warehouse, kinds, args.cores)
+        try:
+            results = measure(sessions, warehouse, args)
+        finally:
+            for session in reversed(list(sessions.values())):
+                session.stop()
+            if args.warehouse is None:
+                shutil.rmtree(warehouse, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(results, default=str))
+        if base is not None:
+            args.json.with_name(f"{args.json.stem}.baseline.json").write_text(json.dumps(base, default=str))
     print(table(results, base, args.repeat))
     for title, r in results.items():
         for kind, error in r.get("errors", {}).items():

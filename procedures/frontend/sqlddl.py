@@ -56,7 +56,7 @@ from procedures.frontend.sqltext import (
     table_parts,
     user_message,
 )
-from procedures.spark.dataframes import functions, no_result
+from procedures.spark.dataframes import functions, no_result, with_schema
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spark.table_reads import read_selection
@@ -64,8 +64,9 @@ from procedures.spec import types as spec_types
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import MAX_NESTING_DEPTH, Schema, too_deep
 
-__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "refresh_table_views", "cached_views_on",
-           "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message", "user_errors", "parse_partition_term", "parse_partitioned_by"]
+__all__ = ["execute", "parse_spark_type", "iceberg_to_spark_ddl", "iceberg_to_spark_type", "refresh_table_views",
+           "cached_views_on", "SUPPORTED_STATEMENTS", "substitute_reads", "display_name", "user_message", "user_errors",
+           "parse_partition_term", "parse_partitioned_by"]
 
 #: numbers the temporary views of our tables within the process
 _VIEWS = itertools.count(1)
@@ -167,11 +168,39 @@ def iceberg_to_spark_ddl(t: spec_types.IcebergType) -> str:
         return f"map<{iceberg_to_spark_ddl(t.key_type)},{iceberg_to_spark_ddl(t.value_type)}>"
     if isinstance(t, spec_types.StructType):
         return "struct<" + ",".join(f"`{f.name}`:{iceberg_to_spark_ddl(f.field_type)}" for f in t.fields) + ">"
-    return {
-        "boolean": "boolean", "int": "int", "long": "bigint", "float": "float", "double": "double",
-        "date": "date", "timestamp": "timestamp_ntz", "timestamptz": "timestamp", "string": "string",
-        "uuid": "string", "binary": "binary",
-    }.get(str(t), "binary" if str(t).startswith("fixed") else "string")
+    return _primitive_ddl(t)
+
+
+#: the Spark type of each Iceberg primitive type (by its text) a write casts to; others: string
+_PRIMITIVE_DDL = {
+    "boolean": "boolean", "int": "int", "long": "bigint", "float": "float", "double": "double",
+    "date": "date", "timestamp": "timestamp_ntz", "timestamptz": "timestamp", "string": "string",
+    "uuid": "string", "binary": "binary",
+}
+#: the ``pyspark.sql.types`` class of each type text of :data:`_PRIMITIVE_DDL`
+_DDL_CLASSES = {"boolean": "BooleanType", "int": "IntegerType", "bigint": "LongType", "float": "FloatType",
+                "double": "DoubleType", "date": "DateType", "timestamp_ntz": "TimestampNTZType",
+                "timestamp": "TimestampType", "string": "StringType", "binary": "BinaryType"}
+
+
+def _primitive_ddl(t: spec_types.IcebergType) -> str:
+    return _PRIMITIVE_DDL.get(str(t), "binary" if str(t).startswith("fixed") else "string")
+
+
+def iceberg_to_spark_type(t: spec_types.IcebergType):
+    """:func:`iceberg_to_spark_ddl` as a ``pyspark.sql.types`` type, every nested field, element
+    and value nullable (what a cast to the DDL text gives)."""
+    from pyspark.sql import types as T  # noqa: PLC0415 -- pyspark only when a statement runs
+
+    if isinstance(t, spec_types.DecimalType):
+        return T.DecimalType(t.precision, t.scale)
+    if isinstance(t, spec_types.ListType):
+        return T.ArrayType(iceberg_to_spark_type(t.element_type), True)
+    if isinstance(t, spec_types.MapType):
+        return T.MapType(iceberg_to_spark_type(t.key_type), iceberg_to_spark_type(t.value_type), True)
+    if isinstance(t, spec_types.StructType):
+        return T.StructType([T.StructField(f.name, iceberg_to_spark_type(f.field_type), True) for f in t.fields])
+    return getattr(T, _DDL_CLASSES[_primitive_ddl(t)])()
 
 
 # ------------------------------------------------------------------------------------ dispatch
@@ -603,9 +632,12 @@ def _insert(spark, statement: exp.Insert, text: str, conf, ours: set[str]):
             f"Cannot write to {display_name(target)}: the query has {len(df.columns)} columns, the table "
             f"{len(fields)} ({', '.join(f.name for f in fields)})"
         )
-    df = df.select(*[F.col(f"`{c}`").cast(iceberg_to_spark_ddl(f.field_type)).alias(f.name)
-                     for c, f in zip(df.columns, fields)])
-    # the names just given: the write need not ask a Connect server to analyze the plan again
+    types = [iceberg_to_spark_type(f.field_type) for f in fields]
+    df = df.select(*[F.col(f"`{c}`").cast(t).alias(f.name) for c, f, t in zip(df.columns, fields, types)])
+    # the names and types just given: the write need not ask a Connect server to analyze the plan again
+    from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 -- pyspark only when a statement runs
+
+    df = with_schema(df, StructType([StructField(f.name, t, True) for f, t in zip(fields, types)]))
     with user_errors(views):
         append(spark, table, df, columns=[f.name for f in fields])
     refresh_table_views(spark, conf, [(parts[0], ident)])

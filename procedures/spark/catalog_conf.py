@@ -12,12 +12,12 @@ import sys
 from typing import Any, Mapping
 
 from procedures.catalog import config as catalog_config
-from procedures.catalog.base import Catalog
+from procedures.catalog.base import Catalog, Identifier
 from procedures.catalog.hive import MetastoreClient
 from procedures.errors import CatalogConfigError
 from procedures.spark.hive_jvm import JvmMetastoreClient
 
-__all__ = ["conf_from_spark", "session_conf", "load_catalog", "running_spark_session"]
+__all__ = ["conf_from_spark", "session_conf", "load_catalog", "resolve_in_session", "running_spark_session"]
 
 #: how Spark's SET shows a value whose key matches ``spark.redaction.regex``
 _REDACTED = "(redacted)"
@@ -33,19 +33,26 @@ def session_conf(conf: Any) -> Mapping[str, Any]:
     return conf_from_spark(conf) if _is_session(conf) else conf
 
 
-def load_catalog(name: str, conf: Any = None, *, values: Mapping[str, Any] | None = None) -> Catalog:
+def load_catalog(name: str, conf: Any = None, *, session: Any = None) -> Catalog:
     """:func:`procedures.catalog.config.load_catalog` from Spark conf keys, a plain dict, or a
-    SparkSession; a hive catalog without ``uri`` opens the metastore of that session (else of the
-    process's running one).  ``values`` is the session's conf when the caller has already read it
-    (:func:`conf_from_spark` costs tens of JVM round trips, a tenth of a small read)."""
-    session = conf if _is_session(conf) else None
+    SparkSession; a hive catalog without ``uri`` opens the metastore of that session (of ``session``
+    when ``conf`` is the session's conf already read, else of the process's running one)."""
+    session = conf if _is_session(conf) else session
 
     def embedded(catalog: str, key: str, lock_enabled: bool, hadoop: Mapping[str, str]) -> MetastoreClient:
         return JvmMetastoreClient(_embedded_metastore_session(catalog, key, session), None,
                                   lock_enabled=lock_enabled, conf=hadoop)
 
-    return catalog_config.load_catalog(name, values if values is not None else session_conf(conf),
-                                       embedded_metastore=embedded)
+    return catalog_config.load_catalog(name, session_conf(conf), embedded_metastore=embedded)
+
+
+def resolve_in_session(spark: Any, text: str) -> tuple[Catalog, Identifier]:
+    """Our catalog and the identifier that the name ``text`` (``cat.db.t``, or ``db.t`` in the
+    default catalog) resolves to in ``spark``, from one read of the session's conf: on Spark Connect
+    each read is a round trip to the server, and resolving a name then opening its catalog read it twice."""
+    conf = conf_from_spark(spark)
+    catalog_name, ident = catalog_config.resolve_identifier(text, conf=conf)
+    return load_catalog(catalog_name, conf, session=spark), ident
 
 
 def conf_from_spark(spark: Any) -> dict[str, str]:

@@ -48,6 +48,8 @@ __all__ = [
     "run_slices",
     "iter_slices",
     "unpickle_rows",
+    "collect_first_column",
+    "with_schema",
     "partition_slots",
     "functions",
     "struct_schema",
@@ -198,11 +200,7 @@ def session_key(spark: Any) -> tuple:
     return (is_connect(spark), app) if app else (is_connect(spark), id(spark))
 
 
-def _conf_int(spark: Any, key: str) -> int | None:
-    try:
-        value = spark.conf.get(key, None)
-    except Exception:  # noqa: BLE001 -- Connect refuses some static keys; unset then
-        return None
+def _positive_int(value: Any) -> int | None:
     try:
         number = int(str(value).strip()) if value is not None else None
     except ValueError:
@@ -210,15 +208,38 @@ def _conf_int(spark: Any, key: str) -> int | None:
     return number if number and number > 0 else None
 
 
+def _conf_int(spark: Any, key: str) -> int | None:
+    try:
+        value = spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001 -- Connect refuses some static keys; unset then
+        return None
+    return _positive_int(value)
+
+
+def _parallelism_conf(spark: Any) -> int | None:
+    """The first of :data:`PARALLELISM_CONF` and Spark's keys the session sets.  On Spark Connect every
+    ``spark.conf.get`` is a round trip to the server, and a procedure asks for its parallelism several
+    times, so the keys come in one read of the whole conf (``getAll``) there."""
+    keys = (PARALLELISM_CONF, *_SPARK_PARALLELISM_KEYS)
+    if is_connect(spark):
+        try:
+            entries = spark.conf.getAll
+            entries = entries() if callable(entries) else entries
+        except Exception:  # noqa: BLE001 -- an older server: the keys one at a time below
+            entries = None
+        if entries is not None:
+            return next((n for n in (_positive_int(entries.get(k)) for k in keys) if n), None)
+    return next((n for n in (_conf_int(spark, k) for k in keys) if n), None)
+
+
 def parallelism(spark: Any) -> int:
     """How many tasks ``spark`` runs at once: ``spark.procedures.parallelism``, else Spark's
     ``spark.default.parallelism`` / ``spark.sql.leafNodeDefaultParallelism``, else the partitions
     Spark gives ``spark.range`` (its default parallelism), measured once per application by a job
     that runs in the JVM only (no Python worker)."""
-    for key in (PARALLELISM_CONF, *_SPARK_PARALLELISM_KEYS):
-        number = _conf_int(spark, key)
-        if number:
-            return number
+    number = _parallelism_conf(spark)
+    if number:
+        return number
     key = session_key(spark)
     with _LOCK:
         known = _measured.get(key)
@@ -262,20 +283,32 @@ def payload_frame(spark: Any, payloads: Sequence[bytes], column: str = "payload"
     """A DataFrame of one binary column ``column`` whose partition ``i`` holds payload ``i`` as its
     only row (see the module doc for how), on both session kinds."""
     n = len(payloads)
+    schema = struct_schema(f"`{column}` binary")
     if not n:
-        return empty_frame(spark, struct_schema(f"`{column}` binary"))
+        return empty_frame(spark, schema)
     fns = functions(spark)
     if sum(len(p) for p in payloads) <= INLINE_PAYLOAD_BYTES:
         # one string literal (folded once into an array by the optimizer): no job builds the frame
         joined = ",".join(base64.b64encode(p).decode("ascii") for p in payloads)
         picked = fns.element_at(fns.split(fns.lit(joined), ","), (fns.col("id") + 1).cast("int"))
-        return spark.range(0, n, 1, n).select(fns.unbase64(picked).alias(column))
+        return with_schema(spark.range(0, n, 1, n).select(fns.unbase64(picked).alias(column)), schema)
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType  # noqa: PLC0415
 
     slots = partition_slots(n)
     rows = [(slots[i], bytearray(p)) for i, p in enumerate(payloads)]
-    schema = StructType([StructField("slot", IntegerType(), False), StructField(column, BinaryType(), False)])
-    return spark.createDataFrame(rows, schema).repartition(n, "slot").select(column)
+    keyed = StructType([StructField("slot", IntegerType(), False), StructField(column, BinaryType(), False)])
+    return with_schema(spark.createDataFrame(rows, keyed).repartition(n, "slot").select(column), schema)
+
+
+def with_schema(df: Any, schema: Any) -> Any:
+    """``df`` whose schema is ``schema`` (a ``StructType`` of the same columns and types, nullable
+    where ``df``'s may be null), known to a Spark Connect client without asking the server.
+
+    A Connect ``mapInArrow``/``mapInPandas`` sends the input's column names with the plan, and
+    unless the client already knows the schema it asks the server to analyze the plan first (a round
+    trip per job); ``df.to(schema)`` records the schema on the client.  A classic DataFrame is
+    analyzed when built, so it is returned as it is."""
+    return df.to(schema) if is_connect(df.sparkSession) else df
 
 
 def _no_batches(batches: Iterator[Any]) -> Iterator[Any]:
@@ -331,12 +364,24 @@ def unpickle_rows(rows: Iterable[Any]) -> Iterator[Any]:
         yield pickle.loads(bytes(row[0]))
 
 
+def collect_first_column(df: Any) -> list[Any]:
+    """The values of ``df``'s first column (binary payloads, as ``bytes``), in order: ``[r[0] for r in
+    df.collect()]``.  ``df`` must be one whose schema its session knows (a ``mapInArrow`` given a
+    ``StructType``): a Connect ``collect`` reads a conf key of the server on every call (one more
+    round trip per job), its ``toArrow`` does not."""
+    if is_connect(df.sparkSession):
+        values = df.toArrow().column(0).to_pylist()
+        return [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in values]
+    return [r[0] for r in df.collect()]
+
+
 def run_slices(spark: Any, slices: Sequence[Any], fn: Callable[[Any], Iterable[Any]]) -> list[Any]:
     """Run ``fn`` on each slice in a task of its own and return everything it yielded, slice by slice
     in no fixed order (the DataFrame replacement of ``parallelize(...).mapPartitions(fn).collect()``)."""
     if not slices:
         return []
-    return list(unpickle_rows(map_slices(slices_frame(spark, slices), fn).collect()))
+    payloads = collect_first_column(map_slices(slices_frame(spark, slices), fn))
+    return [pickle.loads(p) for p in payloads]
 
 
 def iter_slices(spark: Any, slices: Sequence[Any], fn: Callable[[Any], Iterable[Any]]) -> Iterator[Any]:

@@ -24,13 +24,14 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import re
+import threading
 import traceback
 from typing import Any, Callable, Iterator, Sequence
 
 from procedures.core.kernel.splits import spread_weights
 from procedures.errors import IcebergError
 from procedures.spark.worker import prepare_python_worker
-from procedures.spark.dataframes import map_slices, slices_frame
+from procedures.spark.dataframes import app_id, is_connect, map_slices, slices_frame
 from procedures.spark.environment import check_python_workers
 from procedures.spark.write import WrittenFiles
 from procedures.spec.file_access import FileAccess
@@ -41,6 +42,10 @@ __all__ = ["GroupOutcome", "write_groups", "task_attempts", "portable_error"]
 #: ``local[N]`` / ``local[*]`` (one attempt per task) and ``local[N, F]`` (F attempts)
 _LOCAL = re.compile(r"local(\[\s*(\d+|\*)\s*\])?")
 _LOCAL_WITH_FAILURES = re.compile(r"local\[\s*(\d+|\*)\s*,\s*(\d+)\s*\]")
+#: :func:`task_attempts` per application (session kind and ``spark.app.id``): both keys are static,
+#: fixed when the application starts, and on Spark Connect each read is a round trip
+_ATTEMPTS: dict[tuple, int] = {}
+_ATTEMPTS_LOCK = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,14 +63,27 @@ class GroupOutcome:
 def task_attempts(spark: Any) -> int:
     """How many attempts Spark gives a task: 1 in ``local`` and ``local[N]``, F in ``local[N, F]``,
     else ``spark.task.maxFailures`` (default 4), as Spark's scheduler decides.  Read through
-    ``spark.conf`` (a session's conf holds its context's), which Connect sessions have too."""
+    ``spark.conf`` (a session's conf holds its context's), which Connect sessions have too; once
+    per application."""
+    app = app_id(spark)
+    # a session without an application id (a stand-in) is read every time: an id() key could be reused
+    key = (is_connect(spark), app) if app else None
+    with _ATTEMPTS_LOCK:
+        known = _ATTEMPTS.get(key) if key else None
+    if known is not None:
+        return known
     master = str(_conf(spark, "spark.master") or "").strip()
     m = _LOCAL_WITH_FAILURES.fullmatch(master)
     if m:
-        return max(1, int(m.group(2)))
-    if _LOCAL.fullmatch(master):
-        return 1
-    return max(1, int(_conf(spark, "spark.task.maxFailures") or "4"))
+        attempts = max(1, int(m.group(2)))
+    elif _LOCAL.fullmatch(master):
+        attempts = 1
+    else:
+        attempts = max(1, int(_conf(spark, "spark.task.maxFailures") or "4"))
+    if key:
+        with _ATTEMPTS_LOCK:
+            _ATTEMPTS[key] = attempts
+    return attempts
 
 
 def _conf(spark: Any, key: str) -> str | None:

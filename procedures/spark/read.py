@@ -38,8 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
-from procedures.catalog.config import resolve_identifier
-from procedures.spark.catalog_conf import conf_from_spark, load_catalog
+from procedures.spark.catalog_conf import resolve_in_session
 from procedures.core.kernel.properties import DEFAULT_NAME_MAPPING
 from procedures.core.kernel.scan import FileScanTask, select_snapshot, unified_partition_type
 from procedures.core.kernel.splits import plan_spread_groups, plan_task_groups, SplitOptions
@@ -110,10 +109,8 @@ def load_table(spark: Any, table: str | Table) -> Table:
     check_session(spark)
     if isinstance(table, Table):
         return table
-
-    conf = conf_from_spark(spark)
-    catalog_name, ident = resolve_identifier(table, conf=conf)
-    return load_catalog(catalog_name, spark, values=conf).load_table(ident)
+    catalog, ident = resolve_in_session(spark, table)
+    return catalog.load_table(ident)
 
 
 # ------------------------------------------------------------------------------ types

@@ -27,7 +27,7 @@ from procedures.core.gc import reachability
 from procedures.core.kernel.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, read_entries_on_driver
 from procedures.errors import ScanPlanningError
 from procedures.io.sandbox_fileio import file_io
-from procedures.spark.dataframes import map_slices, parallelism, slices_frame, unpickle_rows
+from procedures.spark.dataframes import collect_first_column, map_slices, parallelism, slices_frame, unpickle_rows
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
@@ -116,8 +116,8 @@ class SparkEntryReader:
             yield from self._streamed(frame, count)
             return
         with job_description(self.spark, f"Planning scan of {self.name}: reading {count} manifests"):
-            results = frame.collect()
-        placed = in_manifest_order(_each_manifest(unpickle_rows(results)), len(manifests), self.name)
+            results = collect_first_column(frame)
+        placed = in_manifest_order(_each_manifest(pickle.loads(p) for p in results), len(manifests), self.name)
         del results
         for i, raw in enumerate(placed):
             placed[i] = None  # the driver holds each manifest's entries once, never bytes and objects together

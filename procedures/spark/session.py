@@ -15,8 +15,8 @@ import weakref
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from procedures.catalog.base import Catalog, Identifier, Table
-from procedures.catalog.config import default_catalog_name, resolve_identifier
-from procedures.spark.catalog_conf import conf_from_spark, load_catalog
+from procedures.catalog.config import default_catalog_name
+from procedures.spark.catalog_conf import conf_from_spark, load_catalog, resolve_in_session
 from procedures.core.kernel.summary import set_engine
 from procedures.errors import ValidationError
 from procedures.spark.dataframes import app_id as session_app_id
@@ -260,14 +260,13 @@ def catalog_for(spark: Any, name: str | None = None) -> Catalog:
     """Our catalog ``name`` (default: the session's default catalog) configured from the
     session's ``spark.sql.catalog.<name>.*`` keys."""
     spark = active_session(spark)
-    return load_catalog(name or default_catalog_name(conf_from_spark(spark)), spark)
+    conf = conf_from_spark(spark)
+    return load_catalog(name or default_catalog_name(conf), conf, session=spark)
 
 
 def resolve_table(spark: Any, ident: str) -> tuple[Catalog, Identifier]:
     """The catalog and identifier of ``cat.db.t`` (or ``db.t`` in the default catalog)."""
-    spark = active_session(spark)
-    catalog_name, identifier = resolve_identifier(ident, conf=conf_from_spark(spark))
-    return catalog_for(spark, catalog_name), identifier
+    return resolve_in_session(active_session(spark), ident)
 
 
 def load_table(spark: Any, table: str | Table) -> Table:

@@ -12,12 +12,11 @@ import datetime as dt
 from typing import Any, Sequence
 
 from procedures.catalog.base import Table
-from procedures.catalog.config import resolve_identifier
 from procedures.core.kernel.scan import snapshot_id_as_of_time
 from procedures.core.table_selectors import TableSelection, select_table, with_version
 from procedures.errors import ValidationError
 from procedures.spec.expressions import Expression
-from procedures.spark.catalog_conf import conf_from_spark, load_catalog
+from procedures.spark.catalog_conf import resolve_in_session
 from procedures.spark.metadata_tables import SNAPSHOT_TABLES, metadata_table
 from procedures.spark.environment import check_session
 from procedures.spark.read import as_of_ms
@@ -31,8 +30,8 @@ def selection_of(spark: Any, table: str | Table) -> TableSelection:
     check_session(spark)
     if isinstance(table, Table):
         return TableSelection(table)
-    catalog_name, ident = resolve_identifier(table, conf=conf_from_spark(spark))
-    return select_table(load_catalog(catalog_name, spark), ident, table)
+    catalog, ident = resolve_in_session(spark, table)
+    return select_table(catalog, ident, table)
 
 
 def read_selection(spark: Any, sel: TableSelection, **kwargs: Any) -> Any:

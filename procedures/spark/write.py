@@ -32,7 +32,7 @@ from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
 from procedures.io.parquet_writer import WriteSettings
 from procedures.io.sandbox_fileio import file_io
-from procedures.spark.dataframes import functions, map_slices, slices_frame, struct_schema
+from procedures.spark.dataframes import collect_first_column, functions, map_slices, slices_frame, struct_schema
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description, load_table, map_in_arrow
 from procedures.spark.worker import prepare_python_worker
@@ -246,7 +246,7 @@ class WrittenFiles:
         If the job fails or is cancelled every recorded file is deleted; after success, recorded
         files that the job did not return are deleted."""
         try:
-            rows = [pickle.loads(r[0]) for r in written_df.collect()]
+            rows = [pickle.loads(p) for p in collect_first_column(written_df)]
         except BaseException:
             self.settle(set())
             raise

@@ -11,7 +11,6 @@ import pytest
 
 import procedures.spark.catalog_conf as catalog_conf
 import procedures.spark.dataframes as dataframes
-import procedures.spark.read as read_module
 import procedures.spark.scan_planning as scan_planning
 from oracles import spark_df_to_arrow
 from procedures.catalog.hadoop import HadoopCatalog
@@ -260,6 +259,5 @@ def test_loading_a_table_by_name_reads_the_session_conf_once(spark, table, monke
         return real(session)
 
     monkeypatch.setattr(catalog_conf, "conf_from_spark", counting)
-    monkeypatch.setattr(read_module, "conf_from_spark", counting)
     assert load_table(spark, table).name.endswith("read_api")
     assert len(calls) == 1

@@ -66,3 +66,24 @@ def test_outcome_errors_survive_the_trip_to_the_driver():
     assert isinstance(described, IcebergError) and "_Unpicklable: a: b" in str(described)
     same = ValueError("x")
     assert group_writes.portable_error(same) is same
+
+
+def test_task_attempts_are_read_once_per_application():
+    """Both keys are static, and on Spark Connect each read is a round trip: one application's
+    sessions read them once; a stand-in without an application id is read every time."""
+    reads = []
+
+    class CountingConf(_Conf):
+        def get(self, key: str, default: str | None = None) -> str | None:
+            reads.append(key)
+            return super().get(key, default)
+
+    session = _Session("local[2,3]")
+    session.conf = CountingConf({"spark.master": "local[2,3]", "spark.app.id": "app-task-attempts-1"})
+    assert group_writes.task_attempts(session) == 3
+    assert group_writes.task_attempts(session) == 3
+    assert reads.count("spark.master") == 1
+    stand_in = _Session("local[2,2]")
+    assert group_writes.task_attempts(stand_in) == 2
+    stand_in.conf = _Conf({"spark.master": "local[2,5]"})
+    assert group_writes.task_attempts(stand_in) == 5

@@ -230,13 +230,14 @@ def _bin_pack_splits(spark: Any, table: Table, tasks: Sequence[Any], group: File
     lineage = row_lineage_names(md.format_version)
     settings = write_settings(md, spec_id=spec_id, row_lineage=bool(lineage),
                               properties={"write.target-file-size-bytes": str(group.max_output_file_size)})
-    splits = group_tasks(md, list(tasks), max(1, group.input_split_size), 0, parallelism(spark))
+    cores = parallelism(spark)
+    splits = group_tasks(md, list(tasks), max(1, group.input_split_size), 0, cores)
     if not splits:
         return []
     # A Python task has a fixed cost of tens of milliseconds, so splits are dealt over at most twice
     # the session's cores (balanced by bytes) rather than one task per split; each split still
     # becomes its own file(s), as in Java, and a cluster with enough cores runs one split per task.
-    slots = max(1, 2 * parallelism(spark))
+    slots = max(1, 2 * cores)
     payloads = [[(i, [light_task(t) for t in splits[i]]) for i in members] for members in spread_groups(splits, slots)]
     reader = TaskReader.for_table(table, md.schema(), metadata_columns=lineage)
     operation_id = str(uuid.uuid4())
