@@ -10,7 +10,6 @@ import pytest
 from procedures.frontend.sqlddl import iceberg_to_spark_ddl, iceberg_to_spark_type
 from procedures.spec import types as t
 
-pytest.importorskip("pyspark")
 
 CASES = [
     t.BooleanType(), t.IntegerType(), t.LongType(), t.FloatType(), t.DoubleType(), t.DateType(),
