@@ -271,7 +271,10 @@ SERVER_MARKERS = {"pg_server": "postgres", "s3_server": "s3", "spark_cluster": "
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark the tests that start a server (``postgres``, ``s3``, ``cluster``; all ``slow``) or a Spark
     session (``spark``, ``slow``); deselect the unit tests already run (``PROCEDURES_TESTS_UNIT_DONE=1``)
-    and, on pyspark 4, the tests marked ``java`` (the Iceberg Java jar is for Spark 3.5)."""
+    and, on pyspark 4, the tests marked ``java`` (the Iceberg Java jar is for Spark 3.5) or
+    ``pyspark35_only``; on pyspark 3.5 those marked ``pyspark4_only``.  The last two keep a subprocess
+    test that starts its own Spark from running on both lines when the other line's run is covered
+    elsewhere (CI's time budget)."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         for fixture, marker in SERVER_MARKERS.items():
@@ -290,7 +293,10 @@ def pytest_collection_modifyitems(config, items) -> None:
         _deselect(config, items, lambda item: _unit_module(item) is not None
                   and _unit_module(item) not in UNIT_TESTS_PER_PYSPARK)
     if SPARK4:
-        _deselect(config, items, lambda item: item.get_closest_marker("java") is not None)
+        _deselect(config, items, lambda item: item.get_closest_marker("java") is not None
+                  or item.get_closest_marker("pyspark35_only") is not None)
+    else:
+        _deselect(config, items, lambda item: item.get_closest_marker("pyspark4_only") is not None)
 
 
 # ------------------------------------------------------------------ skips for a missing reference

@@ -301,8 +301,9 @@ def test_append_and_overwrite_read_by_references(spark4, name):
 @needs_spark4
 def test_target_file_size_option_rolls_files(spark4, name):
     ident = _create(spark4, name)
-    _rows(spark4, 0, 30000, parts=1).write.format(FORMAT).mode("append").option(
-        "target-file-size-bytes", 20000).save(ident)
+    # hashed ids and random values: sequential ones encode so small that no file would reach the target
+    rows = _rows(spark4, 0, 30000, parts=1).selectExpr("xxhash64(id) AS id", "cat", "rand(7) AS v")
+    rows.write.format(FORMAT).mode("append").option("target-file-size-bytes", 20000).save(ident)
     summary = _table(spark4, ident).metadata.current_snapshot().summary
     assert int(summary["added-data-files"]) > 3  # more than one file per partition
     assert _read(spark4, ident).count() == 30000
