@@ -28,7 +28,7 @@ import itertools
 import contextlib
 import re
 import uuid
-from typing import Iterator, Mapping
+from typing import Mapping
 
 from sqlglot import exp
 
@@ -36,7 +36,6 @@ from procedures.catalog.config import catalog_names
 from procedures.core.kernel.builder import new_table_metadata
 from procedures.core.table_selectors import TableSelection, select_table, with_version
 from procedures.errors import (
-    IcebergError,
     NamespaceAlreadyExistsError,
     NoSuchTableError,
     SqlSyntaxError,
@@ -49,10 +48,10 @@ from procedures.frontend import sqldml, sqlshow
 from procedures.frontend.parser import Parser, tokenize
 from procedures.frontend.sqltext import (
     DIALECT,
-    has_stack_trace,
     is_opaque,
     our_table_refs,
     parse_statement,
+    spark_errors_as_ours,
     table_parts,
     user_message,
 )
@@ -463,21 +462,11 @@ _TABLE_VIEWS: dict[tuple[str, tuple[str, ...]], set[str]] = {}
 _VIEW_TABLES: dict[str, str] = {}
 
 
-@contextlib.contextmanager
-def user_errors(views: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Spark errors raised inside the block about our tables become a ValidationError naming the
-    tables, not our views, without the JVM stack trace a Connect error carries; other errors and
-    ours pass unchanged."""
-    try:
-        yield
-    except IcebergError:
-        raise
-    except Exception as e:  # noqa: BLE001 -- a Spark error about a statement on our tables, as ours
-        message = str(e)
-        known = {**_VIEW_TABLES, **(views or {})}
-        if not has_stack_trace(message) and not any(v in message for v in known):
-            raise
-        raise ValidationError(user_message(message, known)) from None
+def user_errors(views: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[None]:
+    """:func:`procedures.frontend.sqltext.spark_errors_as_ours` for the views of this session's tables
+    and ``views``: Spark errors about our tables name the tables, not our views, without the JVM stack
+    trace a Connect error carries; other errors and ours pass unchanged."""
+    return spark_errors_as_ours({**_VIEW_TABLES, **(views or {})})
 
 
 def _view_key(catalog: str, ident) -> tuple[str, tuple[str, ...]]:

@@ -32,14 +32,7 @@ from procedures.catalog.config import catalog_names
 from procedures.core.kernel.row_level import DELETE, MERGE, UPDATE, conflict_check
 from procedures.errors import IcebergError, ValidationError
 from procedures.framework.context import open_catalog
-from procedures.frontend.sqltext import (
-    DIALECT,
-    has_stack_trace,
-    our_table_refs,
-    parse_statement,
-    table_parts,
-    user_message,
-)
+from procedures.frontend.sqltext import DIALECT, our_table_refs, parse_statement, spark_errors_as_ours, table_parts
 from procedures.spark.dataframes import functions, no_result
 from procedures.spark.dml import delete_where, match_files, overwrite, overwrite_partitions
 from procedures.spark.read import read_table, spark_type
@@ -136,22 +129,17 @@ def execute(spark: Any, statement: exp.Expression, text: str, conf: Mapping[str,
     table = catalog.load_table(ident)
     views = _Views(spark, conf)
     try:
-        if isinstance(statement, exp.Delete):
-            _delete(spark, table, statement, views)
-        elif isinstance(statement, exp.Update):
-            _update(spark, table, statement, views)
-        elif isinstance(statement, exp.Merge):
-            _merge(spark, table, statement, views)
-        else:
-            _insert_overwrite(spark, table, statement, target, columns, views)
-    except IcebergError:
-        raise
-    except Exception as e:  # noqa: BLE001 -- a Spark error may quote one of our views: name the table
-        message = str(e)
-        # a Connect error carries the server's JVM stack trace (and the plan, naming our views)
-        if not any(v in message for v in views.names) and not has_stack_trace(message):
-            raise
-        raise ValidationError(user_message(message, views.names)) from None
+        # a Spark error may quote one of our views, and a Connect error carries the server's JVM
+        # stack trace (and the plan, naming our views): name the table instead
+        with spark_errors_as_ours(views.names):
+            if isinstance(statement, exp.Delete):
+                _delete(spark, table, statement, views)
+            elif isinstance(statement, exp.Update):
+                _update(spark, table, statement, views)
+            elif isinstance(statement, exp.Merge):
+                _merge(spark, table, statement, views)
+            else:
+                _insert_overwrite(spark, table, statement, target, columns, views)
     finally:
         views.drop()
     return no_result(spark)

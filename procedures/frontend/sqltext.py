@@ -10,18 +10,20 @@ sqlglot does not parse, and for the Iceberg extensions sqlglot reads only as an 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from procedures.errors import SqlSyntaxError
+from procedures.errors import IcebergError, SqlSyntaxError, ValidationError
 from procedures.frontend.parser import syntax_error
 
-__all__ = ["parse_statement", "table_parts", "our_table_refs", "is_opaque", "has_stack_trace", "user_message"]
+__all__ = ["parse_statement", "table_parts", "our_table_refs", "is_opaque", "has_stack_trace", "user_message",
+           "spark_errors_as_ours"]
 
 DIALECT = "spark"
 
@@ -113,6 +115,22 @@ _STACK = re.compile(r"\n\s*(JVM stacktrace:|at [\w$.]+\(|\tat )")
 def has_stack_trace(message: str) -> bool:
     """True when a Spark error's text carries a JVM stack trace (a Connect error always does)."""
     return _STACK.search(message) is not None
+
+
+@contextlib.contextmanager
+def spark_errors_as_ours(views: Mapping[str, str]) -> Iterator[None]:
+    """Spark errors raised inside the block that quote one of ``views`` or carry a JVM stack trace
+    (a Connect error always does) become a ValidationError with :func:`user_message`'s text; our own
+    errors and other errors pass unchanged."""
+    try:
+        yield
+    except IcebergError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- a Spark error about a statement on our tables, as ours
+        message = str(e)
+        if not has_stack_trace(message) and not any(v in message for v in views):
+            raise
+        raise ValidationError(user_message(message, views)) from None
 
 
 def user_message(message: str, views: Mapping[str, str]) -> str:
