@@ -4,7 +4,10 @@ driver's peak RSS.
 
 Each timed run appends to a freshly created empty table (setup, untimed); afterwards both tables
 must hold the same rows (count and column sums), checked before figures are printed.  ``--cases``:
-``partitioned`` (by ``day``, 8 partitions) and ``unpartitioned``.
+``partitioned`` (by ``day``, 8 partitions), ``unpartitioned``, and ``overwrite``: a dynamic partition
+overwrite of all 8 partitions of a table that already holds the same rows (our
+``overwrite_partitions`` beside Java's ``overwritePartitions()``; each table is refilled by Java's
+writer before every timed run, so both start from identical files).
 """
 
 from __future__ import annotations
@@ -27,14 +30,14 @@ from _common import (  # noqa: E402
     timing_figures,
 )
 
-from procedures.spark.dml import append  # noqa: E402
+from procedures.spark.dml import append, overwrite_partitions  # noqa: E402
 from procedures.spark.read import read_table  # noqa: E402
 
 AGG = ["count(*) AS n", "sum(id) AS s_id", "sum(v) AS s_v", "sum(length(s)) AS s_len", "count(distinct day) AS days"]
 COLUMNS = "id bigint, v double, s string, day date"
 
 
-CASES = ("partitioned", "unpartitioned")
+CASES = ("partitioned", "unpartitioned", "overwrite")
 
 
 def main() -> None:
@@ -51,14 +54,16 @@ def main() -> None:
     for case in args.cases.split(","):
         if case not in CASES:
             raise SystemExit(f"unknown case {case!r}; choose from {', '.join(CASES)}")
-        figures += _case(spark, df, rows, case == "partitioned", args)
-    print_figures(figures, title="DataFrame append: ours vs Iceberg Java INSERT")
+        figures += _case(spark, df, rows, case, args)
+    print_figures(figures, title="DataFrame append and overwrite: ours vs Iceberg Java")
     spark.stop()
 
 
-def _case(spark, df, rows: int, partitioned: bool, args) -> list[Figure]:
-    """Figures of one append case (the tables are created per timed run, untimed)."""
-    suffix = "" if partitioned else "_unpart"
+def _case(spark, df, rows: int, case_name: str, args) -> list[Figure]:
+    """Figures of one append or overwrite case (the tables are created per timed run, untimed)."""
+    partitioned = case_name != "unpartitioned"
+    overwriting = case_name == "overwrite"
+    suffix = {"partitioned": "", "unpartitioned": "_unpart", "overwrite": "_ow"}[case_name]
     ours_ident, java_ident = f"jcat.db.bench_append_ours{suffix}", f"jcat.db.bench_append_java{suffix}"
 
     def create(ident: str) -> None:
@@ -66,12 +71,20 @@ def _case(spark, df, rows: int, partitioned: bool, args) -> list[Figure]:
         # both tables are created by Java with identical DDL; only the write path differs
         spark.sql(f"CREATE TABLE {ident} ({COLUMNS}) USING iceberg {'PARTITIONED BY (day) ' if partitioned else ''}"
                   "TBLPROPERTIES ('format-version'='2')")
+        if overwriting:
+            df.writeTo(ident).append()
 
     def ours():
-        append(spark, ours_ident, df)
+        if overwriting:
+            overwrite_partitions(spark, ours_ident, df)
+        else:
+            append(spark, ours_ident, df)
 
     def java():
-        df.writeTo(java_ident).append()
+        if overwriting:
+            df.writeTo(java_ident).overwritePartitions()
+        else:
+            df.writeTo(java_ident).append()
 
     # Memory first, each side alone (peak RSS covers a whole phase); then timings in alternation.
     create(java_ident)
@@ -92,7 +105,8 @@ def _case(spark, df, rows: int, partitioned: bool, args) -> list[Figure]:
     ref = spark.table(java_ident).selectExpr(*AGG).collect()[0]
     if got_java != ref or got_ours != ref or ref["n"] != rows:
         raise SystemExit(f"results differ: ours read by Java {got_java}, by us {got_ours}; Java's table {ref}")
-    case = f"append {rows // 1_000_000}M rows, {'8 partitions' if partitioned else 'unpartitioned'}"
+    what = "overwrite of" if overwriting else "append"
+    case = f"{what} {rows // 1_000_000}M rows, {'8 partitions' if partitioned else 'unpartitioned'}"
     figures = timing_figures(case, t_ours, t_ref)
     figures.append(Figure(case, "driver (py) peak RSS", rss_ours, rss_before, "MiB"))
     figures.append(Figure(case, "JVM peak RSS", jvm_ours, jvm_ref, "MiB"))
