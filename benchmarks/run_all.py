@@ -110,7 +110,8 @@ def _rows(bench: Bench, figures: list[dict]) -> list[Row]:
     return out
 
 
-def _run(bench: Bench, full: bool, repeat: int, spark4_python: str | None) -> tuple[list[Row], str | None]:
+def _run(bench: Bench, full: bool, repeat: int, spark4_python: str | None,
+         lock: str | None = None) -> tuple[list[Row], str | None]:
     python = spark4_python if bench.spark4 else sys.executable
     if not python:
         return [], "skipped: needs pyspark 4 with the connect extra (--spark4-python)"
@@ -126,7 +127,10 @@ def _run(bench: Bench, full: bool, repeat: int, spark4_python: str | None) -> tu
            "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     start = time.monotonic()
     try:
-        done = subprocess.run([python, str(HERE / bench.script), *args], env=env, capture_output=True, text=True,
+        # ``flock`` holds the lock for the script alone, so test runs sharing the machine slot in between
+        # scripts rather than overlapping one
+        command = (["flock", lock] if lock else []) + [python, str(HERE / bench.script), *args]
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
                               timeout=bench.timeout_s * (4 if full else 1))
         problem = None if done.returncode == 0 else f"failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:] or done.stdout.strip().splitlines()[-1:]}"
         if bench.script == "bench_connect.py" and done.returncode == 0:
@@ -178,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated script names (with or without .py)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per side (default 3)")
     parser.add_argument("--spark4-python", default=None, help="a Python with pyspark 4 and its connect extra")
+    parser.add_argument("--lock", default=None,
+                        help="a lock file held (flock) while each script runs, on a machine shared with Spark tests")
     args = parser.parse_args(argv)
     wanted = {n if n.endswith(".py") else f"{n}.py" for n in args.only.split(",") if n}
     unknown = wanted - {b.script for b in BENCHES}
@@ -190,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         if wanted and bench.script not in wanted:
             continue
         t0 = time.monotonic()
-        found, problem = _run(bench, args.full, args.repeat, args.spark4_python)
+        found, problem = _run(bench, args.full, args.repeat, args.spark4_python, args.lock)
         rows += found
         if problem:
             problems[bench.script] = problem
