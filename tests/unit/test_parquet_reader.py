@@ -271,6 +271,16 @@ def test_rows_copied_with_their_lineage_keep_it(tmp_path, fmt):
     assert out.column("_last_updated_sequence_number").to_pylist() == [9, 9, 9, 9]
 
 
+def _key_delete_file(tmp_path, schema: Schema, ids: tuple[int, ...], keys: list[tuple]) -> tuple[Schema, DataFile]:
+    """An equality delete file on the columns ``ids`` of ``schema`` holding the key tuples ``keys``."""
+    eq_schema = Schema(tuple(f for f in schema.fields if f.field_id in ids))
+    eq_path = tmp_path / f"eq{len(ids)}.parquet"
+    columns = {f.name: [k[i] for k in keys] for i, f in enumerate(eq_schema.fields)}
+    pq.write_table(pa.Table.from_pydict(columns, schema=schema_to_arrow(eq_schema)), str(eq_path))
+    return eq_schema, DataFile(str(eq_path), FileFormat.PARQUET, ("eu",), len(keys), 10,
+                               content=FileContent.EQUALITY_DELETES, equality_ids=ids, spec_id=0)
+
+
 def test_multi_column_equality_deletes_match_null_safe_rows_of_every_type(tmp_path):
     """Two- and three-column keys (nulls equal to nulls, as the spec asks) delete exactly the rows a
     Python comparison of the key tuples deletes, including key values that are not in the batch."""
@@ -291,12 +301,7 @@ def test_multi_column_equality_deletes_match_null_safe_rows_of_every_type(tmp_pa
         ((2, 4), [("a", 0.5), (None, 1.5), ("zz", 0.5), (None, None), ("c", 9.0)]),
         ((2, 4, 6), [("b", 2.5, dt.date(2024, 1, 1)), (None, None, None), ("d", 0.5, None)]),
     ]:
-        eq_schema = Schema(tuple(f for f in schema.fields if f.field_id in ids))
-        eq_path = tmp_path / f"eq{len(ids)}.parquet"
-        columns = {f.name: [k[i] for k in keys] for i, f in enumerate(eq_schema.fields)}
-        pq.write_table(pa.Table.from_pydict(columns, schema=schema_to_arrow(eq_schema)), str(eq_path))
-        eqd = DataFile(str(eq_path), FileFormat.PARQUET, ("eu",), len(keys), 10, content=FileContent.EQUALITY_DELETES,
-                       equality_ids=ids, spec_id=0)
+        eq_schema, eqd = _key_delete_file(tmp_path, schema, ids, keys)
         projected = Schema((schema.fields[0],))
         out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(eqd, 2)]), projected, batch_size=700)
         names = [f.name for f in eq_schema.fields]
@@ -331,12 +336,7 @@ def test_multi_column_integer_like_keys_match_null_safe_without_hashing_per_batc
         ((2, 3, 4), [(0, 2, None), (None, None, dt.date(2024, 1, 1)), (1 << 33, 1, dt.date(1969, 12, 31)),
                      (7, 2, dt.date(2000, 1, 1))]),
     ]:
-        eq_schema = Schema(tuple(f for f in schema.fields if f.field_id in ids))
-        eq_path = tmp_path / f"eq{len(ids)}.parquet"
-        columns = {f.name: [k[i] for k in keys] for i, f in enumerate(eq_schema.fields)}
-        pq.write_table(pa.Table.from_pydict(columns, schema=schema_to_arrow(eq_schema)), str(eq_path))
-        eqd = DataFile(str(eq_path), FileFormat.PARQUET, ("eu",), len(keys), 10, content=FileContent.EQUALITY_DELETES,
-                       equality_ids=ids, spec_id=0)
+        eq_schema, eqd = _key_delete_file(tmp_path, schema, ids, keys)
         calls = []
         real = pc.index_in
         monkeypatch.setattr(pc, "index_in", lambda *a, **kw: calls.append(1) or real(*a, **kw))
