@@ -26,7 +26,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from _common import Figure, arg_parser, print_figures, scratch_dir, time_pair, timing_figures  # noqa: E402
 
 import procedures  # noqa: E402
-from procedures.catalog.config import load_catalog  # noqa: E402
+from procedures.spark.catalog_conf import load_catalog  # noqa: E402
 from procedures.core.kernel.operations import FastAppend  # noqa: E402
 from procedures.core.kernel.transaction import commit  # noqa: E402
 from procedures.spark.read import read_table  # noqa: E402

@@ -419,7 +419,8 @@ class _EqualityDeletes:
     A single integer-like key column (ints, dates, times, timestamps) is matched by binary search
     in its sorted keys, sorted once per delete file; any other single column with Arrow's ``is_in``,
     which hashes the whole key set again on every call, so once per batch (nulls match nulls, as the
-    spec's null-safe equality asks); several columns with combined per-column value indexes; types
+    spec's null-safe equality asks); several columns with combined per-column value indexes
+    (:class:`_KeyCoder`) looked up in row keys sorted once per delete file; types
     Arrow cannot hash fall back to a set of Python tuples.
     """
 
@@ -428,7 +429,7 @@ class _EqualityDeletes:
         self.arrays = arrays
         self.empty = not arrays or len(arrays[0]) == 0
         self._tuples: set | None = None
-        self._codes: Any = None  # (distinct values per column, sorted row keys), or False: use tuples
+        self._codes: Any = None  # (a _KeyCoder per column, sorted row keys), or False: use tuples
         self._sorted: Any = None  # (sorted distinct non-null keys as int64, whether a null key), or False
 
     def matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray:
@@ -470,41 +471,86 @@ class _EqualityDeletes:
 
     def _coded_matches(self, columns: Sequence[pa.Array], n: int) -> np.ndarray | None:
         """Several key columns matched without a Python pass over the rows: each column's values
-        become their index among the delete file's distinct values of that column (null-safe), and
-        the indexes of a row combine into one integer key looked up among the delete rows' keys.
-        None when a column's type cannot be matched this way or the keys would overflow."""
+        become their index among the delete file's distinct values of that column (null-safe: a
+        null is a value of its own), and the indexes of a row combine into one integer key looked
+        up by binary search among the delete rows' keys, sorted once per delete file.  Integer-like
+        columns find their index by binary search too, so only other types hash anything per batch
+        (their column's distinct values, not the delete rows).  None when a column's type cannot
+        be matched this way or the keys would overflow."""
         if self._codes is None:
             self._codes = self._delete_codes()
         if self._codes is False:
             return None
-        uniques, keys = self._codes
+        coders, keys = self._codes
         combined = np.zeros(n, dtype=np.int64)
         possible = np.ones(n, dtype=bool)
         try:
-            for col, values in zip(columns, uniques):
-                if col.type != values.type:
+            for col, coder in zip(columns, coders):
+                codes, found = coder.codes(col)
+                if codes is None:
                     return None
-                idx = pc.index_in(col, value_set=values, skip_nulls=False)
-                possible &= idx.is_valid().to_numpy(zero_copy_only=False)
-                combined = combined * len(values) + pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
+                possible &= found
+                combined = combined * coder.radix + codes
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
             return None
-        return possible & np.isin(combined, keys)
+        if not len(keys):
+            return np.zeros(n, dtype=bool)
+        return possible & (keys[np.minimum(np.searchsorted(keys, combined), len(keys) - 1)] == combined)
 
     def _delete_codes(self) -> Any:
-        uniques, keys, space = [], np.zeros(len(self.arrays[0]), dtype=np.int64), 1
+        coders, keys, space = [], np.zeros(len(self.arrays[0]), dtype=np.int64), 1
         try:
             for arr in self.arrays:
-                values = pc.unique(arr)
-                space *= max(len(values), 1)
+                coder = _KeyCoder(arr)
+                space *= max(coder.radix, 1)
                 if space >= 1 << 62:
                     return False
-                codes = pc.index_in(arr, value_set=values, skip_nulls=False).to_numpy(zero_copy_only=False)
-                keys = keys * len(values) + codes
-                uniques.append(values)
+                codes, _ = coder.codes(arr)
+                keys = keys * coder.radix + codes
+                coders.append(coder)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
             return False
-        return uniques, np.unique(keys)
+        return coders, np.unique(keys)
+
+
+class _KeyCoder:
+    """One equality key column's distinct values (of a delete file), numbering any column's values
+    by them: ``codes(col)`` is ``(index of each value, whether the value is one of them)``, a null
+    numbered as a value of its own.  Integer-like values are found by binary search in the sorted
+    distinct values, others by Arrow's ``index_in`` (which hashes the distinct values per call)."""
+
+    def __init__(self, arr: pa.Array) -> None:
+        self.type = arr.type
+        sorted_keys = _sorted_int_keys(arr)
+        if sorted_keys is not False:
+            self.ints, self.null_key = sorted_keys
+            self.values = None
+            self.radix = len(self.ints) + 1  # the last code is the null
+        else:
+            self.ints = None
+            self.values = pc.unique(arr)
+            self.radix = len(self.values)
+
+    def codes(self, col: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
+        """(code of each value, found) for a column of the key's type; (None, _) for another type."""
+        if col.type != self.type:
+            return None, np.zeros(0, dtype=bool)
+        if self.ints is None:
+            idx = pc.index_in(col, value_set=self.values, skip_nulls=False)
+            return (pc.fill_null(idx, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False),
+                    idx.is_valid().to_numpy(zero_copy_only=False))
+        values = _as_int64(col)
+        if len(self.ints):
+            pos = np.minimum(np.searchsorted(self.ints, values), len(self.ints) - 1)
+            found = self.ints[pos] == values
+        else:
+            pos = np.zeros(len(values), dtype=np.int64)
+            found = np.zeros(len(values), dtype=bool)
+        if col.null_count:
+            valid = col.is_valid().to_numpy(zero_copy_only=False)
+            pos = np.where(valid, pos, len(self.ints))
+            found = np.where(valid, found, self.null_key)
+        return pos.astype(np.int64, copy=False), found
 
 
 def _integer_like(t: pa.DataType) -> bool:

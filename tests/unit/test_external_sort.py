@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from procedures.core.data_rewrite.arrow_sort import sort_indices
-from procedures.core.data_rewrite.external_sort import ExternalSorter
+from procedures.core.data_rewrite.external_sort import ExternalSorter, sort_memory_pool
 from procedures.spec.schema import Schema
 from procedures.spec.sorting import parse_sort_order
 from procedures.spec.types import DATE, DOUBLE, LONG, STRING, NestedField
@@ -112,3 +112,28 @@ def test_close_removes_spill_files_even_when_reading_stops_early(tmp_path):
         assert sorter.spilled_runs > 0 and os.listdir(tmp_path)
         next(iter(sorter.sorted_batches()))
     assert os.listdir(tmp_path) == []
+
+
+def test_handed_out_batches_do_not_hold_whole_run_batches(tmp_path):
+    # few distinct keys over many runs: every range starts with rows equal to its lower boundary,
+    # taken from each run as slices of its batches; a writer buffering those slices must not keep
+    # the run batches (keys included) alive behind them
+    table = random_rows(6_000, seed=5, distinct=8)
+    fields = parse_sort_order("id ASC NULLS LAST", SCHEMA).fields
+    sorter = ExternalSorter(SCHEMA, fields, str(tmp_path), memory_bytes=8_000, batch_rows=256)
+    for batch in table.to_batches(max_chunksize=97):
+        sorter.add(batch)
+    batches = list(sorter.sorted_batches(max_rows=50))
+    assert sorter.spilled_runs > 5
+    held = sum(b.get_total_buffer_size() for b in batches)
+    assert held <= 2 * table.nbytes, (held, table.nbytes)
+    assert sum(b.num_rows for b in batches) == table.num_rows
+    sorter.close()
+
+
+def test_sorts_allocate_from_jemalloc_where_pyarrow_has_it():
+    try:
+        pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pytest.skip("this pyarrow has no jemalloc")
+    assert sort_memory_pool().backend_name == "jemalloc"

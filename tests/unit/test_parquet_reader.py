@@ -271,6 +271,16 @@ def test_rows_copied_with_their_lineage_keep_it(tmp_path, fmt):
     assert out.column("_last_updated_sequence_number").to_pylist() == [9, 9, 9, 9]
 
 
+def _key_delete_file(tmp_path, schema: Schema, ids: tuple[int, ...], keys: list[tuple]) -> tuple[Schema, DataFile]:
+    """An equality delete file on the columns ``ids`` of ``schema`` holding the key tuples ``keys``."""
+    eq_schema = Schema(tuple(f for f in schema.fields if f.field_id in ids))
+    eq_path = tmp_path / f"eq{len(ids)}.parquet"
+    columns = {f.name: [k[i] for k in keys] for i, f in enumerate(eq_schema.fields)}
+    pq.write_table(pa.Table.from_pydict(columns, schema=schema_to_arrow(eq_schema)), str(eq_path))
+    return eq_schema, DataFile(str(eq_path), FileFormat.PARQUET, ("eu",), len(keys), 10,
+                               content=FileContent.EQUALITY_DELETES, equality_ids=ids, spec_id=0)
+
+
 def test_multi_column_equality_deletes_match_null_safe_rows_of_every_type(tmp_path):
     """Two- and three-column keys (nulls equal to nulls, as the spec asks) delete exactly the rows a
     Python comparison of the key tuples deletes, including key values that are not in the batch."""
@@ -291,12 +301,7 @@ def test_multi_column_equality_deletes_match_null_safe_rows_of_every_type(tmp_pa
         ((2, 4), [("a", 0.5), (None, 1.5), ("zz", 0.5), (None, None), ("c", 9.0)]),
         ((2, 4, 6), [("b", 2.5, dt.date(2024, 1, 1)), (None, None, None), ("d", 0.5, None)]),
     ]:
-        eq_schema = Schema(tuple(f for f in schema.fields if f.field_id in ids))
-        eq_path = tmp_path / f"eq{len(ids)}.parquet"
-        columns = {f.name: [k[i] for k in keys] for i, f in enumerate(eq_schema.fields)}
-        pq.write_table(pa.Table.from_pydict(columns, schema=schema_to_arrow(eq_schema)), str(eq_path))
-        eqd = DataFile(str(eq_path), FileFormat.PARQUET, ("eu",), len(keys), 10, content=FileContent.EQUALITY_DELETES,
-                       equality_ids=ids, spec_id=0)
+        eq_schema, eqd = _key_delete_file(tmp_path, schema, ids, keys)
         projected = Schema((schema.fields[0],))
         out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(eqd, 2)]), projected, batch_size=700)
         names = [f.name for f in eq_schema.fields]
@@ -304,6 +309,44 @@ def test_multi_column_equality_deletes_match_null_safe_rows_of_every_type(tmp_pa
         expected = [i for i in range(n) if tuple(data[c][i] for c in names) not in gone]
         assert out.column("id").to_pylist() == expected
         assert len(expected) < n
+
+
+def test_multi_column_integer_like_keys_match_null_safe_without_hashing_per_batch(tmp_path, monkeypatch):
+    """Keys of several integer-like columns are numbered by binary search in each column's sorted
+    distinct values and looked up in row keys sorted once per delete file (the old path hashed every
+    column's distinct values with ``index_in`` and re-sorted the row keys in ``np.isin`` per batch).
+    A null in a key matches only a null in that column; a key half present in the data deletes nothing."""
+    import random
+
+    import pyarrow.compute as pc
+
+    rng = random.Random(5)
+    n = 4000
+    data = {
+        "id": list(range(n)),
+        "a": [rng.choice([None, -3, 0, 7, 1 << 33]) for _ in range(n)],
+        "b": [rng.choice([None, 1, 2, 3]) for _ in range(n)],
+        "d": [rng.choice([None, dt.date(2024, 1, 1), dt.date(1969, 12, 31)]) for _ in range(n)],
+    }
+    schema = Schema((NestedField(1, "id", INT, True), NestedField(2, "a", LONG), NestedField(3, "b", INT),
+                     NestedField(4, "d", DATE)))
+    df = _write(tmp_path / "d.parquet", schema, data)
+    for ids, keys in [
+        ((2, 3), [(None, 1), (7, None), (None, None), (-3, 3), (5, 1), (0, 99)]),
+        ((2, 3, 4), [(0, 2, None), (None, None, dt.date(2024, 1, 1)), (1 << 33, 1, dt.date(1969, 12, 31)),
+                     (7, 2, dt.date(2000, 1, 1))]),
+    ]:
+        eq_schema, eqd = _key_delete_file(tmp_path, schema, ids, keys)
+        calls = []
+        real = pc.index_in
+        monkeypatch.setattr(pc, "index_in", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+        out = read_task_table(IO, _task(df, schema, [DeleteFileEntry(eqd, 2)]), Schema((schema.fields[0],)),
+                              batch_size=300)
+        names = [f.name for f in eq_schema.fields]
+        gone = set(keys)
+        expected = [i for i in range(n) if tuple(data[c][i] for c in names) not in gone]
+        assert out.column("id").to_pylist() == expected and 0 < len(expected) < n
+        assert calls == []
 
 
 @pytest.mark.parametrize("field_type", [INT, LONG, DATE, TIMESTAMP], ids=str)

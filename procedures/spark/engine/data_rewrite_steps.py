@@ -45,7 +45,7 @@ import pyarrow as pa
 from procedures.catalog.base import Table
 from procedures.core.data_rewrite.arrow_sort import arrow_sortable, column_at
 from procedures.core.data_rewrite.data_rewrite_engine import EntryReader
-from procedures.core.data_rewrite.external_sort import SORT_MEMORY_BYTES, BatchCursor, ExternalSorter
+from procedures.core.data_rewrite.external_sort import SORT_MEMORY_BYTES, BatchCursor, ExternalSorter, sort_memory_pool
 from procedures.core.data_rewrite.grouping import DeleteGroup, FileGroup, GroupRewrite, RewritePlan
 from procedures.core.data_rewrite.options import BIN_PACK, SORT, Z_ORDER, PositionDeleteRewriteOptions, RewriteOptions
 from procedures.core.data_rewrite.rewriter import Rewriter
@@ -261,15 +261,23 @@ def _write_sorted(reader: TaskReader, settings: Any, fields: Sequence[SortField]
     to the task's local disk past ``memory_bytes``) and written as ``n_out`` equal runs of rows, each
     its own file(s), as the range partitions of a shuffle would be."""
     settings = dataclasses.replace(settings, row_group_buffer_bytes=SORTED_ROW_GROUP_BUFFER_BYTES)
-    with ExternalSorter(reader.projected, fields, _spill_dir(), memory_bytes=memory_bytes) as sorter:
-        for batch in read_ahead(reader.batches(light_tasks)):
-            sorter.add(batch)
-        rows = BatchCursor(sorter.sorted_batches(SORTED_BATCH_ROWS))
-        bounds = [sorter.rows * i // n_out for i in range(n_out + 1)]
-        for i in range(n_out):
-            count = bounds[i + 1] - bounds[i]
-            if count:
-                yield write_in_task(reader.io_properties, settings, f"{operation_id}-{i}", rows.take(count))
+    # jemalloc hands freed pages back sooner than the default mimalloc (sort_memory_pool); the pool is
+    # process-wide, and a buffer is freed to the pool it came from, so switching back afterwards is
+    # safe while batches of the task are still alive
+    previous_pool = pa.default_memory_pool()
+    pa.set_memory_pool(sort_memory_pool())
+    try:
+        with ExternalSorter(reader.projected, fields, _spill_dir(), memory_bytes=memory_bytes) as sorter:
+            for batch in read_ahead(reader.batches(light_tasks)):
+                sorter.add(batch)
+            rows = BatchCursor(sorter.sorted_batches(SORTED_BATCH_ROWS))
+            bounds = [sorter.rows * i // n_out for i in range(n_out + 1)]
+            for i in range(n_out):
+                count = bounds[i + 1] - bounds[i]
+                if count:
+                    yield write_in_task(reader.io_properties, settings, f"{operation_id}-{i}", rows.take(count))
+    finally:
+        pa.set_memory_pool(previous_pool)
 
 
 def _spill_dir() -> str | None:
