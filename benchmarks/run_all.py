@@ -63,6 +63,7 @@ BENCHES = (
     Bench("bench_deletion_vectors.py", (), (), goal=None, reference="former codec"),
     Bench("bench_avro_codecs.py", (), (), goal=None, reference="fastavro"),
     Bench("bench_orc_footer.py", (), (), goal=None, reference="former decoder"),
+    Bench("bench_eq_deletes.py", (), (), goal=None, reference="former matching"),
     Bench("bench_connect.py", ("--rows", "100000"), ("--rows", "1000000"), goal=1.15, reference="classic", spark4=True),
     Bench("bench_datasource.py", ("--files", "20000"), ("--files", "1000000"), goal=1.0, reference="read_table",
           spark4=True, timeout_s=1800),
