@@ -61,8 +61,9 @@ def native_read_plan(spark: Any, table: Table, projected: Schema, tasks: Sequenc
     """The route of one read: the switches (``native``, then the session conf, then the table
     property), the session-side conditions, then :func:`plan_native_read`."""
     if native is None:
-        conf = spark.conf.get(NATIVE_READ_CONF, None)
-        if conf is not None:
+        # a default of "" (not None, which Spark Connect does not take as a default) marks it unset
+        conf = spark.conf.get(NATIVE_READ_CONF, "")
+        if conf:
             native = parse_bool(conf, True)
         else:
             native = READ_NATIVE_PARQUET_ENABLED.read(table.metadata.properties)
