@@ -2,7 +2,7 @@
 
 The Python reader (:func:`procedures.spark.read.read_tasks`) hands every row from Python workers to
 the JVM through Arrow; Spark's Parquet reader reads the same files without that hand-over.
-:func:`procedures.core.native_read.plan_native_read` decides from metadata alone whether a by-name
+:func:`procedures.core.native_route.plan_native_read` decides from metadata alone whether a by-name
 read of the planned files gives exactly the by-field-id rows; this module adds what only the
 session knows and builds the DataFrame through the DataFrame API alone (classic 3.5, classic 4.x
 and Spark Connect):
@@ -32,7 +32,7 @@ from procedures.catalog.base import Table
 from procedures.core.kernel.paths import local_path
 from procedures.core.kernel.properties import READ_NATIVE_PARQUET_ENABLED, parse_bool
 from procedures.core.kernel.scan import FileScanTask
-from procedures.core.native_read import NativeReadPlan, plan_native_read
+from procedures.core.native_route import NativeReadPlan, plan_native_read
 from procedures.io.sandbox_fileio import SANDBOX_PROPERTY
 from procedures.spark.dataframes import functions
 from procedures.spec.schema import Schema

@@ -253,7 +253,7 @@ SPLIT_OPEN_FILE_COST = BytesProperty("read.split.open-file-cost", 4 * MIB)
 SPLIT_LOOKBACK = IntProperty("read.split.planning-lookback", 10)
 READ_NATIVE_PARQUET_ENABLED = BoolProperty(
     "read.native-parquet.enabled", True,
-    "ours: let Spark's own Parquet reader read scans where that is exactly right (procedures.core.native_read)")
+    "ours: let Spark's own Parquet reader read scans where that is exactly right (procedures.core.native_route)")
 
 # ------------------------------------------------------------------------------------ history, GC
 GC_ENABLED = BoolProperty("gc.enabled", True, "whether procedures may delete the table's files")

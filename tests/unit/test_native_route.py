@@ -1,4 +1,4 @@
-"""The native Parquet route's decision (procedures.core.native_read.plan_native_read): it is taken
+"""The native Parquet route's decision (procedures.core.native_route.plan_native_read): it is taken
 only where a by-name read of the planned files is exactly the by-field-id read."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from procedures.core.kernel.scan import iter_file_scan_tasks
-from procedures.core.native_read import native_path, plan_native_read
+from procedures.core.native_route import native_path, plan_native_read
 from procedures.spec.manifest.model import FileContent, FileFormat
 from procedures.spec.schema import Schema
 from procedures.spec.types import UUID, NestedField, ListType, LONG
