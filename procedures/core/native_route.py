@@ -19,6 +19,8 @@ module decides that, conservatively, from table metadata alone (no file is opene
   column must read the default, not null), and no required field below the top level (the
   engine's file source reads every field as nullable; top-level required primitives are made
   non-nullable again by the engine step);
+* no nested field of a projected column was added after the column (Spark may read a struct none
+  of whose read fields a file holds as null);
 * no metadata column is requested;
 * deletes are position delete files only (no deletion vectors, no equality deletes); their rows
   are removed by the engine with an anti-join on (file, row position), and
@@ -161,6 +163,18 @@ def _schema_problem(schemas: Sequence[Schema], projected: Schema) -> str | None:
         others = owners.get(tuple(p.lower() for p in path), set()) - {fid}
         if others:
             return f"the name {shown} (in some case) belonged to other field ids {sorted(others)} in the table's history"
+    return _added_nested_field(schemas, projected)
+
+
+def _added_nested_field(schemas: Sequence[Schema], projected: Schema) -> str | None:
+    """A nested field added to an existing column: Spark may read a struct none of whose read
+    fields a file holds as null, where Iceberg reads the struct with null fields."""
+    for top in projected.fields:
+        nested = {fid for fid, *_ in _walk_type(top.field_type, (top.name,))}
+        for s in schemas:
+            ids = {fid for fid, *_ in _walk(s.fields, ())}
+            if top.field_id in ids and not nested <= ids:
+                return f"a field of column {top.name} was added after the column (schema {s.schema_id} lacks it)"
     return None
 
 

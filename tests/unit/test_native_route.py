@@ -11,7 +11,7 @@ from procedures.core.kernel.scan import iter_file_scan_tasks
 from procedures.core.native_route import native_path, plan_native_read
 from procedures.spec.manifest.model import FileContent, FileFormat
 from procedures.spec.schema import Schema
-from procedures.spec.types import UUID, NestedField, ListType, LONG
+from procedures.spec.types import LONG, UUID, ListType, NestedField, StructType
 from tests.helpers.evolved_table import evolved_table
 
 
@@ -49,6 +49,16 @@ def test_case_insensitive_name_collision_falls_back(table):
     plan = plan_native_read(replace(md, schemas=md.schemas + (schema,)), md.schema().select(["id"]),
                             list(iter_file_scan_tasks(md, table.io)))
     assert not plan.native and "other field ids [99]" in plan.reason
+
+
+def test_nested_field_added_to_an_existing_struct_falls_back(table):
+    md = table.metadata
+    s = md.schema().find_field("s")
+    grown = replace(s, field_type=StructType(s.field_type.fields + (NestedField(98, "z", LONG),)))
+    schema = Schema(tuple(grown if f.name == "s" else f for f in md.schema().fields), schema_id=98)
+    plan = plan_native_read(replace(md, schemas=md.schemas + (schema,)), schema.select(["s.z"]),
+                            list(iter_file_scan_tasks(md, table.io)))
+    assert not plan.native and "was added after the column" in plan.reason
 
 
 def test_types_defaults_metadata_columns_and_required_nested_fields_fall_back(table):
