@@ -3,7 +3,9 @@
 Planning runs on the driver (:func:`procedures.core.kernel.scan.iter_file_scan_tasks`; the data manifests of a
 large scan are read on the executors, :mod:`procedures.spark.scan_planning`); only file metadata
 travels to the executors, one serialized task per row, and ``mapInArrow`` reads the data there
-with :func:`procedures.io.parquet_reader.read_task`.
+with :func:`procedures.io.parquet_reader.read_task`.  Where a by-name read is exactly the by-field-id
+read, :func:`read_table` lets Spark's own Parquet reader read the planned files instead
+(:mod:`procedures.spark.native_read`, docs/native-reads.md).
 
 Spark types follow Iceberg Java's Spark reader (``TypeToSparkType``):
 
