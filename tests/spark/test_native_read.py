@@ -13,7 +13,7 @@ import pytest
 
 from procedures.core.alter import SetTableProperties
 from procedures.core.kernel.transaction import commit
-from procedures.spark.native_read import NATIVE_READ_CONF
+from procedures.spark.native_read import NATIVE_POSITION_DELETES_CONF, NATIVE_READ_CONF
 from procedures.spark.read import read_table
 from tests.helpers.evolved_table import LIVE, evolved_table, expected
 
@@ -23,6 +23,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     return evolved_table(tmp_path_factory.mktemp("native"))
+
+
+@pytest.fixture(autouse=True)
+def native_position_deletes(spark):
+    spark.conf.set(NATIVE_POSITION_DELETES_CONF, "true")
+    yield
+    spark.conf.unset(NATIVE_POSITION_DELETES_CONF)
 
 
 def _read(spark, t, caplog, columns, **kwargs) -> tuple[list[dict], str]:
@@ -47,6 +54,12 @@ def test_added_column_reads_null_from_old_files_natively_with_deletes(spark, tab
     assert "Python reader" in route and python == rows
     df = read_table(spark, table, columns=["id", "added"])
     assert not df.schema["id"].nullable and df.schema["added"].nullable
+
+
+def test_position_deletes_read_through_python_unless_switched_on(spark, table, caplog):
+    spark.conf.unset(NATIVE_POSITION_DELETES_CONF)
+    rows, route = _read(spark, table, caplog, ["id", "added", "p"])
+    assert "Python reader" in route and "deletes" in route and rows == _want(["id", "added", "p"], LIVE)
 
 
 def test_filter_applies_on_the_native_route(spark, table, caplog):

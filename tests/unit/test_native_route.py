@@ -23,7 +23,7 @@ def table(tmp_path_factory):
 def _plan(t, columns, tasks=None, md=None, **kwargs):
     md = md or t.metadata
     tasks = list(iter_file_scan_tasks(t.metadata, t.io)) if tasks is None else tasks
-    return plan_native_read(md, md.schema().select(columns), tasks, **kwargs)
+    return plan_native_read(md, md.schema().select(columns), tasks, position_deletes=True, **kwargs)
 
 
 def test_unchanged_and_added_columns_read_natively_with_their_deletes(table):
@@ -34,6 +34,10 @@ def test_unchanged_and_added_columns_read_natively_with_their_deletes(table):
     # (ids 1 and 3 in the first append's p=1 file, 6 in the second's p=0 file)
     assert len(plan.position_deletes) == 2 and len(plan.delete_files) == 2
     assert {d for _, d in plan.position_deletes} < set(plan.data_files)
+    # unless asked for, a scan with deletes reads through Python
+    off = plan_native_read(table.metadata, table.metadata.schema().select(["id"]),
+                           list(iter_file_scan_tasks(table.metadata, table.io)))
+    assert not off.native and "deletes" in off.reason
 
 
 @pytest.mark.parametrize("column, why", [("label", "renamed"), ("s", "renamed"), ("old", "other field ids"),
@@ -90,7 +94,8 @@ def test_files_spark_cannot_read_as_named_fall_back(table):
     with_del = next(tk for tk in tasks if tk.deletes)
     eq = replace(with_del.deletes[0], data_file=replace(with_del.deletes[0].data_file,
                                                          content=FileContent.EQUALITY_DELETES, equality_ids=(1,)))
-    assert "equality deletes" in plan_native_read(md, projected, [replace(with_del, deletes=(eq,))]).reason
+    assert "equality deletes" in plan_native_read(md, projected, [replace(with_del, deletes=(eq,))],
+                                                  position_deletes=True).reason
 
 
 def test_native_path_spelling():
