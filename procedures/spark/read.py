@@ -3,7 +3,9 @@
 Planning runs on the driver (:func:`procedures.core.kernel.scan.iter_file_scan_tasks`; the data manifests of a
 large scan are read on the executors, :mod:`procedures.spark.scan_planning`); only file metadata
 travels to the executors, one serialized task per row, and ``mapInArrow`` reads the data there
-with :func:`procedures.io.parquet_reader.read_task`.
+with :func:`procedures.io.parquet_reader.read_task`.  Where a by-name read is exactly the by-field-id
+read, :func:`read_table` lets Spark's own Parquet reader read the planned files instead
+(:mod:`procedures.spark.native_read`, docs/native-reads.md).
 
 Spark types follow Iceberg Java's Spark reader (``TypeToSparkType``):
 
@@ -30,6 +32,7 @@ long, ``_spec_id`` int, ``_partition`` struct of every spec's partition fields (
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Sequence
@@ -48,6 +51,7 @@ from procedures.io.sandbox_fileio import file_io
 from procedures.io.parquet_reader import METADATA_COLUMN_NAMES, metadata_field, read_task
 from procedures.spark.dataframes import empty_frame, parallelism, payload_frame
 from procedures.spark.environment import check_python_workers, check_session
+from procedures.spark.native_read import native_read_plan, read_native, required_non_null
 from procedures.spark.scan_planning import iter_scan_tasks, plan_scan_tasks
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
@@ -101,6 +105,8 @@ __all__ = [
     "light_task",
     "TaskReader",
 ]
+
+log = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------------------ tables and jobs
@@ -417,6 +423,7 @@ def read_table(
     metadata_columns: Sequence[str] = (),
     *,
     case_sensitive: bool = True,
+    native: bool | None = None,
 ) -> Any:
     """Read ``table`` (``"cat.db.t"`` or a loaded :class:`Table`) as a Spark DataFrame.
 
@@ -426,6 +433,12 @@ def read_table(
     Parquet row groups and rows the filter rules out); ``columns`` selects top-level or
     dotted columns; ``metadata_columns`` adds ``_file``, ``_pos``, ``_spec_id``, ``_partition``,
     ``_deleted``, ``_row_id``, ``_last_updated_sequence_number`` after them.
+
+    Where that is exactly right, Spark's own Parquet reader reads the files
+    (:mod:`procedures.spark.native_read`); ``native=False`` forces the Python reader, ``True``
+    asks for the native route (still only where it is right), ``None`` follows the session conf
+    ``spark.procedures.read.native-parquet.enabled``, then the table property
+    ``read.native-parquet.enabled`` (default true).
     """
     t = load_table(spark, table)
     expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (
@@ -440,13 +453,34 @@ def read_table(
     filter_names = referenced_names(expr) if (expr is not None and isinstance(filter, str)) else set()
     projected, order = _projection(sel.schema, columns, filter_names, case_sensitive)
     text_filter = isinstance(filter, str) and bool(filter.strip())
-    # a text filter is applied to the rows below, so the read may skip what it proves unmatched
-    df = read_tasks(spark, t, tasks, projected, scan_schema=sel.schema, metadata_columns=metadata_columns,
-                    filter_rows=text_filter)
+    df = natively = _read_natively(spark, t, tasks, projected, metadata_columns, native)
+    if natively is None:
+        # a text filter is applied to the rows below, so the read may skip what it proves unmatched
+        df = read_tasks(spark, t, tasks, projected, scan_schema=sel.schema, metadata_columns=metadata_columns,
+                        filter_rows=text_filter)
     if text_filter:
         df = df.where(filter)
+    if natively is not None:
+        df = required_non_null(spark, df, projected)
     if order is not None:
         df = df.select(*[f"`{c}`" if "." not in c else c for c in order], *metadata_columns)
+    return df
+
+
+def _read_natively(spark: Any, t: Table, tasks: list[FileScanTask], projected: Schema,
+                   metadata_columns: Sequence[str], native: bool | None) -> Any | None:
+    """The read through Spark's Parquet reader when the route allows it, else ``None``; logs the
+    route taken and why."""
+    plan = native_read_plan(spark, t, projected, tasks, metadata_columns, native)
+    df = None
+    if plan.native:
+        delete_rows = sum({d.data_file.file_path: d.data_file.record_count for tk in tasks for d in tk.deletes}.values())
+        df = read_native(spark, plan, spark_schema(pa.schema([]), projected.fields), delete_rows)
+    if df is not None:
+        log.info("read of %s: Spark's Parquet reader, %d file(s), %d position delete file(s): %s", t.name,
+                 len(plan.data_files), len(plan.delete_files), plan.reason)
+    else:
+        log.info("read of %s: the Python reader: %s", t.name, plan.reason)
     return df
 
 

@@ -72,6 +72,7 @@ def read_table(
     metadata_columns: Sequence[str] = (),
     *,
     case_sensitive: bool = True,
+    native: bool | None = None,
 ) -> Any:
     """Read ``table`` as a Spark DataFrame: ``"cat.db.t"`` or a loaded :class:`Table`, or a metadata
     table or snapshot selector of one (``"cat.db.t.snapshots"``, ``"cat.db.t.branch_dev"``), as
@@ -82,7 +83,8 @@ def read_table(
     one snapshot); ``filter`` (Spark-SQL text or an expression) prunes files and, when given as text,
     is also applied to the rows; ``columns`` selects top-level or dotted columns; ``metadata_columns``
     adds ``_file``, ``_pos``, ``_spec_id``, ``_partition``, ``_deleted``, ``_row_id``,
-    ``_last_updated_sequence_number`` after them (tables only).
+    ``_last_updated_sequence_number`` after them (tables only); ``native`` switches Spark's own
+    Parquet reader on or off for this read (:func:`procedures.spark.read.read_table`).
     """
     sel = selection_of(spark, table)
     display = table if isinstance(table, str) else sel.table.name
@@ -94,5 +96,6 @@ def read_table(
         if snapshot_id is not None and as_of_timestamp is not None:
             raise ValidationError(f"Cannot read {display} with both snapshot_id and as_of_timestamp: choose one")
         sel = with_version(sel, version=snapshot_id, as_of_ms=as_of_ms(as_of_timestamp), display=display)
+    extra = {} if native is None else {"native": native}
     return read_selection(spark, sel, filter=filter, columns=columns, metadata_columns=metadata_columns,
-                          case_sensitive=case_sensitive)
+                          case_sensitive=case_sensitive, **extra)

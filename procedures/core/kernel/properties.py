@@ -45,7 +45,7 @@ __all__ = [
     "METADATA_DELETE_AFTER_COMMIT_ENABLED", "DEFAULT_WRITE_METRICS_MODE", "METRICS_MAX_INFERRED_COLUMN_DEFAULTS",
     "DEFAULT_NAME_MAPPING",
     # read
-    "SPLIT_SIZE", "SPLIT_OPEN_FILE_COST", "SPLIT_LOOKBACK",
+    "SPLIT_SIZE", "SPLIT_OPEN_FILE_COST", "SPLIT_LOOKBACK", "READ_NATIVE_PARQUET_ENABLED",
     # history and garbage collection
     "GC_ENABLED", "MAX_SNAPSHOT_AGE_MS", "MIN_SNAPSHOTS_TO_KEEP", "MAX_REF_AGE_MS",
     # compatibility, engines, reserved
@@ -251,6 +251,9 @@ DEFAULT_NAME_MAPPING = StringProperty(DEFAULT_NAME_MAPPING_PROPERTY, None, "JSON
 SPLIT_SIZE = BytesProperty("read.split.target-size", 128 * MIB)
 SPLIT_OPEN_FILE_COST = BytesProperty("read.split.open-file-cost", 4 * MIB)
 SPLIT_LOOKBACK = IntProperty("read.split.planning-lookback", 10)
+READ_NATIVE_PARQUET_ENABLED = BoolProperty(
+    "read.native-parquet.enabled", True,
+    "ours: let Spark's own Parquet reader read scans where that is exactly right (procedures.core.native_route)")
 
 # ------------------------------------------------------------------------------------ history, GC
 GC_ENABLED = BoolProperty("gc.enabled", True, "whether procedures may delete the table's files")
