@@ -438,7 +438,7 @@ def read_table(
     (:mod:`procedures.spark.native_read`); ``native=False`` forces the Python reader, ``True``
     asks for the native route (still only where it is right), ``None`` follows the session conf
     ``spark.procedures.read.native-parquet.enabled``, then the table property
-    ``read.native-parquet.enabled`` (default true).
+    ``read.native-parquet.enabled`` (default false: opt-in, see docs/native-reads.md).
     """
     t = load_table(spark, table)
     expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (

@@ -20,9 +20,13 @@ from tests.helpers.evolved_table import LIVE, evolved_table, expected
 pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
 
+#: the route is off by default (see test_the_route_is_off_by_default); the module's table turns it on
+ON = (("read.native-parquet.enabled", "true"),)
+
+
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
-    return evolved_table(tmp_path_factory.mktemp("native"))
+    return commit(evolved_table(tmp_path_factory.mktemp("native")), [SetTableProperties(updates=ON)])
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +94,22 @@ def test_switches_turn_the_route_off(spark, table, caplog):
         _, route = _read(spark, off, caplog, ["id"])
         assert "turned off" in route
     finally:  # the table is shared by the tests of both session kinds
-        commit(off, [SetTableProperties(removals=("read.native-parquet.enabled",))])
+        commit(off, [SetTableProperties(updates=ON)])
+
+
+def test_the_route_is_off_by_default_and_a_session_turns_it_on(spark, table, caplog):
+    plain = commit(table, [SetTableProperties(removals=("read.native-parquet.enabled",))])
+    try:
+        rows, route = _read(spark, plain, caplog, ["id", "added"])
+        assert "turned off" in route and rows == _want(["id", "added"], LIVE)
+        spark.conf.set(NATIVE_READ_CONF, "true")
+        try:
+            rows, route = _read(spark, plain, caplog, ["id", "added"])
+            assert "Spark's Parquet reader" in route and rows == _want(["id", "added"], LIVE)
+        finally:
+            spark.conf.unset(NATIVE_READ_CONF)
+    finally:
+        commit(plain, [SetTableProperties(updates=ON)])
 
 
 def test_name_mapped_table_falls_back(spark, table, caplog):

@@ -40,7 +40,7 @@ MIB = 1024 * 1024
 #: source (None: no default constant).  Where ours differ, the declaration's doc says why.
 JAVA_DEFAULTS = {
     "commit.retry.num-retries": 4,
-    "read.native-parquet.enabled": True,  # ours (Spark's Parquet reader where exact); Java has none
+    "read.native-parquet.enabled": False,  # ours (Spark's Parquet reader where exact); Java has none
     "commit.retry.min-wait-ms": 100,
     "commit.retry.max-wait-ms": 60_000,
     "commit.retry.total-timeout-ms": 1_800_000,
