@@ -23,6 +23,13 @@ def test_rows_take_the_min_and_pair_the_floor_with_its_case():
     assert [r.met for r in rows] == ["NO", "yes"]
 
 
+def test_figures_recorded_again_in_a_final_table_give_one_row():
+    bench = run_all.Bench("bench_data_scale.py", (), (), goal=1.0)
+    progress = [_figure("binpack", "wall min", 1.0, 2.0), _figure("sort", "wall min", 3.0, 4.0)]
+    rows = run_all._rows(bench, progress + [_figure("binpack", "wall min", 1.0, 2.0), _figure("sort", "wall min", 3.0, 4.0)])
+    assert [(r.case, r.ours) for r in rows] == [("binpack", 1.0), ("sort", 3.0)]
+
+
 def test_a_goal_of_none_shows_the_figure_without_judging_it():
     bench = run_all.Bench("bench_avro_codecs.py", (), (), goal=None, reference="fastavro")
     (row,) = run_all._rows(bench, [_figure("deflate", "compress min", 2.0, 1.0)])
