@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from procedures.catalog.config import default_catalog_name
-from procedures.spark.catalog_conf import conf_from_spark
+from procedures.spark.catalog_conf import statement_conf
 from procedures.errors import SqlSyntaxError, ValidationError
 from procedures.framework.declaration import Procedure
 from procedures.framework.registry import get_procedure, list_procedures as registered_procedures
@@ -93,11 +93,13 @@ def refresh_spark_tables(spark, conf: dict, changed) -> None:
 
 def run_call(spark, stmt: CallStatement, conf: dict | None = None):
     """Run a parsed CALL on ``spark``; returns the output DataFrame."""
-    conf = conf if conf is not None else conf_from_spark(spark)
-    catalog = stmt.catalog or default_catalog_name(conf)
-    result = runner.run(stmt.name, args=stmt.positional, kwargs=stmt.named, catalog=catalog, conf=conf, spark=spark)
-    refresh_spark_tables(spark, conf, result.changed_tables)
-    return result_to_dataframe(spark, result)
+    with statement_conf(spark) as read:
+        conf = conf if conf is not None else read
+        catalog = stmt.catalog or default_catalog_name(conf)
+        result = runner.run(stmt.name, args=stmt.positional, kwargs=stmt.named, catalog=catalog, conf=conf,
+                            spark=spark)
+        refresh_spark_tables(spark, conf, result.changed_tables)
+        return result_to_dataframe(spark, result)
 
 
 def sql(spark, text: str):
@@ -122,13 +124,13 @@ def execute(spark, text: str, *, script: str | None = None, offset: int = 0):
     try:
         if is_call(text):
             return run_call(spark, parse_call(text))
-        conf = conf_from_spark(spark)
-        # Iceberg's DDL (ALTER TABLE, CTAS, REPLACE TABLE) on our tables. Routed here rather than in
-        # sqlddl.execute: sqlalter reads queries and types through sqlddl, so sqlddl cannot import it
-        altered = sqlalter.execute(spark, None, text, conf)
-        if altered is not None:
-            return altered
-        return sqlddl.execute(spark, text, conf)
+        with statement_conf(spark) as conf:
+            # Iceberg's DDL (ALTER TABLE, CTAS, REPLACE TABLE) on our tables. Routed here rather than in
+            # sqlddl.execute: sqlalter reads queries and types through sqlddl, so sqlddl cannot import it
+            altered = sqlalter.execute(spark, None, text, conf)
+            if altered is not None:
+                return altered
+            return sqlddl.execute(spark, text, conf)
     except SqlSyntaxError as e:
         if script is None or offset == 0 or e.line is None:
             raise
@@ -158,7 +160,7 @@ def call(name: str, *, spark=None, **params):
     """Run procedure ``name`` (``rollback_to_snapshot`` or ``ours.system.rollback_to_snapshot``) eagerly
     with named arguments; returns the output rows as a DataFrame with the procedure's output schema."""
     spark = active_session(spark)
-    conf = conf_from_spark(spark)
-    result = runner.run(name, kwargs=params, conf=conf, spark=spark, lenient=True)
-    refresh_spark_tables(spark, conf, result.changed_tables)
-    return result_to_dataframe(spark, result)
+    with statement_conf(spark) as conf:
+        result = runner.run(name, kwargs=params, conf=conf, spark=spark, lenient=True)
+        refresh_spark_tables(spark, conf, result.changed_tables)
+        return result_to_dataframe(spark, result)

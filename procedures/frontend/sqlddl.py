@@ -55,7 +55,7 @@ from procedures.frontend.sqltext import (
     table_parts,
     user_message,
 )
-from procedures.spark.dataframes import functions, no_result, with_schema
+from procedures.spark.dataframes import functions, no_result, query_frame, with_schema
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
 from procedures.spark.table_reads import read_selection
@@ -293,7 +293,8 @@ def execute(spark, text: str, conf: Mapping[str, str]):
         return _insert(spark, statement, text, conf, ours)
     if isinstance(statement, (exp.Query, exp.Cache)) or (
             isinstance(statement, exp.Create) and str(statement.args.get("kind") or "").upper() == "VIEW"):
-        return _sql_over_views(spark, *substitute_reads(spark, statement, conf, ours))
+        return _sql_over_views(spark, *substitute_reads(spark, statement, conf, ours),
+                               query=isinstance(statement, exp.Query))
     raise _unsupported(text, ours)
 
 
@@ -586,12 +587,14 @@ def substitute_reads(spark, statement: exp.Expression, conf, ours: set[str]) -> 
     return statement.sql(dialect=DIALECT), views
 
 
-def _sql_over_views(spark, query: str, views: Mapping[str, str]):
-    """``spark.sql(query)``, analysed now (a Spark Connect session analyses lazily, and its later
-    errors would name our views).  When the query reads our tables, a Spark error becomes a
-    ValidationError that names the tables, not the views, and carries no JVM stack trace."""
+def _sql_over_views(spark, text: str, views: Mapping[str, str], *, query: bool = True):
+    """``spark.sql(text)``, analysed now; a ``query`` (not a command such as CACHE TABLE or CREATE
+    VIEW, which must run now) in one round trip on Spark Connect, whose analysis also gives the
+    schema the callers need (:func:`procedures.spark.dataframes.query_frame`).  When the text reads
+    our tables, a Spark error becomes a ValidationError that names the tables, not the views, and
+    carries no JVM stack trace."""
     try:
-        df = spark.sql(query)
+        df = query_frame(spark, text) if query else spark.sql(text)
         df.schema  # noqa: B018 -- analysis errors surface here, not at the caller's first action
         return df
     except Exception as e:  # noqa: BLE001 -- a Spark error about a query over our views, as ours

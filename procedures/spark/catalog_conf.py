@@ -8,16 +8,19 @@ session has: the client of its JVM's metastore (:class:`procedures.spark.hive_jv
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from procedures.catalog import config as catalog_config
 from procedures.catalog.base import Catalog, Identifier
 from procedures.catalog.hive import MetastoreClient
 from procedures.errors import CatalogConfigError
+from procedures.spark.dataframes import conf_scope, scoped_conf
 from procedures.spark.hive_jvm import JvmMetastoreClient
 
-__all__ = ["conf_from_spark", "session_conf", "load_catalog", "resolve_in_session", "running_spark_session"]
+__all__ = ["conf_from_spark", "statement_conf", "session_conf", "load_catalog", "resolve_in_session",
+           "running_spark_session"]
 
 #: how Spark's SET shows a value whose key matches ``spark.redaction.regex``
 _REDACTED = "(redacted)"
@@ -55,8 +58,27 @@ def resolve_in_session(spark: Any, text: str) -> tuple[Catalog, Identifier]:
     return load_catalog(catalog_name, conf, session=spark), ident
 
 
+@contextlib.contextmanager
+def statement_conf(spark: Any) -> Iterator[dict[str, str]]:
+    """The session's conf read once for a whole statement: within the block :func:`conf_from_spark`
+    and the parallelism of every distributed step (:func:`procedures.spark.dataframes.parallelism`)
+    answer from this read instead of asking the session again (a round trip each on Spark Connect).
+    Inside another statement's block, that block's read."""
+    outer = scoped_conf(spark)
+    if outer is not None:
+        yield dict(outer)
+        return
+    conf = conf_from_spark(spark)
+    with conf_scope(spark, conf):
+        yield dict(conf)
+
+
 def conf_from_spark(spark: Any) -> dict[str, str]:
-    """All conf entries of a SparkSession (static and runtime), classic or Connect."""
+    """All conf entries of a SparkSession (static and runtime), classic or Connect; within a
+    :func:`statement_conf` block of the same session, the block's read."""
+    scoped = scoped_conf(spark)
+    if scoped is not None:
+        return dict(scoped)
     conf: dict[str, str] = {}
     runtime = getattr(spark, "conf", None)
     get_all = getattr(runtime, "getAll", None)

@@ -26,6 +26,8 @@ partition count.
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import functools
 import pickle
 import struct
@@ -54,6 +56,10 @@ __all__ = [
     "functions",
     "struct_schema",
     "local_frame",
+    "conf_scope",
+    "scoped_conf",
+    "conf_value",
+    "query_frame",
 ]
 
 #: our own override of the session's parallelism (an int), read before Spark's keys
@@ -81,6 +87,39 @@ _measured: dict[tuple, int] = {}
 #: ``spark.app.id`` per live session object: a session's application never changes, and on Spark
 #: Connect every ``spark.conf.get`` is a round trip to the server (several per procedure otherwise)
 _app_ids: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+#: the session and its conf as read once for the statement running in this context (:func:`conf_scope`)
+_STATEMENT_CONF: "contextvars.ContextVar[tuple[Any, dict] | None]" = contextvars.ContextVar(
+    "procedures_statement_conf", default=None)
+
+
+@contextlib.contextmanager
+def conf_scope(spark: Any, conf: dict) -> Iterator[dict]:
+    """Within the block, ``conf`` (the session's conf, read once for a statement) answers every conf
+    lookup of the package on ``spark`` (:func:`scoped_conf`): on Spark Connect each read of the conf is
+    a round trip to the server, and one statement asked for it several times (the catalog, then the
+    parallelism of each distributed step).  A statement changes no conf key the package reads, so
+    the one read holds for its whole run (and goes along to the threads it starts through
+    :func:`procedures.spark.session.in_caller_context`)."""
+    token = _STATEMENT_CONF.set((spark, conf))
+    try:
+        yield conf
+    finally:
+        _STATEMENT_CONF.reset(token)
+
+
+def scoped_conf(spark: Any) -> dict | None:
+    """The conf of ``spark`` read for the running statement (:func:`conf_scope`), else None."""
+    current = _STATEMENT_CONF.get()
+    return current[1] if current is not None and current[0] is spark else None
+
+
+def conf_value(spark: Any, key: str, default: str) -> str:
+    """``spark.conf.get(key, default)``, from the running statement's conf when there is one
+    (:func:`conf_scope`: a key the session does not set has its default either way)."""
+    scoped = scoped_conf(spark)
+    if scoped is not None:
+        return str(scoped.get(key, default))
+    return spark.conf.get(key, default)
 
 
 def is_connect(spark: Any) -> bool:
@@ -166,31 +205,87 @@ def _arrow_local(data_type: Any) -> bool:
     return name in _ARROW_LOCAL_TYPES
 
 
+#: Arrow bytes of rows up to which :func:`local_frame` builds a Connect local relation itself: far
+#: below Spark's ``spark.sql.session.localRelationCacheThreshold`` (64 MB by default), past which
+#: ``createDataFrame`` uploads the rows as an artifact instead of inlining them in the plan
+LOCAL_RELATION_INLINE_BYTES = 1 << 20
+
+
 def local_frame(spark: Any, rows: Sequence[tuple], schema: Any) -> Any:
     """``spark.createDataFrame(rows, schema)`` for a few rows held by the driver (``schema`` a
     ``StructType``), as a local relation that a collect or show reads without a Spark job.
 
-    Connect's ``createDataFrame`` is one already.  A classic session makes a list into an RDD read by
-    a Python worker pass (a job of tens of milliseconds on every collect of a procedure's output);
-    from pyspark 4 it takes an Arrow table as a local relation instead (below Spark's
-    ``spark.sql.execution.arrow.localRelationThreshold``), used here for the plain types of
-    :data:`_ARROW_LOCAL_TYPES` (timestamps keep the list path and its time-zone rules)."""
+    A classic session makes a list into an RDD read by a Python worker pass (a job of tens of
+    milliseconds on every collect of a procedure's output); from pyspark 4 it takes an Arrow table as
+    a local relation instead (below Spark's ``spark.sql.execution.arrow.localRelationThreshold``).
+    Connect's ``createDataFrame`` makes a local relation too, but first asks the server for a batch
+    of conf keys on every call (a round trip per procedure output): the time zone, the Arrow type
+    options and the size past which the rows go as an artifact.  For a small table of the plain
+    types of :data:`_ARROW_LOCAL_TYPES` none of them changes the plan, so the relation is built here
+    as ``createDataFrame`` builds it (pyspark's Connect ``LocalRelation`` plan; when a pyspark lacks
+    it, ``createDataFrame``).  Timestamps keep ``createDataFrame`` and its time-zone rules."""
     import pyspark  # noqa: PLC0415 -- the package loads without pyspark
 
-    if (is_connect(spark) or int(pyspark.__version__.split(".")[0]) < 4
-            or not all(_arrow_local(f.dataType) for f in schema.fields)):
+    if int(pyspark.__version__.split(".")[0]) < 4 or not all(_arrow_local(f.dataType) for f in schema.fields):
         return spark.createDataFrame(list(rows), schema)
+    table = _arrow_table(rows, schema)
+    if table is None:
+        return spark.createDataFrame(list(rows), schema)
+    if is_connect(spark):
+        return _connect_local_relation(spark, table, schema) or spark.createDataFrame(list(rows), schema)
+    return spark.createDataFrame(table, schema)
+
+
+def _arrow_table(rows: Sequence[tuple], schema: Any) -> Any:
+    """``rows`` as an Arrow table of ``schema``'s Arrow types (the types ``createDataFrame`` sends);
+    None when Arrow will not take a value as is (Spark's own checks then say what is wrong)."""
     import pyarrow as pa  # noqa: PLC0415
     from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415
 
     arrow_schema = to_arrow_schema(schema)
     columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
     try:
-        table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)],
-                                     schema=arrow_schema)
-    except (pa.ArrowException, TypeError, ValueError):  # a value Arrow will not take as is: Spark's checks
-        return spark.createDataFrame(list(rows), schema)
-    return spark.createDataFrame(table, schema)
+        return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)],
+                                    schema=arrow_schema)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+def _connect_local_relation(spark: Any, table: Any, schema: Any) -> Any:
+    """A Connect DataFrame over the local relation of ``table`` with ``schema``, as
+    ``createDataFrame`` plans a small table; None for a large table or a pyspark whose Connect
+    client plans it otherwise."""
+    if table.nbytes > LOCAL_RELATION_INLINE_BYTES:
+        return None
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame  # noqa: PLC0415
+        from pyspark.sql.connect.plan import LocalRelation  # noqa: PLC0415
+
+        return DataFrame(LocalRelation(table, schema=schema.json()), spark)
+    except (ImportError, TypeError):  # another client's planning: createDataFrame then
+        return None
+
+
+def query_frame(spark: Any, query: str) -> Any:
+    """``spark.sql(query)`` for a query (a SELECT, not a command), analyzed when the caller first
+    asks for its schema or runs it.
+
+    Connect's ``spark.sql`` sends every text to the server at once to find out whether it is a
+    command, and for a query gets back the same text as a relation: one round trip in which the
+    server analyzes the query, and a caller that then needs the columns asks the server to analyze
+    it again.  The relation is built here as that answer holds it (pyspark's Connect ``SQL`` plan),
+    so the caller's ``schema`` is the one round trip, and raises what ``spark.sql`` would have.  A
+    classic ``spark.sql`` analyzes in the JVM, no round trip; so does a pyspark whose Connect client
+    plans SQL otherwise."""
+    if is_connect(spark):
+        try:
+            from pyspark.sql.connect.dataframe import DataFrame  # noqa: PLC0415
+            from pyspark.sql.connect.plan import SQL  # noqa: PLC0415
+
+            return DataFrame(SQL(query), spark)
+        except (ImportError, TypeError):  # another client's planning: its spark.sql then
+            pass
+    return spark.sql(query)
 
 
 def session_key(spark: Any) -> tuple:
@@ -221,6 +316,9 @@ def _parallelism_conf(spark: Any) -> int | None:
     ``spark.conf.get`` is a round trip to the server, and a procedure asks for its parallelism several
     times, so the keys come in one read of the whole conf (``getAll``) there."""
     keys = (PARALLELISM_CONF, *_SPARK_PARALLELISM_KEYS)
+    scoped = scoped_conf(spark)
+    if scoped is not None:
+        return next((n for n in (_positive_int(scoped.get(k)) for k in keys) if n), None)
     if is_connect(spark):
         try:
             entries = spark.conf.getAll

@@ -30,7 +30,7 @@ from procedures.core.kernel.paths import DEFAULT_EQUAL_SCHEMES, keys_within, pat
 from procedures.core.kernel.splits import spread_weights
 from procedures.io.sandbox_fileio import file_io
 from procedures.io.directory_walk import modified_before, walk
-from procedures.spark.dataframes import functions, parallelism, slices_frame, struct_schema
+from procedures.spark.dataframes import conf_value, functions, parallelism, slices_frame, struct_schema
 from procedures.spark.environment import check_python_workers
 from procedures.spark.worker import prepare_python_worker
 from procedures.core.gc.live_paths import manifest_live_path_list
@@ -58,7 +58,7 @@ _KEY_BATCH_ROWS = 8192
 
 
 def _parallelism(spark: Any, n: int) -> int:
-    cap = int(spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.parallelism", "10000"))
+    cap = int(conf_value(spark, "spark.sql.sources.parallelPartitionDiscovery.parallelism", "10000"))
     return max(1, min(n, cap, parallelism(spark) * 4))
 
 

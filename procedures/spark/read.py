@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procedures.catalog.base import Table
-from procedures.spark.catalog_conf import resolve_in_session
+from procedures.spark.catalog_conf import resolve_in_session, statement_conf
 from procedures.core.kernel.properties import DEFAULT_NAME_MAPPING
 from procedures.core.kernel.scan import FileScanTask, select_snapshot, unified_partition_type
 from procedures.core.kernel.splits import plan_spread_groups, plan_task_groups, SplitOptions
@@ -440,6 +440,15 @@ def read_table(
     ``spark.procedures.read.native-parquet.enabled``, then the table property
     ``read.native-parquet.enabled`` (default false: opt-in, see docs/native-reads.md).
     """
+    # one read of the session's conf serves the catalog and the parallelism of the planning steps
+    with statement_conf(spark):
+        return _read_table(spark, table, snapshot_id, as_of_timestamp, ref, filter, columns, metadata_columns,
+                           case_sensitive)
+
+
+def _read_table(spark: Any, table: str | Table, snapshot_id: int | None, as_of_timestamp: Any, ref: str | None,
+                filter: str | Expression | None, columns: Sequence[str] | None, metadata_columns: Sequence[str],
+                case_sensitive: bool) -> Any:
     t = load_table(spark, table)
     expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (
         filter if isinstance(filter, Expression) else None)

@@ -20,7 +20,7 @@ from procedures.spark.catalog_conf import conf_from_spark, load_catalog, resolve
 from procedures.core.kernel.summary import set_engine
 from procedures.errors import ValidationError
 from procedures.spark.dataframes import app_id as session_app_id
-from procedures.spark.dataframes import is_connect
+from procedures.spark.dataframes import conf_scope, is_connect, scoped_conf
 from procedures.spark.environment import check_session
 from procedures.spark.task_errors import typed_task_error
 
@@ -124,7 +124,9 @@ def in_caller_context(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
     that starts it.  A Python thread of a ``ThreadPoolExecutor`` gets a fresh JVM thread with none,
     so without this a rewrite's jobs would leave the caller's job group (``cancelJobGroup`` would
     miss them) and its fair-scheduler pool.  Each call runs on a copy, so threads setting their own
-    job description do not race; the thread's previous properties come back afterwards."""
+    job description do not race; the thread's previous properties come back afterwards.  The conf
+    the caller's statement read (:func:`procedures.spark.dataframes.conf_scope`) goes along too."""
+    fn = _in_statement_conf(spark, fn)
     if spark is not None and is_connect(spark):
         return _with_tags(spark, fn)
     # without pinned threads (PYSPARK_PIN_THREAD=false) Python threads share JVM threads at random,
@@ -142,6 +144,21 @@ def in_caller_context(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
             return fn(*args, **kwargs)
         finally:
             jsc.setLocalProperties(previous)
+
+    return run
+
+
+def _in_statement_conf(spark: Any, fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn`` run within the calling thread's statement conf, if it has one (a context variable,
+    which a pool thread does not inherit)."""
+    conf = scoped_conf(spark) if spark is not None else None
+    if conf is None:
+        return fn
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> R:
+        with conf_scope(spark, conf):
+            return fn(*args, **kwargs)
 
     return run
 

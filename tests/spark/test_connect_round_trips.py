@@ -1,6 +1,7 @@
 """What a procedure, a read and a write ask a Spark Connect server besides running their jobs: no plan
 analysis of their own payload and task frames (the client is told their schemas), no conf read per
-collect of task results.  Each round trip costs milliseconds on loopback and more to a remote server,
+collect of task results, one conf read per statement (not one more per distributed step or per
+output frame), no ``spark.sql`` round trip before an INSERT's one analysis.  Each round trip costs milliseconds on loopback and more to a remote server,
 on every job.  On a classic session the same calls run and give the same results (nothing to count)."""
 
 from __future__ import annotations
@@ -16,20 +17,31 @@ from procedures.spark.read import read_table
 pytestmark = [pytest.mark.spark, pytest.mark.both_sessions]
 
 
+class _CountingStub:
+    """The Connect client's gRPC stub, counting the calls of each RPC (``ExecutePlan``,
+    ``AnalyzePlan``, ``Config``...) before passing them on."""
+
+    def __init__(self, stub, counts: collections.Counter) -> None:
+        self._stub, self._counts = stub, counts
+
+    def __getattr__(self, name):
+        method = getattr(self._stub, name)
+
+        def counted(*args, **kwargs):
+            self._counts[name] += 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
 @pytest.fixture()
 def round_trips(spark, monkeypatch):
-    """Counts of the Connect client's plan analyses (``_analyze``) and conf requests (``config``)."""
+    """Counts of the Connect client's requests to its server, by RPC: ``AnalyzePlan`` (a plan's
+    schema), ``Config`` (conf reads) and ``ExecutePlan`` (jobs, commands and ``spark.sql``).
+    ``ReleaseExecute`` goes in the background and is not waited for."""
     counts: collections.Counter = collections.Counter()
     if is_connect(spark):
-        client = spark.client
-        for name in ("_analyze", "config"):
-            original = getattr(client, name)
-
-            def counted(*args, _original=original, _name=name, **kwargs):
-                counts[_name] += 1
-                return _original(*args, **kwargs)
-
-            monkeypatch.setattr(client, name, counted)
+        monkeypatch.setattr(spark.client, "_stub", _CountingStub(spark.client._stub, counts))
     return counts
 
 
@@ -41,8 +53,8 @@ def test_run_slices_asks_the_server_nothing_but_its_job(spark, round_trips):
     run_slices(spark, [[0]], double)  # once-per-client reads (the server's plan compression) go first
     round_trips.clear()
     assert sorted(run_slices(spark, [[1, 2], [3]], double)) == [2, 4, 6]
-    assert round_trips["_analyze"] == 0
-    assert round_trips["config"] == 0
+    assert round_trips["AnalyzePlan"] == 0
+    assert round_trips["Config"] == 0
 
 
 def test_insert_read_and_rewrite_analyze_no_plan_of_their_own(spark, round_trips):
@@ -54,19 +66,33 @@ def test_insert_read_and_rewrite_analyze_no_plan_of_their_own(spark, round_trips
     procedures.sql(spark, f"INSERT INTO {name} SELECT id, concat('r', id), CAST(id % 2 AS int) FROM range(0, 20)")
     round_trips.clear()
     procedures.sql(spark, f"INSERT INTO {name} SELECT id, concat('r', id), CAST(id % 2 AS int) FROM range(20, 40)")
-    # the INSERT's query is analyzed once, for its columns; its cast to the table's types is not
-    assert round_trips["_analyze"] == (1 if is_connect(spark) else 0)
+    connect = 1 if is_connect(spark) else 0
+    # the statement's conf is read once; the INSERT's query is analyzed once, for its columns (not
+    # sent to the server by spark.sql first), its cast to the table's types not at all; one job
+    assert round_trips["Config"] == connect
+    assert round_trips["AnalyzePlan"] == connect
+    assert round_trips["ExecutePlan"] == connect
 
     round_trips.clear()
     df = read_table(spark, name)
-    assert round_trips["_analyze"] == 0
+    # one conf read serves the catalog and the planning steps' parallelism
+    assert round_trips["AnalyzePlan"] == 0 and round_trips["Config"] == connect
     assert sorted(r["id"] for r in df.select("id").collect()) == list(range(40))
 
     round_trips.clear()
-    rows = procedures.sql(spark, f"CALL jcat.system.rewrite_data_files(table => '{name.split('.', 1)[1]}', "
-                                 "options => map('min-input-files', '2'))").collect()
-    assert round_trips["_analyze"] == 0
+    out = procedures.sql(spark, f"CALL jcat.system.rewrite_data_files(table => '{name.split('.', 1)[1]}', "
+                                "options => map('min-input-files', '2'))")
+    # one conf read for the whole CALL, its rewrite threads and its output frame included
+    assert round_trips["AnalyzePlan"] == 0 and round_trips["Config"] == connect
+    rows = out.collect()
     # one file per partition from the files of both INSERTs (how many each wrote depends on its tasks)
     assert rows[0]["rewritten_data_files_count"] >= 4 and rows[0]["added_data_files_count"] == 2
     assert sorted(r["id"] for r in read_table(spark, name).select("id").collect()) == list(range(40))
+
+    round_trips.clear()
+    out = procedures.sql(spark, f"CALL jcat.system.expire_snapshots(table => '{name.split('.', 1)[1]}', "
+                                "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    # a procedure on the driver alone: its conf read and nothing else (no conf read for its output)
+    assert dict(round_trips) == ({"Config": 1} if connect else {})
+    assert out.collect()[0]["deleted_manifest_lists_count"] == 2  # the INSERTs' snapshots
     procedures.sql(spark, f"DROP TABLE IF EXISTS {name}")
