@@ -36,7 +36,7 @@ from procedures.core.kernel.properties import READ_NATIVE_PARQUET_ENABLED, parse
 from procedures.core.kernel.scan import FileScanTask
 from procedures.core.native_route import NativeReadPlan, plan_native_read
 from procedures.io.sandbox_fileio import SANDBOX_PROPERTY
-from procedures.spark.dataframes import functions
+from procedures.spark.dataframes import conf_value, functions
 from procedures.spec.schema import Schema
 
 __all__ = ["NATIVE_READ_CONF", "NATIVE_POSITION_DELETES_CONF", "native_read_plan", "read_native", "required_non_null",
@@ -68,7 +68,7 @@ def native_read_plan(spark: Any, table: Table, projected: Schema, tasks: Sequenc
     property), the session-side conditions, then :func:`plan_native_read`."""
     if native is None:
         # a default of "" (not None, which Spark Connect does not take as a default) marks it unset
-        conf = spark.conf.get(NATIVE_READ_CONF, "")
+        conf = conf_value(spark, NATIVE_READ_CONF, "")
         if conf:
             native = parse_bool(conf, True)
         else:
@@ -80,7 +80,7 @@ def native_read_plan(spark: Any, table: Table, projected: Schema, tasks: Sequenc
     if any(f.name.lower() in _RESERVED for f in projected.fields):
         return NativeReadPlan(False, "a column is named _metadata (Spark's file metadata) or like a join column "
                                      "of the route")
-    with_deletes = parse_bool(spark.conf.get(NATIVE_POSITION_DELETES_CONF, "") or None, False)
+    with_deletes = parse_bool(conf_value(spark, NATIVE_POSITION_DELETES_CONF, "") or None, False)
     return plan_native_read(table.metadata, projected, tasks, metadata_columns, position_deletes=with_deletes)
 
 

@@ -443,12 +443,12 @@ def read_table(
     # one read of the session's conf serves the catalog and the parallelism of the planning steps
     with statement_conf(spark):
         return _read_table(spark, table, snapshot_id, as_of_timestamp, ref, filter, columns, metadata_columns,
-                           case_sensitive)
+                           case_sensitive, native)
 
 
 def _read_table(spark: Any, table: str | Table, snapshot_id: int | None, as_of_timestamp: Any, ref: str | None,
                 filter: str | Expression | None, columns: Sequence[str] | None, metadata_columns: Sequence[str],
-                case_sensitive: bool) -> Any:
+                case_sensitive: bool, native: bool | None) -> Any:
     t = load_table(spark, table)
     expr = parse_filter(filter) if isinstance(filter, str) and filter.strip() else (
         filter if isinstance(filter, Expression) else None)
