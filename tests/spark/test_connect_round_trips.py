@@ -28,7 +28,10 @@ class _CountingStub:
         method = getattr(self._stub, name)
 
         def counted(*args, **kwargs):
-            self._counts[name] += 1
+            # the release of an earlier execution goes out on a background thread whenever it is
+            # scheduled: it is no round trip the caller waits for, and counting it made counts racy
+            if name != "ReleaseExecute":
+                self._counts[name] += 1
             return method(*args, **kwargs)
 
         return counted
@@ -38,7 +41,7 @@ class _CountingStub:
 def round_trips(spark, monkeypatch):
     """Counts of the Connect client's requests to its server, by RPC: ``AnalyzePlan`` (a plan's
     schema), ``Config`` (conf reads) and ``ExecutePlan`` (jobs, commands and ``spark.sql``).
-    ``ReleaseExecute`` goes in the background and is not waited for."""
+    ``ReleaseExecute`` goes in the background, is not waited for, and is not counted."""
     counts: collections.Counter = collections.Counter()
     if is_connect(spark):
         monkeypatch.setattr(spark.client, "_stub", _CountingStub(spark.client._stub, counts))
