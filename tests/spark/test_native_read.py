@@ -7,6 +7,7 @@ One small table (tests/helpers/evolved_table.py), in a directory whose name hold
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import pytest
@@ -46,6 +47,16 @@ def _read(spark, t, caplog, columns, **kwargs) -> tuple[list[dict], str]:
     return rows, routes[-1]
 
 
+@contextlib.contextmanager
+def _session_switch(spark, value: str):
+    """The session's native-route switch set to ``value`` within the block, unset after it."""
+    spark.conf.set(NATIVE_READ_CONF, value)
+    try:
+        yield
+    finally:
+        spark.conf.unset(NATIVE_READ_CONF)
+
+
 def _want(columns, ids) -> list[dict]:
     return [{c: expected(i)[c] for c in columns} for i in ids]
 
@@ -83,12 +94,9 @@ def test_evolved_columns_fall_back_and_read_right(spark, table, caplog, column, 
 def test_switches_turn_the_route_off(spark, table, caplog):
     _, route = _read(spark, table, caplog, ["id", "added"], native=False)
     assert "turned off" in route
-    spark.conf.set(NATIVE_READ_CONF, "false")
-    try:
+    with _session_switch(spark, "false"):
         rows, route = _read(spark, table, caplog, ["id", "added"])
         assert "turned off" in route and rows == _want(["id", "added"], LIVE)
-    finally:
-        spark.conf.unset(NATIVE_READ_CONF)
     off = commit(table, [SetTableProperties(updates=(("read.native-parquet.enabled", "false"),))])
     try:
         _, route = _read(spark, off, caplog, ["id"])
@@ -102,12 +110,9 @@ def test_the_route_is_off_by_default_and_a_session_turns_it_on(spark, table, cap
     try:
         rows, route = _read(spark, plain, caplog, ["id", "added"])
         assert "turned off" in route and rows == _want(["id", "added"], LIVE)
-        spark.conf.set(NATIVE_READ_CONF, "true")
-        try:
+        with _session_switch(spark, "true"):
             rows, route = _read(spark, plain, caplog, ["id", "added"])
             assert "Spark's Parquet reader" in route and rows == _want(["id", "added"], LIVE)
-        finally:
-            spark.conf.unset(NATIVE_READ_CONF)
     finally:
         commit(plain, [SetTableProperties(updates=ON)])
 
