@@ -36,7 +36,7 @@ from procedures.core.kernel.properties import READ_NATIVE_PARQUET_ENABLED, parse
 from procedures.core.kernel.scan import FileScanTask
 from procedures.core.native_route import NativeReadPlan, plan_native_read
 from procedures.io.sandbox_fileio import SANDBOX_PROPERTY
-from procedures.spark.dataframes import conf_value, functions
+from procedures.spark.dataframes import conf_value, functions, local_frame, struct_schema
 from procedures.spec.schema import Schema
 
 __all__ = ["NATIVE_READ_CONF", "NATIVE_POSITION_DELETES_CONF", "native_read_plan", "read_native", "required_non_null",
@@ -136,16 +136,16 @@ def read_native(spark: Any, plan: NativeReadPlan, schema: Any, delete_rows: int 
     F = functions(spark)
     try:
         data_spelled = _spark_spellings(data, plan.data_files)
-        deletes = _parquet(spark, "file_path string, pos long", _native_delete_paths(plan))
+        deletes = _parquet(spark, struct_schema("file_path string, pos long"), _native_delete_paths(plan))
         delete_spelled = dict(zip(plan.delete_files, _spark_spellings(deletes, plan.delete_files)))
     except _NotExact as e:
         log.info("native Parquet route declined: Spark spells %s differently; reading through Python", e)
         return None
     index = {loc: i for i, loc in enumerate(plan.data_files)}
-    files = spark.createDataFrame([(s, i) for i, spellings in enumerate(data_spelled) for s in spellings],
-                                  "__spark_path string, __file long")
-    pairs = spark.createDataFrame([(s, f, index[f]) for d, f in plan.position_deletes for s in delete_spelled[d]],
-                                  "__delete_path string, __data_path string, __file long")
+    files = local_frame(spark, [(s, i) for i, spellings in enumerate(data_spelled) for s in spellings],
+                        struct_schema("__spark_path string, __file long"))
+    pairs = local_frame(spark, [(s, f, index[f]) for d, f in plan.position_deletes for s in delete_spelled[d]],
+                        struct_schema("__delete_path string, __data_path string, __file long"))
     positions = (deletes.select(F.col("_metadata.file_path").alias("__delete_path"),
                                 F.col("file_path").alias("__data_path"), F.col("pos"))
                  .join(F.broadcast(pairs), ["__delete_path", "__data_path"])
@@ -156,7 +156,7 @@ def read_native(spark: Any, plan: NativeReadPlan, schema: Any, delete_rows: int 
                          F.col("_metadata.row_index").alias("__pos"))
              .join(F.broadcast(files), "__spark_path")
              .withColumn("__key", F.shiftleft(F.col("__file"), _POS_BITS) + F.col("__pos")))
-    return keyed.join(positions, "__key", "left_anti").select(*[F.col("`" + n.replace("`", "``") + "`") for n in schema.fieldNames()])
+    return keyed.join(positions, "__key", "left_anti").select(*[_column(F, n) for n in schema.fieldNames()])
 
 
 def _native_delete_paths(plan: NativeReadPlan) -> list[str]:
@@ -174,12 +174,17 @@ def required_non_null(spark: Any, df: Any, projected: Schema) -> Any:
     schema = df.schema
     cols = []
     for sf in schema.fields:
-        c = F.col("`" + sf.name.replace("`", "``") + "`")
+        c = _column(F, sf.name)
         if sf.name in required:
             # never taken: Iceberg writers write every row of a required column
             c = F.coalesce(c, _zero(F, sf.dataType)).alias(sf.name)
         cols.append(c)
     return df.select(*cols)
+
+
+def _column(F: Any, name: str) -> Any:
+    """The top-level column ``name``, quoted so dots and backticks in it are no path."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _zero(F: Any, data_type: Any) -> Any:
