@@ -93,13 +93,17 @@ def refresh_spark_tables(spark, conf: dict, changed) -> None:
 
 def run_call(spark, stmt: CallStatement, conf: dict | None = None):
     """Run a parsed CALL on ``spark``; returns the output DataFrame."""
+    if conf is not None:  # the caller read the conf already: no second read
+        return _run_call(spark, stmt, conf)
     with statement_conf(spark) as read:
-        conf = conf if conf is not None else read
-        catalog = stmt.catalog or default_catalog_name(conf)
-        result = runner.run(stmt.name, args=stmt.positional, kwargs=stmt.named, catalog=catalog, conf=conf,
-                            spark=spark)
-        refresh_spark_tables(spark, conf, result.changed_tables)
-        return result_to_dataframe(spark, result)
+        return _run_call(spark, stmt, read)
+
+
+def _run_call(spark, stmt: CallStatement, conf: dict):
+    catalog = stmt.catalog or default_catalog_name(conf)
+    result = runner.run(stmt.name, args=stmt.positional, kwargs=stmt.named, catalog=catalog, conf=conf, spark=spark)
+    refresh_spark_tables(spark, conf, result.changed_tables)
+    return result_to_dataframe(spark, result)
 
 
 def sql(spark, text: str):
