@@ -9,6 +9,7 @@ missing are listed at the end of the run, and fail the session when ``CI=true`` 
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 from pathlib import Path
@@ -244,7 +245,8 @@ def table_name(request: pytest.FixtureRequest) -> str:
 
 
 #: unit test modules that depend on the installed pyspark: run on every pyspark line, while
-#: ``PROCEDURES_TESTS_UNIT_DONE=1`` (``.ci/run``'s second run) deselects the other unit tests
+#: ``PROCEDURES_TESTS_UNIT_DONE=1`` deselects the other unit tests (and ``PROCEDURES_TESTS_UNIT_DONE=<the
+#: pyspark version the unit tests ran on>``, as ``.ci/run`` sets it, deselects these too on that version)
 UNIT_TESTS_PER_PYSPARK = {"test_datasource_filters.py", "test_environment.py", "test_task_errors.py",
                           "test_import_contract.py"}
 
@@ -289,9 +291,13 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker("slow")
         elif item.get_closest_marker("postgres") is not None:
             item.add_marker("slow")
-    if os.environ.get("PROCEDURES_TESTS_UNIT_DONE") == "1":
+    done = os.environ.get("PROCEDURES_TESTS_UNIT_DONE")
+    if done:
+        # "1": the unit tests ran on another pyspark; a pyspark version: they ran on that one, so on
+        # the same version even those that depend on the installed pyspark are not run again
+        same_pyspark = done == importlib.metadata.version("pyspark")
         _deselect(config, items, lambda item: _unit_module(item) is not None
-                  and _unit_module(item) not in UNIT_TESTS_PER_PYSPARK)
+                  and (same_pyspark or _unit_module(item) not in UNIT_TESTS_PER_PYSPARK))
     if SPARK4:
         _deselect(config, items, lambda item: item.get_closest_marker("java") is not None
                   or item.get_closest_marker("pyspark35_only") is not None)
