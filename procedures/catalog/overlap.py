@@ -8,19 +8,31 @@ of.  Each call lists the catalog's namespaces and tables and reads every table's
 (one file per table, never anything per data file).  A table whose metadata cannot be read still
 counts, at the location the catalog knows for it (:meth:`Catalog.location_hint`); one with no known
 location is skipped with a warning.
+
+A metadata file named with a UUID (``<NNNNN>-<uuid>.metadata.json``, as every catalog but ``hadoop``
+names them) is written once and its name never again, so the folders it gives are kept in memory by
+file (:func:`folders_of_metadata_file`): a catalog of thousands of tables then reads only the
+metadata files that changed since the last check, not every table's on every CREATE TABLE.  Each
+table's current metadata file is still looked up every time, so a commit elsewhere is always seen.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import threading
+from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
 from procedures.catalog.base import Catalog, Identifier, identifier_to_string
 from procedures.core.kernel.table_overlap import TableFolders, check_no_overlap, table_folders, write_paths
 from procedures.errors import IcebergError, NoSuchNamespaceError, NoSuchTableError
+from procedures.io.sandbox_fileio import is_sandbox
+from procedures.spec.metadata import read_table_metadata
 
 __all__ = ["table_identifiers", "known_table_folders", "warehouse_root", "check_table_folders",
-           "check_table_location", "check_commit_folders", "neighbours"]
+           "check_table_location", "check_commit_folders", "neighbours", "folders_of_metadata_file",
+           "FOLDERS_KEPT"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +70,43 @@ def table_identifiers(catalog: Catalog) -> list[Identifier]:
     return sorted(found)
 
 
+#: how many metadata files' folders are kept (a few hundred bytes each)
+FOLDERS_KEPT = 100_000
+#: a metadata file name that is never written twice: ``<version>-<uuid>`` (gzip spelled either way)
+_UNIQUE_METADATA_NAME = re.compile(
+    r"/\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.gz)?\.metadata\.json(\.gz)?$", re.I)
+_kept: "OrderedDict[str, tuple[str | None, tuple[tuple[str, str], ...]]]" = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def folders_of_metadata_file(catalog: Catalog, name: str, metadata_location: str) -> TableFolders:
+    """The folders of table ``name`` as the metadata file at ``metadata_location`` gives them, read
+    through the catalog's FileIO, or from memory when that file (a UUID-named one, never rewritten)
+    was read before; a dry run's catalog always reads (its planned files are not in storage)."""
+    keep = _UNIQUE_METADATA_NAME.search(metadata_location) is not None and not is_sandbox(catalog.io)
+    if keep:
+        with _kept_lock:
+            hit = _kept.get(metadata_location)
+            if hit is not None:
+                _kept.move_to_end(metadata_location)
+                return TableFolders(name, hit[0], hit[1])
+    folders = table_folders(name, read_table_metadata(catalog.io, metadata_location))
+    if keep:
+        with _kept_lock:
+            _kept[metadata_location] = (folders.location, folders.write_paths)
+            while len(_kept) > FOLDERS_KEPT:
+                _kept.popitem(last=False)
+    return folders
+
+
+def _current_folders(catalog: Catalog, ident: Identifier, name: str) -> TableFolders:
+    # a dry run's planned commits name metadata files it never writes: only its load_table has them
+    pointer = None if is_sandbox(catalog.io) else catalog.current_metadata_location(ident)
+    if pointer:
+        return folders_of_metadata_file(catalog, name, pointer)
+    return table_folders(name, catalog.load_table(ident).metadata)
+
+
 def known_table_folders(catalog: Catalog, *, exclude: Iterable[Identifier] = ()) -> list[TableFolders]:
     """:class:`~procedures.core.kernel.table_overlap.TableFolders` of every table of ``catalog`` but
     ``exclude``, named ``<namespace>.<table>``."""
@@ -68,7 +117,7 @@ def known_table_folders(catalog: Catalog, *, exclude: Iterable[Identifier] = ())
             continue
         name = identifier_to_string(ident)
         try:
-            out.append(table_folders(name, catalog.load_table(ident).metadata))
+            out.append(_current_folders(catalog, ident, name))
             continue
         except NoSuchTableError:
             continue  # dropped while we looked
