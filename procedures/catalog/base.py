@@ -289,6 +289,11 @@ class Catalog(abc.ABC):
         NoSuchTableError when the table is gone."""
         return None
 
+    def current_metadata_locations(self, namespace: IdentifierLike) -> dict[Identifier, str] | None:
+        """Every table of ``namespace`` with its current metadata file, in one lookup, files not
+        read; None when this catalog has no such lookup (callers then ask table by table)."""
+        return None
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         """Whether the table exists."""
         try:

@@ -532,6 +532,16 @@ class JdbcCatalog(Catalog):
             raise NoSuchTableError(f"Table {'.'.join(ident)} does not exist in catalog {self.name}")
         return location
 
+    def current_metadata_locations(self, namespace: IdentifierLike) -> dict[Identifier, str] | None:
+        """The metadata file of every table of the namespace, from one query."""
+        ns = parse_namespace(namespace)
+        rows = self._query(
+            f"SELECT table_name, metadata_location FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ?"
+            f"{self._type_filter()}",
+            (self.name, identifier_to_string(ns)),
+        )
+        return {(*ns, name): location for name, location in rows if location}
+
     def location_hint(self, identifier: IdentifierLike) -> str | None:
         """The folder holding the table's ``metadata`` folder, from the metadata file its row names."""
         metadata_location = self._current_location(parse_identifier(identifier))
