@@ -274,6 +274,17 @@ class HiveCatalog(Catalog):
                 out.append((db.name, name))
         return sorted(out)
 
+    def current_metadata_locations(self, namespace: IdentifierLike) -> dict[Identifier, str] | None:
+        """The metadata file of every Iceberg table of the database, from the table objects
+        listing fetches anyway (one metastore call per table, none more)."""
+        db = self._require_database(namespace)
+        out: dict[Identifier, str] = {}
+        for name in self.client.list_tables(db.name):
+            t = self.client.get_table(db.name, name)
+            if t is not None and t.is_iceberg and t.parameters.get(METADATA_LOCATION):
+                out[(db.name, name)] = t.parameters[METADATA_LOCATION]
+        return out
+
     def load_table(self, identifier: IdentifierLike) -> Table:
         """The table at the metadata file the metastore names."""
         ident, t = self._iceberg_table(identifier)

@@ -535,10 +535,11 @@ class JdbcCatalog(Catalog):
     def current_metadata_locations(self, namespace: IdentifierLike) -> dict[Identifier, str] | None:
         """The metadata file of every table of the namespace, from one query."""
         ns = parse_namespace(namespace)
+        text = self._require_namespace(ns)
         rows = self._query(
             f"SELECT table_name, metadata_location FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ?"
             f"{self._type_filter()}",
-            (self.name, identifier_to_string(ns)),
+            (self.name, text),
         )
         return {(*ns, name): location for name, location in rows if location}
 

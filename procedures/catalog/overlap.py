@@ -48,7 +48,15 @@ def warehouse_root(catalog: Any) -> str | None:
 def table_identifiers(catalog: Catalog) -> list[Identifier]:
     """Every table of ``catalog``: the tables of every namespace, at any depth, and the tables
     inside other tables' folders the catalog knows of (:meth:`Catalog.tables_inside`)."""
+    return _tables_and_pointers(catalog)[0]
+
+
+def _tables_and_pointers(catalog: Catalog) -> tuple[list[Identifier], dict[Identifier, str]]:
+    """:func:`table_identifiers`, and the current metadata file of each table whose catalog lists
+    a namespace's tables with them in one lookup (:meth:`Catalog.current_metadata_locations`:
+    a query per namespace instead of one per table); a dry run's catalog gives none."""
     found: set[Identifier] = set()
+    pointers: dict[Identifier, str] = {}
     todo: list[Identifier] = []
     try:
         todo = list(catalog.list_namespaces())
@@ -57,7 +65,12 @@ def table_identifiers(catalog: Catalog) -> list[Identifier]:
     while todo:
         ns = todo.pop()
         try:
-            tables = catalog.list_tables(ns)
+            listed = None if is_sandbox(catalog.io) else catalog.current_metadata_locations(ns)
+            if listed is None:
+                tables = catalog.list_tables(ns)
+            else:
+                tables = list(listed)
+                pointers.update(listed)
             todo.extend(catalog.list_namespaces(ns))
         except NoSuchNamespaceError:
             continue  # dropped while we looked
@@ -67,7 +80,7 @@ def table_identifiers(catalog: Catalog) -> list[Identifier]:
             if ident not in found:
                 found.add(ident)
                 nested.extend(catalog.tables_inside(ident))
-    return sorted(found)
+    return sorted(found), pointers
 
 
 #: how many metadata files' folders are kept (a few hundred bytes each)
@@ -109,28 +122,15 @@ def _current_folders(catalog: Catalog, ident: Identifier, name: str, pointer: st
     return table_folders(name, catalog.load_table(ident).metadata)
 
 
-def _pointers(catalog: Catalog, identifiers: Iterable[Identifier]) -> dict[Identifier, str]:
-    """The current metadata files of the tables' namespaces, where the catalog looks them up in
-    one go (a query per namespace instead of one per table)."""
-    out: dict[Identifier, str] = {}
-    if is_sandbox(catalog.io):
-        return out
-    for ns in sorted({ident[:-1] for ident in identifiers}):
-        try:
-            out.update(catalog.current_metadata_locations(ns) or {})
-        except (IcebergError, OSError, ValueError):
-            pass  # each table is then looked up on its own
-    return out
-
-
 def known_table_folders(catalog: Catalog, *, exclude: Iterable[Identifier] = ()) -> list[TableFolders]:
     """:class:`~procedures.core.kernel.table_overlap.TableFolders` of every table of ``catalog`` but
     ``exclude``, named ``<namespace>.<table>``."""
     skip = {tuple(e) for e in exclude}
     out: list[TableFolders] = []
-    identifiers = [ident for ident in table_identifiers(catalog) if ident not in skip]
-    pointers = _pointers(catalog, identifiers)
+    identifiers, pointers = _tables_and_pointers(catalog)
     for ident in identifiers:
+        if ident in skip:
+            continue
         name = identifier_to_string(ident)
         try:
             out.append(_current_folders(catalog, ident, name, pointers.get(ident)))
