@@ -51,7 +51,7 @@ from procedures.core.manifest_rewrite.clustering import (
 from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import (
     collect_first_column, functions, is_connect, local_frame, parallelism, partition_slots, payload_frame,
-    slices_frame, struct_schema,
+    slices_frame, struct_schema, with_schema,
 )
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
@@ -298,8 +298,9 @@ class SparkManifestRewriter:
             # entries read on the executors reach their write task through the same shuffle
             placed = slices_frame(self.spark, _slices(mixed, self._read_tasks(len(mixed))))
             mixed.clear()
-            routed = (routed.unionByName(placed.mapInArrow(place, struct_schema(_KEYED)))
-                      .repartition(len(tasks), "slot"))
+            # its schema told to a Connect client, which would ask the server for it before the mapInArrow
+            routed = with_schema(routed.unionByName(placed.mapInArrow(place, struct_schema(_KEYED)))
+                                 .repartition(len(tasks), "slot"), struct_schema(_KEYED))
         else:
             # every task's items are in its row: one row per partition needs no shuffle
             routed = payload_frame(self.spark, [bytes(payload) for _, payload in items])
