@@ -11,6 +11,7 @@ import collections
 import pytest
 
 import procedures
+from procedures.core.gc import reachability
 from procedures.spark.dataframes import is_connect, run_slices
 from procedures.spark.read import read_table
 
@@ -60,7 +61,7 @@ def test_run_slices_asks_the_server_nothing_but_its_job(spark, round_trips):
     assert round_trips["Config"] == 0
 
 
-def test_insert_read_and_rewrite_analyze_no_plan_of_their_own(spark, round_trips):
+def test_insert_read_and_rewrite_analyze_no_plan_of_their_own(spark, round_trips, monkeypatch):
     name = f"jcat.db.round_trips_{'connect' if is_connect(spark) else 'classic'}"
     procedures.sql(spark, "CREATE NAMESPACE IF NOT EXISTS jcat.db")
     procedures.sql(spark, f"DROP TABLE IF EXISTS {name}")
@@ -98,4 +99,13 @@ def test_insert_read_and_rewrite_analyze_no_plan_of_their_own(spark, round_trips
     # a procedure on the driver alone: its conf read and nothing else (no conf read for its output)
     assert dict(round_trips) == ({"Config": 1} if connect else {})
     assert out.collect()[0]["deleted_manifest_lists_count"] == 2  # the INSERTs' snapshots
+
+    procedures.sql(spark, f"INSERT INTO {name} SELECT id, concat('r', id), CAST(id % 2 AS int) FROM range(40, 60)")
+    monkeypatch.setattr(reachability, "DRIVER_MAX_MANIFESTS", 0)  # the executors' rewrite, small as it is
+    round_trips.clear()
+    out = procedures.sql(spark, f"CALL jcat.system.rewrite_manifests(table => '{name.split('.', 1)[1]}')")
+    # its conf read and its two jobs (the mixed manifests' keys counted, the manifests written): no
+    # plan analysis before a mapInArrow, no conf read per collect of a step
+    assert dict(round_trips) == ({"Config": 1, "ExecutePlan": 2} if connect else {})
+    assert out.collect()[0]["rewritten_manifests_count"] == 2
     procedures.sql(spark, f"DROP TABLE IF EXISTS {name}")

@@ -24,6 +24,8 @@ from procedures.core.table_relocation.relocation import RewriteTablePathParams
 from procedures.core.kernel.transaction import CommitContext, MetadataChange, RetryPolicy, commit
 from procedures.core.kernel.updates import SetProperties
 from procedures.spark import listing as L
+from procedures.spark.dataframes import is_connect
+from procedures.spark.environment import check_python_workers
 from procedures.spark.engine import gc_steps as O
 from tests.helpers.gc_runs import remove_orphan_files
 from procedures.spark.engine.manifest_rewrite_steps import SparkManifestRewriter
@@ -103,6 +105,26 @@ def test_rewrite_manifests_on_executors_writes_what_the_driver_writes(spark, tmp
         assert ops[label].entries_processed == ops["driver"].entries_processed
         assert [_without_location(m) for m in ops[label].added] == [_without_location(m) for m in ops["driver"].added]
         assert all("-c" in m.manifest_path for m in ops[label].added)  # written by Spark tasks
+
+
+@pytest.mark.parametrize("layout, most_jobs", [("mixed", 3), ("single", 1)])
+def test_rewrite_manifests_on_executors_runs_no_needless_shuffle(spark, tmp_path, monkeypatch, layout, most_jobs):
+    """A small table's partition keys are counted without a shuffle (each task's counts come to the
+    driver: one job, where a shuffle is two under AQE), and single-partition manifests, which need no
+    routing, are written by one job with a task per manifest group, no shuffle; mixed manifests'
+    entries still meet their write task in a shuffle (two jobs)."""
+    if is_connect(spark):
+        pytest.skip("Spark jobs are counted through the classic SparkContext's status tracker")
+    _, t = _table(tmp_path, layout)
+    monkeypatch.setattr(R, "DRIVER_MAX_MANIFESTS", 0)
+    check_python_workers(spark)  # the once-per-application probe job is not the rewrite's
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    op = RewriteManifests(distributed=SparkManifestRewriter(spark, dict(t.io.properties), "t"))
+    op.apply(t.metadata, CommitContext(t))
+    jobs = set(tracker.getJobIdsForGroup()) - before
+    assert len(op.added) > 1 and all("-c" in m.manifest_path for m in op.added)
+    assert 0 < len(jobs) <= most_jobs, sorted(jobs)
 
 
 def _orphan_tree(tmp_path):

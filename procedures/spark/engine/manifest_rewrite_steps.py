@@ -49,7 +49,10 @@ from procedures.core.manifest_rewrite.clustering import (
     plan_write_tasks, uniform_partition, write_copy,
 )
 from procedures.io.sandbox_fileio import file_io
-from procedures.spark.dataframes import functions, parallelism, partition_slots, slices_frame, struct_schema
+from procedures.spark.dataframes import (
+    collect_first_column, functions, is_connect, local_frame, parallelism, partition_slots, payload_frame,
+    slices_frame, struct_schema, with_schema,
+)
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description
 from procedures.spark.worker import prepare_python_worker
@@ -171,12 +174,16 @@ class SparkManifestRewriter:
             key_of = array("l")  # per manifest: the number of its key, -1 when mixed or empty
             live = array("q")  # per manifest: its live entries (of a uniform one)
             keyed: dict[Any, int] = {}
+            # live entries of the mixed manifests, None when a manifest list does not count them
+            mixed_live: int | None = 0
             for i, m in enumerate(manifests.manifests):
                 u = uniform_partition(m, ptype)
                 n = 0 if u is None else live_entry_counts((m,))[0]
                 live.append(n)
                 if u is None:
                     mixed.append((i, manifests.ref(i)))
+                    counted = (m.added_files_count, m.existing_files_count)
+                    mixed_live = None if mixed_live is None or None in counted else mixed_live + sum(counted)
                 elif n:
                     key = job.partition_key(u)
                     keyed[key] = keyed.get(key, 0) + n
@@ -186,7 +193,10 @@ class SparkManifestRewriter:
             read_keys: list[bytes] = []
             if mixed:
                 uniform = dict(keyed)
-                read_keys = self._count_keys(job, mixed, keyed, decode)
+                # the tasks' own counts come back as they are while they are at most the entries the
+                # driver may hold (each task sends a key once); past that Spark sums them in a shuffle
+                summed = mixed_live is None or mixed_live > clustering.DRIVER_MAX_REWRITE_ENTRIES
+                read_keys = self._count_keys(job, mixed, keyed, decode, summed)
             by_key = assign_chunks(keyed, job.n, _sort_key)
             if mixed:
                 for key, n in keyed.items():
@@ -275,28 +285,35 @@ class SparkManifestRewriter:
                 written = sum(p.entries for _, p in parts)
                 yield _payload_batch([pickle.dumps((chunk, writer.close_parts(p for _, p in parts), written))])
 
-        # one row per write task, in the partition of its own the shuffle below sends it to: the
-        # driver's lists go into the plan and are dropped before the job runs
+        # one row per write task, in the partition of its own the shuffle below sends it to (or, with
+        # no entries to route, the frame puts it in): the driver's lists go into the plan and are
+        # dropped before the job runs
         items = [(task_slots[task], bytearray(pickle.dumps((task, True, group), protocol=pickle.HIGHEST_PROTOCOL)))
                  for task, group in task_items]
         task_items.clear()
-        routed = self.spark.createDataFrame(items, struct_schema(_KEYED))
-        del items
         n_mixed = len(mixed)
         if mixed:
+            # a local relation, not a list the classic createDataFrame hands through a Python pass
+            routed = local_frame(self.spark, items, struct_schema(_KEYED))
             # entries read on the executors reach their write task through the same shuffle
             placed = slices_frame(self.spark, _slices(mixed, self._read_tasks(len(mixed))))
             mixed.clear()
-            routed = routed.unionByName(placed.mapInArrow(place, struct_schema(_KEYED)))
-        outcomes = routed.repartition(len(tasks), "slot").mapInArrow(write, struct_schema(_KEYED if sync is not None else _PAYLOAD))
+            # its schema told to a Connect client, which would ask the server for it before the mapInArrow
+            routed = with_schema(routed.unionByName(placed.mapInArrow(place, struct_schema(_KEYED)))
+                                 .repartition(len(tasks), "slot"), struct_schema(_KEYED))
+        else:
+            # every task's items are in its row: one row per partition needs no shuffle
+            routed = payload_frame(self.spark, [bytes(payload) for _, payload in items])
+        del items
+        outcomes = routed.mapInArrow(write, struct_schema(_KEYED if sync is not None else _PAYLOAD))
         if sync is not None:
             # the parts of a chunk meet in one task, which writes the manifest
             outcomes = outcomes.repartition(n_chunks, "slot").mapInArrow(join, struct_schema(_PAYLOAD))
         split = f", in {len(tasks)} parts" if sync is not None else ""
         with job_description(self.spark, f"rewrite_manifests: {self.name}: write {n_chunks} manifests "
                                          f"from {count} ({n_mixed} read for placement){split}"):
-            results = outcomes.collect()
-        done = sorted(pickle.loads(r[0]) for r in results)
+            results = collect_first_column(outcomes)
+        done = sorted(pickle.loads(r) for r in results)
         return [m for _, m, _ in done], sum(n for _, _, n in done)
 
     def _read_tasks(self, manifests: int) -> int:
@@ -304,10 +321,11 @@ class SparkManifestRewriter:
         return max(1, min(manifests, parallelism(self.spark) * 4))
 
     def _count_keys(self, job: RewriteJob, mixed: list[tuple[int, Any]], keyed: dict[Any, int],
-                    decode: Callable[[Any], ManifestFile]) -> list[bytes]:
+                    decode: Callable[[Any], ManifestFile], summed: bool = True) -> list[bytes]:
         """Count the live entries of the mixed manifests (``(index, ref)``, ``decode(ref)`` the
         manifest) per clustering key on the executors, into ``keyed``; returns the keys as the
-        executors pickled them."""
+        executors pickled them.  ``summed``: Spark adds up the tasks' counts per key (a shuffle, a
+        second job under AQE) rather than the driver."""
         props, specs, fv = self.props, dict(job.specs), job.format_version
 
         def keys(batches: Iterator[Any]) -> Iterator[Any]:
@@ -330,15 +348,16 @@ class SparkManifestRewriter:
         frame = slices_frame(self.spark, _slices(mixed, self._read_tasks(len(mixed))))
         with job_description(self.spark, f"rewrite_manifests: {self.name}: count entries per partition "
                                          f"in {len(mixed)} manifests"):
-            counted = (frame.mapInArrow(keys, struct_schema("key binary, n long")).groupBy("key").agg(F.sum("n").alias("n"))
-                       .collect())
-        out = []
-        for row in counted:
-            k = bytes(row[0])
+            counts = frame.mapInArrow(keys, struct_schema("key binary, n long"))
+            if summed:
+                counts = counts.groupBy("key").agg(F.sum("n").alias("n"))
+            counted = _pairs(counts)
+        out: dict[bytes, None] = {}
+        for k, n in counted:
             key = pickle.loads(k)
-            keyed[key] = keyed.get(key, 0) + int(row[1])
-            out.append(k)
-        return out
+            keyed[key] = keyed.get(key, 0) + int(n)
+            out[k] = None
+        return list(out)
 
 
 def _slices(items: Sequence[Any], n: int) -> list[list[Any]]:
@@ -350,6 +369,15 @@ def _slices(items: Sequence[Any], n: int) -> list[list[Any]]:
         out.append(list(items[start:stop]))
         start = stop
     return out
+
+
+def _pairs(df: Any) -> list[tuple[bytes, int]]:
+    """The rows of a ``key binary, n long`` frame; on Spark Connect through ``toArrow``, which (unlike
+    ``collect``) reads no conf key of the server first."""
+    if is_connect(df.sparkSession):
+        table = df.toArrow()
+        return [(bytes(k), int(n)) for k, n in zip(table.column(0).to_pylist(), table.column(1).to_pylist())]
+    return [(bytes(r[0]), int(r[1])) for r in df.collect()]
 
 
 def _payload_batch(payloads: list[bytes]) -> Any:
@@ -370,11 +398,12 @@ def _keyed_batch(slots: Sequence[int], by_key: dict[int, list[Any]]) -> Any:
 
 
 def _gathered(batches: Iterator[Any], decode: Callable[[Any], ManifestFile]) -> dict[int, list[tuple]]:
-    """The values of the :data:`_KEYED` rows of one task per key (a task normally holds one key; a
-    write task's compact items from the driver expanded by :func:`_expand`)."""
+    """The values of the ``payload`` rows of one task (:data:`_KEYED` rows, or the driver's own rows
+    of a write without routed entries) per key (a task normally holds one key; a write task's compact
+    items from the driver expanded by :func:`_expand`)."""
     out: dict[int, list[tuple]] = {}
     for batch in batches:
-        for payload in batch.column(1).to_pylist():
+        for payload in batch.column("payload").to_pylist():
             key, compact, values = pickle.loads(payload)
             here = out.setdefault(key, [])
             if compact:
