@@ -247,6 +247,14 @@ def test_classic_and_connect_sessions_read_the_same(classic_spark, connect_spark
         assert _tuples(classic) == _tuples(connect) and _tuples(classic)
 
 
+def test_session_conf_read_holds_the_static_keys(spark):
+    # on pyspark 3.5 classic the read is SET alone (no copy of the context's conf): the static keys a
+    # catalog is configured with must still be there, as on Spark 4 and Connect
+    conf = catalog_conf.conf_from_spark(spark)
+    assert conf["spark.sql.catalog.jcat.type"] == "hadoop" and "spark.app.name" in conf
+    assert conf["spark.sql.session.timeZone"] == spark.conf.get("spark.sql.session.timeZone")
+
+
 @pytest.mark.java
 def test_loading_a_table_by_name_reads_the_session_conf_once(spark, table, monkeypatch):
     # each read of the conf costs tens of JVM round trips (on Connect, a server call): a tenth of a

@@ -245,3 +245,35 @@ def test_spark_redacted_secrets_are_read_from_the_runtime_conf():
     conf = conf_from_spark(Session())
     props, _ = catalog_properties("c", conf)
     assert props["s3.secret-access-key"] == "real-secret"
+
+
+def test_spark_conf_is_one_read_of_set_without_the_context_copy():
+    """On pyspark 3.5 classic, SET already lists the context's static keys (a session's SQL conf
+    starts as a copy of them); copying the context's conf as well cost a py4j round trip per entry
+    on every statement.  The copy is only the fallback for a session whose SET cannot be read."""
+    from procedures.spark.catalog_conf import conf_from_spark
+
+    copies = []
+
+    class Context:
+        def getConf(self):
+            copies.append(1)
+            return type("Conf", (), {"getAll": lambda _self: [("spark.master", "local[2]"), ("spark.app.name", "a")]})()
+
+    class Session:
+        conf = None
+        sparkContext = Context()
+        fail = False
+
+        def sql(self, text):
+            if self.fail:
+                raise RuntimeError("no SQL here")
+            rows = [("spark.master", "local[2]"), ("spark.sql.catalog.c.type", "hadoop")]
+            return type("Rows", (), {"collect": lambda _self: rows})()
+
+    assert conf_from_spark(Session()) == {"spark.master": "local[2]", "spark.sql.catalog.c.type": "hadoop"}
+    assert copies == []
+    failing = Session()
+    failing.fail = True
+    assert conf_from_spark(failing) == {"spark.master": "local[2]", "spark.app.name": "a"}
+    assert copies == [1]
