@@ -155,12 +155,14 @@ def creation_plan(source: SourceTable, partitions: Sequence[SourcePartition], lo
 
 
 def _create(engine: FileImportEngine, catalog: Any, ident: tuple[str, ...], source: SourceTable,
-            creation: CreationPlan, parallelism: int, what: str) -> Any:
-    """Create ``ident`` in ``catalog`` over the files of ``creation``, with its first snapshot, in one commit."""
+            creation: CreationPlan, parallelism: int, what: str, *, checked: bool = False) -> Any:
+    """Create ``ident`` in ``catalog`` over the files of ``creation``, with its first snapshot, in one
+    commit.  ``checked``: the caller already ran the overlap check on this metadata."""
     md = creation.metadata
     name = ".".join((catalog.name, *ident))
-    # refused before any footer is read (the catalog's create checks again, against what it sees then)
-    engine.check_new_table(catalog, ident, md, f"{what} into table {'.'.join(ident)}")
+    if not checked:
+        # refused before any footer is read (the catalog's create checks again, against what it sees then)
+        engine.check_new_table(catalog, ident, md, f"{what} into table {'.'.join(ident)}")
     files = engine.read_data_files(catalog.io, md, md.spec(), creation.partitions, parallelism,
                                    f"{what}: read the footers of {{n}} file(s) of {source.qualified} for {name}")
     ops: list[Any] = []
@@ -223,15 +225,18 @@ def execute_migrate(table: NewTable, plan: SessionImportPlan, engine: FileImport
     props = table_creation.migrate_properties(source.properties, dict(params.properties or {}))
     location = props.pop("location", None) or source.location
     creation = creation_plan(source, partitions, location, props)
-    # refused before the rename: the Iceberg table would share folders with another table
+    # refused before the rename: the Iceberg table would share folders with another table.  Once is
+    # enough before the footers (the metadata's folders are the same after the rename, and the
+    # catalog's create checks again at commit): each check reads every table of the metastore
     engine.check_new_table(catalog, ident, creation.metadata, f"migrate into table {db}.{name}")
     if params.dry_run:
-        planned = _create(engine, table.target_catalog, ident, source, creation, plan.parallelism, "migrate")
+        planned = _create(engine, table.target_catalog, ident, source, creation, plan.parallelism, "migrate",
+                          checked=True)
         return SessionImportResult(_total_files(planned))
     engine.rename_session_table(db, name, backup)
     try:
         moved = creation_plan(source, engine.session_table_partitions(db, backup), location, props)
-        created = _create(engine, catalog, ident, source, moved, plan.parallelism, "migrate")
+        created = _create(engine, catalog, ident, source, moved, plan.parallelism, "migrate", checked=True)
     except BaseException:
         log.error("migrate of %s failed; restoring the original table", source.qualified)
         try:
