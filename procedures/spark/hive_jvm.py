@@ -2,9 +2,7 @@
 example, its embedded Derby), reached through the session's JVM with the Hive client classes pyspark
 ships (Hive 2.3).  This is the one module of the package that uses py4j: a Spark Connect session has
 no JVM in the client process (its metastore is the server's), so there a hive catalog needs
-``uri=thrift://...`` (:mod:`procedures.catalog.hive_thrift`).  :func:`session_catalog_partitions`
-lists a session-catalog table's partitions in one metastore call for
-:mod:`procedures.spark.session_catalog`.
+``uri=thrift://...`` (:mod:`procedures.catalog.hive_thrift`).
 
 Without a lock the commit is atomic by itself: one transaction on the metastore's database that
 swaps ``metadata_location`` only where it still names the base (``UPDATE TABLE_PARAMS ... WHERE
@@ -31,7 +29,7 @@ from procedures.catalog.hive import (
 )
 from procedures.errors import CatalogConfigError, NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError
 
-__all__ = ["JvmMetastoreClient", "session_catalog_partitions"]
+__all__ = ["JvmMetastoreClient"]
 
 log = logging.getLogger(__name__)
 
@@ -294,22 +292,6 @@ class JvmMetastoreClient:
 
 
 _MISSING = object()
-
-
-def session_catalog_partitions(spark: Any, database: str, name: str, separators: tuple[str, str, str]) -> list[tuple[str, str]]:
-    """Every partition of the session-catalog table ``database.name`` of classic session ``spark``,
-    from one ``SessionCatalog.listPartitions``: per partition its spec as Scala's
-    ``Map.mkString(*separators)`` prints it (entries ``key -> value``) and its ``simpleString``
-    (what ``SHOW TABLE EXTENDED ... PARTITION`` prints)."""
-    jvm = spark._jvm
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Option.apply(database))
-    listed = spark._jsparkSession.sessionState().catalog().listPartitions(ident, jvm.scala.Option.empty())
-    out: list[tuple[str, str]] = []
-    it = listed.iterator()
-    while it.hasNext():
-        part = it.next()
-        out.append((str(part.spec().mkString(*separators)), str(part.simpleString())))
-    return out
 
 
 def _java_exception(e: BaseException) -> str:

@@ -6,11 +6,8 @@ a classic session and on a Spark Connect session (no JVM objects):
 * the table: ``DESCRIBE TABLE EXTENDED`` (type, provider, serde, location, partition columns,
   buckets), ``SHOW TBLPROPERTIES`` (its properties) and ``spark.table(...).schema`` (the schema
   with comments and char/varchar, as the catalog holds it);
-* partitions: ``SHOW PARTITIONS``, then each one's location and serde: on a classic session from
-  one listing of the session catalog's partitions (``SessionCatalog.listPartitions``, one metastore
-  call, each partition printed as ``SHOW TABLE EXTENDED ... PARTITION`` prints it); on Spark
-  Connect, or for a partition that listing does not match, ``SHOW TABLE EXTENDED ... PARTITION (...)``
-  for each one (statements run a few at a time);
+* partitions: ``SHOW PARTITIONS``, then ``SHOW TABLE EXTENDED ... PARTITION (...)`` for each one's
+  location and serde (statements run a few at a time);
 * rename: ``ALTER TABLE ... RENAME TO``.
 
 Locations come back as Spark prints them, which is Hadoop's ``Path`` spelling of the location URI
@@ -31,8 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from procedures.errors import NoSuchTableError, ValidationError
-from procedures.spark.dataframes import is_connect
-from procedures.spark.hive_jvm import session_catalog_partitions
 
 __all__ = ["SessionTable", "SessionPartition", "describe_table", "list_partitions", "table_exists",
            "rename_table", "current_database", "quote_name", "sql_string", "table_name"]
@@ -50,8 +45,6 @@ _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 #: how Spark shows a redacted value
 _REDACTED = "(redacted)"
 _REDACT_LOCK = threading.Lock()
-#: separators of a partition spec printed by Scala's ``Map.mkString`` (entries are ``key -> value``)
-_SPEC_START, _SPEC_SEP, _SPEC_END, _ARROW = "\x01", "\x02", "\x03", " -> "
 
 
 @dataclass(frozen=True)
@@ -245,42 +238,11 @@ def _describe_partition(spark: Any, table: SessionTable, values: tuple[tuple[str
     return SessionPartition(values, info.get("Location") or None, info.get("Serde Library") or None)
 
 
-def _spec_key(values: Sequence[tuple[str, str]]) -> frozenset:
-    return frozenset((k.lower(), v) for k, v in values)
-
-
-def _catalog_partitions(spark: Any, table: SessionTable) -> dict[frozenset, SessionPartition]:
-    """Every partition of ``table`` from one listing of a classic session's catalog
-    (:func:`procedures.spark.hive_jvm.session_catalog_partitions`), keyed by its values; empty when
-    that route is unavailable.  Each partition is read from what ``SHOW TABLE EXTENDED ... PARTITION``
-    prints for it, so locations are spelled alike."""
-    try:
-        listed = session_catalog_partitions(spark, table.database, table.name, (_SPEC_START, _SPEC_SEP, _SPEC_END))
-    except Exception:  # noqa: BLE001 -- a faster route only: the statements give the same answer
-        return {}
-    out: dict[frozenset, SessionPartition] = {}
-    for spec, text in listed:
-        inner = spec[len(_SPEC_START):-len(_SPEC_END)] if spec.startswith(_SPEC_START) else ""
-        values = tuple(tuple(e.split(_ARROW, 1)) for e in inner.split(_SPEC_SEP)) if inner else ()
-        if not values or any(len(v) != 2 for v in values):
-            continue  # not understood: that partition is described by its own statement
-        info = _information(text)
-        out[_spec_key(values)] = SessionPartition(values, info.get("Location") or None, info.get("Serde Library") or None)
-    return out
-
-
 def list_partitions(spark: Any, table: SessionTable) -> list[SessionPartition]:
     """Every partition of ``table`` with its location and serde, in ``SHOW PARTITIONS`` order."""
     specs = [_partition_values(str(r[0])) for r in spark.sql(f"SHOW PARTITIONS {table.qualified}").collect()]
-    # a statement per partition costs a metastore call and a query plan each (about 40 ms): on a
-    # classic session one listing answers for all of them
-    listed = _catalog_partitions(spark, table) if specs and not is_connect(spark) else {}
-    found = {s: listed.get(_spec_key(s)) for s in specs}
-    missing = [s for s in specs if found[s] is None]
-    if len(missing) <= 1:
-        found.update((s, _describe_partition(spark, table, s)) for s in missing)
-    else:
-        # one driver round trip each: a few at once (on Connect each is a call to the server)
-        with ThreadPoolExecutor(max_workers=min(PARTITION_STATEMENTS, len(missing))) as pool:
-            found.update(zip(missing, pool.map(lambda s: _describe_partition(spark, table, s), missing)))
-    return [SessionPartition(s, found[s].location, found[s].serde) for s in specs]
+    if len(specs) <= 1:
+        return [_describe_partition(spark, table, s) for s in specs]
+    # one driver round trip each: a few at once (on Connect each is a call to the server)
+    with ThreadPoolExecutor(max_workers=min(PARTITION_STATEMENTS, len(specs))) as pool:
+        return list(pool.map(lambda s: _describe_partition(spark, table, s), specs))

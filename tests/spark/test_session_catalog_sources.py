@@ -24,7 +24,6 @@ from procedures.spark.engine import file_import_steps as AF
 from procedures.spark.engine.action import Action
 from procedures.spark.dataframes import is_connect
 from procedures.spark.session import catalog_for
-from procedures.spark import session_catalog
 from procedures.spark.session_catalog import describe_table, list_partitions
 from tests.oracles import pyiceberg_read
 
@@ -93,26 +92,6 @@ def test_describe_and_partitions_through_sql(spark, tmp_path):
     with pytest.raises(ValidationError, match="bucketed source table: 4 buckets"):
         Action(SNAPSHOT, spark).run(NewTable(catalog_for(spark, "jcat"), (db, "bucketed_snap")),
                                     SnapshotParams(source=(db, "bucketed")))
-
-
-def test_classic_partitions_from_one_catalog_listing(spark, tmp_path, monkeypatch):
-    """On a classic session the partitions' locations and serdes come from one listing of the
-    session catalog, spelled as the per-partition statements spell them (escaped values, null,
-    a custom location), with no statement per partition."""
-    if is_connect(spark):
-        pytest.skip("Spark Connect has no JVM listing: one statement per partition")
-    db, _ = _source(spark, tmp_path, "listed")
-    table = describe_table(spark, (db, "listed"), full=False)
-    with monkeypatch.context() as m:
-        m.setattr(session_catalog, "_catalog_partitions", lambda *_: {})
-        by_statements = list_partitions(spark, table)
-
-    def no_statement(*_):
-        raise AssertionError("a partition described by its own statement")
-
-    monkeypatch.setattr(session_catalog, "_describe_partition", no_statement)
-    assert list_partitions(spark, table) == by_statements
-    assert len(by_statements) == 5 and all(p.location for p in by_statements)
 
 
 def test_snapshot_of_a_session_catalog_table(spark, tmp_path):
