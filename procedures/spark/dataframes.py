@@ -51,6 +51,7 @@ __all__ = [
     "iter_slices",
     "unpickle_rows",
     "collect_first_column",
+    "collect_columns",
     "with_schema",
     "partition_slots",
     "functions",
@@ -468,9 +469,21 @@ def collect_first_column(df: Any) -> list[Any]:
     ``StructType``): a Connect ``collect`` reads a conf key of the server on every call (one more
     round trip per job), its ``toArrow`` does not."""
     if is_connect(df.sparkSession):
-        values = df.toArrow().column(0).to_pylist()
-        return [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in values]
+        return _plain_values(df.toArrow().column(0).to_pylist())
     return [r[0] for r in df.collect()]
+
+
+def collect_columns(df: Any) -> list[tuple[Any, ...]]:
+    """The rows of ``df`` as tuples, in order: :func:`collect_first_column` for every column (on
+    Spark Connect through ``toArrow``, which reads no conf key of the server first)."""
+    if is_connect(df.sparkSession):
+        table = df.toArrow()
+        return list(zip(*(_plain_values(table.column(i).to_pylist()) for i in range(table.num_columns))))
+    return [tuple(r) for r in df.collect()]
+
+
+def _plain_values(values: list[Any]) -> list[Any]:
+    return [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in values]
 
 
 def run_slices(spark: Any, slices: Sequence[Any], fn: Callable[[Any], Iterable[Any]]) -> list[Any]:

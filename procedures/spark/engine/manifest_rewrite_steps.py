@@ -50,7 +50,7 @@ from procedures.core.manifest_rewrite.clustering import (
 )
 from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import (
-    collect_first_column, functions, is_connect, local_frame, parallelism, partition_slots, payload_frame,
+    collect_columns, collect_first_column, functions, local_frame, parallelism, partition_slots, payload_frame,
     slices_frame, struct_schema, with_schema,
 )
 from procedures.spark.environment import check_python_workers
@@ -351,7 +351,7 @@ class SparkManifestRewriter:
             counts = frame.mapInArrow(keys, struct_schema("key binary, n long"))
             if summed:
                 counts = counts.groupBy("key").agg(F.sum("n").alias("n"))
-            counted = _pairs(counts)
+            counted = [(bytes(k), int(n)) for k, n in collect_columns(counts)]
         out: dict[bytes, None] = {}
         for k, n in counted:
             key = pickle.loads(k)
@@ -369,15 +369,6 @@ def _slices(items: Sequence[Any], n: int) -> list[list[Any]]:
         out.append(list(items[start:stop]))
         start = stop
     return out
-
-
-def _pairs(df: Any) -> list[tuple[bytes, int]]:
-    """The rows of a ``key binary, n long`` frame; on Spark Connect through ``toArrow``, which (unlike
-    ``collect``) reads no conf key of the server first."""
-    if is_connect(df.sparkSession):
-        table = df.toArrow()
-        return [(bytes(k), int(n)) for k, n in zip(table.column(0).to_pylist(), table.column(1).to_pylist())]
-    return [(bytes(r[0]), int(r[1])) for r in df.collect()]
 
 
 def _payload_batch(payloads: list[bytes]) -> Any:
