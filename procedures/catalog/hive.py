@@ -34,7 +34,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 from procedures.catalog.base import (
     Catalog,
@@ -267,23 +267,21 @@ class HiveCatalog(Catalog):
     def list_tables(self, namespace: IdentifierLike) -> list[Identifier]:
         """Iceberg tables of a database (other Hive tables are left out)."""
         db = self._require_database(namespace)
-        out = []
-        for name in self.client.list_tables(db.name):
-            t = self.client.get_table(db.name, name)
-            if t is not None and t.is_iceberg:
-                out.append((db.name, name))
-        return sorted(out)
+        return sorted((db.name, name) for name, _ in self._iceberg_tables(db.name))
 
     def current_metadata_locations(self, namespace: IdentifierLike) -> dict[Identifier, str] | None:
         """The metadata file of every Iceberg table of the database, from the table objects
         listing fetches anyway (one metastore call per table, none more)."""
         db = self._require_database(namespace)
-        out: dict[Identifier, str] = {}
-        for name in self.client.list_tables(db.name):
-            t = self.client.get_table(db.name, name)
-            if t is not None and t.is_iceberg and t.parameters.get(METADATA_LOCATION):
-                out[(db.name, name)] = t.parameters[METADATA_LOCATION]
-        return out
+        return {(db.name, name): t.parameters[METADATA_LOCATION] for name, t in self._iceberg_tables(db.name)
+                if t.parameters.get(METADATA_LOCATION)}
+
+    def _iceberg_tables(self, database: str) -> Iterator[tuple[str, HiveTable]]:
+        """``(name, table object)`` of each Iceberg table of ``database`` (one metastore call each)."""
+        for name in self.client.list_tables(database):
+            t = self.client.get_table(database, name)
+            if t is not None and t.is_iceberg:
+                yield name, t
 
     def load_table(self, identifier: IdentifierLike) -> Table:
         """The table at the metadata file the metastore names."""

@@ -62,10 +62,11 @@ def _tables_and_pointers(catalog: Catalog) -> tuple[list[Identifier], dict[Ident
         todo = list(catalog.list_namespaces())
     except NoSuchNamespaceError:
         pass
+    sandbox = is_sandbox(catalog.io)
     while todo:
         ns = todo.pop()
         try:
-            listed = None if is_sandbox(catalog.io) else catalog.current_metadata_locations(ns)
+            listed = None if sandbox else catalog.current_metadata_locations(ns)
             if listed is None:
                 tables = catalog.list_tables(ns)
             else:
@@ -114,9 +115,7 @@ def folders_of_metadata_file(catalog: Catalog, name: str, metadata_location: str
 
 def _current_folders(catalog: Catalog, ident: Identifier, name: str, pointer: str | None) -> TableFolders:
     # a dry run's planned commits name metadata files it never writes: only its load_table has them
-    if is_sandbox(catalog.io):
-        return table_folders(name, catalog.load_table(ident).metadata)
-    pointer = pointer or catalog.current_metadata_location(ident)
+    pointer = None if is_sandbox(catalog.io) else pointer or catalog.current_metadata_location(ident)
     if pointer:
         return folders_of_metadata_file(catalog, name, pointer)
     return table_folders(name, catalog.load_table(ident).metadata)
