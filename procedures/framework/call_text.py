@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
+from procedures.spark.sql_quoting import quote_name, sql_string
+
 __all__ = ["sql_literal", "render_arguments", "render_call", "table_reference"]
 
 
@@ -23,8 +25,7 @@ def sql_literal(value: Any) -> str:
         return "map(" + ", ".join(f"{sql_literal(k)}, {sql_literal(v)}" for k, v in value.items()) + ")"
     if isinstance(value, (list, tuple)):
         return "array(" + ", ".join(sql_literal(v) for v in value) + ")"
-    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{text}'"
+    return sql_string(str(value))
 
 
 def render_arguments(arguments: Iterable[tuple[str, Any]]) -> str:
@@ -45,4 +46,4 @@ def table_reference(identifier: Sequence[str]) -> str:
 def _quote(name: str) -> str:
     if name.replace("_", "a").isalnum() and not name[:1].isdigit():
         return name
-    return "`" + name.replace("`", "``") + "`"
+    return quote_name(name)

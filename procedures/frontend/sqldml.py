@@ -36,6 +36,7 @@ from procedures.frontend.sqltext import DIALECT, our_table_refs, parse_statement
 from procedures.spark.dataframes import functions, no_result
 from procedures.spark.dml import delete_where, match_files, overwrite, overwrite_partitions
 from procedures.spark.read import read_table, spark_type
+from procedures.spark.sql_quoting import quote_name, sql_string
 from procedures.spark.row_changes import KEYS, apply_row_changes, read_target, target_columns
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import ALWAYS_TRUE, Expression, and_
@@ -70,10 +71,6 @@ def parse(text: str) -> exp.Expression:
 
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 class _Views:
     """Temporary views standing for our tables inside one statement; dropped when it ends.  An error
     quoting a view name is re-raised naming the table as the statement spells it."""
@@ -96,7 +93,7 @@ class _Views:
             table = open_catalog(parts[0], self.conf).load_table(tuple(parts[1:]))
             view = self.add(read_table(self.spark, table), ".".join(parts))
             alias = ref.args.get("alias")
-            new = exp.to_table(_q(view), dialect=DIALECT)
+            new = exp.to_table(quote_name(view), dialect=DIALECT)
             new.set("alias", alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(parts[-1])))
             ref.replace(new)
 
@@ -230,7 +227,7 @@ def _assignments(t: Any, eqs: list[exp.Expression], what: str, alias: str | None
         paths[path] = eq.expression
     for name, paths in nested.items():
         f = schema_fields[name.lower()]
-        out[name] = _struct_assignment(f.field_type, paths, f"{_q(alias or '')}.{_q(name)}")
+        out[name] = _struct_assignment(f.field_type, paths, f"{quote_name(alias or '')}.{quote_name(name)}")
     return out
 
 
@@ -257,11 +254,10 @@ def _struct_assignment(struct: Any, assigned: dict[tuple[str, ...], exp.Expressi
         if (f.name,) in assigned:
             value = f"CAST({_sql(assigned[(f.name,)])} AS {_type_sql(f.field_type)})"
         elif below:
-            value = _sql(_struct_assignment(f.field_type, below, f"{base}.{_q(f.name)}"))
+            value = _sql(_struct_assignment(f.field_type, below, f"{base}.{quote_name(f.name)}"))
         else:
-            value = f"{base}.{_q(f.name)}"
-        literal = f.name.replace("\\", "\\\\").replace("'", "\\'")
-        args.append(f"'{literal}', {value}")
+            value = f"{base}.{quote_name(f.name)}"
+        args.append(f"{sql_string(f.name)}, {value}")
     return exp.maybe_parse(f"named_struct({', '.join(args)})", dialect=DIALECT)
 
 
@@ -285,7 +281,7 @@ def _delete(spark: Any, t: Any, statement: exp.Delete, views: _Views) -> None:
     target = read_target(spark, t)
     alias = _alias(statement.this)
     view = views.add(target, t.name)
-    sql = f"SELECT {', '.join(KEYS)} FROM {_q(view)} AS {_q(alias)}"
+    sql = f"SELECT {', '.join(KEYS)} FROM {quote_name(view)} AS {quote_name(alias)}"
     if condition is not None:
         sql += f" WHERE {_sql(condition)}"
     touched = spark.sql(sql)
@@ -315,10 +311,10 @@ def _update(spark: Any, t: Any, statement: exp.Update, views: _Views) -> None:
     fields = {f.name: f for f in t.metadata.schema().fields}
     select = []
     for c in columns:
-        value = _sql(sets[c]) if c in sets else f"{_q(alias)}.{_q(c)}"
-        select.append(f"CAST({value} AS {_type_sql(fields[c].field_type)}) AS {_q(c)}")
-    select += [f"{_q(alias)}.{m}" for m in meta]
-    sql = f"SELECT {', '.join(select)} FROM {_q(view)} AS {_q(alias)}"
+        value = _sql(sets[c]) if c in sets else f"{quote_name(alias)}.{quote_name(c)}"
+        select.append(f"CAST({value} AS {_type_sql(fields[c].field_type)}) AS {quote_name(c)}")
+    select += [f"{quote_name(alias)}.{m}" for m in meta]
+    sql = f"SELECT {', '.join(select)} FROM {quote_name(view)} AS {quote_name(alias)}"
     if condition is not None:
         sql += f" WHERE {_sql(condition)}"
     updated = spark.sql(sql)
@@ -348,11 +344,11 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
     inner_source = source.copy()
     inner_source.set("alias", None)
     source_sql = _sql(inner_source) if isinstance(inner_source, exp.Subquery) else f"(SELECT * FROM {_sql(inner_source)})"
-    matched = f"({_q(talias)}._file IS NOT NULL AND {_q(salias)}.{_MARK_S} IS NOT NULL)"
+    matched = f"({quote_name(talias)}._file IS NOT NULL AND {quote_name(salias)}.{_MARK_S} IS NOT NULL)"
     kinds = {
         "matched": matched,
-        "not_matched": f"({_q(talias)}._file IS NULL)",
-        "by_source": f"({_q(salias)}.{_MARK_S} IS NULL)",
+        "not_matched": f"({quote_name(talias)}._file IS NULL)",
+        "by_source": f"({quote_name(salias)}.{_MARK_S} IS NULL)",
     }
     cases, values, actions = [], [], {}
     for i, when in enumerate(clauses, 1):
@@ -372,7 +368,7 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
                 if kind == "by_source":
                     raise ValidationError("MERGE: UPDATE SET * needs a source row; WHEN NOT MATCHED BY SOURCE "
                                           "clauses must name the columns they set")
-                assigned = {c: f"{_q(salias)}.{_q(c)}" for c in columns}
+                assigned = {c: f"{quote_name(salias)}.{quote_name(c)}" for c in columns}
             else:
                 assigned = {c: _sql(e) for c, e in _assignments(t, then.expressions, "MERGE UPDATE", talias).items()}
             actions[i] = "update"
@@ -380,7 +376,7 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
             if kind != "not_matched":
                 raise ValidationError("MERGE: INSERT is only allowed in WHEN NOT MATCHED [BY TARGET] clauses")
             if isinstance(then.this, exp.Star):
-                assigned = {c: f"{_q(salias)}.{_q(c)}" for c in columns}
+                assigned = {c: f"{quote_name(salias)}.{quote_name(c)}" for c in columns}
             else:
                 names = [c.name for c in then.this.expressions]
                 exprs = then.expression.expressions if then.expression is not None else []
@@ -394,13 +390,13 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
             raise ValidationError(f"MERGE: unsupported action {_sql(then) if then is not None else '(none)'}; use "
                                   "UPDATE SET ..., UPDATE SET *, DELETE, INSERT (...) VALUES (...) or INSERT *")
         for c, v in assigned.items():
-            values.append(f"CAST({v} AS {_type_sql(fields[c].field_type)}) AS {_q(f'__v{i}_{c}')}")
+            values.append(f"CAST({v} AS {_type_sql(fields[c].field_type)}) AS {quote_name(f'__v{i}_{c}')}")
         actions.setdefault(i, "none")
         clauses[i - 1] = (kind, cond, actions[i], set(assigned))
-    select = [f"{_q(talias)}.{_q(c)} AS {_q(c)}" for c in columns] + [f"{_q(talias)}.{m} AS {m}" for m in meta]
+    select = [f"{quote_name(talias)}.{quote_name(c)} AS {quote_name(c)}" for c in columns] + [f"{quote_name(talias)}.{m} AS {m}" for m in meta]
     select += [f"CASE {' '.join(cases)} ELSE 0 END AS {_CLAUSE}", f"{matched} AS {_MATCHED}"] + values
-    sql = (f"SELECT {', '.join(select)} FROM {_q(tview)} AS {_q(talias)} FULL OUTER JOIN "
-           f"(SELECT *, true AS {_MARK_S} FROM {source_sql}) AS {_q(salias)} ON {_sql(statement.args['on'])}")
+    sql = (f"SELECT {', '.join(select)} FROM {quote_name(tview)} AS {quote_name(talias)} FULL OUTER JOIN "
+           f"(SELECT *, true AS {_MARK_S} FROM {source_sql}) AS {quote_name(salias)} ON {_sql(statement.args['on'])}")
     joined = spark.sql(sql)
     matched_clauses = [c for c in clauses if c[0] == "matched"]
     only_delete = len(matched_clauses) == 1 and matched_clauses[0][1] is None and matched_clauses[0][2] == "delete"
@@ -487,7 +483,7 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, target: exp.Tab
         if f.name in static:
             col = F.expr(_sql(static[f.name]))
         elif f.name in given:
-            col = F.col(_q(given[f.name]))
+            col = F.col(quote_name(given[f.name]))
         else:  # unreachable: _listed_fields refuses a list that leaves a column out
             raise ValidationError(f"INSERT OVERWRITE: no value for column {f.name}")
         out.append(_cast(F, col, f.field_type, f.name))
@@ -500,5 +496,5 @@ def _insert_overwrite(spark: Any, t: Any, statement: exp.Insert, target: exp.Tab
     if mode == "dynamic" and len(t.metadata.spec().fields) > len(static):
         overwrite_partitions(spark, t, rows)
         return
-    filter = " AND ".join(f"{_q(name)} = {_sql(value)}" for name, value in static.items()) or "true"
+    filter = " AND ".join(f"{quote_name(name)} = {_sql(value)}" for name, value in static.items()) or "true"
     overwrite(spark, t, rows, filter)

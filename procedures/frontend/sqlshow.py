@@ -6,7 +6,8 @@ table of Iceberg's Spark catalog.
 * ``SHOW TBLPROPERTIES t [('key')]`` -- ``key``, ``value``;
 * ``SHOW CREATE TABLE t`` -- ``createtab_stmt``;
 * ``DESCRIBE [TABLE] [EXTENDED|FORMATTED] t`` -- ``col_name``, ``data_type``, ``comment``: the columns,
-  the ``# Partitioning`` section, and with EXTENDED the metadata columns and ``# Detailed Table
+  the ``# Partitioning`` section (``# Partition Information`` when every partition field is an
+  identity, as Spark shows partition columns), and with EXTENDED the metadata columns and ``# Detailed Table
   Information`` (Name, Type, Location, Provider, Owner, Table Properties).
 
 sqlglot reads ``SHOW`` only as an opaque command, so its few forms are read here with the CALL
@@ -30,6 +31,7 @@ from procedures.frontend.parser import Parser
 from procedures.frontend.sqltext import table_parts
 from procedures.spark.metadata_tables import metadata_table_docs, metadata_table_schema
 from procedures.spark.read import spark_type, unified_partition_type
+from procedures.spark.sql_quoting import quote_if_needed, sql_string
 from procedures.spec import types as spec_types
 from procedures.spec.sorting import NullOrder, SortDirection
 
@@ -130,15 +132,17 @@ def _select(conf: Mapping[str, str], parts: list[str] | tuple[str, ...]) -> Tabl
     return select_table(open_catalog(parts[0], conf), tuple(parts[1:]), ".".join(parts))
 
 
-def _name(catalog: str, sel: TableSelection) -> str:
-    """The table's name as Iceberg's SparkTable gives it: catalog, namespace, name (and metadata table)."""
+def _name(catalog: str, sel: TableSelection, quoted: bool = True) -> str:
+    """The table's name: catalog, namespace, name (and metadata table), each part as Spark's
+    ``quoteIfNeeded`` spells it (SHOW CREATE TABLE, SHOW TBLPROPERTIES), or joined as they are
+    (``quoted=False``: Iceberg's ``SparkTable.name()``, which DESCRIBE EXTENDED shows)."""
     parts = [catalog, *sel.table.identifier] + ([sel.metadata_table] if sel.metadata_table else [])
-    return ".".join(parts)
+    return _quoted(parts) if quoted else ".".join(parts)
 
 
 def _quoted(parts) -> str:
-    """Spark's ``quoted``: parts joined by dots, a part that is not a plain identifier in backquotes."""
-    return ".".join(p if re.fullmatch(r"[A-Za-z0-9_]+", p) else "`" + p.replace("`", "``") + "`" for p in parts)
+    """Spark's ``quoted``: parts joined by dots, each as Spark's ``quoteIfNeeded`` spells it."""
+    return ".".join(quote_if_needed(p) for p in parts)
 
 
 def _matches(pattern: str | None, name: str) -> bool:
@@ -223,17 +227,13 @@ def _type_sql(t: spec_types.IcebergType) -> str:
     return spark_type(t).simpleString().upper()
 
 
-def _sql_string(s: str) -> str:
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _field_ddl(f: spec_types.NestedField, sep: str = " ") -> str:
-    name = f.name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f.name) else "`" + f.name.replace("`", "``") + "`"
+    name = quote_if_needed(f.name)
     out = f"{name}{sep}{_type_sql(f.field_type)}"
     if f.required:
         out += " NOT NULL"
     if f.doc:
-        out += f" COMMENT {_sql_string(f.doc)}"
+        out += f" COMMENT {sql_string(f.doc)}"
     return out
 
 
@@ -258,11 +258,11 @@ def show_create_table(sel: TableSelection, name: str) -> str:
         if bucket is not None:
             out.append(f"CLUSTERED BY ({bucket[0]})\nINTO {bucket[1]} BUCKETS\n")
     if "comment" in props:
-        out.append(f"COMMENT {_sql_string(props['comment'])}\n")
-    out.append(f"LOCATION {_sql_string(props['location'])}\n")
+        out.append(f"COMMENT {sql_string(props['comment'])}\n")
+    out.append(f"LOCATION {sql_string(props['location'])}\n")
     shown = sorted((k, v) for k, v in props.items() if k not in _RESERVED and not k.startswith("option."))
     if shown:
-        out.append("TBLPROPERTIES (\n  " + ",\n  ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in shown)
+        out.append("TBLPROPERTIES (\n  " + ",\n  ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in shown)
                    + ")\n")
     return "".join(out)
 
@@ -294,7 +294,13 @@ def describe(spark: Any, statement: exp.Describe, conf: Mapping[str, str]) -> An
         for f in md.schema().fields:
             rows.append((f.name, spark_type(f.field_type).simpleString(), f.doc))
         spec = md.spec()
-        if spec.fields:
+        if spec.fields and all(str(pf.transform) == "identity" for pf in spec.fields):
+            # Spark lists a partitioning of plain columns as partition columns, with no blank row first
+            rows += [("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
+            for pf in spec.fields:
+                source = md.schema().find_field(pf.source_id)
+                rows.append((_column(md, pf.source_id), spark_type(source.field_type).simpleString(), source.doc))
+        elif spec.fields:
             rows += [blank, ("# Partitioning", "", "")]
             rows += [(f"Part {i}", describe_transform(md, pf.transform, pf.source_id), "")
                      for i, pf in enumerate(spec.fields)]
@@ -315,7 +321,7 @@ def describe(spark: Any, statement: exp.Describe, conf: Mapping[str, str]) -> An
         rows += [blank, ("# Metadata Columns", "", "")]
         rows += [(n, t or spark_type(ptype).simpleString(), "") for n, t in _METADATA_COLUMNS]
         props = table_properties(sel)
-        rows += [blank, ("# Detailed Table Information", "", ""), ("Name", _name(parts[0], sel), ""),
+        rows += [blank, ("# Detailed Table Information", "", ""), ("Name", _name(parts[0], sel, quoted=False), ""),
                  ("Type", "EXTERNAL" if "external" in props else "MANAGED", "")]
         rows += [(k.capitalize(), props[k], "") for k in _RESERVED if k in props and k != "external"]
         shown = ",".join(f"{k}={v}" for k, v in sorted(props.items()) if k not in _RESERVED)

@@ -26,6 +26,7 @@ from procedures.catalog.base import Table
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.conversions import from_bytes, to_human_string
 from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from procedures.spark.sql_quoting import quote_name
 from procedures.io.parquet_reader import read_dv_positions, read_position_delete_rows, read_position_deletes
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
@@ -116,8 +117,7 @@ def _readable_metrics_ddl(schema: Schema) -> str:
     fields = []
     for name, f in cols:
         t = spark_type(f.field_type).simpleString()
-        quoted = "`" + name.replace("`", "``") + "`"
-        fields.append(f"{quoted}:struct<column_size:bigint,value_count:bigint,null_value_count:bigint,"
+        fields.append(f"{quote_name(name)}:struct<column_size:bigint,value_count:bigint,null_value_count:bigint,"
                       f"nan_value_count:bigint,lower_bound:{t},upper_bound:{t}>")
     return ", readable_metrics struct<" + ",".join(fields) + ">"
 

@@ -37,6 +37,7 @@ from procedures.core.kernel.scan import FileScanTask
 from procedures.core.native_route import NativeReadPlan, plan_native_read
 from procedures.io.sandbox_fileio import SANDBOX_PROPERTY
 from procedures.spark.dataframes import conf_value, functions, local_frame, struct_schema
+from procedures.spark.sql_quoting import quote_name
 from procedures.spec.schema import Schema
 
 __all__ = ["NATIVE_READ_CONF", "NATIVE_POSITION_DELETES_CONF", "native_read_plan", "read_native", "required_non_null",
@@ -184,7 +185,7 @@ def required_non_null(spark: Any, df: Any, projected: Schema) -> Any:
 
 def _column(F: Any, name: str) -> Any:
     """The top-level column ``name``, quoted so dots and backticks in it are no path."""
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quote_name(name))
 
 
 def _zero(F: Any, data_type: Any) -> Any:

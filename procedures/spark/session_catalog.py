@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from procedures.errors import NoSuchTableError, ValidationError
+from procedures.spark.sql_quoting import quote_name, sql_string
 
 __all__ = ["SessionTable", "SessionPartition", "describe_table", "list_partitions", "table_exists",
-           "rename_table", "current_database", "quote_name", "sql_string", "table_name"]
+           "rename_table", "current_database", "table_name"]
 
 #: how many ``SHOW TABLE EXTENDED ... PARTITION`` statements run at once (more gain nothing on a
 #: small driver: each is planned on the driver's cores)
@@ -76,16 +77,6 @@ class SessionTable:
     def qualified(self) -> str:
         """``spark_catalog.`db`.`name```, quoted for SQL."""
         return table_name(self.database, self.name)
-
-
-def quote_name(part: str) -> str:
-    """``part`` as a Spark SQL identifier in back-quotes."""
-    return "`" + part.replace("`", "``") + "`"
-
-
-def sql_string(value: str) -> str:
-    """``value`` as a Spark SQL string literal (Spark's parser reads backslash escapes)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def table_name(database: str, name: str) -> str:

@@ -261,6 +261,24 @@ def test_show_and_describe_equal_java(spark, request):
 
 
 @pytest.mark.java
+def test_show_quotes_names_as_spark_does(spark, request):
+    """Spark's quoteIfNeeded: a name of letters, digits and underscores is plain even when it starts
+    with a digit, digits alone and any other character are back-quoted (``1col``, ``123``, ``a-b``,
+    a back-quote doubled); a partitioning of plain columns is DESCRIBEd as partition columns."""
+    cat = shared_catalog(spark, "hadoop", request)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat.java}.`123`")
+    t = "{cat}.`123`.`7up`"
+    spark.sql(f"DROP TABLE IF EXISTS {t.format(cat=cat.java)}")
+    spark.sql(f"CREATE TABLE {t.format(cat=cat.java)} (`1col` int, `a-b` string, `_x` bigint, `42` int, `we``ird` int) "
+              "USING iceberg PARTITIONED BY (`1col`)")
+    out = []
+    for q in (f"SHOW CREATE TABLE {t}", f"DESCRIBE {t}", f"DESCRIBE EXTENDED {t}", f"SHOW TBLPROPERTIES {t} ('x')",
+              "SHOW TABLES IN {cat}.`123`", "SHOW NAMESPACES IN {cat}"):
+        out += _compare(spark, q, cat.java, cat.ours)
+    assert out == []
+
+
+@pytest.mark.java
 @pytest.mark.parametrize("kind", ["hive", "sqlite", "rest"])
 def test_every_catalog_reads_and_shows_as_java(spark, request, kind):
     if kind == "rest":

@@ -10,6 +10,7 @@ from procedures.catalog import hive_thrift
 from procedures.catalog.hive_thrift import parse_thrift_uris
 from procedures.errors import CatalogConfigError
 from procedures.spark import session_catalog as SC
+from procedures.spark.sql_quoting import quote_if_needed, quote_name, sql_string
 from procedures.spark.engine import file_import_steps as AF
 
 DESCRIBE = [
@@ -63,8 +64,11 @@ def test_partition_specs_unescape_hive_folder_names():
 
 
 def test_sql_quoting():
-    assert SC.quote_name("we`ird") == "`we``ird`"
-    assert SC.sql_string("it's a \\ path") == "'it\\'s a \\\\ path'"
+    assert quote_name("we`ird") == "`we``ird`"
+    assert sql_string("it's a \\ path") == "'it\\'s a \\\\ path'"
+    # Spark's quoteIfNeeded: digits alone and anything past [A-Za-z0-9_] are quoted
+    assert [quote_if_needed(p) for p in ("db", "1col", "123", "a.b", "a-b", "_x")] == \
+        ["db", "1col", "`123`", "`a.b`", "`a-b`", "_x"]
     assert SC.table_name("db", "a.b") == "spark_catalog.`db`.`a.b`"
 
 

@@ -30,6 +30,7 @@ from procedures.errors import ValidationError
 from procedures.spark.dataframes import empty_frame, parallelism
 from procedures.spark.read import TaskReader, light_task, spark_type, tasks_frame, to_spark_arrow
 from procedures.spark.session import map_in_arrow
+from procedures.spark.sql_quoting import quote_name
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expressions import ALWAYS_TRUE
 from procedures.spec.schema import Schema
@@ -114,10 +115,6 @@ def _task_changes(plain: TaskReader, flagged: TaskReader, fields: list, before: 
 
 
 # ------------------------------------------------------------------------------ row rules on Spark
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _apply_rule(df: Any, partition_cols: Sequence[str], sort_cols: Sequence[str], rule: str,
                 id_cols: Sequence[str] = ()) -> Any:
     """Repartition, sort within partitions and filter each partition with one row rule."""
@@ -149,8 +146,8 @@ def _apply_rule(df: Any, partition_cols: Sequence[str], sort_cols: Sequence[str]
         out = taken.set_column(type_idx, data.schema.field(type_idx), new_types)
         yield from out.to_batches()
 
-    ordered = df.repartition(*[df[_quoted(c)] for c in partition_cols]).sortWithinPartitions(
-        *[df[_quoted(c)] for c in sort_cols])
+    ordered = df.repartition(*[df[quote_name(c)] for c in partition_cols]).sortWithinPartitions(
+        *[df[quote_name(c)] for c in sort_cols])
     return map_in_arrow(ordered, run, df.schema)
 
 
