@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from procedures.core.kernel import updates as metadata_updates
-from procedures.core.kernel.properties import FORMAT_VERSION
+from procedures.core.kernel.properties import FORMAT_VERSION, WRITE_DISTRIBUTION_MODE
 from procedures.core.kernel.builder import RESERVED_PROPERTIES
 from procedures.core.kernel.operations import OverwriteFiles
 from procedures.errors import SchemaEvolutionError, ValidationError
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: the table property ``WRITE ... ORDERED BY / DISTRIBUTED BY`` sets, as Java's
-DISTRIBUTION_MODE = "write.distribution-mode"
+DISTRIBUTION_MODE = WRITE_DISTRIBUTION_MODE.key
 
 #: properties Iceberg's Spark catalog refuses in ``SET TBLPROPERTIES``, with the statement to use
 _REDIRECTED = {

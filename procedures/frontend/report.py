@@ -29,6 +29,7 @@ from procedures.errors import ValidationError
 from procedures.frontend import runner
 from procedures.spark.catalog_conf import conf_from_spark, load_catalog
 from procedures.spark.engine.action import Action
+from procedures.spark.sql_quoting import quote_name
 from procedures.spec.file_access import FileAccess
 
 __all__ = ["TableReport", "HealthReport", "health_report", "render_html", "split_target", "REPORT_EXTRA_HINT"]
@@ -73,7 +74,7 @@ def split_target(target: str, conf: Any) -> tuple[str, str]:
     parts = split_dotted(target.strip())
     names = catalog_names(conf)
     if parts and parts[0] in names:
-        return parts[0], ".".join(f"`{p}`" if "." in p else p for p in parts[1:])
+        return parts[0], ".".join(quote_name(p) if "." in p or "`" in p else p for p in parts[1:])
     return default_catalog_name(conf), target.strip()
 
 

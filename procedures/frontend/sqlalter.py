@@ -51,7 +51,8 @@ from procedures.frontend import sqlddl
 from procedures.frontend.parser import Parser, Token
 from procedures.spark.dataframes import functions, no_result
 from procedures.spark.session import record_engine
-from procedures.spark.write import write_dataframe
+from procedures.spark.sql_quoting import quote_name, type_sql
+from procedures.spark.write import append_distribution_of, write_dataframe
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SPARK_APP_ID, SnapshotRefType
@@ -465,7 +466,7 @@ def _create_or_replace(spark, text: str, conf, ours: set[str]):
     if query_at is not None:
         df = sqlddl.execute(spark, text[query_at:], conf)
         # Spark creates the table of a CTAS with every column optional
-        columns = [NestedField(i + 1, f.name, sqlddl.parse_spark_type(f.dataType.simpleString()), False)
+        columns = [NestedField(i + 1, f.name, sqlddl.parse_spark_type(type_sql(f.dataType)), False)
                    for i, f in enumerate(df.schema.fields)]
     schema = Schema(tuple(columns))
     with sqlddl.user_errors():
@@ -479,7 +480,7 @@ def _create_or_replace(spark, text: str, conf, ours: set[str]):
 def _rows_for(spark, table_md, df):
     F = functions(spark)
     fields = table_md.schema().fields
-    return df.select(*[F.col(f"`{c}`").cast(sqlddl.iceberg_to_spark_ddl(f.field_type)).alias(f.name)
+    return df.select(*[F.col(quote_name(c)).cast(sqlddl.iceberg_to_spark_ddl(f.field_type)).alias(f.name)
                        for c, f in zip(df.columns, fields)])
 
 
@@ -499,7 +500,8 @@ def _create(spark, conf, catalog, ident, schema: Schema, terms, props, location,
         return
     # one atomic create: the files are written for the staged table, whose first commit creates it
     staged = staged_create(catalog, ident, md)
-    files = write_dataframe(spark, staged, _rows_for(spark, md, df), description=f"create {'.'.join(ident)}")
+    files = write_dataframe(spark, staged, _rows_for(spark, md, df), description=f"create {'.'.join(ident)}",
+                            distribution=append_distribution_of(spark, staged))
     if files:
         commit(staged, [MergeAppend(files, snapshot_properties=_app_properties(spark))])
     else:
@@ -515,7 +517,7 @@ def _replace(spark, conf, parts, table, schema: Schema, terms, props, location, 
         staged_md = builder.build()
         staged = Table(table.identifier, staged_md, table.metadata_location, table.io, table.catalog)
         files = write_dataframe(spark, staged, _rows_for(spark, staged_md, df),
-                                description=f"replace {'.'.join(parts)}")
+                                description=f"replace {'.'.join(parts)}", distribution=append_distribution_of(spark, staged))
         if files:
             # Java's REPLACE TABLE ... AS SELECT writes the rows as an overwrite of the replaced table
             ops.append(ReplacedRows(add_files=files, snapshot_properties=_app_properties(spark)))

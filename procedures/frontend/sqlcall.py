@@ -21,6 +21,7 @@ from procedures.frontend import runner, sqlalter, sqlddl
 from procedures.frontend.parser import CallStatement, is_call, parse_call, split_statements, syntax_error
 from procedures.spark.dataframes import local_frame
 from procedures.spark.environment import check_session
+from procedures.spark.sql_quoting import quote_path
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def refresh_spark_tables(spark, conf: dict, changed) -> None:
     for catalog, ident in changed:
         if f"spark.sql.catalog.{catalog}" not in conf:
             continue
-        name = ".".join(f"`{p.replace('`', '``')}`" for p in (catalog, *ident))
+        name = quote_path((catalog, *ident))
         try:
             spark.sql(f"REFRESH TABLE {name}")
         except Exception:  # noqa: BLE001 -- a stale Spark cache must not fail a committed change

@@ -58,6 +58,7 @@ from procedures.frontend.sqltext import (
 from procedures.spark.dataframes import functions, no_result, query_frame, with_schema
 from procedures.spark.dml import append
 from procedures.spark.read import read_table
+from procedures.spark.sql_quoting import quote_name
 from procedures.spark.table_reads import read_selection
 from procedures.spec import types as spec_types
 from procedures.spec.partitioning import PartitionSpecBuilder
@@ -166,7 +167,7 @@ def iceberg_to_spark_ddl(t: spec_types.IcebergType) -> str:
     if isinstance(t, spec_types.MapType):
         return f"map<{iceberg_to_spark_ddl(t.key_type)},{iceberg_to_spark_ddl(t.value_type)}>"
     if isinstance(t, spec_types.StructType):
-        return "struct<" + ",".join(f"`{f.name}`:{iceberg_to_spark_ddl(f.field_type)}" for f in t.fields) + ">"
+        return "struct<" + ",".join(f"{quote_name(f.name)}:{iceberg_to_spark_ddl(f.field_type)}" for f in t.fields) + ">"
     return _primitive_ddl(t)
 
 
@@ -505,7 +506,7 @@ def cached_views_on(spark, views: set[str]) -> list[str]:
     for t in spark.catalog.listTables():
         if not t.isTemporary or t.name in views or not spark.catalog.isCached(t.name):
             continue
-        plan = str(spark.sql(f"EXPLAIN EXTENDED SELECT * FROM `{t.name.replace('`', '``')}`").first()[0])
+        plan = str(spark.sql(f"EXPLAIN EXTENDED SELECT * FROM {quote_name(t.name)}").first()[0])
         if any(v in plan for v in views):
             out.append(t.name)
     return out
@@ -625,7 +626,7 @@ def _insert(spark, statement: exp.Insert, text: str, conf, ours: set[str]):
             f"{len(fields)} ({', '.join(f.name for f in fields)})"
         )
     types = [iceberg_to_spark_type(f.field_type) for f in fields]
-    df = df.select(*[F.col(f"`{c}`").cast(t).alias(f.name) for c, f, t in zip(df.columns, fields, types)])
+    df = df.select(*[F.col(quote_name(c)).cast(t).alias(f.name) for c, f, t in zip(df.columns, fields, types)])
     # the names and types just given: the write need not ask a Connect server to analyze the plan again
     from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 -- pyspark only when a statement runs
 

@@ -36,7 +36,7 @@ from procedures.frontend.sqltext import DIALECT, our_table_refs, parse_statement
 from procedures.spark.dataframes import functions, no_result
 from procedures.spark.dml import delete_where, match_files, overwrite, overwrite_partitions
 from procedures.spark.read import read_table, spark_type
-from procedures.spark.sql_quoting import quote_name, sql_string
+from procedures.spark.sql_quoting import quote_name, sql_string, type_sql
 from procedures.spark.row_changes import KEYS, apply_row_changes, read_target, target_columns
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import ALWAYS_TRUE, Expression, and_
@@ -184,7 +184,7 @@ def _filter_of(condition: exp.Expression | None, t: Any) -> Expression:
 
 def _type_sql(t: Any) -> str:
     """The Spark SQL type a column of Iceberg type ``t`` reads as, for casts in statement text."""
-    return spark_type(t).simpleString()
+    return type_sql(spark_type(t))
 
 
 def _cast(F: Any, column: Any, t: Any, name: str) -> Any:
@@ -418,9 +418,9 @@ def _merge(spark: Any, t: Any, statement: exp.Merge, views: _Views) -> None:
             value = None
             for i in writing:
                 if c in clauses[i - 1][3]:
-                    value = (F.when(F.col(_CLAUSE) == i, F.col(f"`__v{i}_{c}`")) if value is None
-                             else value.when(F.col(_CLAUSE) == i, F.col(f"`__v{i}_{c}`")))
-            col = F.col(f"`{c}`")
+                    value = (F.when(F.col(_CLAUSE) == i, F.col(quote_name(f"__v{i}_{c}"))) if value is None
+                             else value.when(F.col(_CLAUSE) == i, F.col(quote_name(f"__v{i}_{c}"))))
+            col = F.col(quote_name(c))
             out.append((value.otherwise(col) if value is not None else col).alias(c))
         if "_row_id" in meta:
             out += [F.col("_row_id"), F.lit(None).cast("bigint").alias("_last_updated_sequence_number")]

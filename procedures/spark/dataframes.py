@@ -35,6 +35,8 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from procedures.spark.sql_quoting import quote_name
+
 __all__ = [
     "PARALLELISM_CONF",
     "is_connect",
@@ -382,7 +384,7 @@ def payload_frame(spark: Any, payloads: Sequence[bytes], column: str = "payload"
     """A DataFrame of one binary column ``column`` whose partition ``i`` holds payload ``i`` as its
     only row (see the module doc for how), on both session kinds."""
     n = len(payloads)
-    schema = struct_schema(f"`{column}` binary")
+    schema = struct_schema(f"{quote_name(column)} binary")
     if not n:
         return empty_frame(spark, schema)
     fns = functions(spark)

@@ -25,7 +25,7 @@ from procedures.io.delete_writers import DeleteTarget, merge_positions, read_pos
 from procedures.spark.read import read_files
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import job_description, load_table, record_engine
-from procedures.spark.write import write_dataframe
+from procedures.spark.write import append_distribution_of, write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression
@@ -56,7 +56,8 @@ def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
     """Append the DataFrame's rows (``INSERT INTO``); returns the committed table.  ``columns``: the
     DataFrame's column names when known (:func:`~procedures.spark.write.write_dataframe`)."""
     t = load_table(spark, table)
-    files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}", columns=columns)
+    files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}", columns=columns,
+                            distribution=append_distribution_of(spark, t))
     if not files:
         return t
     return commit_write(spark, t, [MergeAppend(files, snapshot_properties=dict(snapshot_properties or {}))])
@@ -66,7 +67,8 @@ def overwrite_partitions(spark: Any, table: str | Table, df: Any, *, sort: bool 
     """Dynamic partition overwrite (``INSERT OVERWRITE`` with ``partitionOverwriteMode=dynamic``):
     every partition the DataFrame writes to is replaced; an unpartitioned table is replaced."""
     t = load_table(spark, table)
-    files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite partitions of {t.name}")
+    files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite partitions of {t.name}",
+                            distribution=append_distribution_of(spark, t))
     if not files:
         return t
     start = t.metadata.current_snapshot_id
@@ -157,7 +159,8 @@ def overwrite(spark: Any, table: str | Table, df: Any, filter: str | Expression,
     t = load_table(spark, table)
     with job_description(spark, f"overwrite {t.name} where {filter}"):
         match = match_files(t, filter, spark)
-        new_files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite {t.name}: new rows")
+        new_files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite {t.name}: new rows",
+                                    distribution=append_distribution_of(spark, t))
         rewritten: list[DataFile] = []
         if match.partial:
             rewritten = _rewrite_remaining(spark, t, match.partial, filter,

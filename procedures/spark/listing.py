@@ -32,6 +32,7 @@ from procedures.io.sandbox_fileio import file_io
 from procedures.io.directory_walk import modified_before, walk
 from procedures.spark.dataframes import conf_value, functions, parallelism, slices_frame, struct_schema
 from procedures.spark.environment import check_python_workers
+from procedures.spark.sql_quoting import quote_name
 from procedures.spark.worker import prepare_python_worker
 from procedures.core.gc.live_paths import manifest_live_path_list
 from procedures.spec.file_access import FileAccess
@@ -416,7 +417,7 @@ def uri_frame(df: Any, column: str, equal_schemes: dict[str, str], equal_authori
 
     check_python_workers(df.sparkSession)
     schemes, auths = dict(equal_schemes), dict(equal_authorities)
-    paths = df.selectExpr(f"`{column}` AS path").where("path IS NOT NULL")
+    paths = df.selectExpr(f"{quote_name(column)} AS path").where("path IS NOT NULL")
     plain = _plain_uri_frame(paths.where(f"NOT ({_NEEDS_PYTHON})"), schemes, auths).withColumn("nkeys", F.lit(1))
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

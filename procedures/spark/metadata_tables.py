@@ -26,7 +26,7 @@ from procedures.catalog.base import Table
 from procedures.errors import NoSuchSnapshotError, ValidationError
 from procedures.spec.conversions import from_bytes, to_human_string
 from procedures.spec.manifest.model import FileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
-from procedures.spark.sql_quoting import quote_name
+from procedures.spark.sql_quoting import quote_name, type_sql
 from procedures.io.parquet_reader import read_dv_positions, read_position_delete_rows, read_position_deletes
 from procedures.spec.manifest.reader import read_manifest
 from procedures.spec.metadata import TableMetadata
@@ -98,7 +98,7 @@ def _file_fields(ptype: StructType) -> list[tuple[str, str]]:
 
 
 def _ddl(t: StructType) -> str:
-    return spark_type(t).simpleString()
+    return type_sql(spark_type(t))
 
 
 def _metric_columns(schema: Schema) -> list[tuple[str, NestedField]]:

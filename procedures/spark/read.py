@@ -54,6 +54,7 @@ from procedures.spark.environment import check_python_workers, check_session
 from procedures.spark.native_read import native_read_plan, read_native, required_non_null
 from procedures.spark.scan_planning import iter_scan_tasks, plan_scan_tasks
 from procedures.spark.session import job_description
+from procedures.spark.sql_quoting import quote_name
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression, referenced_names
@@ -472,7 +473,7 @@ def _read_table(spark: Any, table: str | Table, snapshot_id: int | None, as_of_t
     if natively is not None:
         df = required_non_null(spark, df, projected)
     if order is not None:
-        df = df.select(*[f"`{c}`" if "." not in c else c for c in order], *metadata_columns)
+        df = df.select(*[quote_name(c) if "." not in c else c for c in order], *metadata_columns)
     return df
 
 
@@ -531,5 +532,5 @@ def read_files(
     if text_filter:
         df = df.where(filter)
     if order is not None:
-        df = df.select(*[f"`{c}`" if "." not in c else c for c in order], *metadata_columns)
+        df = df.select(*[quote_name(c) if "." not in c else c for c in order], *metadata_columns)
     return df

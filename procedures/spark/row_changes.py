@@ -29,6 +29,7 @@ from procedures.spark.dataframes import functions
 from procedures.spark.dml import FilterMatch, commit_write, file_scoped_deletes, match_files, write_position_changes
 from procedures.spark.read import read_table
 from procedures.spark.session import job_description
+from procedures.spark.sql_quoting import quote_name
 from procedures.spark.write import delete_quietly, write_dataframe
 from procedures.spec.expressions import ALWAYS_TRUE, Expression
 from procedures.spec.metadata_columns import row_lineage_names
@@ -88,9 +89,9 @@ def apply_row_changes(spark: Any, t: Table, target: Any, touched: Any, new_rows:
             affected = sorted(hits)
             with job_description(spark, f"{op.upper()} {t.name}: rewrite {len(affected)} file(s) (copy-on-write)"):
                 kept = target.where(F.col("_file").isin(affected)).join(touched.select(*KEYS), list(KEYS), "left_anti")
-                rows = kept.select(*[F.col(f"`{c}`") for c in columns + lineage])
+                rows = kept.select(*[F.col(quote_name(c)) for c in columns + lineage])
                 if has_new:
-                    rows = rows.unionByName(new_rows.select(*[F.col(f"`{c}`") for c in columns + lineage]))
+                    rows = rows.unionByName(new_rows.select(*[F.col(quote_name(c)) for c in columns + lineage]))
                 new_files = write_dataframe(spark, t, rows, row_lineage=bool(lineage),
                                             description=f"{op.upper()} {t.name}: write rows")
             written = [f.file_path for f in new_files]
@@ -103,7 +104,7 @@ def apply_row_changes(spark: Any, t: Table, target: Any, touched: Any, new_rows:
             with job_description(spark, f"{op.upper()} {t.name}: write deletes and rows (merge-on-read)"):
                 new_files = []
                 if has_new:
-                    new_files = write_dataframe(spark, t, new_rows.select(*[F.col(f"`{c}`") for c in columns + lineage]),
+                    new_files = write_dataframe(spark, t, new_rows.select(*[F.col(quote_name(c)) for c in columns + lineage]),
                                                 row_lineage=bool(lineage), description=f"{op.upper()} {t.name}: write rows")
                 written = [f.file_path for f in new_files]
                 new_deletes, replaced = write_position_changes(t, hits, files.values(), match.deletes,

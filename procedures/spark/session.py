@@ -296,13 +296,13 @@ def load_table(spark: Any, table: str | Table) -> Table:
 
 def map_in_arrow(df: Any, fn: Callable[[Iterator[Any]], Iterator[Any]], schema: Any,
                  columns: Sequence[str] | None = None) -> Any:
-    """``df.mapInArrow(fn, schema)`` for a DataFrame whose column names may hold ``.``
-    (``the.data``): pyspark 3.5's ``mapInArrow`` picks its input columns by name and resolves such a
-    name as a nested field, so the columns are handed over under positional names and ``fn`` gets
-    its batches with the real names back.  ``columns``: ``df``'s column names when the caller knows
+    """``df.mapInArrow(fn, schema)`` for a DataFrame whose column names may hold ``.`` or a
+    back-quote (``the.data``, ``we`ird``): pyspark 3.5's ``mapInArrow`` picks its input columns by
+    name and resolves such a name as a nested field or fails to parse it, so the columns are handed
+    over under positional names and ``fn`` gets its batches with the real names back.  ``columns``: ``df``'s column names when the caller knows
     them (on Spark Connect ``df.columns`` asks the server to analyze the plan)."""
     names = list(columns) if columns is not None else list(df.columns)
-    if not any("." in n for n in names):
+    if not any("." in n or "`" in n for n in names):
         return df.mapInArrow(fn, schema)
     import pyarrow as pa  # noqa: PLC0415 -- Arrow only when a job is built
 

@@ -27,14 +27,16 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from procedures.catalog.base import Table
+from procedures.core.kernel.distribution import HASH, NONE, RANGE, append_distribution
 from procedures.core.kernel.paths import join_path
 from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
 from procedures.io.parquet_writer import WriteSettings
 from procedures.io.sandbox_fileio import file_io
-from procedures.spark.dataframes import collect_first_column, functions, map_slices, slices_frame, struct_schema
+from procedures.spark.dataframes import collect_first_column, conf_value, functions, map_slices, slices_frame, struct_schema
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import job_description, load_table, map_in_arrow
+from procedures.spark.sql_quoting import quote_path
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
@@ -50,18 +52,21 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads",
+__all__ = ["DISTRIBUTION_MODE_CONF", "append_distribution_of", "write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads",
            "write_settings", "write_in_task", "task_ids", "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN", "check_writable",
            "check_columns", "delete_quietly"]
 
 log = logging.getLogger(__name__)
+
+#: the session's distribution mode of appends (Iceberg Java's key), over the table's property
+DISTRIBUTION_MODE_CONF = "spark.sql.iceberg.distribution-mode"
 
 #: the column of the task output that holds each pickled DataFile
 OUTPUT_COLUMN = "data_file"
 
 
 def _col(F: Any, name_path: Sequence[str]) -> Any:
-    return F.col(".".join(f"`{p}`" for p in name_path))
+    return F.col(quote_path(name_path))
 
 
 def _resolve_case(df_columns: Sequence[str], path: list[str]) -> list[str]:
@@ -126,6 +131,16 @@ def sort_expressions(df: Any, settings: WriteSettings, sort_order: Any | None) -
     return exprs
 
 
+def append_distribution_of(spark: Any, table: Table) -> str:
+    """The distribution mode of an append to ``table`` in ``spark``: the session's
+    ``spark.sql.iceberg.distribution-mode``, else the table's ``write.distribution-mode``
+    (:func:`procedures.core.kernel.distribution.append_distribution`)."""
+    md = table.metadata
+    return append_distribution(md.properties, conf_value(spark, DISTRIBUTION_MODE_CONF, "") or None,
+                               partitioned=md.spec().is_partitioned(), sorted_=bool(md.sort_order().fields),
+                               requested_by=DISTRIBUTION_MODE_CONF)
+
+
 def write_dataframe(
     spark: Any,
     table: str | Table,
@@ -138,6 +153,7 @@ def write_dataframe(
     description: str | None = None,
     row_lineage: bool = False,
     columns: Sequence[str] | None = None,
+    distribution: str = NONE,
 ) -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (not committed) and return their ``DataFile``s.
 
@@ -145,7 +161,10 @@ def write_dataframe(
     properties for this write (``write.target-file-size-bytes`` ...).  ``cluster`` repartitions by
     the partition values first so each task writes few files; ``sort`` also sorts rows within
     tasks by partition and the table's sort order (and implies clustering for partitioned tables).
-    ``row_lineage`` also writes the DataFrame's ``_row_id`` and ``_last_updated_sequence_number``
+    ``distribution`` (:mod:`procedures.core.kernel.distribution`; see :func:`append_distribution`)
+    shuffles the rows first: ``hash`` as ``cluster``, ``range`` by a range partitioning on the
+    partition and the table's sort order, each task's rows sorted the same way (the files claim no
+    sort order, as Java's appends do).  ``row_lineage`` also writes the DataFrame's ``_row_id`` and ``_last_updated_sequence_number``
     columns with their reserved ids (rows copied from a v3 table keep their lineage); without it
     the files carry none and new rows get ids at commit.  ``columns``: the DataFrame's column names
     when the caller knows them (on Spark Connect ``df.columns`` is a round trip to the server).
@@ -157,7 +176,13 @@ def write_dataframe(
     check_columns(columns, settings)
     check_python_workers(spark)
     order = md.sort_order() if md.sort_order().fields else None
-    if (cluster or sort) and settings.spec.fields:
+    cluster = cluster or distribution == HASH
+    if distribution == RANGE and not sort:
+        exprs = sort_expressions(df, settings, order)
+        if exprs:
+            df = df.repartitionByRange(*exprs).sortWithinPartitions(*exprs)
+            columns = None
+    elif (cluster or sort) and settings.spec.fields:
         exprs = partition_expressions(df, settings)
         if exprs:
             df = df.repartition(*exprs)
@@ -167,7 +192,7 @@ def write_dataframe(
         if exprs:
             df = df.sortWithinPartitions(*exprs)
             columns = None
-    elif order is not None:
+    if not sort and order is not None:
         # unsorted input must not claim the table's sort order
         settings = _replace_order(settings, 0)
     operation_id = str(_uuid.uuid4())

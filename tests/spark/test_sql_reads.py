@@ -269,11 +269,19 @@ def test_show_quotes_names_as_spark_does(spark, request):
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat.java}.`123`")
     t = "{cat}.`123`.`7up`"
     spark.sql(f"DROP TABLE IF EXISTS {t.format(cat=cat.java)}")
-    spark.sql(f"CREATE TABLE {t.format(cat=cat.java)} (`1col` int, `a-b` string, `_x` bigint, `42` int, `we``ird` int) "
-              "USING iceberg PARTITIONED BY (`1col`)")
+    spark.sql(f"CREATE TABLE {t.format(cat=cat.java)} (`1col` int, `a-b` string, `_x` bigint, `42` int, `we``ird` int, "
+              "`s` struct<`x.y`: int, `a,b`: string>) USING iceberg PARTITIONED BY (`1col`) "
+              "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+    spark.sql(f"INSERT INTO {t.format(cat=cat.java)} VALUES (1, 'a', 1, 1, 1, named_struct('x.y', 1, 'a,b', 'p')), "
+              "(1, 'b', 2, 2, 2, named_struct('x.y', 2, 'a,b', 'q')), (2, 'c', 3, 3, 3, null)")
+    spark.sql(f"DELETE FROM {t.format(cat=cat.java)} WHERE `_x` = 2")
     out = []
+    # the metadata tables' schemas name the table's columns and partition fields (the row of a
+    # position delete, the partition struct, readable_metrics)
     for q in (f"SHOW CREATE TABLE {t}", f"DESCRIBE {t}", f"DESCRIBE EXTENDED {t}", f"SHOW TBLPROPERTIES {t} ('x')",
-              "SHOW TABLES IN {cat}.`123`", "SHOW NAMESPACES IN {cat}"):
+              "SHOW TABLES IN {cat}.`123`", "SHOW NAMESPACES IN {cat}", f"SELECT * FROM {t}",
+              f"SELECT * FROM {t}.files", f"SELECT * FROM {t}.position_deletes", f"SELECT * FROM {t}.partitions",
+              f"DESCRIBE {t}.position_deletes"):
         out += _compare(spark, q, cat.java, cat.ours)
     assert out == []
 

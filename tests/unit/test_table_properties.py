@@ -81,6 +81,8 @@ JAVA_DEFAULTS = {
     "compatibility.snapshot-id-inheritance.enabled": False,
     "engine.hive.lock-enabled": True,
     "format-version": 2,
+    # Java has no default: unset, its Spark writes derive one from the spec and the sort order
+    "write.distribution-mode": "",
 }
 
 

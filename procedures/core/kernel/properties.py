@@ -39,7 +39,7 @@ __all__ = [
     # write
     "DEFAULT_FILE_FORMAT", "PARQUET_ROW_GROUP_SIZE_BYTES", "PARQUET_PAGE_SIZE_BYTES", "PARQUET_PAGE_ROW_LIMIT",
     "PARQUET_DICT_SIZE_BYTES", "PARQUET_COMPRESSION", "PARQUET_COMPRESSION_LEVEL", "AVRO_COMPRESSION",
-    "AVRO_COMPRESSION_LEVEL", "ORC_COMPRESSION", "WRITE_TARGET_FILE_SIZE_BYTES", "DELETE_TARGET_FILE_SIZE_BYTES",
+    "AVRO_COMPRESSION_LEVEL", "ORC_COMPRESSION", "WRITE_TARGET_FILE_SIZE_BYTES", "WRITE_DISTRIBUTION_MODE", "DELETE_TARGET_FILE_SIZE_BYTES",
     "DELETE_GRANULARITY", "DELETE_MODE", "WRITE_DATA_LOCATION", "OBJECT_STORE_PATH", "WRITE_FOLDER_STORAGE_LOCATION",
     "WRITE_METADATA_LOCATION", "WRITE_PATH_PROPERTIES", "DATA_PATH_PROPERTIES", "METADATA_COMPRESSION", "METADATA_PREVIOUS_VERSIONS_MAX",
     "METADATA_DELETE_AFTER_COMMIT_ENABLED", "DEFAULT_WRITE_METRICS_MODE", "METRICS_MAX_INFERRED_COLUMN_DEFAULTS",
@@ -219,6 +219,9 @@ AVRO_COMPRESSION = ChoiceProperty("write.avro.compression-codec", "gzip", "the A
 AVRO_COMPRESSION_LEVEL = OptionalIntProperty("write.avro.compression-level", None)
 ORC_COMPRESSION = ChoiceProperty("write.orc.compression-codec", "zlib", "the ORC writer passes the codecs it has")
 WRITE_TARGET_FILE_SIZE_BYTES = BytesProperty("write.target-file-size-bytes", 512 * MIB, "data files roll at this size")
+WRITE_DISTRIBUTION_MODE = ChoiceProperty(
+    "write.distribution-mode", "", "how an append's rows are shuffled before they are written "
+    "(procedures.core.kernel.distribution)", choices=("none", "hash", "range"))
 DELETE_TARGET_FILE_SIZE_BYTES = BytesProperty("write.delete.target-file-size-bytes", 64 * MIB)
 DELETE_GRANULARITY = ChoiceProperty(
     "write.delete.granularity", "file",

@@ -66,6 +66,7 @@ from procedures.spark.group_writes import write_groups
 from procedures.spark.read import TaskReader, group_tasks, light_task, read_tasks
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import active_session, in_caller_context, job_description, map_in_arrow
+from procedures.spark.sql_quoting import quote_path, quote_name
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import (
     delete_quietly, task_ids, write_dataframe, write_in_task, write_payloads, write_settings,
@@ -210,9 +211,9 @@ def _sorted_df(df: Any, schema: Any, fields: Sequence[SortField], partitions: in
     for f in fields:
         if isinstance(f.transform, IdentityTransform):
             path = schema.field_path(f.source_id)
-            col = F.col(".".join(f"`{p}`" for p in path))
+            col = F.col(quote_path(path))
         else:
-            col = F.col(f"`{next(it)[0]}`")
+            col = F.col(quote_name(next(it)[0]))
         exprs.append(_ordered(col, f.direction, f.null_order))
     if zorder is not None:
         exprs.append(F.col(Z_COLUMN).asc_nulls_last())

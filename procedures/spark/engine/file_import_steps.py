@@ -39,6 +39,7 @@ from procedures.spark.dataframes import run_slices
 from procedures.spark.environment import check_python_workers
 from procedures.spark.session import optional_job
 from procedures.spark.session_catalog import SessionTable, describe_table, list_partitions, rename_table, table_exists
+from procedures.spark.sql_quoting import quote_name
 from procedures.spark.worker import prepare_python_worker
 from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import DataFile
@@ -70,7 +71,7 @@ def _path_source(io: FileIO, fmt: str, path: str) -> ImportSource:
     if not io.is_dir(root):
         if not io.exists(root):
             raise NotFoundError(f"Unable to list files in partition: {path} (no such file or directory)")
-        return ImportSource(f"`{fmt}`.`{path}`", (), [core_add_files.SourcePartition((), root, fmt)], True, False)
+        return ImportSource(f"{quote_name(fmt)}.{quote_name(path)}", (), [core_add_files.SourcePartition((), root, fmt)], True, False)
     leaves: list[tuple[str, tuple[tuple[str, str], ...]]] = []
     queue: list[tuple[str, tuple[tuple[str, str], ...]]] = [(root, ())]
     while queue:
@@ -96,7 +97,7 @@ def _path_source(io: FileIO, fmt: str, path: str) -> ImportSource:
         raise ValidationError(f"Conflicting partition column names detected:\n\t{listed}")
     columns = next(iter(layouts)) if layouts else ()
     partitions = [core_add_files.SourcePartition(values, directory, fmt) for directory, values in leaves]
-    return ImportSource(f"`{fmt}`.`{path}`", tuple(columns), partitions, True, bool(columns))
+    return ImportSource(f"{quote_name(fmt)}.{quote_name(path)}", tuple(columns), partitions, True, bool(columns))
 
 
 # ------------------------------------------------------------------------------ catalog tables
