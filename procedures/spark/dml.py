@@ -22,6 +22,7 @@ from procedures.core.kernel.scan import iter_file_scan_tasks
 from procedures.core.kernel.transaction import commit
 from procedures.errors import ValidationError
 from procedures.io.delete_writers import DeleteTarget, merge_positions, read_position_deletes, write_deletes
+from procedures.spark.catalog_conf import statement_conf
 from procedures.spark.read import read_files
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import job_description, load_table, record_engine
@@ -55,9 +56,12 @@ def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
            snapshot_properties: dict[str, str] | None = None, columns: Sequence[str] | None = None) -> Table:
     """Append the DataFrame's rows (``INSERT INTO``); returns the committed table.  ``columns``: the
     DataFrame's column names when known (:func:`~procedures.spark.write.write_dataframe`)."""
-    t = load_table(spark, table)
+    # one read of the session's conf serves the catalog and the distribution mode
+    with statement_conf(spark):
+        t = load_table(spark, table)
+        distribution = append_distribution_of(spark, t)
     files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}", columns=columns,
-                            distribution=append_distribution_of(spark, t))
+                            distribution=distribution)
     if not files:
         return t
     return commit_write(spark, t, [MergeAppend(files, snapshot_properties=dict(snapshot_properties or {}))])
@@ -66,9 +70,11 @@ def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
 def overwrite_partitions(spark: Any, table: str | Table, df: Any, *, sort: bool = False) -> Table:
     """Dynamic partition overwrite (``INSERT OVERWRITE`` with ``partitionOverwriteMode=dynamic``):
     every partition the DataFrame writes to is replaced; an unpartitioned table is replaced."""
-    t = load_table(spark, table)
+    with statement_conf(spark):
+        t = load_table(spark, table)
+        distribution = append_distribution_of(spark, t)
     files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite partitions of {t.name}",
-                            distribution=append_distribution_of(spark, t))
+                            distribution=distribution)
     if not files:
         return t
     start = t.metadata.current_snapshot_id
@@ -156,11 +162,13 @@ def overwrite(spark: Any, table: str | Table, df: Any, filter: str | Expression,
     Files fully matched are removed; partly matched files are rewritten without the matching rows
     (copy-on-write), so the result is exact whatever the partitioning.
     """
-    t = load_table(spark, table)
+    with statement_conf(spark):
+        t = load_table(spark, table)
+        distribution = append_distribution_of(spark, t)
     with job_description(spark, f"overwrite {t.name} where {filter}"):
         match = match_files(t, filter, spark)
         new_files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite {t.name}: new rows",
-                                    distribution=append_distribution_of(spark, t))
+                                    distribution=distribution)
         rewritten: list[DataFile] = []
         if match.partial:
             rewritten = _rewrite_remaining(spark, t, match.partial, filter,

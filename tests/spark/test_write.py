@@ -77,6 +77,30 @@ def test_write_dataframe_clusters_and_rolls(spark):
     assert all(f.sort_order_id == 0 and f.spec_id == 0 for f in files)
 
 
+def test_appends_follow_the_distribution_mode(spark):
+    """``write.distribution-mode=hash`` gathers each partition's rows into one task (one file per
+    partition) and the session's ``spark.sql.iceberg.distribution-mode`` overrides it, on both
+    session kinds (tests/spark/test_write_distribution_java.py compares the files with Java's)."""
+    t = _table(spark, "wr_dist", props={"write.distribution-mode": "hash"})
+    # four tasks, each holding rows of all three partitions
+    df = spark.range(0, 300, 1, 4).selectExpr("id", "concat('c', CAST(id % 3 AS string)) AS cat")
+
+    def files_per_partition(t):
+        out: dict = {}
+        for f in _entries(t):
+            out[f.partition] = out.get(f.partition, 0) + 1
+        return out
+
+    t = append(spark, t, df)
+    assert files_per_partition(t) == {("c0",): 1, ("c1",): 1, ("c2",): 1}
+    spark.conf.set("spark.sql.iceberg.distribution-mode", "none")
+    try:
+        t = append(spark, t, df)
+    finally:
+        spark.conf.unset("spark.sql.iceberg.distribution-mode")
+    assert files_per_partition(t) == {("c0",): 5, ("c1",): 5, ("c2",): 5}
+
+
 def test_sorted_write_claims_the_sort_order(spark):
     order = SortOrder(1, (SortField(1),))
     t = _table(spark, "wr_sorted", partitioned=False, order=order)
