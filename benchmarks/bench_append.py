@@ -4,7 +4,8 @@ driver's peak RSS.
 
 Each timed run appends to a freshly created empty table (setup, untimed); afterwards both tables
 must hold the same rows (count and column sums), checked before figures are printed.  ``--cases``:
-``partitioned`` (by ``day``, 8 partitions), ``unpartitioned``, and ``overwrite``: a dynamic partition
+``partitioned`` (by ``day``, 8 partitions, ``write.distribution-mode=hash`` as Java derives it: both
+sides shuffle and must write as many files), ``unpartitioned``, and ``overwrite``: a dynamic partition
 overwrite of all 8 partitions of a table that already holds the same rows (our
 ``overwrite_partitions`` beside Java's ``overwritePartitions()``; each table is refilled by Java's
 writer before every timed run, so both start from identical files).
@@ -69,8 +70,11 @@ def _case(spark, df, rows: int, case_name: str, args) -> list[Figure]:
     def create(ident: str) -> None:
         spark.sql(f"DROP TABLE IF EXISTS {ident}")
         # both tables are created by Java with identical DDL; only the write path differs
+        # the mode Java derives for a partitioned table, set so that ours shuffles as Java's does
+        # (unset, ours writes without a shuffle: a file per task and partition)
+        mode = ", 'write.distribution-mode'='hash'" if partitioned else ""
         spark.sql(f"CREATE TABLE {ident} ({COLUMNS}) USING iceberg {'PARTITIONED BY (day) ' if partitioned else ''}"
-                  "TBLPROPERTIES ('format-version'='2')")
+                  f"TBLPROPERTIES ('format-version'='2'{mode})")
         if overwriting:
             df.writeTo(ident).append()
 
@@ -105,6 +109,9 @@ def _case(spark, df, rows: int, case_name: str, args) -> list[Figure]:
     ref = spark.table(java_ident).selectExpr(*AGG).collect()[0]
     if got_java != ref or got_ours != ref or ref["n"] != rows:
         raise SystemExit(f"results differ: ours read by Java {got_java}, by us {got_ours}; Java's table {ref}")
+    files = [spark.sql(f"SELECT count(*) FROM {i}.data_files").first()[0] for i in (ours_ident, java_ident)]
+    if partitioned and files[0] != files[1]:
+        raise SystemExit(f"layouts differ: ours wrote {files[0]} data files, Java {files[1]}")
     what = "overwrite of" if overwriting else "append"
     case = f"{what} {rows // 1_000_000}M rows, {'8 partitions' if partitioned else 'unpartitioned'}"
     figures = timing_figures(case, t_ours, t_ref)

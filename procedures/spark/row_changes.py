@@ -30,7 +30,7 @@ from procedures.spark.dml import FilterMatch, commit_write, file_scoped_deletes,
 from procedures.spark.read import read_table
 from procedures.spark.session import job_description
 from procedures.spark.sql_quoting import quote_name
-from procedures.spark.write import delete_quietly, write_dataframe
+from procedures.spark.write import delete_quietly, row_change_distribution_of, write_dataframe
 from procedures.spec.expressions import ALWAYS_TRUE, Expression
 from procedures.spec.metadata_columns import row_lineage_names
 
@@ -71,6 +71,7 @@ def apply_row_changes(spark: Any, t: Table, target: Any, touched: Any, new_rows:
     columns, meta = target_columns(t)
     lineage = list(meta[len(KEYS):])
     mode = write_mode(md, op)
+    distribution = row_change_distribution_of(spark, t, op)
     start = md.current_snapshot_id
     hits = _positions(touched)
     has_new = new_rows is not None and bool(new_rows.limit(1).collect())
@@ -92,7 +93,7 @@ def apply_row_changes(spark: Any, t: Table, target: Any, touched: Any, new_rows:
                 rows = kept.select(*[F.col(quote_name(c)) for c in columns + lineage])
                 if has_new:
                     rows = rows.unionByName(new_rows.select(*[F.col(quote_name(c)) for c in columns + lineage]))
-                new_files = write_dataframe(spark, t, rows, row_lineage=bool(lineage),
+                new_files = write_dataframe(spark, t, rows, row_lineage=bool(lineage), distribution=distribution,
                                             description=f"{op.upper()} {t.name}: write rows")
             written = [f.file_path for f in new_files]
             removed = [files[p] for p in affected]
@@ -105,7 +106,8 @@ def apply_row_changes(spark: Any, t: Table, target: Any, touched: Any, new_rows:
                 new_files = []
                 if has_new:
                     new_files = write_dataframe(spark, t, new_rows.select(*[F.col(quote_name(c)) for c in columns + lineage]),
-                                                row_lineage=bool(lineage), description=f"{op.upper()} {t.name}: write rows")
+                                                row_lineage=bool(lineage), distribution=distribution,
+                                                description=f"{op.upper()} {t.name}: write rows")
                 written = [f.file_path for f in new_files]
                 new_deletes, replaced = write_position_changes(t, hits, files.values(), match.deletes,
                                                                 absorb_file_scoped=True)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from procedures.catalog.base import Table
-from procedures.core.kernel.distribution import HASH, NONE, RANGE, append_distribution
+from procedures.core.kernel.distribution import HASH, NONE, RANGE, append_distribution, row_change_distribution
 from procedures.core.kernel.paths import join_path
 from procedures.errors import ValidationError
 from procedures.io.data_writers import write_data_files
@@ -52,7 +52,7 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["DISTRIBUTION_MODE_CONF", "append_distribution_of", "write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads",
+__all__ = ["DISTRIBUTION_MODE_CONF", "append_distribution_of", "row_change_distribution_of", "write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads",
            "write_settings", "write_in_task", "task_ids", "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN", "check_writable",
            "check_columns", "delete_quietly"]
 
@@ -139,6 +139,15 @@ def append_distribution_of(spark: Any, table: Table) -> str:
     return append_distribution(md.properties, conf_value(spark, DISTRIBUTION_MODE_CONF, "") or None,
                                partitioned=md.spec().is_partitioned(), sorted_=bool(md.sort_order().fields),
                                requested_by=DISTRIBUTION_MODE_CONF)
+
+
+def row_change_distribution_of(spark: Any, table: Table, op: str) -> str:
+    """The distribution mode of the rows a DELETE, UPDATE or MERGE (``op``) writes to ``table``
+    (:func:`procedures.core.kernel.distribution.row_change_distribution`)."""
+    md = table.metadata
+    return row_change_distribution(md.properties, conf_value(spark, DISTRIBUTION_MODE_CONF, "") or None, op,
+                                   partitioned=md.spec().is_partitioned(), sorted_=bool(md.sort_order().fields),
+                                   requested_by=DISTRIBUTION_MODE_CONF)
 
 
 def write_dataframe(

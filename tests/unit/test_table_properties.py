@@ -83,6 +83,10 @@ JAVA_DEFAULTS = {
     "format-version": 2,
     # Java has no default: unset, its Spark writes derive one from the spec and the sort order
     "write.distribution-mode": "",
+    # Java's Spark writes default these to hash (a MERGE on an unpartitioned table: the append's mode)
+    "write.delete.distribution-mode": "",
+    "write.update.distribution-mode": "",
+    "write.merge.distribution-mode": "",
 }
 
 

@@ -17,13 +17,24 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from procedures.core.kernel.properties import WRITE_DISTRIBUTION_MODE
+from procedures.core.kernel.properties import (
+    DELETE_DISTRIBUTION_MODE,
+    MERGE_DISTRIBUTION_MODE,
+    UPDATE_DISTRIBUTION_MODE,
+    WRITE_DISTRIBUTION_MODE,
+    ChoiceProperty,
+)
 from procedures.errors import ValidationError
 
-__all__ = ["NONE", "HASH", "RANGE", "MODES", "append_distribution"]
+__all__ = ["NONE", "HASH", "RANGE", "MODES", "append_distribution", "row_change_distribution"]
 
 NONE, HASH, RANGE = "none", "hash", "range"
 MODES = (NONE, HASH, RANGE)
+
+
+#: the table property of each row-level operation's mode
+_ROW_CHANGE_PROPERTIES = {"delete": DELETE_DISTRIBUTION_MODE, "update": UPDATE_DISTRIBUTION_MODE,
+                          "merge": MERGE_DISTRIBUTION_MODE}
 
 
 def append_distribution(properties: Mapping[str, str], requested: str | None, *, partitioned: bool,
@@ -31,12 +42,38 @@ def append_distribution(properties: Mapping[str, str], requested: str | None, *,
     """The mode of an append or overwrite: ``requested`` (the write's or the session's mode, named
     by ``requested_by`` in an error), else the table's ``write.distribution-mode``, adjusted as
     Java adjusts it; ``none`` when neither is set."""
-    if requested is not None and str(requested).strip():
-        mode = str(requested).strip().lower()
-        if mode not in MODES:
-            raise ValidationError(f"Invalid distribution mode {requested!r} from {requested_by}; use none, hash or range")
-    else:
-        mode = WRITE_DISTRIBUTION_MODE.read(properties) if WRITE_DISTRIBUTION_MODE.is_set(properties) else NONE
+    mode = _requested(requested, requested_by) or _property(properties, WRITE_DISTRIBUTION_MODE) or NONE
+    return _adjusted(mode, partitioned, sorted_)
+
+
+def row_change_distribution(properties: Mapping[str, str], requested: str | None, op: str, *, partitioned: bool,
+                            sorted_: bool, requested_by: str = "the write") -> str:
+    """The mode of the rows a DELETE, UPDATE or MERGE (``op``) writes: ``requested``, else the
+    table's ``write.<op>.distribution-mode``, else ``hash`` as Java's Spark writes default (a MERGE
+    on an unpartitioned table: :func:`append_distribution`'s mode).  The engine shuffles by the
+    partition only, so ``hash`` on an unpartitioned table (Java: by data file) writes as ``none``."""
+    mode = _requested(requested, requested_by) or _property(properties, _ROW_CHANGE_PROPERTIES[op])
+    if mode is None:
+        if op == "merge" and not partitioned:
+            return append_distribution(properties, None, partitioned=partitioned, sorted_=sorted_)
+        mode = HASH
+    return _adjusted(mode, partitioned, sorted_)
+
+
+def _requested(requested: str | None, requested_by: str) -> str | None:
+    if requested is None or not str(requested).strip():
+        return None
+    mode = str(requested).strip().lower()
+    if mode not in MODES:
+        raise ValidationError(f"Invalid distribution mode {requested!r} from {requested_by}; use none, hash or range")
+    return mode
+
+
+def _property(properties: Mapping[str, str], prop: ChoiceProperty) -> str | None:
+    return prop.read(properties) if prop.is_set(properties) else None
+
+
+def _adjusted(mode: str, partitioned: bool, sorted_: bool) -> str:
     if mode == HASH and not partitioned:
         return NONE
     if mode == RANGE and not partitioned and not sorted_:

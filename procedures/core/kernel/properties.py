@@ -39,7 +39,8 @@ __all__ = [
     # write
     "DEFAULT_FILE_FORMAT", "PARQUET_ROW_GROUP_SIZE_BYTES", "PARQUET_PAGE_SIZE_BYTES", "PARQUET_PAGE_ROW_LIMIT",
     "PARQUET_DICT_SIZE_BYTES", "PARQUET_COMPRESSION", "PARQUET_COMPRESSION_LEVEL", "AVRO_COMPRESSION",
-    "AVRO_COMPRESSION_LEVEL", "ORC_COMPRESSION", "WRITE_TARGET_FILE_SIZE_BYTES", "WRITE_DISTRIBUTION_MODE", "DELETE_TARGET_FILE_SIZE_BYTES",
+    "AVRO_COMPRESSION_LEVEL", "ORC_COMPRESSION", "WRITE_TARGET_FILE_SIZE_BYTES", "WRITE_DISTRIBUTION_MODE",
+    "DELETE_DISTRIBUTION_MODE", "UPDATE_DISTRIBUTION_MODE", "MERGE_DISTRIBUTION_MODE", "DELETE_TARGET_FILE_SIZE_BYTES",
     "DELETE_GRANULARITY", "DELETE_MODE", "WRITE_DATA_LOCATION", "OBJECT_STORE_PATH", "WRITE_FOLDER_STORAGE_LOCATION",
     "WRITE_METADATA_LOCATION", "WRITE_PATH_PROPERTIES", "DATA_PATH_PROPERTIES", "METADATA_COMPRESSION", "METADATA_PREVIOUS_VERSIONS_MAX",
     "METADATA_DELETE_AFTER_COMMIT_ENABLED", "DEFAULT_WRITE_METRICS_MODE", "METRICS_MAX_INFERRED_COLUMN_DEFAULTS",
@@ -222,6 +223,13 @@ WRITE_TARGET_FILE_SIZE_BYTES = BytesProperty("write.target-file-size-bytes", 512
 WRITE_DISTRIBUTION_MODE = ChoiceProperty(
     "write.distribution-mode", "", "how an append's rows are shuffled before they are written "
     "(procedures.core.kernel.distribution)", choices=("none", "hash", "range"))
+DELETE_DISTRIBUTION_MODE = ChoiceProperty(
+    "write.delete.distribution-mode", "", "a DELETE's mode (unset: hash)", choices=("none", "hash", "range"))
+UPDATE_DISTRIBUTION_MODE = ChoiceProperty(
+    "write.update.distribution-mode", "", "an UPDATE's mode (unset: hash)", choices=("none", "hash", "range"))
+MERGE_DISTRIBUTION_MODE = ChoiceProperty(
+    "write.merge.distribution-mode", "", "a MERGE's mode (unset: hash on a partitioned table)",
+    choices=("none", "hash", "range"))
 DELETE_TARGET_FILE_SIZE_BYTES = BytesProperty("write.delete.target-file-size-bytes", 64 * MIB)
 DELETE_GRANULARITY = ChoiceProperty(
     "write.delete.granularity", "file",
