@@ -52,7 +52,8 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["DISTRIBUTION_MODE_CONF", "append_distribution_of", "row_change_distribution_of", "write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads",
+__all__ = ["DISTRIBUTION_MODE_CONF", "append_distribution_of", "row_change_distribution_of",
+           "write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads",
            "write_settings", "write_in_task", "task_ids", "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN", "check_writable",
            "check_columns", "delete_quietly"]
 
@@ -170,11 +171,11 @@ def write_dataframe(
     properties for this write (``write.target-file-size-bytes`` ...).  ``cluster`` repartitions by
     the partition values first so each task writes few files; ``sort`` also sorts rows within
     tasks by partition and the table's sort order (and implies clustering for partitioned tables).
-    ``distribution`` (:mod:`procedures.core.kernel.distribution`; see :func:`append_distribution`)
+    ``distribution`` (:mod:`procedures.core.kernel.distribution`; see :func:`append_distribution_of`)
     shuffles the rows first: ``hash`` as ``cluster``, ``range`` by a range partitioning on the
     partition and the table's sort order, each task's rows sorted the same way (the files claim no
-    sort order, as Java's appends do).  ``row_lineage`` also writes the DataFrame's ``_row_id`` and ``_last_updated_sequence_number``
-    columns with their reserved ids (rows copied from a v3 table keep their lineage); without it
+    sort order, as Java's appends do).  ``row_lineage`` also writes the DataFrame's ``_row_id``
+    and ``_last_updated_sequence_number`` columns with their reserved ids (rows copied from a v3 table keep their lineage); without it
     the files carry none and new rows get ids at commit.  ``columns``: the DataFrame's column names
     when the caller knows them (on Spark Connect ``df.columns`` is a round trip to the server).
     """
