@@ -52,7 +52,7 @@ from procedures.frontend.parser import Parser, Token
 from procedures.spark.dataframes import functions, no_result
 from procedures.spark.session import record_engine
 from procedures.spark.sql_quoting import quote_name, type_sql
-from procedures.spark.write import append_distribution_of, write_dataframe
+from procedures.spark.write import distribution_of, write_dataframe
 from procedures.spec.partitioning import PartitionSpecBuilder
 from procedures.spec.schema import Schema
 from procedures.spec.snapshots import SPARK_APP_ID, SnapshotRefType
@@ -501,7 +501,7 @@ def _create(spark, conf, catalog, ident, schema: Schema, terms, props, location,
     # one atomic create: the files are written for the staged table, whose first commit creates it
     staged = staged_create(catalog, ident, md)
     files = write_dataframe(spark, staged, _rows_for(spark, md, df), description=f"create {'.'.join(ident)}",
-                            distribution=append_distribution_of(spark, staged))
+                            distribution=distribution_of(spark, staged))
     if files:
         commit(staged, [MergeAppend(files, snapshot_properties=_app_properties(spark))])
     else:
@@ -517,7 +517,7 @@ def _replace(spark, conf, parts, table, schema: Schema, terms, props, location, 
         staged_md = builder.build()
         staged = Table(table.identifier, staged_md, table.metadata_location, table.io, table.catalog)
         files = write_dataframe(spark, staged, _rows_for(spark, staged_md, df),
-                                description=f"replace {'.'.join(parts)}", distribution=append_distribution_of(spark, staged))
+                                description=f"replace {'.'.join(parts)}", distribution=distribution_of(spark, staged))
         if files:
             # Java's REPLACE TABLE ... AS SELECT writes the rows as an overwrite of the replaced table
             ops.append(ReplacedRows(add_files=files, snapshot_properties=_app_properties(spark)))

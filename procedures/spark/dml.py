@@ -26,7 +26,7 @@ from procedures.spark.catalog_conf import statement_conf
 from procedures.spark.read import read_files
 from procedures.spark.scan_planning import SparkEntryReader
 from procedures.spark.session import job_description, load_table, record_engine
-from procedures.spark.write import append_distribution_of, write_dataframe
+from procedures.spark.write import distribution_of, write_dataframe
 from procedures.spec.evaluators import Evaluator, StrictMetricsEvaluator
 from procedures.spec.expression_parser import parse_filter
 from procedures.spec.expressions import Expression
@@ -52,14 +52,19 @@ def commit_write(spark: Any, t: Table, ops: list[Any]) -> Table:
     return commit(t, ops)
 
 
+def _target(spark: Any, table: str | Table) -> tuple[Table, str]:
+    """The table an append or overwrite writes to and its distribution mode, from one read of the
+    session's conf (on Spark Connect a round trip each)."""
+    with statement_conf(spark):
+        t = load_table(spark, table)
+        return t, distribution_of(spark, t)
+
+
 def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
            snapshot_properties: dict[str, str] | None = None, columns: Sequence[str] | None = None) -> Table:
     """Append the DataFrame's rows (``INSERT INTO``); returns the committed table.  ``columns``: the
     DataFrame's column names when known (:func:`~procedures.spark.write.write_dataframe`)."""
-    # one read of the session's conf serves the catalog and the distribution mode
-    with statement_conf(spark):
-        t = load_table(spark, table)
-        distribution = append_distribution_of(spark, t)
+    t, distribution = _target(spark, table)
     files = write_dataframe(spark, t, df, sort=sort, description=f"append to {t.name}", columns=columns,
                             distribution=distribution)
     if not files:
@@ -70,9 +75,7 @@ def append(spark: Any, table: str | Table, df: Any, *, sort: bool = False,
 def overwrite_partitions(spark: Any, table: str | Table, df: Any, *, sort: bool = False) -> Table:
     """Dynamic partition overwrite (``INSERT OVERWRITE`` with ``partitionOverwriteMode=dynamic``):
     every partition the DataFrame writes to is replaced; an unpartitioned table is replaced."""
-    with statement_conf(spark):
-        t = load_table(spark, table)
-        distribution = append_distribution_of(spark, t)
+    t, distribution = _target(spark, table)
     files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite partitions of {t.name}",
                             distribution=distribution)
     if not files:
@@ -162,9 +165,7 @@ def overwrite(spark: Any, table: str | Table, df: Any, filter: str | Expression,
     Files fully matched are removed; partly matched files are rewritten without the matching rows
     (copy-on-write), so the result is exact whatever the partitioning.
     """
-    with statement_conf(spark):
-        t = load_table(spark, table)
-        distribution = append_distribution_of(spark, t)
+    t, distribution = _target(spark, table)
     with job_description(spark, f"overwrite {t.name} where {filter}"):
         match = match_files(t, filter, spark)
         new_files = write_dataframe(spark, t, df, sort=sort, description=f"overwrite {t.name}: new rows",

@@ -30,7 +30,7 @@ from procedures.spark.dml import FilterMatch, commit_write, file_scoped_deletes,
 from procedures.spark.read import read_table
 from procedures.spark.session import job_description
 from procedures.spark.sql_quoting import quote_name
-from procedures.spark.write import delete_quietly, row_change_distribution_of, write_dataframe
+from procedures.spark.write import delete_quietly, distribution_of, write_dataframe
 from procedures.spec.expressions import ALWAYS_TRUE, Expression
 from procedures.spec.metadata_columns import row_lineage_names
 
@@ -71,7 +71,7 @@ def apply_row_changes(spark: Any, t: Table, target: Any, touched: Any, new_rows:
     columns, meta = target_columns(t)
     lineage = list(meta[len(KEYS):])
     mode = write_mode(md, op)
-    distribution = row_change_distribution_of(spark, t, op)
+    distribution = distribution_of(spark, t, op)
     start = md.current_snapshot_id
     hits = _positions(touched)
     has_new = new_rows is not None and bool(new_rows.limit(1).collect())

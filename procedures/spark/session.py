@@ -299,8 +299,9 @@ def map_in_arrow(df: Any, fn: Callable[[Iterator[Any]], Iterator[Any]], schema: 
     """``df.mapInArrow(fn, schema)`` for a DataFrame whose column names may hold ``.`` or a
     back-quote (``the.data``, ``we`ird``): pyspark 3.5's ``mapInArrow`` picks its input columns by
     name and resolves such a name as a nested field or fails to parse it, so the columns are handed
-    over under positional names and ``fn`` gets its batches with the real names back.  ``columns``: ``df``'s column names when the caller knows
-    them (on Spark Connect ``df.columns`` asks the server to analyze the plan)."""
+    over under positional names and ``fn`` gets its batches with the real names back.
+    ``columns``: ``df``'s column names when the caller knows them (on Spark Connect ``df.columns``
+    asks the server to analyze the plan)."""
     names = list(columns) if columns is not None else list(df.columns)
     if not any("." in n or "`" in n for n in names):
         return df.mapInArrow(fn, schema)

@@ -52,7 +52,7 @@ from procedures.spec.transforms import (
 )
 from procedures.spec.types import IntegerType, LongType, StringType
 
-__all__ = ["DISTRIBUTION_MODE_CONF", "append_distribution_of", "row_change_distribution_of",
+__all__ = ["DISTRIBUTION_MODE_CONF", "distribution_of",
            "write_dataframe", "WrittenFiles", "TaskJournal", "JOURNAL_PREFIX", "write_payloads",
            "write_settings", "write_in_task", "task_ids", "files_batch", "partition_expressions", "sort_expressions", "OUTPUT_COLUMN", "check_writable",
            "check_columns", "delete_quietly"]
@@ -132,23 +132,18 @@ def sort_expressions(df: Any, settings: WriteSettings, sort_order: Any | None) -
     return exprs
 
 
-def append_distribution_of(spark: Any, table: Table) -> str:
-    """The distribution mode of an append to ``table`` in ``spark``: the session's
-    ``spark.sql.iceberg.distribution-mode``, else the table's ``write.distribution-mode``
-    (:func:`procedures.core.kernel.distribution.append_distribution`)."""
+def distribution_of(spark: Any, table: Table, op: str | None = None) -> str:
+    """The distribution mode of a write to ``table`` in ``spark``: the session's
+    ``spark.sql.iceberg.distribution-mode``, else the table's property, for an append (``op``
+    None: :func:`procedures.core.kernel.distribution.append_distribution`) or the rows a DELETE,
+    UPDATE or MERGE (``op``) writes (:func:`~procedures.core.kernel.distribution.row_change_distribution`)."""
     md = table.metadata
-    return append_distribution(md.properties, conf_value(spark, DISTRIBUTION_MODE_CONF, "") or None,
-                               partitioned=md.spec().is_partitioned(), sorted_=bool(md.sort_order().fields),
-                               requested_by=DISTRIBUTION_MODE_CONF)
-
-
-def row_change_distribution_of(spark: Any, table: Table, op: str) -> str:
-    """The distribution mode of the rows a DELETE, UPDATE or MERGE (``op``) writes to ``table``
-    (:func:`procedures.core.kernel.distribution.row_change_distribution`)."""
-    md = table.metadata
-    return row_change_distribution(md.properties, conf_value(spark, DISTRIBUTION_MODE_CONF, "") or None, op,
-                                   partitioned=md.spec().is_partitioned(), sorted_=bool(md.sort_order().fields),
-                                   requested_by=DISTRIBUTION_MODE_CONF)
+    requested = conf_value(spark, DISTRIBUTION_MODE_CONF, "") or None
+    shape = {"partitioned": md.spec().is_partitioned(), "sorted_": bool(md.sort_order().fields),
+             "requested_by": DISTRIBUTION_MODE_CONF}
+    if op is None:
+        return append_distribution(md.properties, requested, **shape)
+    return row_change_distribution(md.properties, requested, op, **shape)
 
 
 def write_dataframe(
@@ -171,7 +166,7 @@ def write_dataframe(
     properties for this write (``write.target-file-size-bytes`` ...).  ``cluster`` repartitions by
     the partition values first so each task writes few files; ``sort`` also sorts rows within
     tasks by partition and the table's sort order (and implies clustering for partitioned tables).
-    ``distribution`` (:mod:`procedures.core.kernel.distribution`; see :func:`append_distribution_of`)
+    ``distribution`` (:mod:`procedures.core.kernel.distribution`; see :func:`distribution_of`)
     shuffles the rows first: ``hash`` as ``cluster``, ``range`` by a range partitioning on the
     partition and the table's sort order, each task's rows sorted the same way (the files claim no
     sort order, as Java's appends do).  ``row_lineage`` also writes the DataFrame's ``_row_id``
