@@ -257,13 +257,21 @@ def _arrow_table(rows: Sequence[tuple], schema: Any) -> Any:
 def _connect_local_relation(spark: Any, table: Any, schema: Any) -> Any:
     """A Connect DataFrame over the local relation of ``table`` with ``schema``, as
     ``createDataFrame`` plans a small table; None for a large table or a pyspark whose Connect
-    client plans it otherwise."""
+    client plans it otherwise.
+
+    The relation names no schema of its own where the Arrow table's schema converts to ``schema``
+    exactly (names, types, nullability): the server then takes the Arrow schema as it is, where a
+    given schema has it parse the text and plan a projection to it, which made collecting a
+    procedure's one-row output take about 15 ms instead of 11 (min of 90, pyspark 4.3, loopback)."""
     if table.nbytes > LOCAL_RELATION_INLINE_BYTES:
         return None
     try:
         from pyspark.sql.connect.dataframe import DataFrame  # noqa: PLC0415
         from pyspark.sql.connect.plan import LocalRelation  # noqa: PLC0415
+        from pyspark.sql.pandas.types import from_arrow_schema  # noqa: PLC0415
 
+        if from_arrow_schema(table.schema) == schema:
+            return DataFrame(LocalRelation(table), spark)
         return DataFrame(LocalRelation(table, schema=schema.json()), spark)
     except (ImportError, TypeError):  # another client's planning: createDataFrame then
         return None

@@ -109,3 +109,31 @@ def test_insert_read_and_rewrite_analyze_no_plan_of_their_own(spark, round_trips
     assert dict(round_trips) == ({"Config": 1, "ExecutePlan": 2} if connect else {})
     assert out.collect()[0]["rewritten_manifests_count"] == 2
     procedures.sql(spark, f"DROP TABLE IF EXISTS {name}")
+
+
+def test_output_frames_keep_their_schema_and_rows(spark):
+    """A procedure's output frame (``local_frame``) has exactly the schema it was given, nullability,
+    nested types and a column's comment included, and its rows.  On Connect the relation leaves its
+    schema to the Arrow data, which carries all of that (the server then plans no projection to a
+    given schema: about 4 ms of every output's collect)."""
+    import decimal
+
+    from pyspark.sql import types
+
+    from procedures.spark.dataframes import local_frame
+
+    plain = types.StructType([
+        types.StructField("n", types.LongType(), False), types.StructField("s", types.StringType(), True),
+        types.StructField("a", types.ArrayType(types.StringType(), False), True),
+        types.StructField("m", types.MapType(types.StringType(), types.LongType()), True),
+        types.StructField("d", types.DecimalType(10, 2), True), types.StructField("b", types.BooleanType(), False)])
+    commented = types.StructType([types.StructField("n", types.LongType(), False, {"comment": "a count"})])
+    rows = [(1, "x", ["p", "q"], {"k": 2}, decimal.Decimal("1.25"), True), (2, None, None, None, None, False)]
+    for schema, data in ((plain, rows), (commented, [(7,)])):
+        frame = local_frame(spark, data, schema)
+        assert frame.schema == schema
+        assert [f.metadata for f in frame.schema.fields] == [f.metadata for f in schema.fields]
+        assert [tuple(r) for r in frame.collect()] == data
+        if is_connect(spark):
+            relation = frame._plan.plan(spark.client).local_relation
+            assert not relation.HasField("schema")
