@@ -170,9 +170,10 @@ def write_dataframe(
     shuffles the rows first: ``hash`` as ``cluster``, ``range`` by a range partitioning on the
     partition and the table's sort order, each task's rows sorted the same way (the files claim no
     sort order, as Java's appends do).  ``row_lineage`` also writes the DataFrame's ``_row_id``
-    and ``_last_updated_sequence_number`` columns with their reserved ids (rows copied from a v3 table keep their lineage); without it
-    the files carry none and new rows get ids at commit.  ``columns``: the DataFrame's column names
-    when the caller knows them (on Spark Connect ``df.columns`` is a round trip to the server).
+    and ``_last_updated_sequence_number`` columns with their reserved ids (rows copied from a v3
+    table keep their lineage); without it the files carry none and new rows get ids at commit.
+    ``columns``: the DataFrame's column names when the caller knows them (on Spark Connect
+    ``df.columns`` is a round trip to the server).
     """
     t = load_table(spark, table)
     md = t.metadata
