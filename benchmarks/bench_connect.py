@@ -14,9 +14,11 @@ are forced onto Spark (the size rules would keep a small table's on the driver),
 of REV in a temporary folder, the package imported from there and shipped to the workers through
 PYTHONPATH): the "classic no slower than before" check of a change.  Then each side runs in a
 long-lived worker process of its own (``--serve``: its own JVM, started the same way, both with the
-Connect server plugin) and the coordinator interleaves their runs, rotating the order every attempt, so
-both sides meet the same machine load and the same JVM warm-up; running the baseline first in a
-separate process made the figures depend on what else ran on a shared machine at the time.
+Connect server plugin, each from a folder holding only its copy of the package) and the coordinator
+interleaves their runs, rotating the order every attempt, so both sides meet the same machine load
+and the same JVM warm-up; running the baseline first in a separate process made the figures depend
+on what else ran on a shared machine at the time.  The table gives, beside each ratio of minimums,
+the median of the attempt-by-attempt ratios (``paired``).
 ``--kinds classic`` runs the classic side alone (pyspark 3.5 has no Connect server).
 
     python benchmarks/bench_connect.py --rows 200000 --repeat 3
@@ -125,11 +127,18 @@ def sql(spark: Any, text: str) -> Any:
 
 
 def create(spark: Any, name: str, partitions: bool = True) -> str:
-    """An empty table ``bench.db.<name>`` (dropped first); its ``db.<name>`` for CALLs."""
+    """An empty table ``bench.db.<name>`` (dropped first); its ``db.<name>`` for CALLs.
+
+    Its appends are not shuffled (``write.distribution-mode`` ``none``), which is how commits before
+    the package followed that property wrote too: a baseline commit's tables then have the same files
+    as this checkout's.  With Java's default for a partitioned table (``hash``) this checkout wrote
+    one 50k-row file per partition where the baseline wrote two of 25k (and its write did a shuffle
+    the baseline's did not), so the two sides' reads and writes were not the same work."""
     sql(spark, f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.db")
     sql(spark, f"DROP TABLE IF EXISTS {CATALOG}.db.{name} PURGE")
     sql(spark, f"CREATE TABLE {CATALOG}.db.{name} (id bigint NOT NULL, v double, s string, p int) USING iceberg "
-               + ("PARTITIONED BY (p) " if partitions else "") + "TBLPROPERTIES ('format-version' = '2')")
+               + ("PARTITIONED BY (p) " if partitions else "")
+               + "TBLPROPERTIES ('format-version' = '2', 'write.distribution-mode' = 'none')")
     return f"db.{name}"
 
 
@@ -354,6 +363,7 @@ def interleaved(rev: str, kinds: tuple[str, ...], args: argparse.Namespace) -> t
     attempt, so no side always meets a warmer JVM or a quieter machine.  Returns ``(current,
     baseline)`` results as :func:`measure` gives them."""
     folder = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    mine = Path(tempfile.mkdtemp(prefix="bench-current-"))
     workers: list[Worker] = []
     try:
         archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, "procedures"],
@@ -361,7 +371,12 @@ def interleaved(rev: str, kinds: tuple[str, ...], args: argparse.Namespace) -> t
         subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
         print(f"baseline: the classic cases on {rev} ({folder}), interleaved with this checkout's", file=sys.stderr)
         kinds_text = ",".join(kinds)
-        current = Worker("current", REPO, kinds_text, args)
+        # this checkout's package runs from a copy laid out as the baseline's (a folder holding
+        # ``procedures`` alone, also the Python workers' working directory), so the sides differ
+        # in the package only
+        shutil.copytree(REPO / "procedures", mine / "procedures",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        current = Worker("current", mine, kinds_text, args)
         workers.append(current)
         # the baseline's JVM runs the Connect server plugin too (idle), so both JVMs carry the same load
         before = Worker(rev, folder, kinds_text, args)
@@ -403,6 +418,7 @@ def interleaved(rev: str, kinds: tuple[str, ...], args: argparse.Namespace) -> t
         for worker in workers:
             worker.close()
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(mine, ignore_errors=True)
 
 
 def spread(runs: list[float]) -> str:
@@ -410,12 +426,23 @@ def spread(runs: list[float]) -> str:
     return f"{min(runs):.3f}/{statistics.median(runs):.3f}"
 
 
+def paired(runs: list[float], reference: list[float]) -> str:
+    """The median of the attempt-by-attempt ratios ``runs[i] / reference[i]``: both ran in the same
+    attempt, back to back, so they met the same machine load.  On this 2-core machine the minimum of
+    one side moves by 15-25% from one run of the script to the next (an A/A run of a commit against
+    itself gave 0.92x for the write); the paired median moves less."""
+    if not runs or len(runs) != len(reference):
+        return "-"
+    return f"{statistics.median(r / b for r, b in zip(runs, reference)):.2f}x"
+
+
 def table(results: dict, base: dict | None, repeat: int) -> str:
     """The figures: each case's fastest classic and Connect run and their ratio (and the baseline's),
-    with the median of the runs beside each minimum."""
-    header = ["case", "classic s min/med", "connect s min/med", "connect/classic"]
+    with the median of the runs beside each minimum and the paired median ratio (:func:`paired`)
+    beside each ratio of minimums."""
+    header = ["case", "classic s min/med", "connect s min/med", "connect/classic", "paired"]
     if base is not None:
-        header += ["baseline classic s min/med", "classic/baseline"]
+        header += ["baseline classic s min/med", "classic/baseline", "paired"]
     lines = []
     for title, r in results.items():
         classic = min(r["runs"]["classic"])
@@ -423,12 +450,14 @@ def table(results: dict, base: dict | None, repeat: int) -> str:
         failed = r.get("errors", {}).get("connect")
         row = [title, spread(r["runs"]["classic"]),
                "failed" if failed else "-" if connect is None else spread(r["runs"]["connect"]),
-               "-" if connect is None else f"{connect / classic:.2f}x" + (" !" if connect / classic > GOAL else "")]
+               "-" if connect is None else f"{connect / classic:.2f}x" + (" !" if connect / classic > GOAL else ""),
+               "-" if connect is None else paired(r["runs"]["connect"], r["runs"]["classic"])]
         if base is not None:
             b = base.get(title)
             before = min(b["runs"]["classic"]) if b else None
             row += ["-" if before is None else spread(b["runs"]["classic"]),
-                    "-" if before is None else f"{classic / before:.2f}x"]
+                    "-" if before is None else f"{classic / before:.2f}x",
+                    "-" if before is None else paired(r["runs"]["classic"], b["runs"]["classic"])]
             if b and b["outputs"].get("classic") != r["outputs"].get("classic"):
                 row[0] += " (output differs from baseline)"
         lines.append(row)
@@ -436,7 +465,8 @@ def table(results: dict, base: dict | None, repeat: int) -> str:
     text = ["  ".join(h.ljust(w) for h, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
     text += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
              for row in lines]
-    return "\n".join(text) + f"\n(ratios of the minimums of {repeat} runs; goal: connect/classic <= {GOAL}x, '!' marks a miss)"
+    return "\n".join(text) + (f"\n(ratios of the minimums of {repeat} runs, 'paired': the median of the runs' "
+                              f"ratios attempt by attempt; goal: connect/classic <= {GOAL}x, '!' marks a miss)")
 
 
 def main(argv: list[str] | None = None) -> int:
