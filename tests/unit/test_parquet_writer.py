@@ -16,6 +16,7 @@ from procedures.io.parquet_writer import (
     MetricsConfig,
     MetricsMode,
     WriteSettings,
+    coalesce_batches,
     data_location,
     parse_metrics_mode,
     partition_table,
@@ -412,3 +413,39 @@ def test_position_delete_file_from_arrays_is_sorted_and_keeps_pos_plain(tmp_path
     chunk = pq.ParquetFile(path).metadata.row_group(0)
     encodings = {chunk.column(i).path_in_schema: chunk.column(i).encodings for i in range(chunk.num_columns)}
     assert "RLE_DICTIONARY" not in encodings["pos"] and "RLE_DICTIONARY" in encodings["file_path"]
+
+
+# --------------------------------------------------------------------------- coalesce_batches
+def _ids(start: int, n: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"id": pa.array(range(start, start + n), pa.int64())})
+
+
+def test_coalesce_batches_gathers_small_batches_in_order():
+    out = list(coalesce_batches((_ids(i * 10, 10) for i in range(7)), min_rows=25, max_bytes=1 << 30))
+    assert [t.num_rows for t in out] == [30, 30, 10]
+    assert [v for t in out for v in t.column(0).to_pylist()] == list(range(70))
+
+
+def test_coalesce_batches_stops_at_the_byte_budget():
+    out = list(coalesce_batches([_ids(0, 10), _ids(10, 10), _ids(20, 10)], min_rows=1000, max_bytes=160))
+    assert [t.num_rows for t in out] == [20, 10]  # 80 bytes a batch
+
+
+def test_coalesce_batches_passes_tables_and_large_batches_through_and_keeps_schemas_apart():
+    table = pa.table({"id": pa.array([100, 101], pa.int64())})
+    big = _ids(200, 50)
+    other = pa.RecordBatch.from_pydict({"name": pa.array(["a"])})
+    out = list(coalesce_batches([_ids(0, 5), table, _ids(5, 5), big, _ids(10, 5), other, _ids(15, 5)],
+                                min_rows=50, max_bytes=1 << 30))
+    assert out[1] is table and out[3] is big
+    assert [t.num_rows for t in out] == [5, 2, 5, 50, 5, 1, 5]
+    assert [t.schema.names for t in out] == [["id"]] * 5 + [["name"], ["id"]]
+
+
+def test_write_data_files_writes_coalesced_batches_in_order(tmp_path):
+    schema = Schema((NestedField(1, "id", LONG, True),))
+    settings = WriteSettings(schema, UNPARTITIONED_SPEC, str(tmp_path / "data"), {})
+    files = write_data_files(FileIO(), settings, (_ids(i * 1000, 1000) for i in range(300)))
+    assert sum(f.record_count for f in files) == 300_000
+    got = pq.read_table(files[0].file_path).column("id").to_pylist()
+    assert got == list(range(300_000))
