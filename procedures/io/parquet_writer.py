@@ -917,21 +917,19 @@ def coalesce_batches(batches: Iterable[pa.RecordBatch | pa.Table], min_rows: int
     pending: list[pa.RecordBatch] = []
     rows = size = 0
     for batch in batches:
-        if isinstance(batch, pa.RecordBatch) and batch.num_rows < min_rows and batch.nbytes < max_bytes:
-            if pending and batch.schema != pending[0].schema:
-                yield _gathered(pending)
-                pending, rows, size = [], 0, 0
-            pending.append(batch)
-            rows += batch.num_rows
-            size += batch.nbytes
-            if rows >= min_rows or size >= max_bytes:
-                yield _gathered(pending)
-                pending, rows, size = [], 0, 0
-            continue
-        if pending:
+        small = isinstance(batch, pa.RecordBatch) and batch.num_rows < min_rows and batch.nbytes < max_bytes
+        if pending and (not small or batch.schema != pending[0].schema):
             yield _gathered(pending)
             pending, rows, size = [], 0, 0
-        yield batch
+        if not small:
+            yield batch
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= min_rows or size >= max_bytes:
+            yield _gathered(pending)
+            pending, rows, size = [], 0, 0
     if pending:
         yield _gathered(pending)
 
