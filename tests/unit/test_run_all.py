@@ -23,6 +23,15 @@ def test_rows_take_the_min_and_pair_the_floor_with_its_case():
     assert [r.met for r in rows] == ["NO", "yes"]
 
 
+def test_the_hand_over_figure_is_a_row_of_its_own_that_no_goal_judges():
+    bench = run_all.Bench("bench_scan.py", (), (), goal=0.9, floor_goal=1.2)
+    rows = run_all._rows(bench, [
+        _figure("scan 20M", "wall min", 1.5, 1.0), _figure("scan 20M (hand-over)", "wall min", 1.5, 0.95),
+    ])
+    assert [(r.case, r.reference, r.reference_name, r.met) for r in rows] == [
+        ("scan 20M", 1.0, "Java", "NO"), ("scan 20M (hand-over)", 0.95, "hand-over", "-")]
+
+
 def test_figures_recorded_again_in_a_final_table_give_one_row():
     bench = run_all.Bench("bench_data_scale.py", (), (), goal=1.0)
     progress = [_figure("binpack", "wall min", 1.0, 2.0), _figure("sort", "wall min", 3.0, 4.0)]
