@@ -4,7 +4,8 @@ Both read the same table: ``--files`` data files (default 20,000) in manifests o
 ``--files-per-manifest`` (default 100), each manifest one partition of ``p``, committed through our core.
 Every data file is a hard link to one small Parquet file (100 rows), so the table is built in seconds
 and the work is planning plus opening files, the part the two paths do differently: ``read_table`` reads
-the data manifests in a Spark job of their own past 200 of them, the data source in its read tasks
+the data manifests in a Spark job of their own past its rule (more than 200 of them listing more than
+20,000 files, ``scan_planning.reads_manifests_in_tasks``), the data source then in its read tasks
 (``planning-min-manifests``).  Cases: a count of every row, and a count of one partition (``p = 7``,
 pruned by the manifest list).  No Iceberg Java here: its runtime jar is for Spark 3.5; the reference
 column is ``read_table``.  Counts are compared before anything is timed.

@@ -71,7 +71,7 @@ from procedures.io.parquet_writer import WriteSettings
 from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import parallelism
 from procedures.spark.read import TaskReader, as_of_ms, group_tasks, light_task, spark_schema, to_spark_arrow
-from procedures.spark.scan_planning import DRIVER_MAX_SCAN_MANIFESTS
+from procedures.spark.scan_planning import reads_manifests_in_tasks
 from procedures.spark.session import active_session
 from procedures.spark.worker import prepare_python_worker
 from procedures.spark.write import check_columns, delete_quietly, write_in_task, write_settings
@@ -360,9 +360,9 @@ class IcebergReaderBase(DataSourceReader):
     def partitions(self) -> list[ScanPartition] | list[ManifestPartition]:
         """The scan planned with the pushed filters, cut and packed into read groups.
 
-        Past ``planning-min-manifests`` data manifests after pruning (default: more than
-        :data:`~procedures.spark.scan_planning.DRIVER_MAX_SCAN_MANIFESTS`, read_table's limit for
-        reading them on the driver) the data manifests are read in the read tasks instead: one
+        Past ``planning-min-manifests`` data manifests after pruning (default: read_table's rule,
+        :func:`~procedures.spark.scan_planning.reads_manifests_in_tasks`) the data manifests are read
+        in the read tasks instead: one
         partition per contiguous group of manifests (four per core), each planning and reading its
         own files.  The planning worker then reads only the manifest list and the delete manifests,
         so planning is spread over the cluster as read_table's is -- a Python data source cannot
@@ -385,7 +385,7 @@ class IcebergReaderBase(DataSourceReader):
         threshold = _int_option(self.options, "planning-min-manifests")
         if threshold is not None and threshold < 1:
             raise ValidationError(f"Invalid {FORMAT} option planning-min-manifests={threshold}: expected at least 1")
-        if len(manifests) >= (threshold or DRIVER_MAX_SCAN_MANIFESTS + 1):
+        if (len(manifests) >= threshold) if threshold is not None else reads_manifests_in_tasks(manifests):
             slices = max(1, min(len(manifests), cores * 4))
             cuts = [len(manifests) * k // slices for k in range(slices + 1)]
             return [ManifestPartition(list(manifests[a:b]), plan.entry_filter, plan.schema, deletes)

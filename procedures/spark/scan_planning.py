@@ -2,9 +2,10 @@
 
 :func:`procedures.core.kernel.scan.iter_file_scan_tasks` reads every data manifest on the driver, where
 decoding the entries of a large table (10k manifests, 1M files) is most of a filtered scan's time.
-When more than :data:`DRIVER_MAX_SCAN_MANIFESTS` data manifests remain after pruning, or they pass
-the driver's reading limits of the garbage-collection procedures
-(:func:`procedures.core.gc.reachability.use_spark`), :class:`SparkEntryReader` reads them in Spark tasks, a contiguous group of
+When more than :data:`DRIVER_MAX_SCAN_MANIFESTS` data manifests listing more than
+:data:`DRIVER_MAX_SCAN_ENTRIES` files remain after pruning, or they pass the driver's reading limits
+of the garbage-collection procedures (:func:`procedures.core.gc.reachability.exceeds_driver_limits`;
+:func:`reads_manifests_in_tasks`), :class:`SparkEntryReader` reads them in Spark tasks, a contiguous group of
 manifests per task, each task applying the scan's partition and metrics filter
 (:class:`~procedures.core.kernel.scan.EntryFilter`) and sending back only the matching entries, one pickled
 list per manifest.  The driver reads the delete manifests and builds the tasks from those lists in
@@ -24,7 +25,14 @@ import pickle
 from typing import Any, Iterable, Iterator, Sequence, TypeVar
 
 from procedures.core.gc import reachability
-from procedures.core.kernel.scan import FileScanTask, ScanEntry, ScanManifests, iter_file_scan_tasks, read_entries_on_driver
+from procedures.core.kernel.scan import (
+    FileScanTask,
+    ScanEntry,
+    ScanManifests,
+    iter_file_scan_tasks,
+    listed_entries,
+    read_entries_on_driver,
+)
 from procedures.errors import ScanPlanningError
 from procedures.io.sandbox_fileio import file_io
 from procedures.spark.dataframes import collect_first_column, map_slices, parallelism, slices_frame, unpickle_rows
@@ -34,7 +42,7 @@ from procedures.spark.worker import prepare_python_worker
 from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import ManifestFile
 
-__all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "SparkEntryReader", "in_manifest_order", "in_order", "iter_scan_tasks",
+__all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "DRIVER_MAX_SCAN_ENTRIES", "SparkEntryReader", "reads_manifests_in_tasks", "in_manifest_order", "in_order", "iter_scan_tasks",
            "plan_scan_tasks"]
 
 T = TypeVar("T")
@@ -45,16 +53,37 @@ _NONE = object()  # no result yet (None could be a value)
 #: about what the driver spends on 50 such manifests.
 DRIVER_MAX_SCAN_MANIFESTS = 200
 
+#: Files those data manifests list (by their manifest-list counts) that a scan reads on the driver
+#: however many manifests hold them.  The driver decodes about 24 us an entry; a planning job costs
+#: about 0.2 s before its first entry (a DataFrame job: about 40 ms more than the RDD job before the
+#: Spark Connect conversion), then about 7 us an entry on the driver plus 24 us spread over the
+#: executor cores.  Measured on two cores (27 November): 250 one-file manifests 27 ms on the driver
+#: against 182 ms as a job, 1,000 of them 113 against 242 ms, 250 of 100 files 610 against 681 ms,
+#: 1,000 of 100 files 2.4 against 2.1 s: a job pays off past about 40,000 entries on two cores and
+#: 15,000 on eight.
+DRIVER_MAX_SCAN_ENTRIES = 20_000
+
 #: pickled entries a Spark task sends back in one piece (several manifests' when they are small)
 RESULT_PIECE_BYTES = 256 * 1024
+
+
+def reads_manifests_in_tasks(manifests: Sequence[ManifestFile]) -> bool:
+    """Whether a scan reads its data manifests (after pruning) in Spark tasks rather than on the
+    driver: more than :data:`DRIVER_MAX_SCAN_MANIFESTS` of them listing more than
+    :data:`DRIVER_MAX_SCAN_ENTRIES` files (or not saying how many), or past the driver's reading
+    limits of the garbage-collection procedures."""
+    if len(manifests) > DRIVER_MAX_SCAN_MANIFESTS:
+        listed = listed_entries(manifests)
+        if listed is None or listed > DRIVER_MAX_SCAN_ENTRIES:
+            return True
+    return reachability.exceeds_driver_limits(manifests)
 
 
 class SparkEntryReader:
     """Reads a scan's data manifests on the executors when there are enough of them.
 
     ``min_manifests`` forces the choice: read on the executors when at least that many data
-    manifests remain after pruning (tests use a small one); None uses :data:`DRIVER_MAX_SCAN_MANIFESTS`
-    and the driver's reading limits.  ``stream`` pulls the job's results a partition at a time
+    manifests remain after pruning (tests use a small one); None uses :func:`reads_manifests_in_tasks`.  ``stream`` pulls the job's results a partition at a time
     instead of collecting them (bounded driver memory, for a caller that consumes the entries once).
     """
 
@@ -74,7 +103,7 @@ class SparkEntryReader:
             return False
         if self.min_manifests is not None:
             return len(manifests) >= self.min_manifests
-        return len(manifests) > DRIVER_MAX_SCAN_MANIFESTS or reachability.use_spark(self.spark, manifests)
+        return reads_manifests_in_tasks(manifests)
 
     def __call__(self, plan: ScanManifests) -> Iterable[list[ScanEntry]]:
         """One list of matching entries per data manifest of ``plan``, in order."""

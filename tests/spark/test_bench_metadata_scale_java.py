@@ -17,7 +17,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.java]
 
 def test_tiny_run_compares_outputs_and_reports_every_case(spark, table_name, monkeypatch):
     for module, name in ((R, "DRIVER_MAX_MANIFESTS"), (R, "DRIVER_MAX_LISTS"),
-                         (scan_planning, "DRIVER_MAX_SCAN_MANIFESTS"), (RM, "MIN_PART_ENTRIES")):
+                         (scan_planning, "DRIVER_MAX_SCAN_MANIFESTS"), (scan_planning, "DRIVER_MAX_SCAN_ENTRIES"),
+                         (RM, "MIN_PART_ENTRIES")):
         monkeypatch.setattr(module, name, 0 if name != "MIN_PART_ENTRIES" else 1)
     bench = load_benchmark("bench_metadata_scale")
     before = {k: spark.conf.get(k, None) for k in ("spark.sql.catalog.ours.type", "spark.sql.catalog.ours.warehouse")}

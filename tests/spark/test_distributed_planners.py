@@ -51,6 +51,7 @@ def on_executors(monkeypatch):
     """Any number of data manifests is read on the executors; returns the manifest counts of the
     Spark jobs that read them."""
     monkeypatch.setattr(scan_planning, "DRIVER_MAX_SCAN_MANIFESTS", 0)
+    monkeypatch.setattr(scan_planning, "DRIVER_MAX_SCAN_ENTRIES", 0)
     jobs: list[int] = []
     real = SparkEntryReader._read
 

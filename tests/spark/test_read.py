@@ -229,6 +229,8 @@ def test_read_with_the_manifests_read_on_the_executors(spark, local_table, monke
         return real(self, plan, manifests)
 
     monkeypatch.setattr(scan_planning, "DRIVER_MAX_SCAN_MANIFESTS", 0)
+
+    monkeypatch.setattr(scan_planning, "DRIVER_MAX_SCAN_ENTRIES", 0)
     monkeypatch.setattr(scan_planning.SparkEntryReader, "_read", counting)
     assert _tuples(read_table(spark, t, filter="id < 8")) == [r for r in ROWS if r[0] < 8]
     # read_files plans with the streamed reader (results pulled a partition at a time)

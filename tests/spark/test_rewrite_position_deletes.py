@@ -79,6 +79,7 @@ def test_live_data_files_are_read_through_the_engines_manifest_reader(spark, cla
 
     monkeypatch.setattr(data_rewrite_steps, "SparkEntryReader", Recording)
     monkeypatch.setattr(scan_planning, "DRIVER_MAX_SCAN_MANIFESTS", 0)  # every data manifest in a task
+    monkeypatch.setattr(scan_planning, "DRIVER_MAX_SCAN_ENTRIES", 0)
     conf = {"spark.sql.catalog.ours.type": "hadoop", "spark.sql.catalog.ours.warehouse": str(java_warehouse)}
     rows = runner.run("rewrite_position_delete_files", kwargs={"table": f"db.{name}", "options": {"rewrite-all": "true"}},
                       catalog="ours", conf=conf, spark=spark).rows

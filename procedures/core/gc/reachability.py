@@ -292,8 +292,12 @@ def read_chunk_manifests(io: FileAccess, chunk: Sequence[tuple[int, int | None, 
 
 def use_spark(spark: Any, manifests: Iterable[ManifestFile]) -> bool:
     """Whether reading ``manifests`` is large enough to be a Spark job (never without a session)."""
-    if spark is None:
-        return False
+    return spark is not None and exceeds_driver_limits(manifests)
+
+
+def exceeds_driver_limits(manifests: Iterable[ManifestFile]) -> bool:
+    """Whether ``manifests`` are more than the driver reads: over :data:`DRIVER_MAX_MANIFESTS` of
+    them or :data:`DRIVER_MAX_MANIFEST_BYTES` in all."""
     count = 0
     size = 0
     for m in manifests:

@@ -70,6 +70,7 @@ __all__ = [
     "ScanManifests",
     "scan_manifests",
     "read_entries_on_driver",
+    "listed_entries",
     "delete_index",
     "tasks_from_entries",
     "partition_key",
@@ -409,6 +410,18 @@ def _pruners(specs: Mapping[int, PartitionSpec], schema: Schema, expr: Expressio
         return cache[spec_id]
 
     return get
+
+
+def listed_entries(manifests: Iterable[ManifestFile]) -> int | None:
+    """How many entries (added, existing and deleted files) ``manifests`` list by their manifest-list
+    counts; None when a manifest does not record them (optional in v1)."""
+    total = 0
+    for m in manifests:
+        counts = (m.added_files_count, m.existing_files_count, m.deleted_files_count)
+        if any(c is None for c in counts):
+            return None
+        total += sum(counts)  # type: ignore[arg-type]
+    return total
 
 
 def _manifest_may_have_live_files(m: ManifestFile) -> bool:
