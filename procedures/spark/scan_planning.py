@@ -42,25 +42,26 @@ from procedures.spark.worker import prepare_python_worker
 from procedures.spec.file_access import FileAccess
 from procedures.spec.manifest.model import ManifestFile
 
-__all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "DRIVER_MAX_SCAN_ENTRIES", "SparkEntryReader", "reads_manifests_in_tasks", "in_manifest_order", "in_order", "iter_scan_tasks",
-           "plan_scan_tasks"]
+__all__ = ["DRIVER_MAX_SCAN_MANIFESTS", "DRIVER_MAX_SCAN_ENTRIES", "SparkEntryReader", "reads_manifests_in_tasks",
+           "in_manifest_order", "in_order", "iter_scan_tasks", "plan_scan_tasks"]
 
 T = TypeVar("T")
 _NONE = object()  # no result yet (None could be a value)
 
-#: Data manifests a scan reads on the driver at most.  Measured on 100-entry manifests: 1,000 of them
+#: Data manifests a scan always reads on the driver (more of them go to a Spark job when they list
+#: more than DRIVER_MAX_SCAN_ENTRIES files).  Measured on 100-entry manifests: 1,000 of them
 #: take 5.4 s on the driver and 3.0 s as a Spark job on two cores; a job's fixed cost (~0.3 s) is
 #: about what the driver spends on 50 such manifests.
 DRIVER_MAX_SCAN_MANIFESTS = 200
 
-#: Files those data manifests list (by their manifest-list counts) that a scan reads on the driver
-#: however many manifests hold them.  The driver decodes about 24 us an entry; a planning job costs
-#: about 0.2 s before its first entry (a DataFrame job: about 40 ms more than the RDD job before the
-#: Spark Connect conversion), then about 7 us an entry on the driver plus 24 us spread over the
-#: executor cores.  Measured on two cores (27 November): 250 one-file manifests 27 ms on the driver
-#: against 182 ms as a job, 1,000 of them 113 against 242 ms, 250 of 100 files 610 against 681 ms,
-#: 1,000 of 100 files 2.4 against 2.1 s: a job pays off past about 40,000 entries on two cores and
-#: 15,000 on eight.
+#: Files (by their manifest-list counts) that more than DRIVER_MAX_SCAN_MANIFESTS data manifests may
+#: list and still be read on the driver.  The driver decodes about 24 us an entry; a planning job
+#: costs about 0.2 s before its first entry (a DataFrame job: about 40 ms more than the RDD job
+#: before the Spark Connect conversion), then about 7 us an entry on the driver plus 24 us spread
+#: over the executor cores.  Measured on two cores (28 November): 250 one-file manifests take 27 ms
+#: on the driver against 182 ms as a job, 1,000 of them 113 against 242 ms, 250 of 100 files 610
+#: against 681 ms, 1,000 of 100 files 2.4 against 2.1 s: a job pays off past about 40,000 entries
+#: on two cores and 15,000 on eight.
 DRIVER_MAX_SCAN_ENTRIES = 20_000
 
 #: pickled entries a Spark task sends back in one piece (several manifests' when they are small)
