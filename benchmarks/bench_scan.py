@@ -16,10 +16,11 @@ Both sides compute the same aggregate, and the script checks they agree (and tha
 gone) before printing figures; the floor's rows differ by the deleted ones and are not compared.  Driver peak RSS is printed for ``posdel``.
 
 A third figure per case (not ``filter``), ``(hand-over)``, is what ``mapInArrow`` alone costs: a job
-with a task per data file, as our read has on these tables, whose Python worker reads one batch of
-its file's columns and (after the same worker set-up as ours) hands the JVM that batch over and over until it has sent the file's share
-of the live rows, under the same aggregate.  Our Python reader cannot be faster than that: what it
-takes beyond it is its own reading and delete work (the two compete for the same cores).
+with a task per data file, as our read has on these tables, whose Python worker (set up as our
+reader's are) reads one batch of its file's columns and hands the JVM that batch over and over until
+it has sent the file's share of the live rows, under the same aggregate (its rows, repeats of one
+batch, are not compared).  Our Python reader cannot be faster than that: what it takes beyond it is
+its own reading and delete work (the two compete for the same cores).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def _hand_over(spark, files: list[tuple[str, int]], columns: list[str], schema) 
     def hand_over(batches):
         import pyarrow.parquet as pq
 
-        prepare_python_worker()  # as our reader does: no per-task re-read of pyspark's archives
+        prepare_python_worker()  # the per-task set-up our reader's tasks run
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 path, rows = plan[index]
