@@ -59,6 +59,12 @@ CATALOG = "bench"
 #: the catalog of the read case's table: a warehouse of its own that a baseline's worker shares, so
 #: both sides read the same files (each side's writer lays them out its own way)
 READ_CATALOG = "shared"
+
+
+def read_source_dir(warehouse: Path, read_source: Path | None) -> Path:
+    """The read case's warehouse: ``read_source`` when a coordinator shares one, else a folder of
+    ``warehouse``."""
+    return read_source or warehouse / "read-source"
 GOAL = 1.15
 AGG = ("count(*) AS n", "sum(id) AS s_id", "sum(v) AS s_v", "sum(length(s)) AS s_len", "count(DISTINCT p) AS parts")
 
@@ -91,7 +97,7 @@ def start_sessions(warehouse: Path, kinds: tuple[str, ...], cores: int, read_sou
                .config(f"spark.sql.catalog.{CATALOG}.type", "hadoop")
                .config(f"spark.sql.catalog.{CATALOG}.warehouse", str(warehouse))
                .config(f"spark.sql.catalog.{READ_CATALOG}.type", "hadoop")
-               .config(f"spark.sql.catalog.{READ_CATALOG}.warehouse", str(read_source or warehouse / "read-source"))
+               .config(f"spark.sql.catalog.{READ_CATALOG}.warehouse", str(read_source_dir(warehouse, read_source)))
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", str(cores)).config("spark.default.parallelism", str(cores))
                .config("spark.driver.memory", "2g").config("spark.sql.session.timeZone", "UTC")
@@ -237,7 +243,7 @@ def cases(classic: Any, warehouse: Path, args: argparse.Namespace, read_source: 
 
     def read_setup(_: str) -> str:
         # written once, by the first side to get here (this checkout's: it runs first in attempt 0)
-        if not ((read_source or warehouse / "read-source") / "db" / read_name / "metadata").is_dir():
+        if not (read_source_dir(warehouse, read_source) / "db" / read_name / "metadata").is_dir():
             create(classic, read_name, catalog=READ_CATALOG)
             insert(classic, read_name, 0, rows, catalog=READ_CATALOG)
         return f"db.{read_name}"
