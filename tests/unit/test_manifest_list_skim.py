@@ -15,6 +15,7 @@ import fastavro
 import pytest
 
 import procedures.spec.manifest.manifest_list as manifest_list_module
+from procedures.core.kernel.scan import listed_entries
 from procedures.errors import InvalidMetadataError, ValidationError
 from procedures.spec.manifest.manifest_list import (
     ManifestRows, read_manifest_list, read_manifest_list_where, write_manifest_list,
@@ -176,6 +177,41 @@ def test_taken_rows_and_a_row_decoded_alone_are_the_full_reads(version):
     assert [ManifestRows.decode_one(rows.path, rows.schema, rows.rows[i]) for i in at] == [full[i] for i in at]
     with pytest.raises(InvalidMetadataError, match="read as"):
         ManifestRows.decode_one(rows.path, rows.schema, rows.rows[3] + b"\x00")
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_kept_rows_count_their_listed_entries_without_decoding(version, monkeypatch):
+    """The added + existing + deleted counts of kept rows, skimmed with them: what a scan's size rule
+    reads of thousands of manifests, equal to the decoded rows' sum through slices, takes, a
+    content's rows and pickling."""
+    mio, path = _written(version)
+    rows = read_manifest_list_where(mio, path, _keep_low)
+    assert isinstance(rows, ManifestRows)
+    decoded = list(rows)
+    expected = listed_entries(decoded)
+    assert expected and rows.listed_entries() == expected
+    assert rows[100:400].listed_entries() == listed_entries(decoded[100:400])
+    assert rows.take([5, 0, 5]).listed_entries() == listed_entries([decoded[5], decoded[0], decoded[5]])
+    data = rows.with_content(ManifestContent.DATA)
+    assert data.listed_entries() == listed_entries([m for m in decoded if m.content == ManifestContent.DATA])
+    assert pickle.loads(pickle.dumps(rows[7:9])).listed_entries() == listed_entries(decoded[7:9])
+    monkeypatch.setattr(ManifestRows, "_decode", lambda *a: pytest.fail("a row was decoded"))
+    assert listed_entries(rows) == expected  # the scan's rule takes the skimmed counts
+
+
+def test_a_row_without_a_count_makes_the_listed_entries_unknown():
+    mio, path = MemIO(), "s3://b/v1-counts.avro"
+    counted = _listed(1, manifest_path="s3://b/m1.avro")
+    uncounted = _listed(1, manifest_path="s3://b/m2.avro", deleted_files_count=None)
+    write_manifest_list(mio, path, 1, 55, None, -1, None, [counted, uncounted])
+    rows = read_manifest_list_where(mio, path, None)
+    assert isinstance(rows, ManifestRows) and rows[1].deleted_files_count is None
+    assert rows[:1].listed_entries() == 3 and rows.listed_entries() is None and listed_entries(rows) is None
+    # rows built without their counts (not skimmed) decode to answer
+    bare = ManifestRows(rows.path, rows.schema, rows.rows[:1], rows.contents[:1])
+    assert bare.listed_entries() is None and listed_entries(bare) == 3
+    with pytest.raises(ValueError, match="2 entry counts for 1 manifest-list rows"):
+        ManifestRows(rows.path, rows.schema, rows.rows[:1], rows.contents[:1], [1, 2])
 
 
 # ------------------------------------------------------------------ edges found by mutation testing

@@ -414,7 +414,10 @@ def _pruners(specs: Mapping[int, PartitionSpec], schema: Schema, expr: Expressio
 
 def listed_entries(manifests: Iterable[ManifestFile]) -> int | None:
     """How many entries (added, existing and deleted files) ``manifests`` list by their manifest-list
-    counts; None when a manifest does not record them (optional in v1)."""
+    counts; None when a manifest does not record them (optional in v1).  Rows of a manifest list
+    still encoded answer from their skimmed counts, without decoding a row."""
+    if isinstance(manifests, ManifestRows) and manifests.listed is not None:
+        return manifests.listed_entries()
     total = 0
     for m in manifests:
         counts = (m.added_files_count, m.existing_files_count, m.deleted_files_count)

@@ -164,7 +164,7 @@ def read_manifest_list(io: MetadataIO, path: str) -> list[ManifestFile]:
 
 #: what :func:`read_manifest_list_where` skims of a manifest-list row, in this order
 _LIST_SKIM = (SkimField((502,), "long"), SkimField((504,), "long"), SkimField((505,), "long"),
-              SkimField((507,), "span"), SkimField((517,), "long"))
+              SkimField((507,), "span"), SkimField((517,), "long"), SkimField((506,), "long"))
 #: positions in :data:`_LIST_SKIM` of the fields a list must have to be skimmed (v1 has no content)
 _LIST_REQUIRED = frozenset(range(4))
 
@@ -209,24 +209,38 @@ class ManifestRows(Sequence[ManifestFile]):
     large table's thousands of kept rows cost their bytes (about a fifth of the objects), and they
     travel to Spark tasks as those bytes."""
 
-    __slots__ = ("path", "schema", "rows", "contents")
+    __slots__ = ("path", "schema", "rows", "contents", "listed")
 
-    def __init__(self, path: str, schema: str, rows: Sequence[bytes], contents: Sequence[int]) -> None:
+    def __init__(self, path: str, schema: str, rows: Sequence[bytes], contents: Sequence[int],
+                 listed: Sequence[int | None] | None = None) -> None:
         self.path = path  # the manifest list, for errors
         self.schema = schema  # its writer schema (JSON text)
         self.rows = tuple(rows)
         self.contents = tuple(contents)  # each row's ManifestContent value
+        # each row's added + existing + deleted file counts (None: a count is missing); None: not read
+        self.listed = None if listed is None else tuple(listed)
+        if self.listed is not None and len(self.listed) != len(self.rows):
+            raise ValueError(f"{len(self.listed)} entry counts for {len(self.rows)} manifest-list rows")
 
     def __reduce__(self) -> tuple:
-        return ManifestRows, (self.path, self.schema, self.rows, self.contents)
+        return ManifestRows, (self.path, self.schema, self.rows, self.contents, self.listed)
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
-            return ManifestRows(self.path, self.schema, self.rows[index], self.contents[index])
+            return ManifestRows(self.path, self.schema, self.rows[index], self.contents[index],
+                                None if self.listed is None else self.listed[index])
         return self._decode(self.rows[index], _list_reader(self.schema), self.path)
+
+    def listed_entries(self) -> int | None:
+        """How many entries (added, existing and deleted files) the rows' manifests list, by the
+        counts skimmed from the rows: no row is decoded.  None when a row lacks a count (optional
+        in v1) or the counts were not skimmed."""
+        if self.listed is None or None in self.listed:
+            return None
+        return sum(self.listed)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[ManifestFile]:
         reader = _list_reader(self.schema)
@@ -249,12 +263,13 @@ class ManifestRows(Sequence[ManifestFile]):
         keep = [i for i, c in enumerate(self.contents) if c == want]
         if len(keep) == len(self.rows):
             return self
-        return ManifestRows(self.path, self.schema, [self.rows[i] for i in keep], [want] * len(keep))
+        return self.take(keep)
 
     def take(self, indices: Iterable[int]) -> "ManifestRows":
         """The rows at ``indices``, in that order, still encoded."""
         at = list(indices)
-        return ManifestRows(self.path, self.schema, [self.rows[i] for i in at], [self.contents[i] for i in at])
+        listed = None if self.listed is None else [self.listed[i] for i in at]
+        return ManifestRows(self.path, self.schema, [self.rows[i] for i in at], [self.contents[i] for i in at], listed)
 
     @staticmethod
     def decode_one(path: str, schema: str, row: bytes) -> ManifestFile:
@@ -342,6 +357,7 @@ def read_manifest_list_where(
     answers: dict[tuple[int, bytes], bool] = {}
     rows: list[bytes] = []
     contents: list[int] = []
+    listed: list[int | None] = []
     skim = reader.skim
     try:
         for block in blocks:
@@ -349,7 +365,7 @@ def read_manifest_list_where(
             pos = 0
             for _ in range(block.num_records):
                 start = pos
-                pos, (spec_id, added, existing, parts, content) = skim(buf, pos)
+                pos, (spec_id, added, existing, parts, content, deleted) = skim(buf, pos)
                 if live_only and added == 0 and existing == 0:
                     continue
                 key = (spec_id, parts)
@@ -360,11 +376,13 @@ def read_manifest_list_where(
                 if answer:
                     rows.append(buf[start:pos])
                     contents.append(content or 0)
+                    listed.append(None if added is None or existing is None or deleted is None
+                                  else added + existing + deleted)
             if pos != len(buf):
                 raise ValueError(f"a block holds {len(buf) - pos} bytes past its {block.num_records} rows")
     except (KeyError, IndexError, ValueError, EOFError, TypeError) as e:
         raise InvalidMetadataError(f"corrupt manifest list ({type(e).__name__}: {e})", location=path) from e
-    return ManifestRows(path, schema_text, rows, contents)
+    return ManifestRows(path, schema_text, rows, contents, listed)
 
 
 def _no_live_files(m: ManifestFile) -> bool:
