@@ -230,6 +230,25 @@ def test_pushed_filters_prune_planned_files(spark4, name):
 
 @needs_spark4
 @needs_pushdown
+def test_spark_s_inferred_not_null_is_left_out_of_the_pruning(spark4, name):
+    """Spark pushes ``id IS NOT NULL`` beside ``id > 5``; the comparison implies it, so only the
+    comparison prunes (the same files, one test less per file), while a NOT NULL on a column no
+    other filter names is kept, and Spark still gets every filter back."""
+    from pyspark.sql.datasource import GreaterThan, IsNotNull
+
+    ident = _create(spark4, name)
+    append(spark4, ident, _rows(spark4, 0, 30))
+    source_cls = ds.register_data_source(spark4)
+    reader = source_cls({"path": ident}).reader(_read(spark4, ident).schema)
+    filters = [IsNotNull(("id",)), GreaterThan(("id",), 5), IsNotNull(("cat",))]
+    assert [id(f) for f in reader.pushFilters(filters)] == [id(f) for f in filters]
+    assert [str(e) for e in reader.filters] == ["id > 5", "not_null(cat)"]
+    assert reader.task_reader.filter_rows
+    assert sorted(r.id for r in _read(spark4, ident).where("id > 5").collect()) == list(range(6, 30))
+
+
+@needs_spark4
+@needs_pushdown
 def test_pushed_filters_skip_rows_in_the_read_and_spark_still_filters(spark4, name):
     """The reader hands Spark only the rows a pushed filter may match (row groups skipped by their
     statistics, rows tested in Arrow); Spark's own filter then gives the same rows as the references."""

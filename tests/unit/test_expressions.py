@@ -44,8 +44,11 @@ from procedures.spec.expressions import (
     referenced_names,
     rewrite_not,
     starts_with,
+    transform_term,
+    without_implied_not_null,
 )
 from procedures.spec.schema import Schema
+from procedures.spec.transforms import parse_transform
 from procedures.spec.types import (
     DATE,
     DOUBLE,
@@ -307,3 +310,23 @@ def test_referenced_ids_and_names():
     expr = and_(eq("id", 1), or_(lt("loc.lat", 2.0), not_(is_null("data"))))
     assert referenced_names(expr) == {"id", "loc.lat", "data"}
     assert referenced_field_ids(bind(expr, SCHEMA)) == {1, 10, 2}
+
+
+def test_a_not_null_that_a_comparison_on_its_column_implies_is_dropped():
+    kept = without_implied_not_null([not_null("id"), gt("id", 5), not_null("data"), not_null("ts")])
+    assert kept == [gt("id", 5), not_null("data"), not_null("ts")]
+    for rejecting in (lt("a", 1), lt_eq("a", 1), gt_eq("a", 1), eq("a", 1), in_("a", [1, 2]), starts_with("a", "x")):
+        assert without_implied_not_null([not_null("a"), rejecting]) == [rejecting]
+
+
+def test_a_not_null_stays_beside_predicates_a_null_may_satisfy_or_on_other_terms():
+    for other in (not_eq("a", 1), not_in("a", [1]), not_starts_with("a", "x"), is_null("a"), not_nan("a"),
+                  gt("b", 1), gt("A", 1)):
+        assert without_implied_not_null([not_null("a"), other]) == [not_null("a"), other]
+    bucketed = UnboundPredicate(Operation.EQ, transform_term(parse_transform("bucket[4]"), "a"), (lit(1),))
+    assert without_implied_not_null([not_null("a"), bucketed]) == [not_null("a"), bucketed]
+    assert without_implied_not_null([not_null("a")]) == [not_null("a")]
+    assert without_implied_not_null([]) == []
+    # the conjuncts of an OR are not the caller's to pass: a nested expression is kept as it is
+    either = or_(gt("a", 1), lt("b", 0))
+    assert without_implied_not_null([not_null("a"), either]) == [not_null("a"), either]
