@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from procedures.core.kernel.operations import FastAppend
+from procedures.core.kernel.snapshot_producer import SnapshotProducer, snapshot_manifests
 from procedures.core.kernel.transaction import commit
 from procedures.framework.context import open_catalog
 from procedures.spec.manifest.manifest_list import read_manifest_list
+from procedures.spec.manifest.model import DataFile, ManifestContent
 from procedures.spec.manifest.reader import read_manifest
 
 __all__ = [
@@ -427,6 +429,27 @@ def hadoop_pair(args: argparse.Namespace, prefix: str) -> tuple[Path, Any, Any]:
     spark = start_spark(warehouse, extra_conf=conf)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS jcat.db")
     return warehouse, spark, open_catalog("ours", conf)
+
+
+class BulkAppend(SnapshotProducer):
+    """An append of ready-made data files in several manifests (one per group), keeping the parent's."""
+
+    operation = "append"
+
+    def __init__(self, groups: list[list[DataFile]]) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def manifests(self, base, parent, ctx, summary):
+        """The new manifests (one per group) followed by the parent's."""
+        new = []
+        for group in self.groups:
+            def write(w, group=group) -> None:
+                for f in group:
+                    summary.added_file(f)
+                    w.add(f)
+            new.append(self.write_manifest(base, ctx, 0, ManifestContent.DATA, write))
+        return new + snapshot_manifests(ctx.io, parent)
 
 
 def append_snapshots_table(spark: Any, ours: Any, name: str, snapshots: int) -> Any:

@@ -32,19 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    Figure, Timing, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, scratch_dir, start_spark, time_call,
-    time_pair, timing_figures,
+    BulkAppend, Figure, Timing, arg_parser, jvm_peak_rss_mb, print_figures, reset_peak_rss, scratch_dir, start_spark,
+    time_call, time_pair, timing_figures,
 )
 
 import procedures  # noqa: E402
 from procedures.core.kernel.operations import DeleteFiles  # noqa: E402
 from procedures.core.kernel.paths import local_path  # noqa: E402
-from procedures.core.kernel.snapshot_producer import SnapshotProducer, snapshot_manifests  # noqa: E402
 from procedures.core.kernel.transaction import commit  # noqa: E402
 from procedures.framework.context import open_catalog  # noqa: E402
 from procedures.spark.scan_planning import iter_scan_tasks  # noqa: E402
 from procedures.spec.conversions import to_bytes  # noqa: E402
-from procedures.spec.manifest.model import DataFile, FileFormat, ManifestContent  # noqa: E402
+from procedures.spec.manifest.model import DataFile, FileFormat  # noqa: E402
 from procedures.spec.types import INT, LONG  # noqa: E402
 
 TABLE = "db.meta"
@@ -65,27 +64,6 @@ class JavaFailed:
 
     def __repr__(self) -> str:
         return f"JavaFailed({self.message!r})"
-
-
-class BulkAppend(SnapshotProducer):
-    """An append of ready-made data files in several manifests (one per group), keeping the parent's."""
-
-    operation = "append"
-
-    def __init__(self, groups: list[list[DataFile]]) -> None:
-        super().__init__()
-        self.groups = groups
-
-    def manifests(self, base, parent, ctx, summary):
-        """The new manifests (one per group) followed by the parent's."""
-        new = []
-        for group in self.groups:
-            def write(w, group=group) -> None:
-                for f in group:
-                    summary.added_file(f)
-                    w.add(f)
-            new.append(self.write_manifest(base, ctx, 0, ManifestContent.DATA, write))
-        return new + snapshot_manifests(ctx.io, parent)
 
 
 def vm_hwm_mb(pid: int | None = None, key: str = "VmHWM") -> float:
