@@ -38,7 +38,6 @@ baseline).
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
