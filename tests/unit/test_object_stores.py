@@ -247,6 +247,28 @@ def test_spark_redacted_secrets_are_read_from_the_runtime_conf():
     assert props["s3.secret-access-key"] == "real-secret"
 
 
+def test_spark_conf_falls_back_to_set_when_the_jvm_route_fails():
+    """A classic session's conf is read from its JVM in one JSON text; when that fails (a JVM without
+    the classes, a gateway error), SET gives the same entries."""
+    from procedures.spark.catalog_conf import conf_from_spark
+
+    class Broken:
+        def __getattr__(self, name):
+            raise RuntimeError(f"py4j says no to {name}")
+
+    class Session:
+        conf = None
+        sparkContext = None
+        _jvm = Broken()
+        _jsparkSession = Broken()
+
+        def sql(self, text):
+            rows = [("spark.master", "local[2]"), ("spark.sql.catalog.c.type", "hadoop")]
+            return type("Rows", (), {"collect": lambda _self: rows})()
+
+    assert conf_from_spark(Session()) == {"spark.master": "local[2]", "spark.sql.catalog.c.type": "hadoop"}
+
+
 def test_spark_conf_is_one_read_of_set_without_the_context_copy():
     """On pyspark 3.5 classic, SET already lists the context's static keys (a session's SQL conf
     starts as a copy of them); copying the context's conf as well cost a py4j round trip per entry
