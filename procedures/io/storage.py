@@ -19,6 +19,7 @@ property to set.  :func:`redacted` hides secret values for messages and reprs.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
@@ -128,8 +129,11 @@ def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
     """Keyword arguments of ``pyarrow.fs.S3FileSystem`` for Iceberg's ``s3.*`` properties.
 
     With ``s3.endpoint`` set, ``s3.access-key-id`` and ``s3.secret-access-key`` are required (the
-    AWS default credential chain would otherwise go looking for credentials elsewhere), and the
-    region defaults to ``us-east-1`` so no region lookup leaves for AWS.
+    AWS default credential chain would otherwise go looking for credentials elsewhere), or else
+    both of ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` in the environment (with
+    ``AWS_SESSION_TOKEN`` when set): a Spark Connect server hides every conf key that matches
+    ``spark.redaction.regex`` from its clients, so there the keys cannot come from the catalog's
+    conf.  The region defaults to ``us-east-1`` so no region lookup leaves for AWS.
     """
     opts: dict[str, Any] = {}
     access = _first(props, S3_ACCESS_KEY, "client.access-key-id")
@@ -147,10 +151,14 @@ def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
                                  property=S3_ACCESS_KEY)
     if endpoint is not None:
         if access is None:
+            access, secret, token = _environment_keys()
+        if access is None:
             raise StorageConfigError(
                 f"{S3_ENDPOINT} is set ({endpoint}) but no credentials are: set {S3_ACCESS_KEY} and "
                 f"{S3_SECRET_KEY} (as spark.sql.catalog.<name>.{S3_ACCESS_KEY} and "
-                f".{S3_SECRET_KEY})", property=S3_ACCESS_KEY)
+                f".{S3_SECRET_KEY}), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment "
+                "(on Spark Connect the server hides conf keys matching spark.redaction.regex from its "
+                "clients: there the environment is the way)", property=S3_ACCESS_KEY)
         scheme, host = _endpoint(endpoint, S3_ENDPOINT)
         opts["endpoint_override"] = host
         opts["scheme"] = scheme
@@ -165,6 +173,16 @@ def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
     _put(opts, connect_timeout=_seconds(props, S3_CONNECT_TIMEOUT),
          request_timeout=_seconds(props, S3_REQUEST_TIMEOUT))
     return opts
+
+
+def _environment_keys() -> tuple[str | None, str | None, str | None]:
+    """``(access key, secret key, session token)`` from the AWS variables of the environment, when
+    both keys are set (non-empty); else three Nones."""
+    access = os.environ.get("AWS_ACCESS_KEY_ID") or None
+    secret = os.environ.get("AWS_SECRET_ACCESS_KEY") or None
+    if access is None or secret is None:
+        return None, None, None
+    return access, secret, os.environ.get("AWS_SESSION_TOKEN") or None
 
 
 def gcs_options(props: Mapping[str, str]) -> dict[str, Any]:

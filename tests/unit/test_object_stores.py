@@ -97,12 +97,44 @@ def test_endpoint_without_credentials(missing):
     assert err.value.property == missing and missing in str(err.value)
 
 
-def test_endpoint_without_any_key():
+AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
+@pytest.fixture
+def no_aws_environment(monkeypatch):
+    for name in AWS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_endpoint_without_any_key(no_aws_environment):
     props = {"s3.endpoint": "http://127.0.0.1:9"}
+    no_aws_environment.setenv("AWS_ACCESS_KEY_ID", "only-one-of-the-two")
     with pytest.raises(StorageConfigError) as err:
         FileIO(props).exists("s3a://bucket/wh")
     assert err.value.property == "s3.access-key-id"
-    assert "s3.access-key-id" in str(err.value) and "s3.secret-access-key" in str(err.value)
+    text = str(err.value)
+    assert "s3.access-key-id" in text and "s3.secret-access-key" in text
+    assert "AWS_SECRET_ACCESS_KEY" in text and "Spark Connect" in text and "only-one-of-the-two" not in text
+
+
+def test_endpoint_keys_from_the_environment(no_aws_environment):
+    """Spark Connect hides secret conf keys from its clients: with an endpoint and no keys in the
+    properties, both AWS variables of the environment give them; the properties' keys win."""
+    env = no_aws_environment
+    env.setenv("AWS_ACCESS_KEY_ID", "ENV-AK")
+    env.setenv("AWS_SECRET_ACCESS_KEY", "ENV-SK")
+    opts = s3_options({"s3.endpoint": "http://127.0.0.1:9000"})
+    assert (opts["access_key"], opts["secret_key"]) == ("ENV-AK", "ENV-SK") and "session_token" not in opts
+    env.setenv("AWS_SESSION_TOKEN", "ENV-TOKEN")
+    assert s3_options({"s3.endpoint": "http://127.0.0.1:9000"})["session_token"] == "ENV-TOKEN"
+    given = s3_options(PROPS)
+    assert (given["access_key"], given["secret_key"], given["session_token"]) == ("AK", "SK", "TOKEN")
+    with pytest.raises(StorageConfigError, match="incomplete"):  # half the keys given: not mixed with the environment
+        s3_options({"s3.endpoint": "http://127.0.0.1:9000", "s3.access-key-id": "AK"})
+    env.setenv("AWS_SECRET_ACCESS_KEY", "")
+    with pytest.raises(StorageConfigError, match="no credentials"):
+        s3_options({"s3.endpoint": "http://127.0.0.1:9000"})
 
 
 def test_malformed_endpoint_and_flag():
@@ -148,6 +180,18 @@ def test_wrong_secret_names_the_credentials(s3_server):
         FileIO(props).exists(f"s3://{s3_server.bucket}/wh/x.json")
     assert err.value.property == "s3.access-key-id"
     assert "wrong-secret" not in str(err.value)
+
+
+def test_keys_from_the_environment_reach_the_server(s3_server, no_aws_environment):
+    props = s3_server.properties()
+    no_aws_environment.setenv("AWS_ACCESS_KEY_ID", props["s3.access-key-id"])
+    no_aws_environment.setenv("AWS_SECRET_ACCESS_KEY", props["s3.secret-access-key"])
+    keyless = {k: v for k, v in props.items() if k not in ("s3.access-key-id", "s3.secret-access-key")}
+    io = FileIO(keyless)
+    path = f"s3://{s3_server.bucket}/unit-env/one.bin"
+    io.write(path, b"from the environment")
+    assert FileIO(props).new_input(path).read() == b"from the environment"
+    io.delete(path)
 
 
 @pytest.mark.parametrize("scheme", ["s3", "s3a", "s3n"])
