@@ -132,8 +132,9 @@ def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
     AWS default credential chain would otherwise go looking for credentials elsewhere), or else
     both of ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` in the environment (with
     ``AWS_SESSION_TOKEN`` when set): a Spark Connect server hides every conf key that matches
-    ``spark.redaction.regex`` from its clients, so there the keys cannot come from the catalog's
-    conf.  The region defaults to ``us-east-1`` so no region lookup leaves for AWS.
+    ``spark.redaction.regex`` from its clients, so there the secret cannot come from the catalog's
+    conf.  A given ``s3.access-key-id`` without its secret (what a Connect client sees) takes the
+    environment's secret when ``AWS_ACCESS_KEY_ID`` is that same key.  The region defaults to ``us-east-1`` so no region lookup leaves for AWS.
     """
     opts: dict[str, Any] = {}
     access = _first(props, S3_ACCESS_KEY, "client.access-key-id")
@@ -141,10 +142,18 @@ def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
     token = _first(props, S3_SESSION_TOKEN, "client.session-token")
     region = _first(props, S3_REGION, "client.region")
     endpoint = _first(props, S3_ENDPOINT)
+    if access is not None and secret is None:
+        # Spark Connect shows a client s3.access-key-id but hides s3.secret-access-key: the
+        # environment's secret completes the pair when its access key is the same one
+        env_access, env_secret, env_token = _environment_keys()
+        if env_access == access:
+            secret, token = env_secret, token if token is not None else env_token
     if (access is None) != (secret is None):
         missing = S3_SECRET_KEY if secret is None else S3_ACCESS_KEY
+        hint = (" (on Spark Connect the server hides s3.secret-access-key from its clients: set "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment)" if missing == S3_SECRET_KEY else "")
         raise StorageConfigError(f"S3 credentials are incomplete: set {missing} together with "
-                                 f"{S3_ACCESS_KEY if missing == S3_SECRET_KEY else S3_SECRET_KEY}",
+                                 f"{S3_ACCESS_KEY if missing == S3_SECRET_KEY else S3_SECRET_KEY}{hint}",
                                  property=missing)
     if token is not None and access is None:
         raise StorageConfigError(f"{S3_SESSION_TOKEN} is set without {S3_ACCESS_KEY} and {S3_SECRET_KEY}",

@@ -210,3 +210,49 @@ def test_connect_server_in_front_of_a_standalone_cluster_runs_a_procedure(spark_
             spark.stop()
     finally:
         server_module.stop(server)
+
+
+def test_object_store_keys_reach_a_connect_client_from_the_environment(s3_server, tmp_path, monkeypatch):
+    """A Connect server hides from its clients every conf key matching ``spark.redaction.regex``, so a
+    catalog's S3 secret in the server's conf never reaches our catalog in the client (its access key
+    does): the catalog says where the secret can come from, and takes it from the client's
+    environment (the server's workers from theirs, inherited at the server's start)."""
+    _client()
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    import procedures
+
+    props = s3_server.properties()
+    conf = {f"spark.sql.catalog.s3c.{k}": v for k, v in props.items()}
+    conf.update({"spark.sql.catalog.s3c.type": "jdbc",
+                 "spark.sql.catalog.s3c.uri": f"jdbc:sqlite:{tmp_path / 'catalog.db'}",
+                 "spark.sql.catalog.s3c.warehouse": f"s3://{s3_server.bucket}/connect-env",
+                 "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                 "spark.sql.session.timeZone": "UTC"})
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", props["s3.access-key-id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", props["s3.secret-access-key"])
+    try:
+        server = server_module.start(conf)  # its workers inherit the keys
+    except RuntimeError as e:
+        skip_missing_reference(f"Spark Connect server did not start: {e}")
+    try:
+        spark = ConnectSession.builder.remote(server.url).create()
+        try:
+            visible = spark.conf.getAll
+            assert "spark.sql.catalog.s3c.s3.endpoint" in visible
+            assert "spark.sql.catalog.s3c.s3.access-key-id" in visible
+            assert "spark.sql.catalog.s3c.s3.secret-access-key" not in visible  # Spark's, not ours
+            procedures.sql(spark, "CREATE NAMESPACE IF NOT EXISTS s3c.db")  # the catalog's database alone
+            monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+            with pytest.raises(Exception, match="incomplete.*Spark Connect.*AWS_SECRET_ACCESS_KEY"):
+                procedures.sql(spark, "CREATE TABLE s3c.db.t (id bigint) USING iceberg")
+            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", props["s3.secret-access-key"])
+            procedures.sql(spark, "CREATE TABLE s3c.db.t (id bigint) USING iceberg")
+            procedures.sql(spark, "INSERT INTO s3c.db.t VALUES (1), (2), (3)")
+            assert procedures.sql(spark, "SELECT sum(id) AS s FROM s3c.db.t").first()["s"] == 6
+        finally:
+            spark.stop()
+    finally:
+        server_module.stop(server)

@@ -130,8 +130,14 @@ def test_endpoint_keys_from_the_environment(no_aws_environment):
     assert s3_options({"s3.endpoint": "http://127.0.0.1:9000"})["session_token"] == "ENV-TOKEN"
     given = s3_options(PROPS)
     assert (given["access_key"], given["secret_key"], given["session_token"]) == ("AK", "SK", "TOKEN")
-    with pytest.raises(StorageConfigError, match="incomplete"):  # half the keys given: not mixed with the environment
+    with pytest.raises(StorageConfigError, match="incomplete.*Spark Connect.*AWS_SECRET_ACCESS_KEY"):
+        # another access key than the environment's: its secret is not the environment's
         s3_options({"s3.endpoint": "http://127.0.0.1:9000", "s3.access-key-id": "AK"})
+    # what a Spark Connect client sees of a catalog given both keys: the access key, not the secret
+    seen = s3_options({"s3.endpoint": "http://127.0.0.1:9000", "s3.access-key-id": "ENV-AK"})
+    assert (seen["access_key"], seen["secret_key"], seen["session_token"]) == ("ENV-AK", "ENV-SK", "ENV-TOKEN")
+    with pytest.raises(StorageConfigError, match="incomplete"):  # a secret alone is never completed
+        s3_options({"s3.endpoint": "http://127.0.0.1:9000", "s3.secret-access-key": "SK"})
     env.setenv("AWS_SECRET_ACCESS_KEY", "")
     with pytest.raises(StorageConfigError, match="no credentials"):
         s3_options({"s3.endpoint": "http://127.0.0.1:9000"})
