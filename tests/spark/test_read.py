@@ -260,8 +260,9 @@ def test_session_conf_read_holds_the_static_keys(spark):
 def test_session_conf_from_the_jvm_is_what_pyspark_reads(spark, monkeypatch):
     # one JSON text from the JVM (1-2 ms) instead of SET or getAll (6-14 ms a statement): the same
     # entries, a runtime change seen at once, and a secret as set, not as SET redacts it
-    if catalog_conf._jvm_session_conf(spark) is None:
+    if getattr(spark, "_jsparkSession", None) is None:
         pytest.skip("a Spark Connect session has no JVM in this process: its conf is read through pyspark")
+    assert catalog_conf._jvm_session_conf(spark) is not None  # a classic session answers from its JVM
     key = "spark.sql.catalog.conftest.s3.secret-access-key"
     spark.conf.set(key, "s3cr3t")
     try:
