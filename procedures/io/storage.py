@@ -134,7 +134,8 @@ def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
     ``AWS_SESSION_TOKEN`` when set): a Spark Connect server hides every conf key that matches
     ``spark.redaction.regex`` from its clients, so there the secret cannot come from the catalog's
     conf.  A given ``s3.access-key-id`` without its secret (what a Connect client sees) takes the
-    environment's secret when ``AWS_ACCESS_KEY_ID`` is that same key.  The region defaults to ``us-east-1`` so no region lookup leaves for AWS.
+    environment's secret when ``AWS_ACCESS_KEY_ID`` is that same key.  The region defaults to
+    ``us-east-1`` so no region lookup leaves for AWS.
     """
     opts: dict[str, Any] = {}
     access = _first(props, S3_ACCESS_KEY, "client.access-key-id")
@@ -151,7 +152,8 @@ def s3_options(props: Mapping[str, str]) -> dict[str, Any]:
     if (access is None) != (secret is None):
         missing = S3_SECRET_KEY if secret is None else S3_ACCESS_KEY
         hint = (" (on Spark Connect the server hides s3.secret-access-key from its clients: set "
-                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment)" if missing == S3_SECRET_KEY else "")
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment)"
+                if missing == S3_SECRET_KEY else "")
         raise StorageConfigError(f"S3 credentials are incomplete: set {missing} together with "
                                  f"{S3_ACCESS_KEY if missing == S3_SECRET_KEY else S3_SECRET_KEY}{hint}",
                                  property=missing)
